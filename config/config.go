@@ -1,0 +1,273 @@
+// Package config is aivis's configuration: defaults, then a JSON file, then
+// AIVIS_* environment variables, then command-line flags, each overriding
+// the one before. docs/configuration.md lists every setting.
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is the server's configuration.
+type Config struct {
+	ConfigFile            string   `json:"-"`
+	DataDir               string   `json:"data_dir"`
+	Addr                  string   `json:"addr"`
+	HTTPAddr              string   `json:"http_addr"`
+	PublicURL             string   `json:"public_url"`
+	TLSCert               string   `json:"tls_cert"`
+	TLSKey                string   `json:"tls_key"`
+	TrustedProxies        []string `json:"trusted_proxies"`
+	AllowPrivateTargets   bool     `json:"allow_private_targets"`
+	AllowedTargets        []string `json:"allowed_targets"`
+	LogLevel              string   `json:"log_level"`
+	LogFormat             string   `json:"log_format"`
+	AuthFailuresPerMinute int      `json:"auth_failures_per_minute"`
+	CounterFlushInterval  Duration `json:"counter_flush_interval"`
+	ShutdownTimeout       Duration `json:"shutdown_timeout"`
+}
+
+// Duration is a time.Duration written as "1s", "250ms" in files and flags.
+type Duration time.Duration
+
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// Set parses a duration string.
+func (d *Duration) Set(s string) error {
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalJSON writes the duration as a string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
+
+// UnmarshalJSON reads a duration string such as "1s".
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("durations are strings such as \"1s\"")
+	}
+	return d.Set(s)
+}
+
+// Default is the configuration with nothing set.
+func Default() Config {
+	return Config{
+		DataDir:               "./aivis-data",
+		Addr:                  "127.0.0.1:8443",
+		LogLevel:              "info",
+		LogFormat:             "text",
+		AuthFailuresPerMinute: 20,
+		CounterFlushInterval:  Duration(time.Second),
+		ShutdownTimeout:       Duration(30 * time.Second),
+	}
+}
+
+type field struct {
+	flag, usage string
+	value       flag.Value
+}
+
+// fields binds every setting to a flag name; its environment variable is
+// AIVIS_ and the flag name in upper case with underscores.
+func (c *Config) fields(serve bool) []field {
+	fs := []field{{"data-dir", "directory of the database, TLS material and plugins", (*str)(&c.DataDir)}}
+	if !serve {
+		return fs
+	}
+	return append(fs,
+		field{"config", "JSON configuration file", (*str)(&c.ConfigFile)},
+		field{"addr", "HTTPS listen address", (*str)(&c.Addr)},
+		field{"http-addr", "optional plain-HTTP listen address (answers 403 HTTPS_REQUIRED)", (*str)(&c.HTTPAddr)},
+		field{"public-url", "base URL users reach the server at (default https://<addr>)", (*str)(&c.PublicURL)},
+		field{"tls-cert", "TLS certificate PEM file (default: self-signed, made in the data directory)", (*str)(&c.TLSCert)},
+		field{"tls-key", "TLS private key PEM file", (*str)(&c.TLSKey)},
+		field{"trusted-proxies", "comma-separated CIDRs whose X-Forwarded-Proto/-For are believed", (*list)(&c.TrustedProxies)},
+		field{"allow-private-targets", "let outbound deliveries reach loopback, private and link-local addresses", (*boolean)(&c.AllowPrivateTargets)},
+		field{"allowed-targets", "comma-separated CIDRs outbound deliveries may reach despite the guard", (*list)(&c.AllowedTargets)},
+		field{"log-level", "debug, info, warn or error", (*str)(&c.LogLevel)},
+		field{"log-format", "text or json", (*str)(&c.LogFormat)},
+		field{"auth-failures-per-minute", "failed authentications allowed per client address per minute", (*integer)(&c.AuthFailuresPerMinute)},
+		field{"counter-flush-interval", "how often request counts are written to the database", &c.CounterFlushInterval},
+		field{"shutdown-timeout", "how long a graceful shutdown waits for requests in flight", &c.ShutdownTimeout},
+	)
+}
+
+// EnvName is the environment variable of a flag.
+func EnvName(flagName string) string {
+	return "AIVIS_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// Bind registers the settings' flags on fs, writing into c. serve adds the
+// server's settings to --data-dir, which every subcommand takes.
+func (c *Config) Bind(fs *flag.FlagSet, serve bool) {
+	for _, f := range c.fields(serve) {
+		fs.Var(f.value, f.flag, f.usage+" (env "+EnvName(f.flag)+")")
+	}
+}
+
+// Load builds the configuration for args: defaults, the file named by
+// --config or AIVIS_CONFIG, the environment, then the flags.
+func Load(args []string, getenv func(string) string, serve bool, extra func(*flag.FlagSet)) (Config, *flag.FlagSet, error) {
+	scratch := Default()
+	if err := newFlagSet(&scratch, serve, extra).Parse(args); err != nil {
+		return Config{}, nil, err
+	}
+	cfg := Default()
+	path := scratch.ConfigFile
+	if path == "" && serve {
+		path = getenv("AIVIS_CONFIG")
+	}
+	if path != "" {
+		if err := cfg.readFile(path); err != nil {
+			return Config{}, nil, err
+		}
+		cfg.ConfigFile = path
+	}
+	for _, f := range cfg.fields(serve) {
+		if v, ok := lookup(getenv, EnvName(f.flag)); ok && f.flag != "config" {
+			if err := f.value.Set(v); err != nil {
+				return Config{}, nil, fmt.Errorf("config: %s: %w", EnvName(f.flag), err)
+			}
+		}
+	}
+	fs := newFlagSet(&cfg, serve, extra)
+	if err := fs.Parse(args); err != nil {
+		return Config{}, nil, err
+	}
+	if serve {
+		if err := cfg.Validate(); err != nil {
+			return Config{}, nil, err
+		}
+	}
+	return cfg, fs, nil
+}
+
+func lookup(getenv func(string) string, name string) (string, bool) {
+	v := getenv(name)
+	return v, v != ""
+}
+
+func newFlagSet(c *Config, serve bool, extra func(*flag.FlagSet)) *flag.FlagSet {
+	fs := flag.NewFlagSet("aivis", flag.ContinueOnError)
+	fs.SetOutput(new(bytes.Buffer))
+	c.Bind(fs, serve)
+	if extra != nil {
+		extra(fs)
+	}
+	return fs
+}
+
+func (c *Config) readFile(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(c); err != nil {
+		return fmt.Errorf("config: %s: %w", path, err)
+	}
+	return nil
+}
+
+// Validate checks the settings that can be checked without I/O.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.DataDir == "" {
+		errs = append(errs, errors.New("data_dir must be set"))
+	}
+	if c.Addr == "" {
+		errs = append(errs, errors.New("addr must be set"))
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		errs = append(errs, errors.New("tls_cert and tls_key must be set together"))
+	}
+	for _, p := range append(append([]string{}, c.TrustedProxies...), c.AllowedTargets...) {
+		if _, err := ParsePrefix(p); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, fmt.Errorf("log_level must be debug, info, warn or error, not %q", c.LogLevel))
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		errs = append(errs, fmt.Errorf("log_format must be text or json, not %q", c.LogFormat))
+	}
+	if c.AuthFailuresPerMinute < 1 {
+		errs = append(errs, errors.New("auth_failures_per_minute must be at least 1"))
+	}
+	if c.CounterFlushInterval < Duration(10*time.Millisecond) {
+		errs = append(errs, errors.New("counter_flush_interval must be at least 10ms"))
+	}
+	if c.ShutdownTimeout <= 0 {
+		errs = append(errs, errors.New("shutdown_timeout must be positive"))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("config: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// ParsePrefix reads a CIDR, or a single address as a /32 or /128.
+func ParsePrefix(s string) (netip.Prefix, error) {
+	if p, err := netip.ParsePrefix(s); err == nil {
+		return p.Masked(), nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("%q is not a CIDR or an IP address", s)
+	}
+	return netip.PrefixFrom(a, a.BitLen()), nil
+}
+
+type str string
+
+func (s *str) String() string     { return string(*s) }
+func (s *str) Set(v string) error { *s = str(v); return nil }
+
+type list []string
+
+func (l *list) String() string { return strings.Join(*l, ",") }
+func (l *list) Set(v string) error {
+	*l = nil
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			*l = append(*l, p)
+		}
+	}
+	return nil
+}
+
+type boolean bool
+
+func (b *boolean) String() string   { return strconv.FormatBool(bool(*b)) }
+func (b *boolean) IsBoolFlag() bool { return true }
+func (b *boolean) Set(v string) error {
+	x, err := strconv.ParseBool(v)
+	*b = boolean(x)
+	return err
+}
+
+type integer int
+
+func (i *integer) String() string { return strconv.Itoa(int(*i)) }
+func (i *integer) Set(v string) error {
+	x, err := strconv.Atoi(v)
+	*i = integer(x)
+	return err
+}

@@ -1,0 +1,94 @@
+// Package accounts creates accounts and agency clients and changes tiers.
+package accounts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aivis/aivis/core/fault"
+	"github.com/aivis/aivis/core/limits"
+	"github.com/aivis/aivis/core/randid"
+	"github.com/aivis/aivis/core/store"
+)
+
+// Service manages accounts and clients.
+type Service struct {
+	Store store.Accounts
+	Now   func() time.Time
+}
+
+func checkName(name string) (string, error) {
+	name = strings.TrimSpace(name)
+	if name == "" || utf8.RuneCountInString(name) > 200 {
+		return "", fault.Invalid(fault.FieldError{Field: "name", Message: "must be 1 to 200 characters"})
+	}
+	return name, nil
+}
+
+func tier(name string) (limits.Tier, error) {
+	t, ok := limits.TierByName(name)
+	if !ok {
+		return t, fault.Invalid(fault.FieldError{Field: "tier", Message: "must be one of " + strings.Join(limits.TierNames(), ", ")})
+	}
+	return t, nil
+}
+
+// Create makes an account of a tier, an agency account when agency is set.
+func (s *Service) Create(ctx context.Context, name, tierName string, agency bool) (store.Account, error) {
+	name, err := checkName(name)
+	if err != nil {
+		return store.Account{}, err
+	}
+	t, err := tier(tierName)
+	if err != nil {
+		return store.Account{}, err
+	}
+	a := store.Account{ID: randid.New("acct"), Name: name, Tier: t.Name, Type: store.AccountStandard, CreatedAt: s.Now().UTC()}
+	if agency {
+		a.Type = store.AccountAgency
+	}
+	if err := s.Store.CreateAccount(ctx, a); err != nil {
+		return a, fmt.Errorf("accounts: %w", err)
+	}
+	return a, nil
+}
+
+// SetTier changes an account's tier; it applies from the next request on.
+func (s *Service) SetTier(ctx context.Context, id, tierName string) (store.Account, error) {
+	t, err := tier(tierName)
+	if err != nil {
+		return store.Account{}, err
+	}
+	if err := s.Store.SetTier(ctx, id, t.Name); errors.Is(err, store.ErrNotFound) {
+		return store.Account{}, fault.New(fault.NotFound, "no account %s", id)
+	} else if err != nil {
+		return store.Account{}, err
+	}
+	return s.Store.Account(ctx, id)
+}
+
+// CreateClient adds a client to an agency account.
+func (s *Service) CreateClient(ctx context.Context, accountID, name string) (store.Client, error) {
+	name, err := checkName(name)
+	if err != nil {
+		return store.Client{}, err
+	}
+	a, err := s.Store.Account(ctx, accountID)
+	if errors.Is(err, store.ErrNotFound) {
+		return store.Client{}, fault.New(fault.NotFound, "no account %s", accountID)
+	} else if err != nil {
+		return store.Client{}, err
+	}
+	if a.Type != store.AccountAgency {
+		return store.Client{}, fault.New(fault.PlanNotAllowed, "clients need an agency account; %s is a standard account", a.ID)
+	}
+	c := store.Client{ID: randid.New("cli"), AccountID: a.ID, Name: name, CreatedAt: s.Now().UTC()}
+	if err := s.Store.CreateClient(ctx, c); err != nil {
+		return c, fmt.Errorf("accounts: %w", err)
+	}
+	return c, nil
+}

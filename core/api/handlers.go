@@ -1,0 +1,249 @@
+package api
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/aivis/aivis/client"
+	"github.com/aivis/aivis/core/content"
+	"github.com/aivis/aivis/core/domains"
+	"github.com/aivis/aivis/core/fault"
+	"github.com/aivis/aivis/core/limits"
+	"github.com/aivis/aivis/core/store"
+)
+
+func (s *Server) budgetStatus(w http.ResponseWriter, r *http.Request) {
+	p := principal(r)
+	d := decision(r)
+	t, _ := limits.TierByName(p.Account.Tier)
+	now := d.Now
+	month := limits.Month(now)
+	b, err := s.store.BudgetMonth(r.Context(), p.AccountID(), month)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	active, err := s.store.ActiveContentRequests(r.Context(), p.AccountID())
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	committed := b.Spent + b.Reserved
+	bs := client.BudgetStatus{
+		QuotaTier:  t.Title,
+		RateLimits: client.RateLimits{PerMinute: t.PerMinute, PerHour: t.PerHour, PerDay: t.PerDay},
+		Usage: client.RequestUsage{RequestsToday: d.Count[limits.Day], RequestsThisHour: d.Count[limits.Hour],
+			RequestsThisMinute: d.Count[limits.Minute]},
+		Remaining: client.Remaining{Today: d.Remaining(limits.Day), ThisHour: d.Remaining(limits.Hour),
+			ThisMinute: d.Remaining(limits.Minute)},
+		Resets: client.Resets{Minute: d.Reset[limits.Minute], Hour: d.Reset[limits.Hour], Day: d.Reset[limits.Day]},
+		Budget: client.Budget{Currency: "usd", Month: month, MonthlyLimit: client.USD(t.MonthlyBudget),
+			Spent: client.USD(b.Spent), Reserved: client.USD(b.Reserved), Committed: client.USD(committed),
+			Remaining: client.USD(max(t.MonthlyBudget-committed, 0)), MaxPerRequest: client.USD(t.MaxBudgetPerRequest),
+			ResetsAt: limits.MonthEnd(now)},
+		ActiveRequests: client.ActiveRequests{Limit: t.ActiveRequests, Current: active},
+		AccountID:      p.AccountID(),
+		ClientID:       optional(p.ClientID()),
+	}
+	writeJSON(w, http.StatusOK, envelope(bs))
+}
+
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func contentView(cr store.ContentRequest, withContent bool) client.ContentRequest {
+	v := client.ContentRequest{
+		ID: cr.ID, Status: cr.Status, Type: cr.Type, Domain: cr.Domain, URL: optional(cr.URL),
+		TargetQueries: cr.TargetQueries, ClientID: optional(cr.ClientID), Currency: "usd",
+		Budget: client.USD(cr.Budget), Spent: client.USD(cr.Spent), Reserved: client.USD(content.Reserved(cr)),
+		Metadata: cr.Metadata, FailureReason: optional(cr.FailureReason), Result: cr.Result,
+		CreatedAt: cr.CreatedAt, UpdatedAt: cr.UpdatedAt,
+	}
+	if withContent {
+		v.Content = optional(cr.Content)
+	}
+	if v.TargetQueries == nil {
+		v.TargetQueries = []string{}
+	}
+	if v.Metadata == nil {
+		v.Metadata = map[string]string{}
+	}
+	if v.Result == nil {
+		v.Result = json.RawMessage("null")
+	}
+	if !cr.StartedAt.IsZero() {
+		v.StartedAt = &cr.StartedAt
+	}
+	if !cr.EndedAt.IsZero() {
+		v.EndedAt = &cr.EndedAt
+	}
+	return v
+}
+
+// idempotency reads the Idempotency-Key header; nil when there is none.
+func idempotency(r *http.Request, body []byte, status int) (*content.Idempotency, error) {
+	key := r.Header.Get("Idempotency-Key")
+	if key == "" {
+		return nil, nil
+	}
+	if len(key) > 255 {
+		return nil, fault.Invalid(fault.FieldError{Field: "Idempotency-Key", Message: "must be at most 255 characters"})
+	}
+	for i := 0; i < len(key); i++ {
+		if key[i] < 0x20 || key[i] > 0x7e {
+			return nil, fault.Invalid(fault.FieldError{Field: "Idempotency-Key", Message: "must be printable ASCII"})
+		}
+	}
+	h := sha256.New()
+	h.Write([]byte(r.Method + " " + r.URL.Path + "\n"))
+	h.Write(body)
+	return &content.Idempotency{Key: key, Hash: h.Sum(nil), Render: func(cr store.ContentRequest) (int, []byte, error) {
+		b, err := json.Marshal(envelope(contentView(cr, true)))
+		return status, b, err
+	}}, nil
+}
+
+func writeReplay(w http.ResponseWriter, rp *content.Replay) {
+	w.Header().Set("Idempotent-Replayed", "true")
+	writeRaw(w, rp.Status, rp.Body)
+}
+
+func (s *Server) createContentRequest(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(r, false)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	var in client.CreateContentRequest
+	if err := decodeStrict(body, &in); err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	idem, err := idempotency(r, body, http.StatusCreated)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	cr, replay, err := s.content.Create(r.Context(), principal(r), in, idem)
+	switch {
+	case err != nil:
+		writeError(w, r, s.log, err)
+	case replay != nil:
+		writeReplay(w, replay)
+	default:
+		w.Header().Set("Location", "/api/v1/ai/content-requests/"+cr.ID)
+		writeJSON(w, http.StatusCreated, envelope(contentView(cr, true)))
+	}
+}
+
+func (s *Server) getContentRequest(w http.ResponseWriter, r *http.Request) {
+	cr, err := s.content.Get(r.Context(), principal(r), chi.URLParam(r, "id"))
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, envelope(contentView(cr, true)))
+}
+
+func (s *Server) cancelContentRequest(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(r, true)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	if body != nil {
+		if err := decodeStrict(body, &struct{}{}); err != nil {
+			writeError(w, r, s.log, err)
+			return
+		}
+	}
+	idem, err := idempotency(r, body, http.StatusOK)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	cr, replay, err := s.content.Cancel(r.Context(), principal(r), chi.URLParam(r, "id"), idem)
+	switch {
+	case err != nil:
+		writeError(w, r, s.log, err)
+	case replay != nil:
+		writeReplay(w, replay)
+	default:
+		writeJSON(w, http.StatusOK, envelope(contentView(cr, true)))
+	}
+}
+
+// pageParams reads limit and cursor.
+func pageParams(r *http.Request) (int, string, error) {
+	q := r.URL.Query()
+	limit := 20
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100 {
+			return 0, "", fault.Invalid(fault.FieldError{Field: "limit", Message: "must be an integer from 1 to 100"})
+		}
+		limit = n
+	}
+	cursor := q.Get("cursor")
+	if len(cursor) > 512 {
+		return 0, "", fault.Invalid(fault.FieldError{Field: "cursor", Message: "is not a cursor this API returned"})
+	}
+	return limit, cursor, nil
+}
+
+func (s *Server) listContentRequests(w http.ResponseWriter, r *http.Request) {
+	limit, cursor, err := pageParams(r)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	q := r.URL.Query()
+	items, next, err := s.content.List(r.Context(), principal(r), store.ContentFilter{
+		ClientID: q.Get("client_id"), Status: q.Get("status"), Domain: q.Get("domain"), Limit: limit, Cursor: cursor})
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	page := client.List[client.ContentRequest]{Items: make([]client.ContentRequest, 0, len(items)), HasMore: next != "", NextCursor: optional(next)}
+	for _, cr := range items {
+		page.Items = append(page.Items, contentView(cr, false))
+	}
+	writeJSON(w, http.StatusOK, envelope(page))
+}
+
+func (s *Server) getVisibility(w http.ResponseWriter, r *http.Request) {
+	p := principal(r)
+	q := r.URL.Query()
+	d, err := domains.Normalize(q.Get("domain"))
+	if err != nil {
+		writeError(w, r, s.log, fault.Invalid(fault.FieldError{Field: "domain", Message: err.Error()}))
+		return
+	}
+	f := store.ReadingFilter{AccountID: p.AccountID(), ClientID: p.ClientID(), Domain: d}
+	if c := q.Get("client_id"); c != "" && p.ClientID() == "" {
+		f.ClientID = c
+	} else if c != "" && c != p.ClientID() {
+		writeError(w, r, s.log, fault.New(fault.NotFound, "no visibility reading for %s yet", d))
+		return
+	}
+	rd, err := s.store.LatestReading(r.Context(), f)
+	if errors.Is(err, store.ErrNotFound) {
+		writeError(w, r, s.log, fault.New(fault.NotFound, "no visibility reading for %s yet", d))
+		return
+	} else if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, client.VisibilityReading{
+		Domain: rd.Domain, VisibilityScore: rd.VisibilityScore, Sentiment: rd.Sentiment, SentimentScore: rd.SentimentScore,
+		MeasuredAt: rd.MeasuredAt, Source: rd.Source, ClientID: optional(rd.ClientID)})
+}

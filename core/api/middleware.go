@@ -1,0 +1,245 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aivis/aivis/core/auth"
+	"github.com/aivis/aivis/core/fault"
+	"github.com/aivis/aivis/core/limits"
+	"github.com/aivis/aivis/core/randid"
+)
+
+type ctxKey int
+
+const (
+	keyRequestID ctxKey = iota
+	keyPrincipal
+	keyDecision
+)
+
+func requestID(r *http.Request) string {
+	id, _ := r.Context().Value(keyRequestID).(string)
+	return id
+}
+
+func principal(r *http.Request) auth.Principal {
+	p, _ := r.Context().Value(keyPrincipal).(auth.Principal)
+	return p
+}
+
+func decision(r *http.Request) limits.Decision {
+	d, _ := r.Context().Value(keyDecision).(limits.Decision)
+	return d
+}
+
+// statusWriter remembers the status for the access log.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(s int) {
+	if w.status == 0 {
+		w.status = s
+	}
+	w.ResponseWriter.WriteHeader(s)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// base gives every request an id, logs it, and turns a panic into a 500.
+func (s *Server) base(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		id := "req_" + randid.String(20)
+		w.Header().Set("X-Request-Id", id)
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Cache-Control", "no-store")
+		r = r.WithContext(context.WithValue(r.Context(), keyRequestID, id))
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.Error("panic serving request", "request_id", id, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+				if sw.status == 0 {
+					writeError(sw, r, s.log, fault.New(fault.Internal, "an internal error occurred; quote request id %s when you contact support", id))
+				}
+			}
+			if s.log.Enabled(r.Context(), slog.LevelInfo) {
+				attrs := []any{"request_id", id, "method", r.Method, "path", r.URL.Path, "status", sw.status,
+					"duration", time.Since(start).Round(time.Microsecond), "remote", s.clientAddr(r).String()}
+				if p := principal(r); p.Key.ID != "" {
+					attrs = append(attrs, "account", p.AccountID(), "key", p.Key.ID)
+				}
+				s.log.Info("request", attrs...)
+			}
+		}()
+		next.ServeHTTP(sw, r)
+	})
+}
+
+// clientAddr is the address of the client: the peer, or, when the peer is
+// a trusted proxy, the nearest untrusted address in X-Forwarded-For.
+func (s *Server) clientAddr(r *http.Request) netip.Addr {
+	peer := remoteAddr(r)
+	if !s.trusted(peer) {
+		return peer
+	}
+	hops := strings.Split(r.Header.Get("X-Forwarded-For"), ",")
+	for i := len(hops) - 1; i >= 0; i-- {
+		a, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
+		if err != nil {
+			break
+		}
+		if !s.trusted(a) {
+			return a.Unmap()
+		}
+		peer = a.Unmap()
+	}
+	return peer
+}
+
+func remoteAddr(r *http.Request) netip.Addr {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	a, _ := netip.ParseAddr(host)
+	return a.Unmap()
+}
+
+func (s *Server) trusted(a netip.Addr) bool {
+	for _, p := range s.cfg.TrustedProxies {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// RequireHTTPS wraps the handler of the plain-HTTP listener: it answers
+// 403 HTTPS_REQUIRED unless a trusted proxy says the client used HTTPS.
+func (s *Server) RequireHTTPS() http.Handler {
+	inner := s.Handler()
+	return s.base(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.trusted(remoteAddr(r)) && strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https") {
+			w.Header().Del("X-Request-Id") // the inner handler assigns its own
+			inner.ServeHTTP(w, r)
+			return
+		}
+		writeError(w, r, s.log, fault.New(fault.HTTPSRequired, "aivis accepts only HTTPS; send this request to https://%s%s", r.Host, r.URL.Path))
+	}))
+}
+
+// authenticate checks credentials on one interface. A client address that
+// failed too often is refused before its credentials are looked at.
+func (s *Server) authenticate(withSecret bool) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			now := s.now()
+			addr := s.clientAddr(r)
+			remaining, reset, err := s.guard.Check(addr, now)
+			if err != nil {
+				s.guardHeaders(w, remaining, reset, now)
+				writeError(w, r, s.log, err)
+				return
+			}
+			var key, secret string
+			if withSecret {
+				key, secret = r.Header.Get("X-API-Key"), r.Header.Get("X-API-Secret")
+			} else if h := r.Header.Get("Authorization"); h != "" {
+				scheme, token, _ := strings.Cut(h, " ")
+				if !strings.EqualFold(scheme, "Bearer") {
+					token = "-" // present but unusable: invalid, not missing
+				}
+				key = strings.TrimSpace(token)
+			}
+			p, err := s.auth.Authenticate(r.Context(), key, secret, withSecret)
+			if err != nil {
+				if fe, ok := fault.As(err); ok && fe.Code.Status() == http.StatusUnauthorized {
+					remaining = s.guard.Fail(addr, now)
+				}
+				s.guardHeaders(w, remaining, reset, now)
+				writeError(w, r, s.log, err)
+				return
+			}
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyPrincipal, p)))
+		})
+	}
+}
+
+func (s *Server) guardHeaders(w http.ResponseWriter, remaining int, reset int64, now time.Time) {
+	h := w.Header()
+	limit := s.guard.Limit()
+	h.Set("X-RateLimit-Limit", strconv.Itoa(limit))
+	h.Set("X-RateLimit-Remaining", strconv.Itoa(remaining))
+	h.Set("X-RateLimit-Reset", strconv.FormatInt(reset, 10))
+	h.Set("RateLimit-Policy", fmt.Sprintf(`"auth-failures";q=%d;w=60`, limit))
+	h.Set("RateLimit", fmt.Sprintf(`"auth-failures";r=%d;t=%d`, remaining, max(reset-now.Unix(), 0)))
+}
+
+var policyNames = [3]string{"minute", "hour", "day"}
+var policyWindows = [3]int{60, 3600, 86400}
+
+// rateLimit counts the request in the account's three windows, atomically,
+// and sets the rate-limit headers; a refused request counts in none.
+func (s *Server) rateLimit(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := principal(r)
+		t, ok := limits.TierByName(p.Account.Tier)
+		if !ok {
+			writeError(w, r, s.log, fmt.Errorf("account %s has unknown tier %q", p.AccountID(), p.Account.Tier))
+			return
+		}
+		d, err := s.counter.Take(r.Context(), limits.Use{AccountID: p.AccountID(), KeyID: p.Key.ID, ClientID: p.ClientID(), At: s.now()}, t.Limits())
+		if err != nil {
+			writeError(w, r, s.log, err)
+			return
+		}
+		h := w.Header()
+		tw := d.Tightest()
+		h.Set("X-RateLimit-Limit", strconv.Itoa(d.Limit[tw]))
+		h.Set("X-RateLimit-Remaining", strconv.Itoa(d.Remaining(tw)))
+		h.Set("X-RateLimit-Reset", strconv.FormatInt(d.Reset[tw], 10))
+		pol := make([]string, 3)
+		for i := range 3 {
+			pol[i] = fmt.Sprintf(`"%s";q=%d;w=%d`, policyNames[i], d.Limit[i], policyWindows[i])
+		}
+		h.Set("RateLimit-Policy", strings.Join(pol, ", "))
+		h.Set("RateLimit", fmt.Sprintf(`"%s";r=%d;t=%d`, policyNames[tw], d.Remaining(tw), max(d.Reset[tw]-d.Now.Unix(), 0)))
+		if err := d.Err(); err != nil {
+			writeError(w, r, s.log, err)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyDecision, d)))
+	})
+}
+
+// scope wraps a handler that needs the key to hold a scope.
+func (s *Server) scope(name string, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := principal(r).Require(name); err != nil {
+			writeError(w, r, s.log, err)
+			return
+		}
+		h(w, r)
+	}
+}

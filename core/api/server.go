@@ -1,0 +1,108 @@
+// Package api serves aivis's v1 API: the key-and-secret interface under
+// /api/v1/ai and the bearer interface under /v1. Handlers are thin: rules
+// live in the services they call.
+package api
+
+import (
+	_ "embed"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/aivis/aivis/core/auth"
+	"github.com/aivis/aivis/core/content"
+	"github.com/aivis/aivis/core/fault"
+	"github.com/aivis/aivis/core/limits"
+	"github.com/aivis/aivis/core/store"
+)
+
+//go:embed openapi.json
+var openAPI []byte
+
+// OpenAPI is the API's OpenAPI 3.1 document.
+func OpenAPI() []byte { return openAPI }
+
+// Config is what the API needs to know of the deployment.
+type Config struct {
+	TrustedProxies []netip.Prefix
+}
+
+// Deps are the services the API adapts to HTTP.
+type Deps struct {
+	Store   store.Store
+	Auth    *auth.Service
+	Content *content.Service
+	Counter limits.Counter
+	Guard   *limits.AuthGuard
+	Log     *slog.Logger
+	Now     func() time.Time
+}
+
+// Server is the v1 API.
+type Server struct {
+	cfg     Config
+	store   store.Store
+	auth    *auth.Service
+	content *content.Service
+	counter limits.Counter
+	guard   *limits.AuthGuard
+	log     *slog.Logger
+	now     func() time.Time
+	handler http.Handler
+}
+
+// New builds the API.
+func New(cfg Config, d Deps) *Server {
+	s := &Server{cfg: cfg, store: d.Store, auth: d.Auth, content: d.Content, counter: d.Counter,
+		guard: d.Guard, log: d.Log, now: d.Now}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	s.handler = s.base(s.Router())
+	return s
+}
+
+// Handler serves the API over HTTPS.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Router is the route table, without the outer middleware.
+func (s *Server) Router() chi.Router {
+	r := chi.NewRouter()
+	r.NotFound(s.notFound)
+	r.MethodNotAllowed(s.methodNotAllowed)
+	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	r.Get("/openapi.json", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "public, max-age=300")
+		writeRaw(w, http.StatusOK, openAPI)
+	})
+	r.Route("/api/v1/ai", func(r chi.Router) {
+		r.Use(s.authenticate(true), s.rateLimit)
+		r.NotFound(s.notFound)
+		r.MethodNotAllowed(s.methodNotAllowed)
+		r.Get("/budget-status", s.scope("budget:read", s.budgetStatus))
+		r.Get("/content-requests", s.scope("content:read", s.listContentRequests))
+		r.Post("/content-requests", s.scope("content:write", s.createContentRequest))
+		r.Get("/content-requests/{id}", s.scope("content:read", s.getContentRequest))
+		r.Post("/content-requests/{id}/cancel", s.scope("content:write", s.cancelContentRequest))
+	})
+	r.Route("/v1", func(r chi.Router) {
+		r.Use(s.authenticate(false), s.rateLimit)
+		r.NotFound(s.notFound)
+		r.MethodNotAllowed(s.methodNotAllowed)
+		r.Get("/visibility", s.scope("visibility:read", s.getVisibility))
+	})
+	return r
+}
+
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	writeError(w, r, s.log, fault.New(fault.NotFound, "no operation %s %s", r.Method, r.URL.Path))
+}
+
+func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	writeError(w, r, s.log, fault.New(fault.MethodNotAllowed, "%s is not allowed on %s", r.Method, r.URL.Path))
+}

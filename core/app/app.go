@@ -1,0 +1,211 @@
+// Package app wires aivis together from a Config and runs it.
+package app
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/aivis/aivis/config"
+	"github.com/aivis/aivis/core/accounts"
+	"github.com/aivis/aivis/core/api"
+	"github.com/aivis/aivis/core/auth"
+	"github.com/aivis/aivis/core/content"
+	"github.com/aivis/aivis/core/limits"
+	"github.com/aivis/aivis/core/store/sqlite"
+	"github.com/aivis/aivis/core/tlsconf"
+)
+
+// DBFile is the database's file name inside the data directory.
+const DBFile = "aivis.db"
+
+// Services are the core services, shared by the server and the CLI.
+type Services struct {
+	Store    *sqlite.DB
+	Auth     *auth.Service
+	Accounts *accounts.Service
+	Content  *content.Service
+}
+
+// Open opens the data directory's database and builds the services on it.
+func Open(ctx context.Context, dataDir string) (*Services, error) {
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("data directory: %w", err)
+	}
+	db, err := sqlite.Open(ctx, filepath.Join(dataDir, DBFile))
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now
+	return &Services{
+		Store:    db,
+		Auth:     &auth.Service{Keys: db, Accounts: db, Now: now},
+		Accounts: &accounts.Service{Store: db, Now: now},
+		Content:  &content.Service{Store: db, Clients: db, Now: now},
+	}, nil
+}
+
+// Close closes the database.
+func (s *Services) Close() error { return s.Store.Close() }
+
+// Logger builds the configured logger.
+func Logger(cfg config.Config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.LogLevel))
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+func prefixes(ss []string) []netip.Prefix {
+	var out []netip.Prefix
+	for _, s := range ss {
+		if p, err := config.ParsePrefix(s); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Run serves until ctx ends, then shuts down gracefully. It writes the
+// startup banner to out.
+func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer) error {
+	svc, err := Open(ctx, cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	defer svc.Close()
+
+	host, _, err := net.SplitHostPort(cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("addr %q: %w", cfg.Addr, err)
+	}
+	hostname, _ := os.Hostname()
+	mat, err := tlsconf.Load(cfg.TLSCert, cfg.TLSKey, cfg.DataDir, []string{host, hostname})
+	if err != nil {
+		return err
+	}
+
+	counter := limits.NewMemory(svc.Store, log)
+	if err := counter.Load(ctx, time.Now()); err != nil {
+		return fmt.Errorf("load request counts: %w", err)
+	}
+	counterCtx, stopCounter := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { counter.Run(counterCtx, time.Duration(cfg.CounterFlushInterval)) })
+	defer func() { stopCounter(); wg.Wait() }()
+
+	srv := api.New(api.Config{TrustedProxies: prefixes(cfg.TrustedProxies)}, api.Deps{
+		Store: svc.Store, Auth: svc.Auth, Content: svc.Content, Counter: counter,
+		Guard: limits.NewAuthGuard(cfg.AuthFailuresPerMinute), Log: log,
+	})
+
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return err
+	}
+	servers := []*http.Server{newHTTPServer(srv.Handler(), log)}
+	servers[0].TLSConfig = mat.Config()
+	listeners := []net.Listener{tls.NewListener(ln, servers[0].TLSConfig)}
+	if cfg.HTTPAddr != "" {
+		pln, err := net.Listen("tcp", cfg.HTTPAddr)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		servers = append(servers, newHTTPServer(srv.RequireHTTPS(), log))
+		listeners = append(listeners, pln)
+	}
+
+	url := cfg.PublicURL
+	if url == "" {
+		url = "https://" + displayAddr(ln.Addr().String())
+	}
+	banner(out, url, cfg, mat, listeners)
+
+	errc := make(chan error, len(servers))
+	for i, s := range servers {
+		go func() { errc <- s.Serve(listeners[i]) }()
+	}
+	select {
+	case err = <-errc:
+		log.Error("server stopped", "err", err)
+	case <-ctx.Done():
+		err = nil
+	}
+	log.Info("shutting down", "timeout", cfg.ShutdownTimeout.String())
+	sctx, cancel := context.WithTimeout(context.Background(), time.Duration(cfg.ShutdownTimeout))
+	defer cancel()
+	for _, s := range servers {
+		if serr := s.Shutdown(sctx); serr != nil {
+			log.Warn("shutdown did not finish in time", "err", serr)
+			s.Close()
+		}
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+func newHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
+}
+
+// displayAddr turns a listen address into one a user can open.
+func displayAddr(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && (ip.IsLoopback() || ip.IsUnspecified())) {
+		host = "localhost"
+	}
+	return net.JoinHostPort(host, port)
+}
+
+func banner(out io.Writer, url string, cfg config.Config, mat *tlsconf.Material, lns []net.Listener) {
+	fmt.Fprintf(out, "aivis listening on %s\n", url)
+	if len(lns) > 1 {
+		fmt.Fprintf(out, "plain HTTP on %s answers 403 HTTPS_REQUIRED\n", lns[1].Addr())
+	}
+	if mat.SelfSigned {
+		made := ""
+		if mat.Created {
+			made = " (made now)"
+		}
+		fmt.Fprintf(out, "TLS: self-signed certificate %s%s\n", mat.CertFile, made)
+	} else {
+		fmt.Fprintf(out, "TLS: certificate %s\n", mat.CertFile)
+	}
+	fmt.Fprintf(out, "TLS certificate SHA-256 fingerprint: %s\n", mat.Fingerprint)
+	fmt.Fprintf(out, "data directory: %s\n", cfg.DataDir)
+	fmt.Fprintf(out, `
+To get credentials, in another terminal:
+  aivis account create --data-dir %[1]s --name "My company" --tier starter
+  aivis key create --data-dir %[1]s --account <account id> --name "my first key"
+Then call the API (the secret is shown once):
+  curl --cacert %[2]s -H "X-API-Key: <key>" -H "X-API-Secret: <secret>" %[3]s/api/v1/ai/budget-status
+API reference: %[3]s/openapi.json
+`, cfg.DataDir, mat.CertFile, url)
+}

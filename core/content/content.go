@@ -1,0 +1,314 @@
+// Package content manages content requests: their validation, their budgets
+// and their states (queued -> processing -> completed | failed;
+// queued | processing -> cancelled).
+package content
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/aivis/aivis/client"
+	"github.com/aivis/aivis/core/auth"
+	"github.com/aivis/aivis/core/domains"
+	"github.com/aivis/aivis/core/fault"
+	"github.com/aivis/aivis/core/limits"
+	"github.com/aivis/aivis/core/randid"
+	"github.com/aivis/aivis/core/store"
+)
+
+// Limits on a content request's fields.
+const (
+	MaxContentBytes = 512 << 10
+	MaxURLLength    = 2048
+	MaxQueries      = 20
+	MaxQueryRunes   = 200
+	MaxMetadata     = 20
+	MaxMetaKeyRunes = 40
+	MaxMetaValRunes = 500
+	IdempotencyTTL  = 24 * time.Hour
+)
+
+// Service creates, reads and cancels content requests.
+type Service struct {
+	Store   store.Store
+	Clients store.Accounts
+	Now     func() time.Time
+}
+
+// Idempotency ties a create or cancel to an Idempotency-Key: Hash identifies
+// the request (method, path, body) and Render makes the response stored for
+// replays, in the same transaction as the change.
+type Idempotency struct {
+	Key    string
+	Hash   []byte
+	Render func(store.ContentRequest) (status int, body []byte, err error)
+}
+
+// Replay is a stored response to send again instead of acting twice.
+type Replay struct {
+	Status int
+	Body   []byte
+}
+
+func hasControl(s string) bool {
+	return strings.IndexFunc(s, func(r rune) bool { return unicode.IsControl(r) }) >= 0
+}
+
+// validate checks and normalizes the fields of a new request.
+func validate(in *client.CreateContentRequest) error {
+	var f fault.Fields
+	if d, err := domains.Normalize(in.Domain); err != nil {
+		f.Add("domain", "%s", err.Error())
+	} else {
+		in.Domain = d
+	}
+	if in.Budget <= 0 {
+		f.Add("budget", "is required and must be greater than 0")
+	}
+	if in.URL != "" {
+		u, err := url.Parse(in.URL)
+		switch {
+		case len(in.URL) > MaxURLLength:
+			f.Add("url", "must be at most %d characters", MaxURLLength)
+		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil:
+			f.Add("url", "must be an absolute http or https URL without credentials")
+		case in.Domain != "" && !domains.Covers(in.Domain, u.Hostname()):
+			f.Add("url", "must be on %s or one of its subdomains", in.Domain)
+		}
+	}
+	if len(in.Content) > MaxContentBytes {
+		f.Add("content", "must be at most %d bytes", MaxContentBytes)
+	}
+	if len(in.TargetQueries) > MaxQueries {
+		f.Add("target_queries", "must have at most %d queries", MaxQueries)
+	}
+	for i, q := range in.TargetQueries {
+		q = strings.TrimSpace(q)
+		if n := utf8.RuneCountInString(q); n == 0 || n > MaxQueryRunes || hasControl(q) {
+			f.Add(fmt.Sprintf("target_queries[%d]", i), "must be 1 to %d characters without control characters", MaxQueryRunes)
+		}
+		in.TargetQueries[i] = q
+	}
+	switch in.Type {
+	case "":
+		in.Type = client.TypeOptimize
+	case client.TypeOptimize, client.TypeAnalyze:
+	default:
+		f.Add("type", "must be %q or %q", client.TypeOptimize, client.TypeAnalyze)
+	}
+	if len(in.Metadata) > MaxMetadata {
+		f.Add("metadata", "must have at most %d keys", MaxMetadata)
+	}
+	for k, v := range in.Metadata {
+		if n := utf8.RuneCountInString(k); n == 0 || n > MaxMetaKeyRunes || hasControl(k) {
+			f.Add("metadata", "keys must be 1 to %d characters without control characters", MaxMetaKeyRunes)
+			break
+		}
+		if utf8.RuneCountInString(v) > MaxMetaValRunes {
+			f.Add("metadata."+k, "must be at most %d characters", MaxMetaValRunes)
+		}
+	}
+	return f.Err()
+}
+
+// resolveClient decides which client a request belongs to.
+func (s *Service) resolveClient(ctx context.Context, p auth.Principal, clientID string) (string, error) {
+	if p.ClientID() != "" {
+		if clientID != "" && clientID != p.ClientID() {
+			return "", fault.New(fault.NotFound, "no client %s", clientID)
+		}
+		return p.ClientID(), nil
+	}
+	if clientID == "" {
+		return "", nil
+	}
+	if p.Account.Type != store.AccountAgency {
+		return "", fault.New(fault.PlanNotAllowed, "client_id needs an agency account")
+	}
+	if _, err := s.Clients.Client(ctx, p.AccountID(), clientID); errors.Is(err, store.ErrNotFound) {
+		return "", fault.New(fault.NotFound, "no client %s", clientID)
+	} else if err != nil {
+		return "", err
+	}
+	return clientID, nil
+}
+
+func tierOf(p auth.Principal) (limits.Tier, error) {
+	t, ok := limits.TierByName(p.Account.Tier)
+	if !ok {
+		return t, fmt.Errorf("content: account %s has unknown tier %q", p.AccountID(), p.Account.Tier)
+	}
+	return t, nil
+}
+
+func idemScope(p auth.Principal) string { return p.AccountID() + "/" + p.ClientID() }
+
+// withIdempotency runs fn in a write transaction, replaying the stored
+// response when the key was used before with the same request.
+func (s *Service) withIdempotency(ctx context.Context, p auth.Principal, idem *Idempotency,
+	fn func(store.Tx) (store.ContentRequest, error)) (store.ContentRequest, *Replay, error) {
+	var out store.ContentRequest
+	var replay *Replay
+	err := s.Store.Update(ctx, func(tx store.Tx) error {
+		now := s.Now()
+		if idem != nil {
+			prev, err := tx.Idempotency(idemScope(p), idem.Key, now.Add(-IdempotencyTTL))
+			if err == nil {
+				if !bytes.Equal(prev.RequestHash, idem.Hash) {
+					return fault.New(fault.IdempotencyConflict,
+						"Idempotency-Key %q was already used with a different request in the last 24 hours", idem.Key)
+				}
+				replay = &Replay{Status: prev.Status, Body: prev.Body}
+				return nil
+			} else if !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+		}
+		cr, err := fn(tx)
+		if err != nil {
+			return err
+		}
+		out = cr
+		if idem != nil {
+			status, body, err := idem.Render(cr)
+			if err != nil {
+				return err
+			}
+			return tx.PutIdempotency(store.Idempotency{Scope: idemScope(p), Key: idem.Key, RequestHash: idem.Hash,
+				Status: status, Body: body, CreatedAt: now})
+		}
+		return nil
+	})
+	return out, replay, err
+}
+
+// Create validates a new request, checks the tier's limits and the month's
+// budget, reserves the budget and queues the request, all in one transaction.
+func (s *Service) Create(ctx context.Context, p auth.Principal, in client.CreateContentRequest, idem *Idempotency) (store.ContentRequest, *Replay, error) {
+	if err := validate(&in); err != nil {
+		return store.ContentRequest{}, nil, err
+	}
+	t, err := tierOf(p)
+	if err != nil {
+		return store.ContentRequest{}, nil, err
+	}
+	if err := t.CheckRequestBudget(int64(in.Budget)); err != nil {
+		return store.ContentRequest{}, nil, err
+	}
+	clientID, err := s.resolveClient(ctx, p, in.ClientID)
+	if err != nil {
+		return store.ContentRequest{}, nil, err
+	}
+	return s.withIdempotency(ctx, p, idem, func(tx store.Tx) (store.ContentRequest, error) {
+		now := s.Now().UTC()
+		month := limits.Month(now)
+		active, err := tx.ActiveContentRequests(p.AccountID())
+		if err != nil {
+			return store.ContentRequest{}, err
+		}
+		b, err := tx.BudgetMonth(p.AccountID(), month)
+		if err != nil {
+			return store.ContentRequest{}, err
+		}
+		if err := t.CheckNewRequest(active, b.Spent+b.Reserved, int64(in.Budget)); err != nil {
+			return store.ContentRequest{}, err
+		}
+		cr := store.ContentRequest{
+			ID: randid.New("cr"), AccountID: p.AccountID(), ClientID: clientID, KeyID: p.Key.ID,
+			Type: in.Type, Status: client.StatusQueued, Domain: in.Domain, URL: in.URL, Content: in.Content,
+			TargetQueries: in.TargetQueries, Metadata: in.Metadata, Budget: int64(in.Budget), BudgetMonth: month,
+			CreatedAt: now, UpdatedAt: now,
+		}
+		if err := tx.InsertContentRequest(cr); err != nil {
+			return store.ContentRequest{}, err
+		}
+		return cr, tx.AddToBudgetMonth(p.AccountID(), month, 0, cr.Budget)
+	})
+}
+
+// visible hides another client's request behind NOT_FOUND.
+func visible(p auth.Principal, cr store.ContentRequest, err error) (store.ContentRequest, error) {
+	if errors.Is(err, store.ErrNotFound) || (err == nil && p.ClientID() != "" && cr.ClientID != p.ClientID()) {
+		return store.ContentRequest{}, fault.New(fault.NotFound, "no content request %s", cr.ID)
+	}
+	return cr, err
+}
+
+// Get reads one request the principal may see.
+func (s *Service) Get(ctx context.Context, p auth.Principal, id string) (store.ContentRequest, error) {
+	cr, err := s.Store.ContentRequest(ctx, p.AccountID(), id)
+	cr.ID = id
+	return visible(p, cr, err)
+}
+
+// List returns a page of the principal's requests, newest first.
+func (s *Service) List(ctx context.Context, p auth.Principal, f store.ContentFilter) ([]store.ContentRequest, string, error) {
+	var fs fault.Fields
+	switch f.Status {
+	case "", client.StatusQueued, client.StatusProcessing, client.StatusCompleted, client.StatusFailed, client.StatusCancelled:
+	default:
+		fs.Add("status", "must be one of queued, processing, completed, failed, cancelled")
+	}
+	if f.Domain != "" {
+		d, err := domains.Normalize(f.Domain)
+		if err != nil {
+			fs.Add("domain", "%s", err.Error())
+		}
+		f.Domain = d
+	}
+	if err := fs.Err(); err != nil {
+		return nil, "", err
+	}
+	f.AccountID = p.AccountID()
+	if p.ClientID() != "" {
+		if f.ClientID != "" && f.ClientID != p.ClientID() {
+			return nil, "", nil
+		}
+		f.ClientID = p.ClientID()
+	}
+	items, next, err := s.Store.ListContentRequests(ctx, f)
+	if errors.Is(err, store.ErrMalformed) {
+		return nil, "", fault.Invalid(fault.FieldError{Field: "cursor", Message: "is not a cursor this API returned"})
+	}
+	return items, next, err
+}
+
+// Ended reports whether a state is final.
+func Ended(status string) bool {
+	return status == client.StatusCompleted || status == client.StatusFailed || status == client.StatusCancelled
+}
+
+// Cancel ends a queued or processing request and releases its unspent budget.
+func (s *Service) Cancel(ctx context.Context, p auth.Principal, id string, idem *Idempotency) (store.ContentRequest, *Replay, error) {
+	return s.withIdempotency(ctx, p, idem, func(tx store.Tx) (store.ContentRequest, error) {
+		cr, err := tx.ContentRequest(p.AccountID(), id)
+		cr.ID = id
+		if cr, err = visible(p, cr, err); err != nil {
+			return cr, err
+		}
+		if Ended(cr.Status) {
+			return cr, fault.New(fault.InvalidState, "content request %s is %s; only queued or processing requests can be cancelled", cr.ID, cr.Status)
+		}
+		now := s.Now().UTC()
+		cr.Status, cr.UpdatedAt, cr.EndedAt = client.StatusCancelled, now, now
+		if err := tx.UpdateContentRequest(cr); err != nil {
+			return cr, err
+		}
+		return cr, tx.AddToBudgetMonth(cr.AccountID, cr.BudgetMonth, 0, -(cr.Budget - cr.Spent))
+	})
+}
+
+// Reserved is what an active request still holds of its budget.
+func Reserved(cr store.ContentRequest) int64 {
+	if Ended(cr.Status) {
+		return 0
+	}
+	return cr.Budget - cr.Spent
+}

@@ -1,0 +1,126 @@
+// Package fault defines the errors that services return to their callers and
+// that the API and dashboard show to users. One table (Status) maps each code
+// to its HTTP status, so no handler decides a status on its own.
+package fault
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// Code is a stable, documented error code (decisions.md section 2).
+type Code string
+
+const (
+	InvalidJSON            Code = "INVALID_JSON"
+	ValidationError        Code = "VALIDATION_ERROR"
+	MissingCredentials     Code = "MISSING_CREDENTIALS"
+	InvalidCredentials     Code = "INVALID_CREDENTIALS"
+	KeyExpired             Code = "KEY_EXPIRED"
+	KeyRevoked             Code = "KEY_REVOKED"
+	MonthlyBudgetExceeded  Code = "MONTHLY_BUDGET_EXCEEDED"
+	InsufficientScope      Code = "INSUFFICIENT_SCOPE"
+	PlanNotAllowed         Code = "PLAN_NOT_ALLOWED"
+	HTTPSRequired          Code = "HTTPS_REQUIRED"
+	NotFound               Code = "NOT_FOUND"
+	MethodNotAllowed       Code = "METHOD_NOT_ALLOWED"
+	IdempotencyConflict    Code = "IDEMPOTENCY_CONFLICT"
+	InvalidState           Code = "INVALID_STATE"
+	PayloadTooLarge        Code = "PAYLOAD_TOO_LARGE"
+	UnsupportedMediaType   Code = "UNSUPPORTED_MEDIA_TYPE"
+	BudgetExceedsTierLimit Code = "BUDGET_EXCEEDS_TIER_LIMIT"
+	WebhookVerification    Code = "WEBHOOK_VERIFICATION_FAILED"
+	RateLimitExceeded      Code = "RATE_LIMIT_EXCEEDED"
+	ActiveRequestLimit     Code = "ACTIVE_REQUEST_LIMIT_EXCEEDED"
+	Internal               Code = "INTERNAL_ERROR"
+	ServiceUnavailable     Code = "SERVICE_UNAVAILABLE"
+)
+
+var statuses = map[Code]int{
+	InvalidJSON:            http.StatusBadRequest,
+	ValidationError:        http.StatusBadRequest,
+	MissingCredentials:     http.StatusUnauthorized,
+	InvalidCredentials:     http.StatusUnauthorized,
+	KeyExpired:             http.StatusUnauthorized,
+	KeyRevoked:             http.StatusUnauthorized,
+	MonthlyBudgetExceeded:  http.StatusPaymentRequired,
+	InsufficientScope:      http.StatusForbidden,
+	PlanNotAllowed:         http.StatusForbidden,
+	HTTPSRequired:          http.StatusForbidden,
+	NotFound:               http.StatusNotFound,
+	MethodNotAllowed:       http.StatusMethodNotAllowed,
+	IdempotencyConflict:    http.StatusConflict,
+	InvalidState:           http.StatusConflict,
+	PayloadTooLarge:        http.StatusRequestEntityTooLarge,
+	UnsupportedMediaType:   http.StatusUnsupportedMediaType,
+	BudgetExceedsTierLimit: http.StatusUnprocessableEntity,
+	WebhookVerification:    http.StatusUnprocessableEntity,
+	RateLimitExceeded:      http.StatusTooManyRequests,
+	ActiveRequestLimit:     http.StatusTooManyRequests,
+	Internal:               http.StatusInternalServerError,
+	ServiceUnavailable:     http.StatusServiceUnavailable,
+}
+
+// Status is the HTTP status of a code; unknown codes are internal errors.
+func (c Code) Status() int {
+	if s, ok := statuses[c]; ok {
+		return s
+	}
+	return http.StatusInternalServerError
+}
+
+// FieldError names one field of a request that breaks a rule.
+type FieldError struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// Error is an error meant for the user: its message is safe to show.
+type Error struct {
+	Code       Code
+	Message    string
+	RetryAfter int // seconds; > 0 only on rate-limit errors
+	Details    []FieldError
+}
+
+func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
+
+// New returns an Error with a formatted message.
+func New(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Invalid returns a VALIDATION_ERROR listing the fields at fault.
+func Invalid(details ...FieldError) *Error {
+	msg := "the request is invalid"
+	if len(details) == 1 {
+		msg = details[0].Field + ": " + details[0].Message
+	} else if len(details) > 1 {
+		msg = fmt.Sprintf("%d fields are invalid; see details", len(details))
+	}
+	return &Error{Code: ValidationError, Message: msg, Details: details}
+}
+
+// As extracts the user-facing error from err, if there is one.
+func As(err error) (*Error, bool) {
+	var fe *Error
+	ok := errors.As(err, &fe)
+	return fe, ok
+}
+
+// Fields collects field errors while a request is validated.
+type Fields []FieldError
+
+// Add records that field breaks a rule.
+func (f *Fields) Add(field, format string, args ...any) {
+	*f = append(*f, FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
+}
+
+// Err is nil when no field was at fault, else a VALIDATION_ERROR.
+func (f Fields) Err() error {
+	if len(f) == 0 {
+		return nil
+	}
+	return Invalid(f...)
+}

@@ -1,0 +1,302 @@
+package limits
+
+import (
+	"context"
+	"hash/maphash"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/aivis/aivis/core/store"
+)
+
+// Counter decides and counts requests against an account's three windows.
+// Take must be atomic: either every window counts the request or none does.
+// The embedded implementation is Memory; a Redis one would run the same
+// check-and-increment as a script.
+type Counter interface {
+	Take(ctx context.Context, u Use, limits [3]int) (Decision, error)
+	Peek(ctx context.Context, accountID string, limits [3]int, now time.Time) (Decision, error)
+}
+
+// Use is one authenticated request: whose it is and when it came.
+type Use struct {
+	AccountID string
+	KeyID     string
+	ClientID  string
+	At        time.Time
+}
+
+const shardCount = 256
+
+// Memory is the embedded Counter: counts live in memory, sharded by account,
+// and are written behind to a store.Counters every flush interval, so they
+// survive a restart (a crash loses at most one interval of counts).
+type Memory struct {
+	seed   maphash.Seed
+	shards [shardCount]shard
+	usage  usageShard
+	store  store.Counters
+	log    *slog.Logger
+}
+
+type shard struct {
+	mu    sync.Mutex
+	m     map[string]*entry
+	dirty []*entry
+}
+
+type entry struct {
+	account string
+	start   [3]int64
+	count   [3]int64
+	dirty   bool
+}
+
+type usageKey struct {
+	key  string
+	hour int64
+}
+
+type usageShard struct {
+	mu sync.Mutex
+	m  map[usageKey]*store.KeyUsage
+}
+
+// NewMemory returns a counter persisted to s (which may be nil for none).
+func NewMemory(s store.Counters, log *slog.Logger) *Memory {
+	m := &Memory{seed: maphash.MakeSeed(), store: s, log: log}
+	for i := range m.shards {
+		m.shards[i].m = make(map[string]*entry)
+	}
+	m.usage.m = make(map[usageKey]*store.KeyUsage)
+	return m
+}
+
+func (m *Memory) shard(account string) *shard {
+	return &m.shards[maphash.String(m.seed, account)%shardCount]
+}
+
+// Load restores the windows that are still current at now.
+func (m *Memory) Load(ctx context.Context, now time.Time) error {
+	if m.store == nil {
+		return nil
+	}
+	starts := WindowStarts(now)
+	ws, err := m.store.LoadWindows(ctx, time.Unix(starts[Day], 0))
+	if err != nil {
+		return err
+	}
+	for _, w := range ws {
+		i := -1
+		for j, n := range windowNames {
+			if n == w.Window {
+				i = j
+			}
+		}
+		if i < 0 || w.Start.Unix() != starts[i] {
+			continue
+		}
+		sh := m.shard(w.AccountID)
+		sh.mu.Lock()
+		e := sh.get(w.AccountID)
+		e.start[i], e.count[i] = starts[i], max(e.count[i], w.Count)
+		sh.mu.Unlock()
+	}
+	return nil
+}
+
+func (sh *shard) get(account string) *entry {
+	e := sh.m[account]
+	if e == nil {
+		e = &entry{account: account}
+		sh.m[account] = e
+	}
+	return e
+}
+
+// roll moves the entry's windows forward to those containing now.
+func (e *entry) roll(starts [3]int64) {
+	for i := range 3 {
+		if e.start[i] != starts[i] {
+			e.start[i], e.count[i] = starts[i], 0
+		}
+	}
+}
+
+func decision(e *entry, limits [3]int, now time.Time) Decision {
+	d := Decision{Limit: limits, Now: now}
+	for i := range 3 {
+		d.Count[i] = int(e.count[i])
+		d.Reset[i] = e.start[i] + int64(windowLengths[i]/time.Second)
+	}
+	return d
+}
+
+// Take counts u in all three windows if none is full, else in none.
+func (m *Memory) Take(_ context.Context, u Use, limits [3]int) (Decision, error) {
+	starts := WindowStarts(u.At)
+	sh := m.shard(u.AccountID)
+	sh.mu.Lock()
+	e := sh.get(u.AccountID)
+	e.roll(starts)
+	allowed := true
+	for i := range 3 {
+		if e.count[i] >= int64(limits[i]) {
+			allowed = false
+		}
+	}
+	if allowed {
+		for i := range 3 {
+			e.count[i]++
+		}
+		if !e.dirty {
+			e.dirty = true
+			sh.dirty = append(sh.dirty, e)
+		}
+	}
+	d := decision(e, limits, u.At)
+	sh.mu.Unlock()
+	d.Allowed = allowed
+	if allowed && u.KeyID != "" {
+		m.recordUse(u)
+	}
+	return d, nil
+}
+
+func (m *Memory) recordUse(u Use) {
+	k := usageKey{u.KeyID, u.At.Unix() - u.At.Unix()%3600}
+	m.usage.mu.Lock()
+	ku := m.usage.m[k]
+	if ku == nil {
+		ku = &store.KeyUsage{KeyID: u.KeyID, AccountID: u.AccountID, ClientID: u.ClientID, Hour: time.Unix(k.hour, 0).UTC()}
+		m.usage.m[k] = ku
+	}
+	ku.Count++
+	ku.LastUsed = u.At
+	m.usage.mu.Unlock()
+}
+
+// Peek reports the windows' counts without counting.
+func (m *Memory) Peek(_ context.Context, account string, limits [3]int, now time.Time) (Decision, error) {
+	sh := m.shard(account)
+	sh.mu.Lock()
+	e := sh.m[account]
+	var d Decision
+	if e == nil {
+		e = &entry{}
+	} else {
+		e = &entry{start: e.start, count: e.count}
+	}
+	sh.mu.Unlock()
+	e.roll(WindowStarts(now))
+	d = decision(e, limits, now)
+	d.Allowed = true
+	for i := range 3 {
+		if d.Count[i] >= limits[i] {
+			d.Allowed = false
+		}
+	}
+	return d, nil
+}
+
+// Flush writes the windows changed since the last flush and the usage
+// recorded since then. On failure the same counts are written next time.
+func (m *Memory) Flush(ctx context.Context) error {
+	if m.store == nil {
+		return nil
+	}
+	var windows []store.Window
+	for i := range m.shards {
+		sh := &m.shards[i]
+		sh.mu.Lock()
+		for _, e := range sh.dirty {
+			e.dirty = false
+			for w := range 3 {
+				windows = append(windows, store.Window{AccountID: e.account, Window: windowNames[w],
+					Start: time.Unix(e.start[w], 0).UTC(), Count: e.count[w]})
+			}
+		}
+		sh.dirty = sh.dirty[:0]
+		sh.mu.Unlock()
+	}
+	m.usage.mu.Lock()
+	usage := make([]store.KeyUsage, 0, len(m.usage.m))
+	for _, u := range m.usage.m {
+		usage = append(usage, *u)
+	}
+	clear(m.usage.m)
+	m.usage.mu.Unlock()
+	if len(windows) == 0 && len(usage) == 0 {
+		return nil
+	}
+	if err := m.store.SaveCounts(ctx, windows, usage); err != nil {
+		m.requeue(windows, usage)
+		return err
+	}
+	return nil
+}
+
+// requeue puts back what a failed flush did not write.
+func (m *Memory) requeue(windows []store.Window, usage []store.KeyUsage) {
+	for _, w := range windows {
+		sh := m.shard(w.AccountID)
+		sh.mu.Lock()
+		if e := sh.m[w.AccountID]; e != nil && !e.dirty {
+			e.dirty = true
+			sh.dirty = append(sh.dirty, e)
+		}
+		sh.mu.Unlock()
+	}
+	m.usage.mu.Lock()
+	for _, u := range usage {
+		k := usageKey{u.KeyID, u.Hour.Unix()}
+		if cur := m.usage.m[k]; cur != nil {
+			cur.Count += u.Count
+			if u.LastUsed.After(cur.LastUsed) {
+				cur.LastUsed = u.LastUsed
+			}
+		} else {
+			u := u
+			m.usage.m[k] = &u
+		}
+	}
+	m.usage.mu.Unlock()
+}
+
+// Run flushes every interval until ctx ends, then flushes once more.
+func (m *Memory) Run(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			if err := m.Flush(fctx); err != nil {
+				m.log.Error("final flush of request counts failed", "err", err)
+			}
+			cancel()
+			return
+		case <-t.C:
+			if err := m.Flush(ctx); err != nil && ctx.Err() == nil {
+				m.log.Warn("flushing request counts failed; will retry", "err", err)
+			}
+			m.prune(time.Now())
+		}
+	}
+}
+
+// prune forgets accounts whose day window has passed with nothing to write.
+func (m *Memory) prune(now time.Time) {
+	day := WindowStarts(now)[Day]
+	for i := range m.shards {
+		sh := &m.shards[i]
+		sh.mu.Lock()
+		for k, e := range sh.m {
+			if e.start[Day] < day && !e.dirty {
+				delete(sh.m, k)
+			}
+		}
+		sh.mu.Unlock()
+	}
+}

@@ -1,0 +1,106 @@
+// Package limits holds every quota rule of aivis: the tiers, the three
+// fixed rate-limit windows, the active-request limit and the budgets.
+package limits
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/aivis/aivis/core/fault"
+)
+
+// Tier is a quota tier (service spec section 8). Amounts are micro-dollars.
+type Tier struct {
+	Name                string // as stored and given to the CLI: "starter"
+	Title               string // as the API shows it: "Starter"
+	PerMinute           int
+	PerHour             int
+	PerDay              int
+	ActiveRequests      int
+	MaxBudgetPerRequest int64
+	MonthlyBudget       int64
+}
+
+const dollar = 1_000_000
+
+var tiers = map[string]Tier{
+	"starter":      {"starter", "Starter", 60, 1_000, 10_000, 5, 1_000 * dollar, 5_000 * dollar},
+	"professional": {"professional", "Professional", 120, 5_000, 50_000, 20, 5_000 * dollar, 25_000 * dollar},
+	"enterprise":   {"enterprise", "Enterprise", 300, 15_000, 150_000, 100, 20_000 * dollar, 100_000 * dollar},
+}
+
+// TierByName finds a tier by its stored name, case-insensitively.
+func TierByName(name string) (Tier, bool) {
+	t, ok := tiers[strings.ToLower(name)]
+	return t, ok
+}
+
+// TierNames lists the tiers' names, cheapest first.
+func TierNames() []string {
+	names := make([]string, 0, len(tiers))
+	for n := range tiers {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool { return tiers[names[i]].PerMinute < tiers[names[j]].PerMinute })
+	return names
+}
+
+// Limits are the tier's per-window request limits, in Window order.
+func (t Tier) Limits() [3]int { return [3]int{t.PerMinute, t.PerHour, t.PerDay} }
+
+// Month is the UTC calendar month a budget is committed to, as YYYY-MM.
+func Month(t time.Time) string { return t.UTC().Format("2006-01") }
+
+// MonthEnd is when the month of t ends.
+func MonthEnd(t time.Time) time.Time {
+	y, m, _ := t.UTC().Date()
+	return time.Date(y, m+1, 1, 0, 0, 0, 0, time.UTC)
+}
+
+// CheckRequestBudget refuses a budget above the tier's maximum per request.
+func (t Tier) CheckRequestBudget(budget int64) error {
+	if budget > t.MaxBudgetPerRequest {
+		return &fault.Error{Code: fault.BudgetExceedsTierLimit,
+			Message: fmt.Sprintf("budget %s exceeds the %s tier's maximum of %s per request", usd(budget), t.Title, usd(t.MaxBudgetPerRequest)),
+			Details: []fault.FieldError{{Field: "budget", Message: "must be at most " + usd(t.MaxBudgetPerRequest)}}}
+	}
+	return nil
+}
+
+// CheckNewRequest decides whether a new content request with this budget may
+// start, given the account's active requests and the month's committed
+// amount (spent + reserved). Call it in the transaction that creates it.
+func (t Tier) CheckNewRequest(active int, committed, budget int64) error {
+	if active >= t.ActiveRequests {
+		return fault.New(fault.ActiveRequestLimit,
+			"the %s tier allows %d active content requests and %d are queued or processing; wait for one to end or cancel one",
+			t.Title, t.ActiveRequests, active)
+	}
+	if committed+budget > t.MonthlyBudget {
+		left := max(t.MonthlyBudget-committed, 0)
+		return fault.New(fault.MonthlyBudgetExceeded,
+			"budget %s would pass the %s tier's monthly budget limit of %s: %s is already committed this month and %s remains",
+			usd(budget), t.Title, usd(t.MonthlyBudget), usd(committed), usd(left))
+	}
+	return nil
+}
+
+// usd formats micro-dollars as "$1,234.56" (cents shown when not whole).
+func usd(micros int64) string {
+	whole := micros / dollar
+	frac := micros % dollar
+	s := fmt.Sprint(whole)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	if frac != 0 {
+		f := strings.TrimRight(fmt.Sprintf("%06d", frac), "0")
+		if len(f) < 2 {
+			f += "0"
+		}
+		s += "." + f
+	}
+	return "$" + s
+}

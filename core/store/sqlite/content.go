@@ -1,0 +1,267 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aivis/aivis/core/store"
+)
+
+// querier is what *sql.DB and *sql.Tx share, so reads are written once.
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+const crColumns = `id, account_id, client_id, key_id, type, status, domain, url, content, target_queries, metadata,
+	budget, spent, budget_month, failure_reason, result, created_at, updated_at, started_at, ended_at`
+
+// crListColumns leaves the content out: list pages do not carry it.
+var crListColumns = strings.Replace(crColumns, "content,", "NULL,", 1)
+
+func scanCR(s scanner) (store.ContentRequest, error) {
+	var c store.ContentRequest
+	var client, key, url, content, reason, result sql.NullString
+	var queries, meta string
+	var created, updated, started, ended sql.NullInt64
+	err := s.Scan(&c.ID, &c.AccountID, &client, &key, &c.Type, &c.Status, &c.Domain, &url, &content, &queries, &meta,
+		&c.Budget, &c.Spent, &c.BudgetMonth, &reason, &result, &created, &updated, &started, &ended)
+	if err != nil {
+		return c, err
+	}
+	c.ClientID, c.KeyID, c.URL, c.Content, c.FailureReason = client.String, key.String, url.String, content.String, reason.String
+	if result.Valid {
+		c.Result = []byte(result.String)
+	}
+	if err := json.Unmarshal([]byte(queries), &c.TargetQueries); err != nil {
+		return c, fmt.Errorf("target_queries: %w", err)
+	}
+	if err := json.Unmarshal([]byte(meta), &c.Metadata); err != nil {
+		return c, fmt.Errorf("metadata: %w", err)
+	}
+	c.CreatedAt, c.UpdatedAt, c.StartedAt, c.EndedAt = fromNS(created), fromNS(updated), fromNS(started), fromNS(ended)
+	return c, nil
+}
+
+func getCR(ctx context.Context, q querier, accountID, id string) (store.ContentRequest, error) {
+	c, err := scanCR(q.QueryRowContext(ctx, `SELECT `+crColumns+` FROM content_requests WHERE id = ? AND account_id = ?`, id, accountID))
+	if err != nil {
+		return c, fmt.Errorf("sqlite: content request %s: %w", id, notFound(err))
+	}
+	return c, nil
+}
+
+func activeCount(ctx context.Context, q querier, accountID string) (int, error) {
+	var n int
+	err := q.QueryRowContext(ctx, `SELECT count(*) FROM content_requests WHERE account_id = ? AND status IN ('queued', 'processing')`,
+		accountID).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: active content requests: %w", err)
+	}
+	return n, nil
+}
+
+func budgetMonth(ctx context.Context, q querier, accountID, month string) (store.BudgetMonth, error) {
+	var b store.BudgetMonth
+	err := q.QueryRowContext(ctx, `SELECT spent, reserved FROM budget_months WHERE account_id = ? AND month = ?`,
+		accountID, month).Scan(&b.Spent, &b.Reserved)
+	if err == sql.ErrNoRows {
+		return b, nil
+	}
+	if err != nil {
+		return b, fmt.Errorf("sqlite: budget month: %w", err)
+	}
+	return b, nil
+}
+
+// ContentRequest reads one of an account's content requests.
+func (db *DB) ContentRequest(ctx context.Context, accountID, id string) (store.ContentRequest, error) {
+	return getCR(ctx, db.r, accountID, id)
+}
+
+// ActiveContentRequests counts an account's queued and processing requests.
+func (db *DB) ActiveContentRequests(ctx context.Context, accountID string) (int, error) {
+	return activeCount(ctx, db.r, accountID)
+}
+
+// BudgetMonth reads an account's ledger for a month (zero when untouched).
+func (db *DB) BudgetMonth(ctx context.Context, accountID, month string) (store.BudgetMonth, error) {
+	return budgetMonth(ctx, db.r, accountID, month)
+}
+
+func encodeCursor(c store.ContentRequest) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(c.CreatedAt.UnixNano(), 10) + ":" + c.ID))
+}
+
+func decodeCursor(s string) (int64, string, error) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return 0, "", store.ErrMalformed
+	}
+	ts, id, ok := strings.Cut(string(b), ":")
+	if !ok || id == "" {
+		return 0, "", store.ErrMalformed
+	}
+	n, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil {
+		return 0, "", store.ErrMalformed
+	}
+	return n, id, nil
+}
+
+// ListContentRequests returns one page, newest first.
+func (db *DB) ListContentRequests(ctx context.Context, f store.ContentFilter) ([]store.ContentRequest, string, error) {
+	where := []string{"account_id = ?"}
+	args := []any{f.AccountID}
+	for _, c := range []struct{ col, val string }{{"client_id", f.ClientID}, {"status", f.Status}, {"domain", f.Domain}} {
+		if c.val != "" {
+			where = append(where, c.col+" = ?")
+			args = append(args, c.val)
+		}
+	}
+	if f.Cursor != "" {
+		ts, id, err := decodeCursor(f.Cursor)
+		if err != nil {
+			return nil, "", err
+		}
+		where = append(where, "(created_at, id) < (?, ?)")
+		args = append(args, ts, id)
+	}
+	args = append(args, f.Limit+1)
+	rows, err := db.r.QueryContext(ctx, `SELECT `+crListColumns+` FROM content_requests WHERE `+strings.Join(where, " AND ")+
+		` ORDER BY created_at DESC, id DESC LIMIT ?`, args...)
+	if err != nil {
+		return nil, "", fmt.Errorf("sqlite: list content requests: %w", err)
+	}
+	defer rows.Close()
+	var out []store.ContentRequest
+	for rows.Next() {
+		c, err := scanCR(rows)
+		if err != nil {
+			return nil, "", fmt.Errorf("sqlite: list content requests: %w", err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if len(out) > f.Limit {
+		out = out[:f.Limit]
+		next = encodeCursor(out[len(out)-1])
+	}
+	return out, next, nil
+}
+
+// txn is a write transaction.
+type txn struct {
+	tx *sql.Tx
+}
+
+var bg = context.Background()
+
+func (t *txn) ContentRequest(accountID, id string) (store.ContentRequest, error) {
+	return getCR(bg, t.tx, accountID, id)
+}
+
+func (t *txn) ActiveContentRequests(accountID string) (int, error) { return activeCount(bg, t.tx, accountID) }
+
+func (t *txn) BudgetMonth(accountID, month string) (store.BudgetMonth, error) {
+	return budgetMonth(bg, t.tx, accountID, month)
+}
+
+func (t *txn) AddToBudgetMonth(accountID, month string, spent, reserved int64) error {
+	_, err := t.tx.Exec(`INSERT INTO budget_months (account_id, month, spent, reserved) VALUES (?, ?, ?, ?)
+		ON CONFLICT (account_id, month) DO UPDATE SET spent = spent + excluded.spent, reserved = reserved + excluded.reserved`,
+		accountID, month, spent, reserved)
+	if err != nil {
+		return fmt.Errorf("sqlite: budget month: %w", err)
+	}
+	return nil
+}
+
+func crArgs(c store.ContentRequest) ([]any, error) {
+	queries, err := json.Marshal(nonNil(c.TargetQueries))
+	if err != nil {
+		return nil, err
+	}
+	if c.Metadata == nil {
+		c.Metadata = map[string]string{}
+	}
+	meta, err := json.Marshal(c.Metadata)
+	if err != nil {
+		return nil, err
+	}
+	var result any
+	if c.Result != nil {
+		result = string(c.Result)
+	}
+	return []any{c.ID, c.AccountID, nullStr(c.ClientID), nullStr(c.KeyID), c.Type, c.Status, c.Domain, nullStr(c.URL),
+		nullStr(c.Content), string(queries), string(meta), c.Budget, c.Spent, c.BudgetMonth, nullStr(c.FailureReason), result,
+		c.CreatedAt.UnixNano(), c.UpdatedAt.UnixNano(), ns(c.StartedAt), ns(c.EndedAt)}, nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func (t *txn) InsertContentRequest(c store.ContentRequest) error {
+	args, err := crArgs(c)
+	if err != nil {
+		return err
+	}
+	_, err = t.tx.Exec(`INSERT INTO content_requests (`+crColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...)
+	if err != nil {
+		return fmt.Errorf("sqlite: insert content request: %w", conflict(err))
+	}
+	return nil
+}
+
+func (t *txn) UpdateContentRequest(c store.ContentRequest) error {
+	args, err := crArgs(c)
+	if err != nil {
+		return err
+	}
+	res, err := t.tx.Exec(`UPDATE content_requests SET (`+crColumns+`) = (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		WHERE id = ?`, append(args, c.ID)...)
+	if err != nil {
+		return fmt.Errorf("sqlite: update content request: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("sqlite: content request %s: %w", c.ID, store.ErrNotFound)
+	}
+	return nil
+}
+
+func (t *txn) Idempotency(scope, key string, notBefore time.Time) (store.Idempotency, error) {
+	r := store.Idempotency{Scope: scope, Key: key}
+	var created int64
+	err := t.tx.QueryRow(`SELECT request_hash, status, body, created_at FROM idempotency_keys WHERE scope = ? AND key = ? AND created_at >= ?`,
+		scope, key, notBefore.UnixNano()).Scan(&r.RequestHash, &r.Status, &r.Body, &created)
+	if err != nil {
+		return r, notFound(err)
+	}
+	r.CreatedAt = time.Unix(0, created).UTC()
+	return r, nil
+}
+
+func (t *txn) PutIdempotency(r store.Idempotency) error {
+	_, err := t.tx.Exec(`INSERT INTO idempotency_keys (scope, key, request_hash, status, body, created_at) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (scope, key) DO UPDATE SET request_hash = excluded.request_hash, status = excluded.status,
+		body = excluded.body, created_at = excluded.created_at`,
+		r.Scope, r.Key, r.RequestHash, r.Status, r.Body, r.CreatedAt.UnixNano())
+	if err != nil {
+		return fmt.Errorf("sqlite: put idempotency: %w", err)
+	}
+	return nil
+}

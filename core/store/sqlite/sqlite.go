@@ -1,0 +1,181 @@
+// Package sqlite is the embedded storage engine: one SQLite file in WAL mode,
+// one writer connection whose transactions take the write lock up front
+// (BEGIN IMMEDIATE) and a pool of readers.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	sqlite3 "github.com/mattn/go-sqlite3"
+
+	"github.com/aivis/aivis/core/store"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// DB is the SQLite implementation of store.Store.
+type DB struct {
+	w *sql.DB // one connection: every write is serialized here
+	r *sql.DB // readers
+
+	keyByHash *sql.Stmt
+}
+
+var _ store.Store = (*DB)(nil)
+
+// Open opens (creating if needed) the database file at path and applies any
+// pending migrations.
+func Open(ctx context.Context, path string) (*DB, error) {
+	q := url.Values{}
+	q.Set("_journal_mode", "WAL")
+	q.Set("_busy_timeout", "10000")
+	q.Set("_foreign_keys", "on")
+	q.Set("_synchronous", "NORMAL")
+	q.Set("_txlock", "immediate")
+	w, err := sql.Open("sqlite3", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+	if err := migrate(ctx, w); err != nil {
+		w.Close()
+		return nil, err
+	}
+	q.Set("_txlock", "deferred")
+	q.Set("_query_only", "true")
+	r, err := sql.Open("sqlite3", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("sqlite: open readers: %w", err)
+	}
+	n := max(4, 2*runtime.GOMAXPROCS(0))
+	r.SetMaxOpenConns(n)
+	r.SetMaxIdleConns(n)
+	r.SetConnMaxIdleTime(0)
+	db := &DB{w: w, r: r}
+	db.keyByHash, err = r.PrepareContext(ctx, `SELECT `+keyColumns+`, `+accountColumns+`
+		FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.key_hash = ?`)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlite: prepare: %w", err)
+	}
+	return db, nil
+}
+
+// Close closes both pools.
+func (db *DB) Close() error {
+	if db.keyByHash != nil {
+		db.keyByHash.Close()
+	}
+	return errors.Join(db.r.Close(), db.w.Close())
+}
+
+func migrate(ctx context.Context, w *sql.DB) error {
+	if _, err := w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL) STRICT`); err != nil {
+		return fmt.Errorf("sqlite: migrations table: %w", err)
+	}
+	files, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return err
+	}
+	sort.Strings(files)
+	for _, f := range files {
+		base := strings.TrimPrefix(f, "migrations/")
+		v, err := strconv.Atoi(strings.SplitN(base, "_", 2)[0])
+		if err != nil {
+			return fmt.Errorf("sqlite: migration %s: bad version", base)
+		}
+		body, err := migrations.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		err = inTx(ctx, w, func(tx *sql.Tx) error {
+			var n int
+			if err := tx.QueryRow(`SELECT count(*) FROM schema_migrations WHERE version = ?`, v).Scan(&n); err != nil {
+				return err
+			}
+			if n > 0 {
+				return nil
+			}
+			if _, err := tx.Exec(string(body)); err != nil {
+				return err
+			}
+			_, err := tx.Exec(`INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, v, time.Now().Unix())
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("sqlite: migration %s: %w", base, err)
+		}
+	}
+	return nil
+}
+
+func inTx(ctx context.Context, db *sql.DB, fn func(*sql.Tx) error) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// Update runs fn in one immediate write transaction.
+func (db *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
+	return inTx(ctx, db.w, func(tx *sql.Tx) error { return fn(&txn{tx: tx}) })
+}
+
+// times are stored as Unix nanoseconds, NULL for the zero time.
+func ns(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UnixNano()
+}
+
+func fromNS(v sql.NullInt64) time.Time {
+	if !v.Valid {
+		return time.Time{}
+	}
+	return time.Unix(0, v.Int64).UTC()
+}
+
+func nullStr(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func notFound(err error) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.ErrNotFound
+	}
+	return err
+}
+
+func conflict(err error) error {
+	var se sqlite3.Error
+	if errors.As(err, &se) && se.Code == sqlite3.ErrConstraint {
+		return fmt.Errorf("%w: %v", store.ErrConflict, err)
+	}
+	return err
+}

@@ -1,0 +1,222 @@
+// Package store holds aivis's records and the interfaces its services need
+// from a storage engine. store/sqlite is the embedded engine; another engine
+// (PostgreSQL, say) implements the same interfaces.
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Sentinel errors callers branch on.
+var (
+	ErrNotFound  = errors.New("store: not found")
+	ErrConflict  = errors.New("store: conflict")
+	ErrMalformed = errors.New("store: malformed cursor")
+)
+
+// Account types.
+const (
+	AccountStandard = "standard"
+	AccountAgency   = "agency"
+)
+
+// Account is a customer of aivis.
+type Account struct {
+	ID        string
+	Name      string
+	Tier      string // a limits.Tier name
+	Type      string // AccountStandard or AccountAgency
+	CreatedAt time.Time
+}
+
+// Client is one of an agency account's clients.
+type Client struct {
+	ID        string
+	AccountID string
+	Name      string
+	CreatedAt time.Time
+}
+
+// Key is an API key record. The key and secret themselves are never stored:
+// only their SHA-256 hashes and a display hint.
+type Key struct {
+	ID         string
+	AccountID  string
+	ClientID   string // empty for an account-level key
+	Name       string
+	KeyHash    []byte
+	SecretHash []byte
+	Hint       string
+	Scopes     []string
+	ExpiresAt  time.Time // zero: never
+	RevokedAt  time.Time // zero: not revoked
+	CreatedAt  time.Time
+	LastUsedAt time.Time
+}
+
+// Principal is a key with its account, as authentication needs it.
+type Principal struct {
+	Key     Key
+	Account Account
+}
+
+// ContentRequest is stored as the API shows it; amounts are micro-dollars.
+type ContentRequest struct {
+	ID            string
+	AccountID     string
+	ClientID      string
+	KeyID         string
+	Type          string
+	Status        string
+	Domain        string
+	URL           string
+	Content       string
+	TargetQueries []string
+	Metadata      map[string]string
+	Budget        int64
+	Spent         int64
+	BudgetMonth   string // YYYY-MM of the month its budget is committed to
+	FailureReason string
+	Result        []byte // JSON, nil until processed
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+	StartedAt     time.Time
+	EndedAt       time.Time
+}
+
+// ContentFilter selects content requests for a list page. Empty fields do
+// not filter. ClientID "" with AnyClient false would mean account-level only;
+// callers scope with ClientID set for client keys.
+type ContentFilter struct {
+	AccountID string
+	ClientID  string
+	Status    string
+	Domain    string
+	Limit     int
+	Cursor    string
+}
+
+// BudgetMonth is an account's budget ledger for one UTC calendar month.
+type BudgetMonth struct {
+	Spent    int64
+	Reserved int64
+}
+
+// Idempotency is a stored response to a request made with an Idempotency-Key.
+type Idempotency struct {
+	Scope       string // account and client the key belongs to
+	Key         string
+	RequestHash []byte
+	Status      int
+	Body        []byte
+	CreatedAt   time.Time
+}
+
+// Reading is one visibility reading of a domain.
+type Reading struct {
+	ID              int64
+	AccountID       string
+	ClientID        string
+	Domain          string
+	VisibilityScore int
+	Sentiment       string
+	SentimentScore  float64
+	Source          string
+	MeasuredAt      time.Time
+}
+
+// ReadingFilter selects readings: ClientID scopes to one client when set.
+type ReadingFilter struct {
+	AccountID string
+	ClientID  string
+	Domain    string
+}
+
+// Window is a persisted rate-limit window count.
+type Window struct {
+	AccountID string
+	Window    string // "minute", "hour" or "day"
+	Start     time.Time
+	Count     int64
+}
+
+// KeyUsage is a number of requests made with one key in one UTC hour.
+type KeyUsage struct {
+	KeyID     string
+	AccountID string
+	ClientID  string
+	Hour      time.Time
+	Count     int64
+	LastUsed  time.Time
+}
+
+// Store is everything the services need from a storage engine.
+type Store interface {
+	Accounts
+	Keys
+	Content
+	Readings
+	Counters
+
+	// Update runs fn in one write transaction: all of it commits or none.
+	Update(ctx context.Context, fn func(Tx) error) error
+	Close() error
+}
+
+// Accounts reads and writes accounts and agency clients.
+type Accounts interface {
+	CreateAccount(ctx context.Context, a Account) error
+	Account(ctx context.Context, id string) (Account, error)
+	ListAccounts(ctx context.Context) ([]Account, error)
+	SetTier(ctx context.Context, id, tier string) error
+	CreateClient(ctx context.Context, c Client) error
+	Client(ctx context.Context, accountID, id string) (Client, error)
+	ListClients(ctx context.Context, accountID string) ([]Client, error)
+}
+
+// Keys reads and writes API keys.
+type Keys interface {
+	CreateKey(ctx context.Context, k Key) error
+	// PrincipalByKeyHash finds a key, revoked or not, with its account.
+	PrincipalByKeyHash(ctx context.Context, hash []byte) (Principal, error)
+	Key(ctx context.Context, id string) (Key, error)
+	ListKeys(ctx context.Context, accountID string) ([]Key, error)
+	RevokeKey(ctx context.Context, id string, at time.Time) (Key, error)
+}
+
+// Content reads content requests outside a write transaction.
+type Content interface {
+	ContentRequest(ctx context.Context, accountID, id string) (ContentRequest, error)
+	// ListContentRequests returns a page newest first and the cursor of the
+	// next page ("" on the last).
+	ListContentRequests(ctx context.Context, f ContentFilter) ([]ContentRequest, string, error)
+	ActiveContentRequests(ctx context.Context, accountID string) (int, error)
+	BudgetMonth(ctx context.Context, accountID, month string) (BudgetMonth, error)
+}
+
+// Readings reads and writes visibility readings.
+type Readings interface {
+	AddReading(ctx context.Context, r Reading) (Reading, error)
+	LatestReading(ctx context.Context, f ReadingFilter) (Reading, error)
+}
+
+// Counters persists rate-limit windows and per-key usage, written behind
+// the in-memory counter so that counts survive a restart.
+type Counters interface {
+	LoadWindows(ctx context.Context, since time.Time) ([]Window, error)
+	SaveCounts(ctx context.Context, windows []Window, usage []KeyUsage) error
+}
+
+// Tx is one write transaction.
+type Tx interface {
+	ContentRequest(accountID, id string) (ContentRequest, error)
+	InsertContentRequest(cr ContentRequest) error
+	UpdateContentRequest(cr ContentRequest) error
+	ActiveContentRequests(accountID string) (int, error)
+	BudgetMonth(accountID, month string) (BudgetMonth, error)
+	AddToBudgetMonth(accountID, month string, spent, reserved int64) error
+	Idempotency(scope, key string, notBefore time.Time) (Idempotency, error)
+	PutIdempotency(rec Idempotency) error
+}
