@@ -178,8 +178,10 @@ func (t *txn) BudgetMonth(accountID, month string) (store.BudgetMonth, error) {
 }
 
 func (t *txn) AddToBudgetMonth(accountID, month string, spent, reserved int64) error {
-	_, err := t.tx.Exec(`INSERT INTO budget_months (account_id, month, spent, reserved) VALUES (?, ?, ?, ?)
-		ON CONFLICT (account_id, month) DO UPDATE SET spent = spent + excluded.spent, reserved = reserved + excluded.reserved`,
+	// The inserted row is checked before the conflict is seen, so it holds
+	// clamped values; the update adds the real (possibly negative) deltas.
+	_, err := t.tx.Exec(`INSERT INTO budget_months (account_id, month, spent, reserved) VALUES (?1, ?2, max(?3, 0), max(?4, 0))
+		ON CONFLICT (account_id, month) DO UPDATE SET spent = spent + ?3, reserved = reserved + ?4`,
 		accountID, month, spent, reserved)
 	if err != nil {
 		return fmt.Errorf("sqlite: budget month: %w", err)

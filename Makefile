@@ -1,0 +1,44 @@
+# aivis: `make run` builds everything and serves on https://localhost:8443;
+# `make test` runs every test.
+GO      ?= go
+BIN     ?= bin
+DATA    ?= ./aivis-data
+ADDR    ?= 127.0.0.1:8443
+export CGO_ENABLED := 1
+
+.PHONY: all build run test test-short bench fuzz lint fmt clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/aivis ./cmd/aivis
+
+run: build
+	$(BIN)/aivis serve --data-dir $(DATA) --addr $(ADDR)
+
+test:
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 15m ./...
+
+test-short:
+	$(GO) test -count=1 -short ./...
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime=1x -timeout 20m ./bench/...
+	$(GO) test -run '^$$' -bench . -benchmem ./core/limits/...
+
+FUZZTIME ?= 30s
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeContentRequest$$' -fuzztime $(FUZZTIME) ./core/api
+	$(GO) test -run '^$$' -fuzz '^FuzzAuthHeaders$$' -fuzztime $(FUZZTIME) ./core/api
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); \
+	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+fmt:
+	gofmt -w $$(git ls-files '*.go' | grep -v '\.pb\.go$$')
+
+clean:
+	rm -rf $(BIN)

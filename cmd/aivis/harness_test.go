@@ -1,0 +1,331 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// binary is the aivis binary built once for the package's tests.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "aivis-bin")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "aivis")
+	build := exec.Command("go", "build", "-o", binary, ".")
+	build.Stdout, build.Stderr = os.Stdout, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building aivis:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// cli runs an administrative subcommand with --json and decodes its output.
+func cli(t *testing.T, dataDir string, out any, args ...string) {
+	t.Helper()
+	args = append(args, "--data-dir", dataDir, "--json")
+	cmd := exec.Command(binary, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	b, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("aivis %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatalf("aivis %s: output is not JSON: %v\n%s", strings.Join(args, " "), err, b)
+		}
+	}
+}
+
+// cliFails runs a subcommand that must fail and returns its stderr.
+func cliFails(t *testing.T, dataDir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(binary, append(args, "--data-dir", dataDir)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err == nil {
+		t.Fatalf("aivis %s succeeded; want a failure", strings.Join(args, " "))
+	}
+	return stderr.String()
+}
+
+type account struct {
+	ID   string `json:"id"`
+	Tier string `json:"tier"`
+	Type string `json:"type"`
+}
+
+type key struct {
+	ID        string   `json:"id"`
+	Key       string   `json:"key"`
+	Secret    string   `json:"secret"`
+	Name      string   `json:"name"`
+	ExpiresAt *string  `json:"expires_at"`
+	Scopes    []string `json:"scopes"`
+}
+
+func newAccount(t *testing.T, dataDir, tier string, agency bool) account {
+	var a account
+	args := []string{"account", "create", "--name", "Acme " + tier, "--tier", tier}
+	if agency {
+		args = append(args, "--agency")
+	}
+	cli(t, dataDir, &a, args...)
+	return a
+}
+
+func newKey(t *testing.T, dataDir, accountID string, extra ...string) key {
+	var k key
+	cli(t, dataDir, &k, append([]string{"key", "create", "--account", accountID, "--name", "test key"}, extra...)...)
+	return k
+}
+
+// server is a running `aivis serve`.
+type server struct {
+	t       *testing.T
+	cmd     *exec.Cmd
+	URL     string
+	DataDir string
+	HTTP    *http.Client
+	Stdout  *lockedBuffer
+	Stderr  *lockedBuffer
+	HTTPURL string
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+var listening = regexp.MustCompile(`aivis listening on (https://\S+)`)
+var plainListening = regexp.MustCompile(`plain HTTP on (\S+) answers`)
+
+// start runs the server on a free loopback port and waits until it listens.
+func start(t *testing.T, dataDir string, args ...string) *server {
+	t.Helper()
+	args = append([]string{"serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0", "--log-level", "warn"}, args...)
+	cmd := exec.Command(binary, args...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &server{t: t, cmd: cmd, DataDir: dataDir, Stdout: &lockedBuffer{}, Stderr: &lockedBuffer{}}
+	cmd.Stderr = s.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		sent := false
+		for sc.Scan() {
+			line := sc.Text()
+			s.Stdout.Write([]byte(line + "\n"))
+			if m := plainListening.FindStringSubmatch(line); m != nil {
+				s.HTTPURL = "http://" + m[1]
+			}
+			if m := listening.FindStringSubmatch(line); m != nil && !sent {
+				found <- m[1]
+				sent = true
+			}
+		}
+		if !sent {
+			close(found)
+		}
+	}()
+	select {
+	case u, ok := <-found:
+		if !ok {
+			cmd.Wait()
+			t.Fatalf("aivis serve exited before listening:\n%s\n%s", s.Stdout, s.Stderr)
+		}
+		s.URL = u
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("aivis serve did not listen in 30 s:\n%s", s.Stderr)
+	}
+	time.Sleep(50 * time.Millisecond) // let the banner finish
+	s.HTTP = httpsClient(t, filepath.Join(dataDir, "tls", "cert.pem"))
+	t.Cleanup(func() { s.stop() })
+	return s
+}
+
+func httpsClient(t *testing.T, certFile string) *http.Client {
+	pem, err := os.ReadFile(certFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		t.Fatal("certificate not PEM")
+	}
+	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: pool}, MaxIdleConnsPerHost: 64, ForceAttemptHTTP2: true}}
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (s *server) stop() {
+	if s.cmd.ProcessState != nil {
+		return
+	}
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- s.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			s.t.Errorf("aivis serve exited with %v after SIGTERM:\n%s", err, s.Stderr)
+		}
+	case <-time.After(20 * time.Second):
+		s.cmd.Process.Kill()
+		s.t.Errorf("aivis serve did not stop within 20 s of SIGTERM")
+	}
+}
+
+// resp is a decoded response.
+type resp struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+func (r resp) decode(t *testing.T, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		t.Fatalf("body is not JSON: %v: %s", err, r.Body)
+	}
+}
+
+// errorCode reads the error code of a failure envelope.
+func (r resp) errorCode(t *testing.T) string {
+	t.Helper()
+	var e struct {
+		Success *bool `json:"success"`
+		Error   struct {
+			Code      string `json:"code"`
+			Message   string `json:"message"`
+			RequestID string `json:"request_id"`
+		} `json:"error"`
+	}
+	r.decode(t, &e)
+	if e.Success == nil || *e.Success || e.Error.Code == "" || e.Error.Message == "" || e.Error.RequestID == "" {
+		t.Fatalf("not a failure envelope: %s", r.Body)
+	}
+	if e.Error.RequestID != r.Header.Get("X-Request-Id") {
+		t.Fatalf("error.request_id %q != X-Request-Id %q", e.Error.RequestID, r.Header.Get("X-Request-Id"))
+	}
+	return e.Error.Code
+}
+
+type req struct {
+	method, path string
+	header       map[string]string
+	body         string
+}
+
+// do sends a request to the server and checks what every response carries.
+func (s *server) do(t *testing.T, r req) resp {
+	t.Helper()
+	var body io.Reader
+	if r.body != "" {
+		body = strings.NewReader(r.body)
+	}
+	hr, err := http.NewRequestWithContext(context.Background(), r.method, s.URL+r.path, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.body != "" {
+		hr.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range r.header {
+		if v == "" {
+			hr.Header.Del(k)
+		} else {
+			hr.Header.Set(k, v)
+		}
+	}
+	res, err := s.HTTP.Do(hr)
+	if err != nil {
+		t.Fatalf("%s %s: %v", r.method, r.path, err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := resp{Status: res.StatusCode, Header: res.Header, Body: b}
+	if res.Header.Get("X-Request-Id") == "" {
+		t.Errorf("%s %s: no X-Request-Id", r.method, r.path)
+	}
+	if strings.HasPrefix(r.path, "/api/v1/ai") || strings.HasPrefix(r.path, "/v1") {
+		for _, h := range []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"} {
+			if res.Header.Get(h) == "" {
+				t.Errorf("%s %s (%d): no %s header", r.method, r.path, res.StatusCode, h)
+			}
+		}
+	}
+	validate(t, r.method, r.path, out)
+	return out
+}
+
+// keyed and bearer build the headers of each interface.
+func keyed(k key) map[string]string {
+	return map[string]string{"X-API-Key": k.Key, "X-API-Secret": k.Secret}
+}
+
+func bearer(k key) map[string]string { return map[string]string{"Authorization": "Bearer " + k.Key} }
+
+func with(h map[string]string, kv ...string) map[string]string {
+	out := map[string]string{}
+	for k, v := range h {
+		out[k] = v
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		out[kv[i]] = kv[i+1]
+	}
+	return out
+}
+
+// awayFromMinuteEnd waits, when needed, so that a test counting requests
+// in the minute window does not straddle a minute boundary.
+func awayFromMinuteEnd(need time.Duration) {
+	now := time.Now().UTC()
+	end := now.Truncate(time.Minute).Add(time.Minute)
+	if end.Sub(now) < need {
+		time.Sleep(end.Sub(now) + 100*time.Millisecond)
+	}
+}
