@@ -171,7 +171,9 @@ func (t *txn) ContentRequest(accountID, id string) (store.ContentRequest, error)
 	return getCR(bg, t.tx, accountID, id)
 }
 
-func (t *txn) ActiveContentRequests(accountID string) (int, error) { return activeCount(bg, t.tx, accountID) }
+func (t *txn) ActiveContentRequests(accountID string) (int, error) {
+	return activeCount(bg, t.tx, accountID)
+}
 
 func (t *txn) BudgetMonth(accountID, month string) (store.BudgetMonth, error) {
 	return budgetMonth(bg, t.tx, accountID, month)
