@@ -202,10 +202,10 @@ func banner(out io.Writer, url string, cfg config.Config, mat *tlsconf.Material,
 	fmt.Fprintf(out, "data directory: %s\n", cfg.DataDir)
 	fmt.Fprintf(out, `
 To get credentials, in another terminal:
-  aivis account create --data-dir %[1]s --name "My company" --tier starter
-  aivis key create --data-dir %[1]s --account <account id> --name "my first key"
+  %[4]s account create --data-dir %[1]s --name "My company" --tier starter
+  %[4]s key create --data-dir %[1]s --account <account id> --name "my first key"
 Then call the API (the secret is shown once):
   curl --cacert %[2]s -H "X-API-Key: <key>" -H "X-API-Secret: <secret>" %[3]s/api/v1/ai/budget-status
 API reference: %[3]s/openapi.json
-`, cfg.DataDir, mat.CertFile, url)
+`, cfg.DataDir, mat.CertFile, url, os.Args[0])
 }
