@@ -105,6 +105,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 	counterCtx, stopCounter := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { counter.Run(counterCtx, time.Duration(cfg.CounterFlushInterval)) })
+	wg.Go(func() { svc.Content.PruneIdempotency(counterCtx, time.Hour, log) })
 	defer func() { stopCounter(); wg.Wait() }()
 
 	srv := api.New(api.Config{TrustedProxies: prefixes(cfg.TrustedProxies)}, api.Deps{

@@ -8,7 +8,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -280,10 +282,25 @@ func (s *Service) List(ctx context.Context, p auth.Principal, f store.ContentFil
 	return items, next, err
 }
 
-// Ended reports whether a state is final.
-func Ended(status string) bool {
-	return status == client.StatusCompleted || status == client.StatusFailed || status == client.StatusCancelled
+// transitions is the state machine: the states each state may move to.
+var transitions = map[string][]string{
+	client.StatusQueued:     {client.StatusProcessing, client.StatusCancelled},
+	client.StatusProcessing: {client.StatusCompleted, client.StatusFailed, client.StatusCancelled},
 }
+
+// Transition checks that a request may move from one state to another.
+func Transition(cr store.ContentRequest, to string) error {
+	if slices.Contains(transitions[cr.Status], to) {
+		return nil
+	}
+	if to == client.StatusCancelled {
+		return fault.New(fault.InvalidState, "content request %s is %s; only queued or processing requests can be cancelled", cr.ID, cr.Status)
+	}
+	return fault.New(fault.InvalidState, "content request %s cannot go from %s to %s", cr.ID, cr.Status, to)
+}
+
+// Ended reports whether a state is final: no transition leaves it.
+func Ended(status string) bool { return len(transitions[status]) == 0 }
 
 // Cancel ends a queued or processing request and releases its unspent budget.
 func (s *Service) Cancel(ctx context.Context, p auth.Principal, id string, idem *Idempotency) (store.ContentRequest, *Replay, error) {
@@ -293,8 +310,8 @@ func (s *Service) Cancel(ctx context.Context, p auth.Principal, id string, idem 
 		if cr, err = visible(p, cr, err); err != nil {
 			return cr, err
 		}
-		if Ended(cr.Status) {
-			return cr, fault.New(fault.InvalidState, "content request %s is %s; only queued or processing requests can be cancelled", cr.ID, cr.Status)
+		if err := Transition(cr, client.StatusCancelled); err != nil {
+			return cr, err
 		}
 		now := s.Now().UTC()
 		cr.Status, cr.UpdatedAt, cr.EndedAt = client.StatusCancelled, now, now
@@ -311,4 +328,23 @@ func Reserved(cr store.ContentRequest) int64 {
 		return 0
 	}
 	return cr.Budget - cr.Spent
+}
+
+// PruneIdempotency forgets, every interval until ctx ends, the idempotency
+// records older than IdempotencyTTL.
+func (s *Service) PruneIdempotency(ctx context.Context, interval time.Duration, log *slog.Logger) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if n, err := s.Store.DeleteIdempotencyBefore(ctx, s.Now().Add(-IdempotencyTTL)); err != nil && ctx.Err() == nil {
+			log.Warn("pruning idempotency keys failed", "err", err)
+		} else if n > 0 {
+			log.Debug("pruned idempotency keys", "count", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }

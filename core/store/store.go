@@ -160,6 +160,9 @@ type Store interface {
 	Readings
 	Counters
 
+	// DeleteIdempotencyBefore forgets idempotency records made before t.
+	DeleteIdempotencyBefore(ctx context.Context, t time.Time) (int64, error)
+
 	// Update runs fn in one write transaction: all of it commits or none.
 	Update(ctx context.Context, fn func(Tx) error) error
 	Close() error

@@ -269,3 +269,12 @@ func (t *txn) PutIdempotency(r store.Idempotency) error {
 	}
 	return nil
 }
+
+// DeleteIdempotencyBefore forgets idempotency records made before t.
+func (db *DB) DeleteIdempotencyBefore(ctx context.Context, t time.Time) (int64, error) {
+	res, err := db.w.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE created_at < ?`, t.UnixNano())
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: prune idempotency keys: %w", err)
+	}
+	return res.RowsAffected()
+}
