@@ -16,7 +16,6 @@ import (
 // check-and-increment as a script.
 type Counter interface {
 	Take(ctx context.Context, u Use, limits [3]int) (Decision, error)
-	Peek(ctx context.Context, accountID string, limits [3]int, now time.Time) (Decision, error)
 }
 
 // Use is one authenticated request: whose it is and when it came.
@@ -175,29 +174,6 @@ func (m *Memory) recordUse(u Use) {
 	ku.Count++
 	ku.LastUsed = u.At
 	m.usage.mu.Unlock()
-}
-
-// Peek reports the windows' counts without counting.
-func (m *Memory) Peek(_ context.Context, account string, limits [3]int, now time.Time) (Decision, error) {
-	sh := m.shard(account)
-	sh.mu.Lock()
-	e := sh.m[account]
-	var d Decision
-	if e == nil {
-		e = &entry{}
-	} else {
-		e = &entry{start: e.start, count: e.count}
-	}
-	sh.mu.Unlock()
-	e.roll(WindowStarts(now))
-	d = decision(e, limits, now)
-	d.Allowed = true
-	for i := range 3 {
-		if d.Count[i] >= limits[i] {
-			d.Allowed = false
-		}
-	}
-	return d, nil
 }
 
 // Flush writes the windows changed since the last flush and the usage
