@@ -23,12 +23,7 @@ func (s *Server) budgetStatus(w http.ResponseWriter, r *http.Request) {
 	t, _ := limits.TierByName(p.Account.Tier)
 	now := d.Now
 	month := limits.Month(now)
-	b, err := s.store.BudgetMonth(r.Context(), p.AccountID(), month)
-	if err != nil {
-		writeError(w, r, s.log, err)
-		return
-	}
-	active, err := s.store.ActiveContentRequests(r.Context(), p.AccountID())
+	b, active, err := s.store.Budget(r.Context(), p.AccountID(), month)
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return

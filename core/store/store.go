@@ -195,8 +195,9 @@ type Content interface {
 	// ListContentRequests returns a page newest first and the cursor of the
 	// next page ("" on the last).
 	ListContentRequests(ctx context.Context, f ContentFilter) ([]ContentRequest, string, error)
-	ActiveContentRequests(ctx context.Context, accountID string) (int, error)
-	BudgetMonth(ctx context.Context, accountID, month string) (BudgetMonth, error)
+	// Budget reads an account's ledger for a month (zero when untouched)
+	// and how many of its requests are active, at one moment.
+	Budget(ctx context.Context, accountID, month string) (BudgetMonth, int, error)
 }
 
 // Readings reads and writes visibility readings.

@@ -145,8 +145,24 @@ func (db *DB) CreateKey(ctx context.Context, k store.Key) error {
 	return nil
 }
 
-// PrincipalByKeyHash finds a key and its account by the key's hash.
+// PrincipalByKeyHash finds a key and its account by the key's hash, from
+// the cache while the database is unchanged.
 func (db *DB) PrincipalByKeyHash(ctx context.Context, hash []byte) (store.Principal, error) {
+	v, err := db.fresh.current()
+	if err != nil {
+		return store.Principal{}, err
+	}
+	if p, ok := db.fresh.principal(hash); ok {
+		return p, nil
+	}
+	p, err := db.principalByKeyHash(ctx, hash)
+	if err == nil {
+		db.fresh.putPrincipal(v, hash, p)
+	}
+	return p, err
+}
+
+func (db *DB) principalByKeyHash(ctx context.Context, hash []byte) (store.Principal, error) {
 	var p store.Principal
 	var created sql.NullInt64
 	a := &p.Account

@@ -86,15 +86,36 @@ func (db *DB) ContentRequest(ctx context.Context, accountID, id string) (store.C
 	return getCR(ctx, db.r, accountID, id)
 }
 
-// ActiveContentRequests counts an account's queued and processing requests.
-func (db *DB) ActiveContentRequests(ctx context.Context, accountID string) (int, error) {
-	return activeCount(ctx, db.r, accountID)
+// Budget reads an account's ledger for a month and its active requests.
+func (db *DB) Budget(ctx context.Context, accountID, month string) (store.BudgetMonth, int, error) {
+	v, err := db.fresh.current()
+	if err != nil {
+		return store.BudgetMonth{}, 0, err
+	}
+	k := budgetKey{accountID, month}
+	if e, ok := db.fresh.budget(k); ok {
+		return e.b, e.active, nil
+	}
+	b, active, err := db.readBudget(ctx, accountID, month)
+	if err == nil {
+		db.fresh.putBudget(v, k, budgetEntry{b, active})
+	}
+	return b, active, err
 }
 
-// BudgetMonth reads an account's ledger for a month (zero when untouched).
-func (db *DB) BudgetMonth(ctx context.Context, accountID, month string) (store.BudgetMonth, error) {
-	return budgetMonth(ctx, db.r, accountID, month)
+func (db *DB) readBudget(ctx context.Context, accountID, month string) (store.BudgetMonth, int, error) {
+	var b store.BudgetMonth
+	var active int
+	if err := db.budget.QueryRowContext(ctx, accountID, month).Scan(&active, &b.Spent, &b.Reserved); err != nil {
+		return b, 0, fmt.Errorf("sqlite: budget: %w", err)
+	}
+	return b, active, nil
 }
+
+const budgetQuery = `SELECT
+	(SELECT count(*) FROM content_requests WHERE account_id = ?1 AND status IN ('queued', 'processing')),
+	coalesce((SELECT spent FROM budget_months WHERE account_id = ?1 AND month = ?2), 0),
+	coalesce((SELECT reserved FROM budget_months WHERE account_id = ?1 AND month = ?2), 0)`
 
 func encodeCursor(c store.ContentRequest) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(c.CreatedAt.UnixNano(), 10) + ":" + c.ID))

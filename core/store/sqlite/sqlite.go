@@ -31,6 +31,8 @@ type DB struct {
 	r *sql.DB // readers
 
 	keyByHash *sql.Stmt
+	budget    *sql.Stmt
+	fresh     *fresh
 }
 
 var _ store.Store = (*DB)(nil)
@@ -70,6 +72,12 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	db := &DB{w: w, r: r}
 	db.keyByHash, err = r.PrepareContext(ctx, `SELECT `+keyColumns+`, `+accountColumns+`
 		FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.key_hash = ?`)
+	if err == nil {
+		db.budget, err = r.PrepareContext(ctx, budgetQuery)
+	}
+	if err == nil {
+		db.fresh, err = newFresh(ctx, r)
+	}
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: prepare: %w", err)
@@ -79,8 +87,13 @@ func Open(ctx context.Context, path string) (*DB, error) {
 
 // Close closes both pools.
 func (db *DB) Close() error {
-	if db.keyByHash != nil {
-		db.keyByHash.Close()
+	if db.fresh != nil {
+		db.fresh.close()
+	}
+	for _, st := range []*sql.Stmt{db.keyByHash, db.budget} {
+		if st != nil {
+			st.Close()
+		}
 	}
 	return errors.Join(db.r.Close(), db.w.Close())
 }
