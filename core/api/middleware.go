@@ -138,11 +138,9 @@ func (s *Server) trusted(a netip.Addr) bool {
 // RequireHTTPS wraps the handler of the plain-HTTP listener: it answers
 // 403 HTTPS_REQUIRED unless a trusted proxy says the client used HTTPS.
 func (s *Server) RequireHTTPS() http.Handler {
-	inner := s.Handler()
 	return s.base(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.trusted(remoteAddr(r)) && strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https") {
-			w.Header().Del("X-Request-Id") // the inner handler assigns its own
-			inner.ServeHTTP(w, r)
+			s.router.ServeHTTP(w, r)
 			return
 		}
 		writeError(w, r, s.log, fault.New(fault.HTTPSRequired, "aivis accepts only HTTPS; send this request to https://%s%s", r.Host, r.URL.Path))

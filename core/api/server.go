@@ -51,6 +51,7 @@ type Server struct {
 	guard   *limits.AuthGuard
 	log     *slog.Logger
 	now     func() time.Time
+	router  chi.Router
 	handler http.Handler
 }
 
@@ -61,7 +62,8 @@ func New(cfg Config, d Deps) *Server {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	s.handler = s.base(s.Router())
+	s.router = s.Router()
+	s.handler = s.base(s.router)
 	return s
 }
 
