@@ -10,12 +10,14 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aivis/aivis/core/auth"
 	"github.com/aivis/aivis/core/fault"
 	"github.com/aivis/aivis/core/limits"
 	"github.com/aivis/aivis/core/randid"
+	"github.com/aivis/aivis/core/store"
 )
 
 type ctxKey int
@@ -71,7 +73,8 @@ func (s *Server) base(next http.Handler) http.Handler {
 		w.Header().Set("X-Request-Id", id)
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("Cache-Control", "no-store")
-		r = r.WithContext(context.WithValue(r.Context(), keyRequestID, id))
+		// Reads may be served from caches validated after this request began.
+		r = r.WithContext(store.AsOf(context.WithValue(r.Context(), keyRequestID, id), start))
 		sw := &statusWriter{ResponseWriter: w}
 		defer func() {
 			if v := recover(); v != nil {
@@ -195,7 +198,18 @@ func (s *Server) guardHeaders(w http.ResponseWriter, remaining int, reset int64,
 }
 
 var policyNames = [3]string{"minute", "hour", "day"}
-var policyWindows = [3]int{60, 3600, 86400}
+
+// policies caches each tier's RateLimit-Policy header value.
+var policies sync.Map // [3]int -> string
+
+func policy(l [3]int) string {
+	if p, ok := policies.Load(l); ok {
+		return p.(string)
+	}
+	p := fmt.Sprintf(`"minute";q=%d;w=60, "hour";q=%d;w=3600, "day";q=%d;w=86400`, l[0], l[1], l[2])
+	policies.Store(l, p)
+	return p
+}
 
 // rateLimit counts the request in the account's three windows, atomically,
 // and sets the rate-limit headers; a refused request counts in none.
@@ -214,15 +228,19 @@ func (s *Server) rateLimit(next http.Handler) http.Handler {
 		}
 		h := w.Header()
 		tw := d.Tightest()
-		h.Set("X-RateLimit-Limit", strconv.Itoa(d.Limit[tw]))
-		h.Set("X-RateLimit-Remaining", strconv.Itoa(d.Remaining(tw)))
-		h.Set("X-RateLimit-Reset", strconv.FormatInt(d.Reset[tw], 10))
-		pol := make([]string, 3)
-		for i := range 3 {
-			pol[i] = fmt.Sprintf(`"%s";q=%d;w=%d`, policyNames[i], d.Limit[i], policyWindows[i])
-		}
-		h.Set("RateLimit-Policy", strings.Join(pol, ", "))
-		h.Set("RateLimit", fmt.Sprintf(`"%s";r=%d;t=%d`, policyNames[tw], d.Remaining(tw), max(d.Reset[tw]-d.Now.Unix(), 0)))
+		rem, reset := d.Remaining(tw), d.Reset[tw]
+		h["X-Ratelimit-Limit"] = []string{strconv.Itoa(d.Limit[tw])}
+		h["X-Ratelimit-Remaining"] = []string{strconv.Itoa(rem)}
+		h["X-Ratelimit-Reset"] = []string{strconv.FormatInt(reset, 10)}
+		h["Ratelimit-Policy"] = []string{policy(d.Limit)}
+		b := make([]byte, 0, 40)
+		b = append(b, '"')
+		b = append(b, policyNames[tw]...)
+		b = append(b, `";r=`...)
+		b = strconv.AppendInt(b, int64(rem), 10)
+		b = append(b, ";t="...)
+		b = strconv.AppendInt(b, max(reset-d.Now.Unix(), 0), 10)
+		h["Ratelimit"] = []string{string(b)}
 		if err := d.Err(); err != nil {
 			writeError(w, r, s.log, err)
 			return

@@ -34,15 +34,17 @@ const shardCount = 256
 type Memory struct {
 	seed   maphash.Seed
 	shards [shardCount]shard
-	usage  usageShard
 	store  store.Counters
 	log    *slog.Logger
 }
 
+// shard holds the windows of some accounts and the usage of their keys
+// since the last flush, under one lock.
 type shard struct {
 	mu    sync.Mutex
 	m     map[string]*entry
 	dirty []*entry
+	usage map[usageKey]*store.KeyUsage
 }
 
 type entry struct {
@@ -57,18 +59,13 @@ type usageKey struct {
 	hour int64
 }
 
-type usageShard struct {
-	mu sync.Mutex
-	m  map[usageKey]*store.KeyUsage
-}
-
 // NewMemory returns a counter persisted to s (which may be nil for none).
 func NewMemory(s store.Counters, log *slog.Logger) *Memory {
 	m := &Memory{seed: maphash.MakeSeed(), store: s, log: log}
 	for i := range m.shards {
 		m.shards[i].m = make(map[string]*entry)
+		m.shards[i].usage = make(map[usageKey]*store.KeyUsage)
 	}
-	m.usage.m = make(map[usageKey]*store.KeyUsage)
 	return m
 }
 
@@ -153,27 +150,25 @@ func (m *Memory) Take(_ context.Context, u Use, limits [3]int) (Decision, error)
 			e.dirty = true
 			sh.dirty = append(sh.dirty, e)
 		}
+		if u.KeyID != "" {
+			sh.recordUse(u, starts[Hour])
+		}
 	}
 	d := decision(e, limits, u.At)
 	sh.mu.Unlock()
 	d.Allowed = allowed
-	if allowed && u.KeyID != "" {
-		m.recordUse(u)
-	}
 	return d, nil
 }
 
-func (m *Memory) recordUse(u Use) {
-	k := usageKey{u.KeyID, u.At.Unix() - u.At.Unix()%3600}
-	m.usage.mu.Lock()
-	ku := m.usage.m[k]
+func (sh *shard) recordUse(u Use, hour int64) {
+	k := usageKey{u.KeyID, hour}
+	ku := sh.usage[k]
 	if ku == nil {
-		ku = &store.KeyUsage{KeyID: u.KeyID, AccountID: u.AccountID, ClientID: u.ClientID, Hour: time.Unix(k.hour, 0).UTC()}
-		m.usage.m[k] = ku
+		ku = &store.KeyUsage{KeyID: u.KeyID, AccountID: u.AccountID, ClientID: u.ClientID, Hour: time.Unix(hour, 0).UTC()}
+		sh.usage[k] = ku
 	}
 	ku.Count++
 	ku.LastUsed = u.At
-	m.usage.mu.Unlock()
 }
 
 // Flush writes the windows changed since the last flush and the usage
@@ -183,6 +178,7 @@ func (m *Memory) Flush(ctx context.Context) error {
 		return nil
 	}
 	var windows []store.Window
+	var usage []store.KeyUsage
 	for i := range m.shards {
 		sh := &m.shards[i]
 		sh.mu.Lock()
@@ -194,15 +190,12 @@ func (m *Memory) Flush(ctx context.Context) error {
 			}
 		}
 		sh.dirty = sh.dirty[:0]
+		for _, u := range sh.usage {
+			usage = append(usage, *u)
+		}
+		clear(sh.usage)
 		sh.mu.Unlock()
 	}
-	m.usage.mu.Lock()
-	usage := make([]store.KeyUsage, 0, len(m.usage.m))
-	for _, u := range m.usage.m {
-		usage = append(usage, *u)
-	}
-	clear(m.usage.m)
-	m.usage.mu.Unlock()
 	if len(windows) == 0 && len(usage) == 0 {
 		return nil
 	}
@@ -224,20 +217,20 @@ func (m *Memory) requeue(windows []store.Window, usage []store.KeyUsage) {
 		}
 		sh.mu.Unlock()
 	}
-	m.usage.mu.Lock()
 	for _, u := range usage {
+		sh := m.shard(u.AccountID)
 		k := usageKey{u.KeyID, u.Hour.Unix()}
-		if cur := m.usage.m[k]; cur != nil {
+		sh.mu.Lock()
+		if cur := sh.usage[k]; cur != nil {
 			cur.Count += u.Count
 			if u.LastUsed.After(cur.LastUsed) {
 				cur.LastUsed = u.LastUsed
 			}
 		} else {
-			u := u
-			m.usage.m[k] = &u
+			sh.usage[k] = &u
 		}
+		sh.mu.Unlock()
 	}
-	m.usage.mu.Unlock()
 }
 
 // Run flushes every interval until ctx ends, then flushes once more.

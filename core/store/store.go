@@ -224,3 +224,19 @@ type Tx interface {
 	Idempotency(scope, key string, notBefore time.Time) (Idempotency, error)
 	PutIdempotency(rec Idempotency) error
 }
+
+type asOfKey struct{}
+
+// AsOf returns a context whose reads reflect every commit made before t.
+// An engine that caches may then serve reads it validated after t, so one
+// validation serves a whole request, and concurrent requests share it.
+// Without it, every read validates.
+func AsOf(ctx context.Context, t time.Time) context.Context {
+	return context.WithValue(ctx, asOfKey{}, t)
+}
+
+// AsOfTime is the time given to AsOf, if any.
+func AsOfTime(ctx context.Context) (time.Time, bool) {
+	t, ok := ctx.Value(asOfKey{}).(time.Time)
+	return t, ok
+}

@@ -148,7 +148,7 @@ func (db *DB) CreateKey(ctx context.Context, k store.Key) error {
 // PrincipalByKeyHash finds a key and its account by the key's hash, from
 // the cache while the database is unchanged.
 func (db *DB) PrincipalByKeyHash(ctx context.Context, hash []byte) (store.Principal, error) {
-	v, err := db.fresh.current()
+	v, err := db.fresh.current(ctx)
 	if err != nil {
 		return store.Principal{}, err
 	}

@@ -88,7 +88,7 @@ func (db *DB) ContentRequest(ctx context.Context, accountID, id string) (store.C
 
 // Budget reads an account's ledger for a month and its active requests.
 func (db *DB) Budget(ctx context.Context, accountID, month string) (store.BudgetMonth, int, error) {
-	v, err := db.fresh.current()
+	v, err := db.fresh.current(ctx)
 	if err != nil {
 		return store.BudgetMonth{}, 0, err
 	}

@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"fmt"
 	"sync"
+	"time"
 
 	sqlite3 "github.com/mattn/go-sqlite3"
 
@@ -13,17 +14,19 @@ import (
 )
 
 // fresh caches the reads on the hot path of every request (a key with its
-// account, an account's budget) for as long as the database is unchanged.
-// "Unchanged" is SQLite's PRAGMA data_version on a dedicated connection,
-// which moves whenever any other connection, in this process or another
-// (the CLI), commits. So a key revoked or a tier changed anywhere is seen
-// by the next request, and a cached read costs one cheap pragma instead of
-// a query whose columns each cross cgo.
+// account, an account's budget) for as long as what they read is
+// unchanged. cache_epoch, moved by triggers on those tables, tells: any
+// connection's commit, in this process or another (the CLI), is seen by
+// the next read, so a revoked key or a changed tier is never served from
+// the cache. Reading the epoch costs one small statement instead of
+// queries whose columns each cross cgo; with store.AsOf one reading
+// serves every read of a request and of requests that began before it.
 type fresh struct {
-	mu      sync.Mutex // guards the connection and its statement
+	mu      sync.Mutex // guards the connection, its statement and checked
 	conn    *sql.Conn
 	stmt    driver.Stmt
 	dest    []driver.Value
+	checked time.Time // when the last reading of the epoch began
 	cacheMu sync.Mutex
 	version int64
 	keys    map[string]store.Principal
@@ -51,12 +54,12 @@ func newFresh(ctx context.Context, db *sql.DB) (*fresh, error) {
 		if !ok {
 			return fmt.Errorf("unexpected driver connection %T", dc)
 		}
-		f.stmt, err = c.Prepare("PRAGMA data_version")
+		f.stmt, err = c.Prepare("SELECT n FROM cache_epoch")
 		return err
 	})
 	if err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("sqlite: data_version: %w", err)
+		return nil, fmt.Errorf("sqlite: cache epoch: %w", err)
 	}
 	return f, nil
 }
@@ -70,28 +73,41 @@ func (f *fresh) close() {
 	f.conn.Close()
 }
 
-// current reads the data version and drops the caches if it moved. The
-// version is read before any query whose result is cached under it, so a
-// commit that lands in between only costs a miss.
-func (f *fresh) current() (int64, error) {
+// current returns the epoch, emptying the caches if it moved. The epoch is
+// read before any query whose result is cached under it, so a commit that
+// lands in between only costs a miss. A reading that began at or after
+// the context's AsOf time is reused.
+func (f *fresh) current(ctx context.Context) (int64, error) {
+	asOf, hasAsOf := store.AsOfTime(ctx)
 	f.mu.Lock()
+	if hasAsOf && !f.checked.IsZero() && !f.checked.Before(asOf) {
+		f.mu.Unlock()
+		f.cacheMu.Lock()
+		v := f.version
+		f.cacheMu.Unlock()
+		return v, nil
+	}
+	start := time.Now()
 	rows, err := f.stmt.Query(nil)
 	if err == nil {
 		err = rows.Next(f.dest)
 		rows.Close()
 	}
 	v, _ := f.dest[0].(int64)
-	f.mu.Unlock()
-	if err != nil {
-		return 0, fmt.Errorf("sqlite: data_version: %w", err)
+	if err == nil {
+		f.checked = start
 	}
 	f.cacheMu.Lock()
-	if v != f.version {
+	if err == nil && v != f.version {
 		f.version = v
 		f.keys = make(map[string]store.Principal)
 		f.budgets = make(map[budgetKey]budgetEntry)
 	}
 	f.cacheMu.Unlock()
+	f.mu.Unlock()
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: cache epoch: %w", err)
+	}
 	return v, nil
 }
 
