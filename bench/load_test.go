@@ -1,0 +1,294 @@
+package bench
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/aivis/aivis/core/api"
+	"github.com/aivis/aivis/core/app"
+	"github.com/aivis/aivis/core/auth"
+	"github.com/aivis/aivis/core/limits"
+	"github.com/aivis/aivis/core/tlsconf"
+)
+
+var (
+	phase       = flag.Duration("phase", 5*time.Second, "length of each measured load phase")
+	warmup      = flag.Duration("warmup", time.Second, "unmeasured warm-up before each phase")
+	workers     = flag.Int("workers", 32, "closed-loop workers, each with its own keep-alive connection (HTTP/1.1)")
+	openWorkers = flag.Int("open-workers", 64, "connections available to the open-loop generator")
+	openShare   = flag.Float64("open-share", 0.5, "open-loop rate as a share of the closed-loop peak")
+	nAccounts   = flag.Int("accounts", 2000, "enterprise accounts (one key each) the budget-status load is spread over")
+	withH2      = flag.Bool("h2", true, "also measure HTTP/2 (closed loop)")
+)
+
+// quiet is the server's logger in the benchmarks: level error, discarded,
+// as `aivis serve --log-level error` with its output thrown away. No
+// access-log line is built at that level.
+func quiet() *slog.Logger {
+	return slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelError}))
+}
+
+// bareBody is what the bare handler answers: a constant JSON document.
+var bareBody = []byte(`{"success":true,"data":{"status":"ok"}}`)
+
+// bareHandler is the ceiling of the HTTP stack: a chi router with one route
+// answering a constant JSON body, no middleware.
+func bareHandler() http.Handler {
+	r := chi.NewRouter()
+	r.Get("/bare", func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Type", "application/json")
+		h.Set("Content-Length", "39")
+		w.WriteHeader(http.StatusOK)
+		w.Write(bareBody)
+	})
+	return r
+}
+
+// serveTLS serves h over TLS on a loopback port as app.Run does: a TLS
+// listener with the server's TLS configuration (h2 and http/1.1 offered)
+// and the same timeouts.
+func serveTLS(tb testing.TB, h http.Handler, conf *tls.Config) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	hs := &http.Server{
+		Handler:           h,
+		TLSConfig:         conf,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          log.New(io.Discard, "", 0),
+	}
+	go hs.Serve(tls.NewListener(ln, conf))
+	tb.Cleanup(func() { hs.Close() })
+	return ln.Addr().String()
+}
+
+// clientTLS trusts the server's certificate.
+func clientTLS(tb testing.TB, cert tls.Certificate, protos ...string) *tls.Config {
+	leaf, err := x509.ParseCertificate(cert.Certificate[0])
+	if err != nil {
+		tb.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(leaf)
+	return &tls.Config{RootCAs: pool, ServerName: "localhost", NextProtos: protos, MinVersion: tls.VersionTLS12}
+}
+
+// loadFixture is the servers of the load benchmark, all in this process
+// on one SQLite database: the bare handler, the API as app.Run builds it,
+// and, for diagnosis, the API with a counter that is never flushed.
+type loadFixture struct {
+	bareAddr, apiAddr, apiNoFlushAddr string
+	creds                             []http.Header
+	cert                              tls.Certificate
+}
+
+func newLoadFixture(b *testing.B) *loadFixture {
+	ctx := context.Background()
+	lg := quiet()
+	dir := b.TempDir()
+	svc, err := app.Open(ctx, dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { svc.Close() })
+
+	t0 := time.Now()
+	f := &loadFixture{}
+	for i := range *nAccounts {
+		a, err := svc.Accounts.Create(ctx, fmt.Sprintf("Bench %d", i), "enterprise", false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		k, err := svc.Auth.CreateKey(ctx, auth.NewKey{AccountID: a.ID, Name: "bench"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		f.creds = append(f.creds, http.Header{"X-Api-Key": {k.APIKey}, "X-Api-Secret": {k.Secret}})
+	}
+	b.Logf("created %d enterprise accounts with one key each in %v", *nAccounts, time.Since(t0).Round(time.Millisecond))
+
+	mat, err := tlsconf.Load("", "", dir, []string{"127.0.0.1"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	f.cert = mat.Cert
+	f.bareAddr = serveTLS(b, bareHandler(), mat.Config())
+
+	// The counter as app.Run builds it: persisted to the database, flushed
+	// every second (the default counter-flush-interval).
+	counter := limits.NewMemory(svc.Store, lg)
+	cctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { counter.Run(cctx, time.Second); close(done) }()
+	b.Cleanup(func() { stop(); <-done })
+	srv := api.New(api.Config{}, api.Deps{Store: svc.Store, Auth: svc.Auth, Content: svc.Content,
+		Counter: counter, Guard: limits.NewAuthGuard(1_000_000), Log: lg})
+	f.apiAddr = serveTLS(b, srv.Handler(), mat.Config())
+
+	// Diagnosis only: the same API with a counter that is never written to
+	// the database, so no commit every second moves PRAGMA data_version
+	// and empties the store's key and budget caches.
+	noFlush := api.New(api.Config{}, api.Deps{Store: svc.Store, Auth: svc.Auth, Content: svc.Content,
+		Counter: limits.NewMemory(nil, lg), Guard: limits.NewAuthGuard(1_000_000), Log: lg})
+	f.apiNoFlushAddr = serveTLS(b, noFlush.Handler(), mat.Config())
+	return f
+}
+
+// check makes one request of each kind with net/http and checks the answers.
+func (f *loadFixture) check(b *testing.B) {
+	c := &http.Client{Transport: &http.Transport{TLSClientConfig: clientTLS(b, f.cert)}}
+	defer c.CloseIdleConnections()
+	get := func(url string, h http.Header) []byte {
+		req, _ := http.NewRequest(http.MethodGet, url, nil)
+		copyHeader(req.Header, h)
+		resp, err := c.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			b.Fatalf("GET %s: %s %s", url, resp.Status, body)
+		}
+		return body
+	}
+	get("https://"+f.bareAddr+"/bare", nil)
+	var bs struct {
+		Success bool `json:"success"`
+		Data    struct {
+			QuotaTier  string `json:"quota_tier"`
+			RateLimits struct {
+				PerMinute int `json:"per_minute"`
+			} `json:"rate_limits"`
+		} `json:"data"`
+	}
+	body := get("https://"+f.apiAddr+"/api/v1/ai/budget-status", f.creds[0])
+	if err := json.Unmarshal(body, &bs); err != nil || !bs.Success || bs.Data.QuotaTier != "Enterprise" {
+		b.Fatalf("budget-status answered %s (%v)", body, err)
+	}
+	b.Logf("budget-status response: %d bytes of JSON; bare response: %d bytes", len(body), len(bareBody))
+}
+
+func copyHeader(dst, src http.Header) {
+	for k, v := range src {
+		dst[k] = v
+	}
+}
+
+// BenchmarkLoad measures the HTTP stack's ceiling (a bare chi handler) and
+// GET /api/v1/ai/budget-status (the real server: authentication, auth-failure
+// guard, rate limit, budget read from SQLite) over HTTPS with keep-alive,
+// from a generator in the same process on loopback: peak throughput in a
+// closed loop, then latency in an open loop at half of each one's own peak,
+// then HTTP/2 in a closed loop. A third server, the API with a counter that
+// is never flushed to the database, is measured for diagnosis only. It runs
+// its phases once whatever b.N is; run it with -benchtime=1x.
+func BenchmarkLoad(b *testing.B) {
+	f := newLoadFixture(b)
+	f.check(b)
+	ctx := context.Background()
+	bare := NewH1(f.bareAddr, "localhost", "/bare", clientTLS(b, f.cert, "http/1.1"), nil)
+	budget := NewH1(f.apiAddr, "localhost", "/api/v1/ai/budget-status", clientTLS(b, f.cert, "http/1.1"), f.creds)
+	noFlush := NewH1(f.apiNoFlushAddr, "localhost", "/api/v1/ai/budget-status", clientTLS(b, f.cert, "http/1.1"), f.creds)
+
+	var rs []Result
+	run := func(r Result, err error) Result {
+		if err != nil {
+			b.Fatal(err)
+		}
+		rs = append(rs, r)
+		runtime.GC()
+		return r
+	}
+	const (
+		nBare    = "bare chi handler, HTTP/1.1"
+		nBudget  = "budget-status, HTTP/1.1"
+		nNoFlush = "budget-status, counter never flushed (diagnostic), HTTP/1.1"
+	)
+	b.ResetTimer()
+	bareClosed := run(ClosedLoop(ctx, nBare, bare, *workers, *warmup, *phase))
+	budgetClosed := run(ClosedLoop(ctx, nBudget, budget, *workers, *warmup, *phase))
+	noFlushClosed := run(ClosedLoop(ctx, nNoFlush, noFlush, *workers, *warmup, *phase))
+	bareOpen := run(OpenLoop(ctx, nBare, bare, *openWorkers, *openShare*bareClosed.Rate(), *warmup, *phase))
+	budgetOpen := run(OpenLoop(ctx, nBudget, budget, *openWorkers, *openShare*budgetClosed.Rate(), *warmup, *phase))
+	noFlushOpen := run(OpenLoop(ctx, nNoFlush, noFlush, *openWorkers, *openShare*noFlushClosed.Rate(), *warmup, *phase))
+	var bareH2, budgetH2 Result
+	if *withH2 {
+		h2bare := NewH2("https://"+f.bareAddr+"/bare", clientTLS(b, f.cert), nil)
+		h2budget := NewH2("https://"+f.apiAddr+"/api/v1/ai/budget-status", clientTLS(b, f.cert), f.creds)
+		bareH2 = run(ClosedLoop(ctx, "bare chi handler, HTTP/2", h2bare, *workers, *warmup, *phase))
+		budgetH2 = run(ClosedLoop(ctx, "budget-status, HTTP/2", h2budget, *workers, *warmup, *phase))
+		h2bare.Client.CloseIdleConnections()
+		h2budget.Client.CloseIdleConnections()
+	}
+	b.StopTimer()
+
+	for _, r := range rs {
+		if strings.HasPrefix(r.Name, "budget") && r.OKShare() < 0.99 {
+			b.Errorf("%s (%s loop): only %.2f%% of responses were 200 (statuses %v): the measured path is the 200 one; raise -accounts",
+				r.Name, r.Mode, 100*r.OKShare(), r.Status)
+		}
+	}
+	ratio := budgetClosed.Rate() / bareClosed.Rate()
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(bareClosed.Rate(), "bare-req/s")
+	b.ReportMetric(budgetClosed.Rate(), "budget-req/s")
+	b.ReportMetric(ratio, "ratio")
+	b.ReportMetric(msf(bareClosed.P50), "bare-p50-ms")
+	b.ReportMetric(msf(bareClosed.P99), "bare-p99-ms")
+	b.ReportMetric(msf(budgetClosed.P50), "budget-p50-ms")
+	b.ReportMetric(msf(budgetClosed.P99), "budget-p99-ms")
+	b.ReportMetric(msf(bareOpen.P50), "bare-open-p50-ms")
+	b.ReportMetric(msf(bareOpen.P99), "bare-open-p99-ms")
+	b.ReportMetric(msf(budgetOpen.P50), "budget-open-p50-ms")
+	b.ReportMetric(msf(budgetOpen.P99), "budget-open-p99-ms")
+	b.ReportMetric(noFlushClosed.Rate(), "noflush-req/s")
+	b.ReportMetric(msf(noFlushOpen.P99), "noflush-open-p99-ms")
+	if *withH2 {
+		b.ReportMetric(bareH2.Rate(), "bare-h2-req/s")
+		b.ReportMetric(budgetH2.Rate(), "budget-h2-req/s")
+	}
+
+	var out strings.Builder
+	fmt.Fprintf(&out, "\nBenchmarkLoad: %d CPUs (GOMAXPROCS %d), %s, generator and server in one process, server log level error (discarded)\n\n",
+		runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version())
+	out.WriteString(Table(rs))
+	fmt.Fprintf(&out, "\n| target | figure | met |\n|---|---|---|\n")
+	fmt.Fprintf(&out, "| budget-status ≥ 60%% of bare throughput (HTTP/1.1, closed loop) | %.0f%% | %s |\n", 100*ratio, yes(ratio >= 0.6))
+	fmt.Fprintf(&out, "| bare p99 < 5 ms at %.0f%% of its peak (open loop) | %s ms | %s |\n", 100**openShare, ms(bareOpen.P99), yes(bareOpen.P99 < 5*time.Millisecond))
+	fmt.Fprintf(&out, "| budget-status p99 < 5 ms at %.0f%% of its peak (open loop) | %s ms | %s |\n", 100**openShare, ms(budgetOpen.P99), yes(budgetOpen.P99 < 5*time.Millisecond))
+	fmt.Fprintf(&out, "\nDiagnostic, not a target: with a counter that is never flushed, budget-status reaches %.0f%% of the bare handler and its open-loop p99 is %s ms.\n",
+		100*noFlushClosed.Rate()/bareClosed.Rate(), ms(noFlushOpen.P99))
+	fmt.Fprintln(os.Stdout, out.String())
+}
+
+func msf(d time.Duration) float64 { return float64(d) / 1e6 }
+
+func yes(ok bool) string {
+	if ok {
+		return "yes"
+	}
+	return "**no**"
+}

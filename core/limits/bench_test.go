@@ -1,0 +1,118 @@
+package limits_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aivis/aivis/core/limits"
+)
+
+// The rate-limit decision of one request: Memory.Take checks and counts the
+// account's minute, hour and day windows at once and records the key's
+// hourly usage. The limits are out of reach so that every decision takes
+// the allowed path, which does the most work (the refused path counts
+// nothing); BenchmarkTakeRefused measures the other. The counter is not
+// persisted (nil store): flushing runs off the request path.
+
+var unlimited = [3]int{math.MaxInt, math.MaxInt, math.MaxInt}
+
+func newCounter() *limits.Memory {
+	return limits.NewMemory(nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+}
+
+// uses are n accounts with one key each, as the API passes them to Take.
+func uses(n int) []limits.Use {
+	us := make([]limits.Use, n)
+	for i := range us {
+		us[i] = limits.Use{AccountID: fmt.Sprintf("acct_%020d", i), KeyID: fmt.Sprintf("key_%020d", i)}
+	}
+	return us
+}
+
+// warm makes every account known to the counter, so the benchmark measures
+// the steady state rather than the first request of each account.
+func warm(b *testing.B, m *limits.Memory, us []limits.Use, at time.Time) {
+	ctx := context.Background()
+	for _, u := range us {
+		u.At = at
+		if _, err := m.Take(ctx, u, unlimited); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkTake(b *testing.B) {
+	for _, n := range []int{1, 100_000} {
+		b.Run(fmt.Sprintf("keys=%d", n), func(b *testing.B) {
+			ctx := context.Background()
+			m, us, at := newCounter(), uses(n), time.Now()
+			warm(b, m, us, at)
+			b.ReportAllocs()
+			b.ResetTimer()
+			i := 0
+			for b.Loop() {
+				u := us[i]
+				u.At = at
+				d, err := m.Take(ctx, u, unlimited)
+				if err != nil || !d.Allowed {
+					b.Fatal(d, err)
+				}
+				if i++; i == n {
+					i = 0
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkTakeParallel(b *testing.B) {
+	for _, n := range []int{1, 100_000} {
+		b.Run(fmt.Sprintf("keys=%d", n), func(b *testing.B) {
+			ctx := context.Background()
+			m, us, at := newCounter(), uses(n), time.Now()
+			warm(b, m, us, at)
+			var next atomic.Int64
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				// Each goroutine walks the keys from its own offset.
+				i := int(next.Add(7919)) % n
+				for pb.Next() {
+					u := us[i]
+					u.At = at
+					if d, err := m.Take(ctx, u, unlimited); err != nil || !d.Allowed {
+						b.Error(d, err)
+						return
+					}
+					if i++; i == n {
+						i = 0
+					}
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkTakeRefused is the decision for an account whose minute window
+// is full: nothing is counted and the caller answers 429.
+func BenchmarkTakeRefused(b *testing.B) {
+	ctx := context.Background()
+	m, at := newCounter(), time.Now()
+	u := limits.Use{AccountID: "acct_full", KeyID: "key_full", At: at}
+	t, _ := limits.TierByName("enterprise")
+	for range t.PerMinute {
+		m.Take(ctx, u, t.Limits())
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if d, _ := m.Take(ctx, u, t.Limits()); d.Allowed {
+			b.Fatal("allowed past the limit")
+		}
+	}
+}
