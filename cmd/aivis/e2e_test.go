@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
@@ -97,6 +98,13 @@ func TestTransport(t *testing.T) {
 	}
 	if r := s2.do(t, req{method: "GET", path: "/healthz"}); r.Status != 200 {
 		t.Errorf("healthz: %d", r.Status)
+	}
+	doc, err := os.ReadFile("../../core/api/openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := s2.do(t, req{method: "GET", path: "/openapi.json"}); r.Status != 200 || !bytes.Equal(r.Body, doc) {
+		t.Errorf("GET /openapi.json: %d, %d bytes; want the checked-in document (%d bytes)", r.Status, len(r.Body), len(doc))
 	}
 }
 
