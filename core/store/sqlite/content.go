@@ -139,6 +139,9 @@ func decodeCursor(s string) (int64, string, error) {
 
 // ListContentRequests returns one page, newest first.
 func (db *DB) ListContentRequests(ctx context.Context, f store.ContentFilter) ([]store.ContentRequest, string, error) {
+	if f.Limit <= 0 {
+		f.Limit = 20
+	}
 	where := []string{"account_id = ?"}
 	args := []any{f.AccountID}
 	for _, c := range []struct{ col, val string }{{"client_id", f.ClientID}, {"status", f.Status}, {"domain", f.Domain}} {

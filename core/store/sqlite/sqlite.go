@@ -46,7 +46,9 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	q.Set("_foreign_keys", "on")
 	q.Set("_synchronous", "NORMAL")
 	q.Set("_txlock", "immediate")
-	w, err := sql.Open("sqlite3", "file:"+path+"?"+q.Encode())
+	// The path is part of a URI: escape what SQLite would read as its syntax.
+	file := "file:" + strings.NewReplacer("%", "%25", "?", "%3F", "#", "%23").Replace(path)
+	w, err := sql.Open("sqlite3", file+"?"+q.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
@@ -60,7 +62,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	}
 	q.Set("_txlock", "deferred")
 	q.Set("_query_only", "true")
-	r, err := sql.Open("sqlite3", "file:"+path+"?"+q.Encode())
+	r, err := sql.Open("sqlite3", file+"?"+q.Encode())
 	if err != nil {
 		w.Close()
 		return nil, fmt.Errorf("sqlite: open readers: %w", err)
