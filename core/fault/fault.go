@@ -34,7 +34,6 @@ const (
 	RateLimitExceeded      Code = "RATE_LIMIT_EXCEEDED"
 	ActiveRequestLimit     Code = "ACTIVE_REQUEST_LIMIT_EXCEEDED"
 	Internal               Code = "INTERNAL_ERROR"
-	ServiceUnavailable     Code = "SERVICE_UNAVAILABLE"
 )
 
 var statuses = map[Code]int{
@@ -59,7 +58,6 @@ var statuses = map[Code]int{
 	RateLimitExceeded:      http.StatusTooManyRequests,
 	ActiveRequestLimit:     http.StatusTooManyRequests,
 	Internal:               http.StatusInternalServerError,
-	ServiceUnavailable:     http.StatusServiceUnavailable,
 }
 
 // Status is the HTTP status of a code; unknown codes are internal errors.
