@@ -151,15 +151,20 @@ func start(t *testing.T, dataDir string, args ...string) *server {
 	found := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
-		sent := false
+		sent, url := false, ""
 		for sc.Scan() {
 			line := sc.Text()
 			s.Stdout.Write([]byte(line + "\n"))
 			if m := plainListening.FindStringSubmatch(line); m != nil {
 				s.HTTPURL = "http://" + m[1]
 			}
-			if m := listening.FindStringSubmatch(line); m != nil && !sent {
-				found <- m[1]
+			if m := listening.FindStringSubmatch(line); m != nil {
+				url = m[1]
+			}
+			// The banner ends with the data directory: everything read
+			// before it is set before the test goes on.
+			if strings.HasPrefix(line, "data directory:") && url != "" && !sent {
+				found <- url
 				sent = true
 			}
 		}
@@ -178,7 +183,6 @@ func start(t *testing.T, dataDir string, args ...string) *server {
 		cmd.Process.Kill()
 		t.Fatalf("aivis serve did not listen in 30 s:\n%s", s.Stderr)
 	}
-	time.Sleep(50 * time.Millisecond) // let the banner finish
 	s.HTTP = httpsClient(t, filepath.Join(dataDir, "tls", "cert.pem"))
 	t.Cleanup(func() { s.stop() })
 	return s

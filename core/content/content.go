@@ -81,7 +81,7 @@ func validate(in *client.CreateContentRequest) error {
 			f.Add("url", "must be at most %d characters", MaxURLLength)
 		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil:
 			f.Add("url", "must be an absolute http or https URL without credentials")
-		case in.Domain != "" && !domains.Covers(in.Domain, u.Hostname()):
+		case in.Domain != "" && !covers(in.Domain, u.Hostname()):
 			f.Add("url", "must be on %s or one of its subdomains", in.Domain)
 		}
 	}
@@ -118,6 +118,13 @@ func validate(in *client.CreateContentRequest) error {
 		}
 	}
 	return f.Err()
+}
+
+// covers reports whether a URL's host, as written (Unicode or punycode,
+// any case), is the domain or one of its subdomains.
+func covers(domain, host string) bool {
+	h, err := domains.Normalize(host)
+	return err == nil && domains.Covers(domain, h)
 }
 
 // resolveClient decides which client a request belongs to.
@@ -197,18 +204,21 @@ func (s *Service) Create(ctx context.Context, p auth.Principal, in client.Create
 	if err := validate(&in); err != nil {
 		return store.ContentRequest{}, nil, err
 	}
-	t, err := tierOf(p)
-	if err != nil {
-		return store.ContentRequest{}, nil, err
-	}
-	if err := t.CheckRequestBudget(int64(in.Budget)); err != nil {
-		return store.ContentRequest{}, nil, err
-	}
-	clientID, err := s.resolveClient(ctx, p, in.ClientID)
-	if err != nil {
-		return store.ContentRequest{}, nil, err
-	}
+	// A repeat of a request that succeeded replays its response, whatever
+	// has changed since (a lower tier, say), so the limits are checked
+	// after the idempotency record is looked up.
 	return s.withIdempotency(ctx, p, idem, func(tx store.Tx) (store.ContentRequest, error) {
+		t, err := tierOf(p)
+		if err != nil {
+			return store.ContentRequest{}, err
+		}
+		if err := t.CheckRequestBudget(int64(in.Budget)); err != nil {
+			return store.ContentRequest{}, err
+		}
+		clientID, err := s.resolveClient(ctx, p, in.ClientID)
+		if err != nil {
+			return store.ContentRequest{}, err
+		}
 		now := s.Now().UTC()
 		month := limits.Month(now)
 		active, err := tx.ActiveContentRequests(p.AccountID())

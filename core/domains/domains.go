@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/netip"
 	"strings"
+	"unicode/utf8"
 
 	"golang.org/x/net/idna"
 )
@@ -18,6 +19,9 @@ var profile = idna.New(idna.MapForLookup(), idna.BidiRule(), idna.Transitional(f
 func Normalize(s string) (string, error) {
 	if s == "" {
 		return "", errors.New("is required")
+	}
+	if !utf8.ValidString(s) {
+		return "", errors.New("is not valid UTF-8")
 	}
 	if len(s) > 253*4 {
 		return "", errors.New("must be at most 253 characters")

@@ -1,0 +1,318 @@
+package config_test
+
+import (
+	"encoding/json"
+	"flag"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aivis/aivis/config"
+)
+
+func env(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func writeFile(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "aivis.json")
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestDefaults(t *testing.T) {
+	d := config.Default()
+	want := config.Config{
+		DataDir: "./aivis-data", Addr: "127.0.0.1:8443", LogLevel: "info", LogFormat: "text",
+		AuthFailuresPerMinute: 20, CounterFlushInterval: config.Duration(time.Second),
+		ShutdownTimeout: config.Duration(30 * time.Second),
+	}
+	if !reflect.DeepEqual(d, want) {
+		t.Fatalf("Default() = %+v, want %+v", d, want)
+	}
+	if err := d.Validate(); err != nil {
+		t.Fatalf("the defaults do not validate: %v", err)
+	}
+	got, fs, err := config.Load(nil, env(nil), true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Load with nothing set = %+v", got)
+	}
+	if fs == nil || fs.NArg() != 0 {
+		t.Fatalf("flag set %v", fs)
+	}
+}
+
+func TestEnvName(t *testing.T) {
+	for in, want := range map[string]string{
+		"data-dir": "AIVIS_DATA_DIR", "addr": "AIVIS_ADDR", "auth-failures-per-minute": "AIVIS_AUTH_FAILURES_PER_MINUTE",
+		"config": "AIVIS_CONFIG",
+	} {
+		if got := config.EnvName(in); got != want {
+			t.Errorf("EnvName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestPrecedence: defaults < file < environment < flags, setting by setting.
+func TestPrecedence(t *testing.T) {
+	file := writeFile(t, `{
+		"data_dir": "/file/data", "addr": "file:1", "http_addr": "file:2", "log_level": "warn",
+		"trusted_proxies": ["10.0.0.0/8"], "allow_private_targets": true, "auth_failures_per_minute": 5,
+		"counter_flush_interval": "2s", "shutdown_timeout": "10s", "public_url": "https://file.example"
+	}`)
+	e := map[string]string{
+		"AIVIS_CONFIG":                   file,
+		"AIVIS_ADDR":                     "env:1",
+		"AIVIS_LOG_LEVEL":                "debug",
+		"AIVIS_TRUSTED_PROXIES":          "192.168.0.0/16, 172.16.0.0/12",
+		"AIVIS_AUTH_FAILURES_PER_MINUTE": "7",
+		"AIVIS_COUNTER_FLUSH_INTERVAL":   "3s",
+		"AIVIS_TLS_CERT":                 "/env/cert.pem",
+		"AIVIS_TLS_KEY":                  "/env/key.pem",
+	}
+	args := []string{"--addr", "flag:1", "--counter-flush-interval=4s", "--allow-private-targets=false", "--log-format", "json"}
+	got, _, err := config.Load(args, env(e), true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := config.Config{
+		ConfigFile:            file,
+		DataDir:               "/file/data",                                // file only
+		Addr:                  "flag:1",                                    // file, env, flag
+		HTTPAddr:              "file:2",                                    // file only
+		PublicURL:             "https://file.example",                      // file only
+		TLSCert:               "/env/cert.pem",                             // env only
+		TLSKey:                "/env/key.pem",                              // env only
+		TrustedProxies:        []string{"192.168.0.0/16", "172.16.0.0/12"}, // env replaces the file's list
+		AllowPrivateTargets:   false,                                       // file true, flag false
+		LogLevel:              "debug",                                     // file, env
+		LogFormat:             "json",                                      // flag only
+		AuthFailuresPerMinute: 7,                                           // file, env
+		CounterFlushInterval:  config.Duration(4 * time.Second),            // file, env, flag
+		ShutdownTimeout:       config.Duration(10 * time.Second),           // file only
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Load:\n got  %+v\n want %+v", got, want)
+	}
+
+	// --config beats AIVIS_CONFIG.
+	other := writeFile(t, `{"addr": "other:1"}`)
+	got, _, err = config.Load([]string{"--config", other}, env(map[string]string{"AIVIS_CONFIG": file}), true, nil)
+	if err != nil || got.Addr != "other:1" || got.ConfigFile != other || got.DataDir != "./aivis-data" {
+		t.Fatalf("--config over AIVIS_CONFIG: %+v, %v", got, err)
+	}
+	// An empty environment variable does not override.
+	got, _, err = config.Load(nil, env(map[string]string{"AIVIS_CONFIG": file, "AIVIS_ADDR": ""}), true, nil)
+	if err != nil || got.Addr != "file:1" {
+		t.Fatalf("empty AIVIS_ADDR: %+v, %v", got, err)
+	}
+}
+
+func TestNonServeTakesOnlyDataDir(t *testing.T) {
+	e := map[string]string{"AIVIS_DATA_DIR": "/env/data", "AIVIS_ADDR": "ignored:1", "AIVIS_LOG_LEVEL": "nonsense", "AIVIS_CONFIG": "/does/not/exist"}
+	var json bool
+	got, fs, err := config.Load([]string{"--json", "rest"}, env(e), false, func(fs *flag.FlagSet) { fs.BoolVar(&json, "json", false, "") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.DataDir != "/env/data" || got.Addr != "127.0.0.1:8443" || got.LogLevel != "info" || !json {
+		t.Fatalf("non-serve config %+v json=%v", got, json)
+	}
+	if fs.NArg() != 1 || fs.Arg(0) != "rest" {
+		t.Fatalf("remaining args %v", fs.Args())
+	}
+	got, _, err = config.Load([]string{"--data-dir", "/flag/data"}, env(e), false, nil)
+	if err != nil || got.DataDir != "/flag/data" {
+		t.Fatalf("--data-dir: %+v, %v", got, err)
+	}
+	if _, _, err := config.Load([]string{"--addr", "x:1"}, env(nil), false, nil); err == nil {
+		t.Fatal("a server flag was accepted by a non-serve command")
+	}
+}
+
+func TestFileErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, body, want string
+	}{
+		{"unknown field", `{"addr": "x:1", "adress": "typo"}`, "adress"},
+		{"wrong type", `{"auth_failures_per_minute": "many"}`, "auth_failures_per_minute"},
+		{"duration as a number", `{"shutdown_timeout": 30}`, "durations are strings"},
+		{"bad duration", `{"shutdown_timeout": "30 parsecs"}`, "30 parsecs"},
+		{"not JSON", `addr = "x:1"`, "invalid character"},
+		{"empty", ``, "EOF"},
+		{"an array", `[]`, "cannot unmarshal"},
+		{"list as string", `{"trusted_proxies": "10.0.0.0/8"}`, "trusted_proxies"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := writeFile(t, tc.body)
+			_, _, err := config.Load([]string{"--config", path}, env(nil), true, nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one mentioning %q", err, tc.want)
+			}
+		})
+	}
+	_, _, err := config.Load([]string{"--config", "/does/not/exist.json"}, env(nil), true, nil)
+	if err == nil || !strings.Contains(err.Error(), "exist.json") {
+		t.Fatalf("missing file: %v", err)
+	}
+}
+
+func TestEnvAndFlagErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{"bad int env", nil, map[string]string{"AIVIS_AUTH_FAILURES_PER_MINUTE": "ten"}, "AIVIS_AUTH_FAILURES_PER_MINUTE"},
+		{"bad bool env", nil, map[string]string{"AIVIS_ALLOW_PRIVATE_TARGETS": "maybe"}, "AIVIS_ALLOW_PRIVATE_TARGETS"},
+		{"bad duration env", nil, map[string]string{"AIVIS_SHUTDOWN_TIMEOUT": "soon"}, "AIVIS_SHUTDOWN_TIMEOUT"},
+		{"bad int flag", []string{"--auth-failures-per-minute", "x"}, nil, "auth-failures-per-minute"},
+		{"bad duration flag", []string{"--counter-flush-interval", "1 minute"}, nil, "counter-flush-interval"},
+		{"unknown flag", []string{"--verbose"}, nil, "verbose"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := config.Load(tc.args, env(tc.env), true, nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one mentioning %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mod  func(*config.Config)
+		want []string // substrings of the error; nil for valid
+	}{
+		{"defaults", func(c *config.Config) {}, nil},
+		{"cert and key", func(c *config.Config) { c.TLSCert, c.TLSKey = "c.pem", "k.pem" }, nil},
+		{"proxies and targets", func(c *config.Config) {
+			c.TrustedProxies = []string{"10.0.0.0/8", "192.0.2.1", "2001:db8::/32", "::1"}
+			c.AllowedTargets = []string{"10.1.2.3/32"}
+		}, nil},
+		{"each log level", func(c *config.Config) { c.LogLevel = "error" }, nil},
+		{"smallest flush interval", func(c *config.Config) { c.CounterFlushInterval = config.Duration(10 * time.Millisecond) }, nil},
+		{"no data dir", func(c *config.Config) { c.DataDir = "" }, []string{"data_dir"}},
+		{"no addr", func(c *config.Config) { c.Addr = "" }, []string{"addr must be set"}},
+		{"cert without key", func(c *config.Config) { c.TLSCert = "c.pem" }, []string{"tls_cert and tls_key"}},
+		{"key without cert", func(c *config.Config) { c.TLSKey = "k.pem" }, []string{"tls_cert and tls_key"}},
+		{"bad proxy", func(c *config.Config) { c.TrustedProxies = []string{"10.0.0.0/33"} }, []string{`"10.0.0.0/33"`}},
+		{"bad target", func(c *config.Config) { c.AllowedTargets = []string{"example.com"} }, []string{`"example.com"`}},
+		{"bad log level", func(c *config.Config) { c.LogLevel = "verbose" }, []string{"log_level", `"verbose"`}},
+		{"log level case", func(c *config.Config) { c.LogLevel = "INFO" }, []string{"log_level"}},
+		{"bad log format", func(c *config.Config) { c.LogFormat = "xml" }, []string{"log_format"}},
+		{"zero auth failures", func(c *config.Config) { c.AuthFailuresPerMinute = 0 }, []string{"auth_failures_per_minute"}},
+		{"negative auth failures", func(c *config.Config) { c.AuthFailuresPerMinute = -1 }, []string{"auth_failures_per_minute"}},
+		{"flush too often", func(c *config.Config) { c.CounterFlushInterval = config.Duration(9 * time.Millisecond) }, []string{"counter_flush_interval"}},
+		{"zero shutdown", func(c *config.Config) { c.ShutdownTimeout = 0 }, []string{"shutdown_timeout"}},
+		{"negative shutdown", func(c *config.Config) { c.ShutdownTimeout = config.Duration(-time.Second) }, []string{"shutdown_timeout"}},
+		{"all reported together", func(c *config.Config) {
+			c.DataDir, c.Addr, c.LogLevel, c.LogFormat, c.AuthFailuresPerMinute = "", "", "x", "y", 0
+		}, []string{"data_dir", "addr", "log_level", "log_format", "auth_failures_per_minute"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := config.Default()
+			tc.mod(&c)
+			err := c.Validate()
+			if tc.want == nil {
+				if err != nil {
+					t.Fatalf("Validate: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("Validate passed")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+	// Load validates what it builds for serve.
+	if _, _, err := config.Load([]string{"--log-level", "loud"}, env(nil), true, nil); err == nil || !strings.Contains(err.Error(), "log_level") {
+		t.Fatalf("Load did not validate: %v", err)
+	}
+	if _, _, err := config.Load(nil, env(map[string]string{"AIVIS_TLS_CERT": "c.pem"}), true, nil); err == nil {
+		t.Fatal("Load accepted a certificate without a key")
+	}
+}
+
+func TestParsePrefix(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want string
+		ok   bool
+	}{
+		{"10.0.0.0/8", "10.0.0.0/8", true},
+		{"10.1.2.3/8", "10.0.0.0/8", true}, // masked
+		{"192.0.2.1", "192.0.2.1/32", true},
+		{"2001:db8::1", "2001:db8::1/128", true},
+		{"2001:db8::1/32", "2001:db8::/32", true},
+		{"::ffff:10.0.0.1", "::ffff:10.0.0.1/128", true},
+		{"", "", false},
+		{"10.0.0.0/33", "", false},
+		{"10.0.0", "", false},
+		{"example.com", "", false},
+		{" 10.0.0.1", "", false},
+	} {
+		p, err := config.ParsePrefix(tc.in)
+		if (err == nil) != tc.ok {
+			t.Errorf("ParsePrefix(%q) error %v", tc.in, err)
+			continue
+		}
+		if tc.ok && p != netip.MustParsePrefix(tc.want) {
+			t.Errorf("ParsePrefix(%q) = %v, want %s", tc.in, p, tc.want)
+		}
+	}
+}
+
+func TestDurationJSON(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{`"1s"`, time.Second, true},
+		{`"250ms"`, 250 * time.Millisecond, true},
+		{`"1h30m"`, 90 * time.Minute, true},
+		{`"0"`, 0, true},
+		{`1`, 0, false},
+		{`"1"`, 0, false},
+		{`null`, 0, false},
+		{`"soon"`, 0, false},
+	} {
+		var d config.Duration
+		err := json.Unmarshal([]byte(tc.in), &d)
+		if (err == nil) != tc.ok || (tc.ok && time.Duration(d) != tc.want) {
+			t.Errorf("Unmarshal(%s) = %v, %v", tc.in, time.Duration(d), err)
+		}
+	}
+	b, err := json.Marshal(config.Duration(1500 * time.Millisecond))
+	if err != nil || string(b) != `"1.5s"` {
+		t.Errorf("Marshal = %s, %v", b, err)
+	}
+	// A configuration survives a round trip through its file format.
+	c := config.Default()
+	c.TrustedProxies = []string{"10.0.0.0/8"}
+	b, _ = json.Marshal(c)
+	path := writeFile(t, string(b))
+	got, _, err := config.Load([]string{"--config", path}, env(nil), true, nil)
+	c.ConfigFile = path
+	if err != nil || !reflect.DeepEqual(got, c) {
+		t.Fatalf("round trip: %+v, %v\n want %+v", got, err, c)
+	}
+}

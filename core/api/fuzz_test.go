@@ -1,0 +1,549 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aivis/aivis/client"
+	"github.com/aivis/aivis/core/auth"
+	"github.com/aivis/aivis/core/content"
+	"github.com/aivis/aivis/core/domains"
+	"github.com/aivis/aivis/core/fault"
+	"github.com/aivis/aivis/core/limits"
+	"github.com/aivis/aivis/core/store"
+	"github.com/aivis/aivis/core/store/sqlite"
+)
+
+// Fixed credentials, so that seeds mean the same in every fuzz worker
+// (each worker builds its own database).
+var (
+	fuzzKey           = fixedKey("FuzzValidKey")
+	fuzzSecret        = fixedSecret("FuzzValidSecret")
+	fuzzRevokedKey    = fixedKey("FuzzRevokedKey")
+	fuzzRevokedSecret = fixedSecret("FuzzRevokedSecret")
+	fuzzExpiredKey    = fixedKey("FuzzExpiredKey")
+	fuzzExpiredSecret = fixedSecret("FuzzExpiredSecret")
+	fuzzClientKey     = fixedKey("FuzzClientKey")
+	fuzzClientSecret  = fixedSecret("FuzzClientSecret")
+)
+
+func fixedKey(name string) string    { return auth.KeyPrefix + name + strings.Repeat("0", 40-len(name)) }
+func fixedSecret(name string) string { return name + strings.Repeat("0", 64-len(name)) }
+
+// fuzzBase is the moment the test accounts and keys are made.
+var fuzzBase = time.Date(2025, 6, 15, 12, 0, 0, 0, time.UTC)
+
+// stepClock moves forward by step on every reading, so that rate windows
+// and the brute-force guard roll over while a fuzzer hammers one key.
+type stepClock struct {
+	base time.Time
+	step time.Duration
+	n    atomic.Int64
+}
+
+func (c *stepClock) Now() time.Time {
+	return c.base.Add(time.Duration(c.n.Add(1)) * c.step)
+}
+
+type testServer struct {
+	srv     *Server
+	handler http.Handler
+	db      *sqlite.DB
+	content *content.Service
+	// account is the principal of fuzzKey.
+	account auth.Principal
+}
+
+// newTestServer builds the API on a real SQLite database in a temporary
+// directory: an enterprise agency account with a client, the keys above,
+// and a visibility reading of example.com for each. now is the server's clock.
+func newTestServer(tb testing.TB, now func() time.Time, guardPerMinute int) *testServer {
+	tb.Helper()
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, filepath.Join(tb.TempDir(), "aivis.db"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	mustTB(tb, db.CreateAccount(ctx, store.Account{ID: "acct_fuzz", Name: "Fuzz", Tier: "enterprise", Type: store.AccountAgency, CreatedAt: fuzzBase}))
+	mustTB(tb, db.CreateClient(ctx, store.Client{ID: "cli_fuzz", AccountID: "acct_fuzz", Name: "Client", CreatedAt: fuzzBase}))
+	for _, k := range []struct {
+		id, key, secret, client string
+		expires, revoked        time.Time
+	}{
+		{"key_valid", fuzzKey, fuzzSecret, "", time.Time{}, time.Time{}},
+		{"key_revoked", fuzzRevokedKey, fuzzRevokedSecret, "", time.Time{}, fuzzBase},
+		{"key_expired", fuzzExpiredKey, fuzzExpiredSecret, "", fuzzBase, time.Time{}},
+		{"key_client", fuzzClientKey, fuzzClientSecret, "cli_fuzz", time.Time{}, time.Time{}},
+	} {
+		mustTB(tb, db.CreateKey(ctx, store.Key{ID: k.id, AccountID: "acct_fuzz", ClientID: k.client, Name: k.id,
+			KeyHash: auth.Hash(k.key), SecretHash: auth.Hash(k.secret), Hint: auth.Hint(k.key), Scopes: auth.Scopes,
+			ExpiresAt: k.expires, RevokedAt: k.revoked, CreatedAt: fuzzBase.Add(-time.Hour)}))
+	}
+	for _, client := range []string{"", "cli_fuzz"} {
+		if _, err := db.AddReading(ctx, store.Reading{AccountID: "acct_fuzz", ClientID: client, Domain: "example.com", VisibilityScore: 72,
+			Sentiment: "positive", SentimentScore: 0.4, Source: "test", MeasuredAt: fuzzBase}); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	as := &auth.Service{Keys: db, Accounts: db, Now: now}
+	cs := &content.Service{Store: db, Clients: db, Now: now}
+	srv := New(Config{}, Deps{Store: db, Auth: as, Content: cs, Counter: limits.NewMemory(nil, log),
+		Guard: limits.NewAuthGuard(guardPerMinute), Log: log, Now: now})
+	p, err := as.Authenticate(ctx, fuzzKey, fuzzSecret, true)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &testServer{srv: srv, handler: srv.Handler(), db: db, content: cs, account: p}
+}
+
+func mustTB(tb testing.TB, err error) {
+	tb.Helper()
+	if err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// serve runs one request through the full handler.
+func (s *testServer) serve(r *http.Request) *httptest.ResponseRecorder {
+	w := httptest.NewRecorder()
+	s.handler.ServeHTTP(w, r)
+	return w
+}
+
+// checkEnvelope checks what every response must be: JSON, a request id, no
+// header with a line break; on failure the error envelope with the same id.
+func checkEnvelope(t *testing.T, w *httptest.ResponseRecorder) client.ErrorEnvelope {
+	t.Helper()
+	id := w.Header().Get("X-Request-Id")
+	if !strings.HasPrefix(id, "req_") {
+		t.Fatalf("X-Request-Id %q", id)
+	}
+	for name, vs := range w.Header() {
+		for _, v := range vs {
+			if strings.ContainsAny(name+v, "\r\n\x00") {
+				t.Fatalf("response header %q: %q carries a line break", name, v)
+			}
+		}
+	}
+	if ct := w.Header().Get("Content-Type"); ct != "application/json" {
+		t.Fatalf("Content-Type %q", ct)
+	}
+	var env client.ErrorEnvelope
+	if !json.Valid(w.Body.Bytes()) {
+		t.Fatalf("body is not JSON: %q", w.Body.String())
+	}
+	if w.Code >= 400 {
+		if err := json.Unmarshal(w.Body.Bytes(), &env); err != nil {
+			t.Fatalf("error body %q: %v", w.Body.String(), err)
+		}
+		if env.Success || env.Error.Code == "" || env.Error.Message == "" || env.Error.RequestID != id {
+			t.Fatalf("error envelope %+v (request id %s)", env, id)
+		}
+		if fault.Code(env.Error.Code).Status() != w.Code {
+			t.Fatalf("code %s answered with %d", env.Error.Code, w.Code)
+		}
+		if w.Code == http.StatusTooManyRequests && (env.Error.RetryAfter == nil || *env.Error.RetryAfter < 1 ||
+			w.Header().Get("Retry-After") == "") {
+			t.Fatalf("429 without retry_after: %+v", env)
+		}
+	}
+	return env
+}
+
+var authCodes = []string{string(fault.MissingCredentials), string(fault.InvalidCredentials), string(fault.KeyRevoked), string(fault.KeyExpired)}
+
+// checkAuth is the property of FuzzAuthHeaders for one response: 200 only
+// for the right credentials; otherwise 401 with an authentication code, or
+// 429; never anything else, never a 5xx. valid says whether the request
+// carried valid, current credentials.
+func checkAuth(t *testing.T, w *httptest.ResponseRecorder, valid bool, what string) {
+	t.Helper()
+	env := checkEnvelope(t, w)
+	switch w.Code {
+	case http.StatusOK:
+		if !valid {
+			t.Fatalf("%s: 200 without valid credentials: %s", what, w.Body.String())
+		}
+	case http.StatusUnauthorized:
+		if valid {
+			t.Fatalf("%s: 401 %s with valid credentials", what, env.Error.Code)
+		}
+		if !slices.Contains(authCodes, env.Error.Code) {
+			t.Fatalf("%s: 401 with code %s", what, env.Error.Code)
+		}
+	case http.StatusTooManyRequests:
+		if env.Error.Code != string(fault.RateLimitExceeded) {
+			t.Fatalf("%s: 429 with code %s", what, env.Error.Code)
+		}
+	default:
+		t.Fatalf("%s: status %d (%s)", what, w.Code, w.Body.String())
+	}
+	if strings.Contains(w.Body.String(), fuzzSecret) || strings.Contains(w.Body.String(), fuzzKey) {
+		t.Fatalf("%s: the response shows a credential", what)
+	}
+}
+
+// authRequests sends the headers to both interfaces, setting the values
+// as they are, even those the net/http client would refuse to send.
+func authRequests(s *testServer, key, secret, authz string) (*httptest.ResponseRecorder, *httptest.ResponseRecorder) {
+	r := httptest.NewRequest(http.MethodGet, "https://aivis.test/api/v1/ai/budget-status", nil)
+	r.Header["X-Api-Key"] = []string{key}
+	r.Header["X-Api-Secret"] = []string{secret}
+	r.Header["Authorization"] = []string{authz} // ignored here
+	w1 := s.serve(r)
+
+	r = httptest.NewRequest(http.MethodGet, "https://aivis.test/v1/visibility?domain=example.com", nil)
+	r.Header["Authorization"] = []string{authz}
+	r.Header["X-Api-Key"] = []string{key} // ignored here
+	w2 := s.serve(r)
+	return w1, w2
+}
+
+// bearerValid reports whether an Authorization value carries the valid key
+// in the Bearer scheme (case-insensitive, surrounding spaces allowed).
+func bearerValid(authz, key string) bool {
+	scheme, token, ok := strings.Cut(authz, " ")
+	return ok && strings.EqualFold(scheme, "Bearer") && strings.TrimSpace(token) == key
+}
+
+func addAuthSeeds(f *testing.F) {
+	long := strings.Repeat("A", 70_000)
+	for _, s := range [][3]string{
+		{fuzzKey, fuzzSecret, "Bearer " + fuzzKey},
+		{fuzzClientKey, fuzzClientSecret, "bearer " + fuzzClientKey},
+		{fuzzKey, fuzzSecret, "BEARER   " + fuzzKey + "  "},
+		{fuzzRevokedKey, fuzzRevokedSecret, "Bearer " + fuzzRevokedKey},
+		{fuzzExpiredKey, fuzzExpiredSecret, "Bearer " + fuzzExpiredKey},
+		{fuzzKey, fuzzRevokedSecret, "Basic " + fuzzKey},
+		{"", "", ""},
+		{fuzzKey, "", "Bearer"},
+		{"", fuzzSecret, "Bearer "},
+		{"svc_", "x", "Token " + fuzzKey},
+		{fuzzKey + "\r\nX-Injected: 1", fuzzSecret + "\r\n", "Bearer " + fuzzKey + "\r\nX-Injected: 1"},
+		{fuzzKey + "\n", fuzzSecret, "Bearer\t" + fuzzKey},
+		{fuzzKey + "\x00", "\x00" + fuzzSecret, "Bearer " + fuzzKey + "\x00"},
+		{" " + fuzzKey, fuzzSecret + " ", " Bearer " + fuzzKey},
+		{strings.ToUpper(fuzzKey), strings.ToLower(fuzzSecret), "Bearer " + strings.ToLower(fuzzKey)},
+		{fuzzKey[:len(fuzzKey)-1] + "é", fuzzSecret, "Bearer " + strings.Replace(fuzzKey, "F", "Ｆ", 1)},
+		{"svc_😀😀😀😀😀😀😀😀😀😀", strings.Repeat("😀", 16), "Bearer 😀"},
+		{long, long, "Bearer " + long},
+		{"svc_" + strings.Repeat("a", 40), strings.Repeat("a", 64), "Bearer svc_" + strings.Repeat("a", 40)},
+		{"' OR 1=1 --", "\"; DROP TABLE api_keys; --", "Bearer ' OR '1'='1"},
+		{"\xff\xfe", "\xc3\x28", "Bearer \xff"},
+		{"%00", "%0d%0a", "Bearer%20" + fuzzKey},
+	} {
+		f.Add(s[0], s[1], s[2])
+	}
+}
+
+// FuzzAuthHeaders sends arbitrary X-API-Key, X-API-Secret and Authorization
+// values to a real server on a real database. Neither interface may panic
+// or answer 5xx; 200 comes only with the valid key (and secret); anything
+// else is a 401 with an authentication code or a 429.
+func FuzzAuthHeaders(f *testing.F) {
+	clock := &stepClock{base: fuzzBase, step: 61 * time.Second}
+	s := newTestServer(f, clock.Now, 20)
+	addAuthSeeds(f)
+	f.Fuzz(func(t *testing.T, key, secret, authz string) {
+		w1, w2 := authRequests(s, key, secret, authz)
+		validPair := (key == fuzzKey && secret == fuzzSecret) || (key == fuzzClientKey && secret == fuzzClientSecret)
+		checkAuth(t, w1, validPair, "key and secret")
+		if validPair && w1.Code != http.StatusOK && w1.Code != http.StatusTooManyRequests {
+			t.Fatalf("valid key and secret: %d", w1.Code)
+		}
+		validBearer := bearerValid(authz, fuzzKey) || bearerValid(authz, fuzzClientKey)
+		checkAuth(t, w2, validBearer, "bearer")
+		if validBearer && w2.Code != http.StatusOK && w2.Code != http.StatusTooManyRequests {
+			t.Fatalf("valid bearer: %d", w2.Code)
+		}
+		if w1.Code == http.StatusOK {
+			var env client.Envelope[client.BudgetStatus]
+			if err := json.Unmarshal(w1.Body.Bytes(), &env); err != nil || !env.Success || env.Data.QuotaTier != "Enterprise" {
+				t.Fatalf("budget status %s: %v", w1.Body.String(), err)
+			}
+		}
+		if w2.Code == http.StatusOK {
+			var v client.VisibilityReading
+			if err := json.Unmarshal(w2.Body.Bytes(), &v); err != nil || v.VisibilityScore != 72 || v.Domain != "example.com" {
+				t.Fatalf("visibility %s: %v", w2.Body.String(), err)
+			}
+		}
+	})
+}
+
+// TestAuthHeadersTable runs named cases through the same checks, with the
+// outcome of each spelled out, including the brute-force guard.
+func TestAuthHeadersTable(t *testing.T) {
+	clock := &stepClock{base: fuzzBase, step: time.Millisecond}
+	s := newTestServer(t, clock.Now, 3)
+	for _, tc := range []struct {
+		name               string
+		key, secret, authz string
+		wantKS, wantBearer int
+		codeKS, codeBearer fault.Code
+		remote             string
+	}{
+		{"valid", fuzzKey, fuzzSecret, "Bearer " + fuzzKey, 200, 200, "", "", "198.51.100.1:1"},
+		{"valid client key", fuzzClientKey, fuzzClientSecret, "bearer " + fuzzClientKey, 200, 200, "", "", "198.51.100.1:1"},
+		{"missing", "", "", "", 401, 401, fault.MissingCredentials, fault.MissingCredentials, "198.51.100.2:1"},
+		{"revoked", fuzzRevokedKey, fuzzRevokedSecret, "Bearer " + fuzzRevokedKey, 401, 401, fault.KeyRevoked, fault.KeyRevoked, "198.51.100.3:1"},
+		{"expired", fuzzExpiredKey, fuzzExpiredSecret, "Bearer " + fuzzExpiredKey, 401, 401, fault.KeyExpired, fault.KeyExpired, "198.51.100.4:1"},
+		{"other scheme", fuzzKey, fuzzClientSecret, "Basic " + fuzzKey, 401, 401, fault.InvalidCredentials, fault.InvalidCredentials, "198.51.100.5:1"},
+		{"header injection", fuzzKey + "\r\nX: y", fuzzSecret, "Bearer " + fuzzKey + "\r\nX: y", 401, 401, fault.InvalidCredentials, fault.InvalidCredentials, "198.51.100.6:1"},
+		{"bare Bearer", "", fuzzSecret, "Bearer", 401, 401, fault.MissingCredentials, fault.MissingCredentials, "198.51.100.7:1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodGet, "/api/v1/ai/budget-status", nil)
+			r.RemoteAddr = tc.remote
+			r.Header["X-Api-Key"], r.Header["X-Api-Secret"] = []string{tc.key}, []string{tc.secret}
+			w := s.serve(r)
+			env := checkEnvelope(t, w)
+			if w.Code != tc.wantKS || (tc.codeKS != "" && env.Error.Code != string(tc.codeKS)) {
+				t.Fatalf("key and secret: %d %s, want %d %s", w.Code, env.Error.Code, tc.wantKS, tc.codeKS)
+			}
+			r = httptest.NewRequest(http.MethodGet, "/v1/visibility?domain=example.com", nil)
+			r.RemoteAddr = tc.remote
+			r.Header["Authorization"] = []string{tc.authz}
+			w = s.serve(r)
+			env = checkEnvelope(t, w)
+			if w.Code != tc.wantBearer || (tc.codeBearer != "" && env.Error.Code != string(tc.codeBearer)) {
+				t.Fatalf("bearer: %d %s, want %d %s", w.Code, env.Error.Code, tc.wantBearer, tc.codeBearer)
+			}
+		})
+	}
+
+	// The guard: 3 failures per minute per address, then 429 even for a valid key.
+	remote := "203.0.113.9:4444"
+	send := func(key, secret string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(http.MethodGet, "/api/v1/ai/budget-status", nil)
+		r.RemoteAddr = remote
+		r.Header["X-Api-Key"], r.Header["X-Api-Secret"] = []string{key}, []string{secret}
+		return s.serve(r)
+	}
+	for i := range 3 {
+		if w := send(fuzzKey, "wrong"); w.Code != 401 || w.Header().Get("X-RateLimit-Remaining") != string(rune('2'-i)) {
+			t.Fatalf("failure %d: %d, remaining %q", i+1, w.Code, w.Header().Get("X-RateLimit-Remaining"))
+		}
+	}
+	w := send(fuzzKey, fuzzSecret)
+	env := checkEnvelope(t, w)
+	if w.Code != 429 || env.Error.Code != string(fault.RateLimitExceeded) {
+		t.Fatalf("after 3 failures: %d %s", w.Code, env.Error.Code)
+	}
+	// Another address is not blocked.
+	remote = "203.0.113.10:4444"
+	if w := send(fuzzKey, fuzzSecret); w.Code != 200 {
+		t.Fatalf("another address: %d", w.Code)
+	}
+}
+
+// addBodySeeds seeds FuzzDecodeContentRequest with realistic and hostile bodies.
+func addBodySeeds(f *testing.F) {
+	const ct = "application/json"
+	for _, b := range []string{
+		`{"domain":"example.com","budget":25}`,
+		`{"domain":"example.com","budget":12.5,"url":"https://example.com/page","content":"Hello","target_queries":["best crm","crm for agencies"],"type":"analyze","metadata":{"campaign":"q3"}}`,
+		`{"domain":"bücher.de","budget":0.000001,"client_id":"cli_fuzz"}`,
+		`{"domain":"EXAMPLE.com.","budget":20000}`,
+		`{"domain":"example.com","budget":20000.000001}`,
+		`{"domain":"example.com","budget":"12.5"}`,
+		`{"domain":"example.com","budget":1.0000001}`,
+		`{"domain":"example.com","budget":-1}`,
+		`{"domain":"example.com","budget":1e400}`,
+		`{"domain":"example.com","budget":-1e-400}`,
+		`{"domain":"example.com","budget":1e999999}`,
+		`{"domain":"example.com","budget":NaN}`,
+		`{"domain":"example.com","budget":"NaN"}`,
+		`{"domain":"example.com","budget":Infinity}`,
+		`{"domain":"example.com","budget":null}`,
+		`{"domain":"example.com","budget":{}}`,
+		`{"domain":"example.com","budget":[1]}`,
+		`{"domain":"example.com","budget":true}`,
+		`{"domain":"example.com","budget":0}`,
+		`{"domain":"example.com","budget":-0}`,
+		`{"domain":"example.com","budget":1E+3}`,
+		`{"domain":5,"budget":1}`,
+		`{"domain":"example.com","budget":1,"extra":true}`,
+		`{"domain":"example.com","budget":1,"target_queries":"one"}`,
+		`{"domain":"example.com","budget":1,"target_queries":[1,2]}`,
+		`{"domain":"example.com","budget":1,"metadata":[]}`,
+		`{"domain":"example.com","budget":1,"metadata":{"a":1}}`,
+		`{"domain":"example.com","budget":1,"metadata":{"":"x","\u0000":"y"}}`,
+		`{"domain":"example.com","budget":1,"url":"javascript:alert(1)"}`,
+		`{"domain":"example.com","budget":1,"url":"https://user:pw@example.com/"}`,
+		`{"domain":"example.com","budget":1,"url":"https://bücher.de/"}`,
+		`{"domain":"example.com","budget":1,"client_id":"cli_other"}`,
+		`{"domain":"example.com","budget":1} trailing`,
+		`{"domain":"example.com","budget":1}{}`,
+		`{"domain":"example.com","budget":1}]`,
+		`[{"domain":"example.com","budget":1}]`,
+		`[]`, `null`, `"string"`, `42`, `{}`, ``, ` `, `{`, `}`, `{"domain":`,
+		`{"domain":"ex\u0000ample.com","budget":1}`,
+		"{\"domain\":\"ex\xffample.com\",\"budget\":1}",
+		`{"domain":"example.com","budget":1,"target_queries":["\u202e\u0000", "  ok  "]}`,
+		`{"domain":"example.com","budget":1,"content":"` + strings.Repeat("x", 300) + `"}`,
+		`[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[{"domain":"example.com"}]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]`,
+		`{"DOMAIN":"example.com","Budget":1}`,
+		`{"domain":"example.com","domain":"evil..com","budget":1}`,
+	} {
+		f.Add([]byte(b), ct, false)
+	}
+	f.Add([]byte(`{"domain":"example.com","budget":25}`), "application/json; charset=utf-8", true)
+	f.Add([]byte(`{"domain":"example.com","budget":25}`), "", false)
+	f.Add([]byte(`{"domain":"example.com","budget":25}`), "text/plain", false)
+	f.Add([]byte(`{"domain":"example.com","budget":25}`), "application/json\r\nX-Injected: 1", false)
+	f.Add([]byte(`{"domain":"example.com","budget":25}`), "multipart/form-data; boundary=x", false)
+	f.Add([]byte(`{"domain":"example.com","budget":25}`), "APPLICATION/JSON; Charset=\"utf-8\"", false)
+	// Large bodies (near MaxBody, nesting past encoding/json's depth limit)
+	// are left to TestReadBody, TestDecodeStrict and TestCreateThroughHandler:
+	// as seeds they make the fuzzer spend its time minimizing them.
+}
+
+// FuzzDecodeContentRequest puts arbitrary bytes through readBody,
+// decodeStrict and content validation (content.Service.Create on a real
+// database). Nothing may panic; every failure is a *fault.Error with a 4xx
+// status; every success is a valid, normalized request.
+func FuzzDecodeContentRequest(f *testing.F) {
+	s := newTestServer(f, func() time.Time { return fuzzBase }, 20)
+	addBodySeeds(f)
+	ent, _ := limits.TierByName("enterprise")
+	f.Fuzz(func(t *testing.T, body []byte, contentType string, chunked bool) {
+		r := httptest.NewRequest(http.MethodPost, "/api/v1/ai/content-requests", bytes.NewReader(body))
+		r.Header["Content-Type"] = []string{contentType}
+		if chunked {
+			r.ContentLength = -1
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		userError := func(stage string, err error) {
+			t.Helper()
+			fe, ok := fault.As(err)
+			if !ok {
+				t.Fatalf("%s: %v (%T) is not a *fault.Error", stage, err, err)
+			}
+			if st := fe.Code.Status(); st < 400 || st > 499 {
+				t.Fatalf("%s: %s has status %d", stage, fe.Code, st)
+			}
+			if fe.Message == "" || !utf8.ValidString(fe.Message) {
+				t.Fatalf("%s: message %q", stage, fe.Message)
+			}
+		}
+		b, err := readBody(r, false)
+		if err != nil {
+			userError("readBody", err)
+			if len(body) <= MaxBody && fe(err).Code == fault.PayloadTooLarge {
+				t.Fatalf("a body of %d bytes refused as too large", len(body))
+			}
+			return
+		}
+		if len(b) > MaxBody || !bytes.Equal(b, body) {
+			t.Fatalf("readBody returned %d bytes of %d", len(b), len(body))
+		}
+		var in client.CreateContentRequest
+		if err := decodeStrict(b, &in); err != nil {
+			userError("decodeStrict", err)
+			return
+		}
+		cr, _, err := s.content.Create(context.Background(), s.account, in, nil)
+		if err != nil {
+			userError("Create", err)
+			return
+		}
+		// A created request is valid and normalized.
+		if d, err := domains.Normalize(cr.Domain); err != nil || d != cr.Domain {
+			t.Fatalf("stored domain %q is not normalized (%q, %v)", cr.Domain, d, err)
+		}
+		if cr.Budget <= 0 || cr.Budget > ent.MaxBudgetPerRequest || cr.Status != client.StatusQueued {
+			t.Fatalf("stored budget %d, status %s", cr.Budget, cr.Status)
+		}
+		if cr.Type != client.TypeOptimize && cr.Type != client.TypeAnalyze {
+			t.Fatalf("stored type %q", cr.Type)
+		}
+		if len(cr.TargetQueries) > content.MaxQueries || len(cr.Metadata) > content.MaxMetadata || len(cr.Content) > content.MaxContentBytes {
+			t.Fatalf("stored %d queries, %d metadata, %d bytes of content", len(cr.TargetQueries), len(cr.Metadata), len(cr.Content))
+		}
+		for _, q := range cr.TargetQueries {
+			if q == "" || q != strings.TrimSpace(q) || utf8.RuneCountInString(q) > content.MaxQueryRunes {
+				t.Fatalf("stored query %q", q)
+			}
+		}
+		if cr.URL != "" {
+			u, err := url.Parse(cr.URL)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+				len(cr.URL) > content.MaxURLLength || !domains.Covers(cr.Domain, u.Hostname()) {
+				t.Fatalf("stored url %q on %s", cr.URL, cr.Domain)
+			}
+		}
+		if cr.ClientID != "" && cr.ClientID != "cli_fuzz" {
+			t.Fatalf("stored client %q", cr.ClientID)
+		}
+		got, err := s.content.Get(context.Background(), s.account, cr.ID)
+		if err != nil || got.Domain != cr.Domain || got.Budget != cr.Budget || got.Content != cr.Content {
+			t.Fatalf("read back %+v, %v", got, err)
+		}
+		// Cancel, so the active-request and monthly limits stay out of the way.
+		if _, _, err := s.content.Cancel(context.Background(), s.account, cr.ID, nil); err != nil {
+			t.Fatalf("cancel: %v", err)
+		}
+	})
+}
+
+func fe(err error) *fault.Error {
+	e, _ := fault.As(err)
+	return e
+}
+
+// TestAuthGuardConcurrentFailures: attempts already in flight when the
+// limit is reached are still answered (the guard counts failures, not
+// attempts, so a legitimate client may send many requests at once), but
+// once they fail the address is refused, valid credentials included.
+func TestAuthGuardConcurrentFailures(t *testing.T) {
+	const perMinute, n = 3, 64
+	s := newTestServer(t, func() time.Time { return fuzzBase }, perMinute)
+	var unauthorized, limited atomic.Int64
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			r := httptest.NewRequest(http.MethodGet, "/api/v1/ai/budget-status", nil)
+			r.RemoteAddr = "203.0.113.7:1000"
+			r.Header.Set("X-API-Key", fixedKey(fmt.Sprintf("Guess%d", i)))
+			r.Header.Set("X-API-Secret", fuzzSecret)
+			<-start
+			switch s.serve(r).Code {
+			case http.StatusUnauthorized:
+				unauthorized.Add(1)
+			case http.StatusTooManyRequests:
+				limited.Add(1)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if unauthorized.Load() < perMinute || unauthorized.Load()+limited.Load() != n {
+		t.Errorf("%d answered 401 and %d 429 of %d; want at least %d 401 and the rest 429", unauthorized.Load(), limited.Load(), n, perMinute)
+	}
+	r := httptest.NewRequest(http.MethodGet, "/api/v1/ai/budget-status", nil)
+	r.RemoteAddr = "203.0.113.7:1000"
+	r.Header.Set("X-API-Key", fixedKey("Guess0"))
+	r.Header.Set("X-API-Secret", fuzzSecret)
+	if code := s.serve(r).Code; code != http.StatusTooManyRequests {
+		t.Errorf("after the burst: %d, want 429", code)
+	}
+}
