@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -69,16 +68,8 @@ func serveTLS(tb testing.TB, h http.Handler, conf *tls.Config) string {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	hs := &http.Server{
-		Handler:           h,
-		TLSConfig:         conf,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          log.New(io.Discard, "", 0),
-	}
+	hs := app.NewHTTPServer(h, slog.New(slog.DiscardHandler))
+	hs.TLSConfig = conf
 	go hs.Serve(tls.NewListener(ln, conf))
 	tb.Cleanup(func() { hs.Close() })
 	return ln.Addr().String()

@@ -117,7 +117,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 	if err != nil {
 		return err
 	}
-	servers := []*http.Server{newHTTPServer(srv.Handler(), log)}
+	servers := []*http.Server{NewHTTPServer(srv.Handler(), log)}
 	servers[0].TLSConfig = mat.Config()
 	listeners := []net.Listener{tls.NewListener(ln, servers[0].TLSConfig)}
 	if cfg.HTTPAddr != "" {
@@ -126,7 +126,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 			ln.Close()
 			return err
 		}
-		servers = append(servers, newHTTPServer(srv.RequireHTTPS(), log))
+		servers = append(servers, NewHTTPServer(srv.RequireHTTPS(), log))
 		listeners = append(listeners, pln)
 	}
 
@@ -161,7 +161,9 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 	return err
 }
 
-func newHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
+// NewHTTPServer is the http.Server aivis serves with: timeouts against
+// slow clients and a bounded header size.
+func NewHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
 	return &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
