@@ -27,6 +27,9 @@ type fresh struct {
 	stmt    driver.Stmt
 	dest    []driver.Value
 	checked time.Time // when the last reading of the epoch began
+	commits *commits  // nil where the -shm file cannot be mapped
+	seen    uint32    // the commit counter before the last reading
+	valid   bool      // seen is set
 	cacheMu sync.Mutex
 	version int64
 	keys    map[string]store.Principal
@@ -43,7 +46,7 @@ type budgetEntry struct {
 // maxEntries bounds each cache; past it the cache starts afresh.
 const maxEntries = 50_000
 
-func newFresh(ctx context.Context, db *sql.DB) (*fresh, error) {
+func newFresh(ctx context.Context, db *sql.DB, path string) (*fresh, error) {
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return nil, err
@@ -61,12 +64,20 @@ func newFresh(ctx context.Context, db *sql.DB) (*fresh, error) {
 		conn.Close()
 		return nil, fmt.Errorf("sqlite: cache epoch: %w", err)
 	}
+	// The -shm file exists once a connection has read the database in WAL mode.
+	if _, err := f.current(ctx); err != nil {
+		f.close()
+		return nil, err
+	}
+	f.commits = watchCommits(path)
 	return f, nil
 }
 
 func (f *fresh) close() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.commits.close()
+	f.commits = nil
 	if f.stmt != nil {
 		f.stmt.Close()
 	}
@@ -80,7 +91,8 @@ func (f *fresh) close() {
 func (f *fresh) current(ctx context.Context) (int64, error) {
 	asOf, hasAsOf := store.AsOfTime(ctx)
 	f.mu.Lock()
-	if hasAsOf && !f.checked.IsZero() && !f.checked.Before(asOf) {
+	n, watched := f.commits.counter()
+	if (watched && f.valid && n == f.seen) || (hasAsOf && !f.checked.IsZero() && !f.checked.Before(asOf)) {
 		f.mu.Unlock()
 		f.cacheMu.Lock()
 		v := f.version
@@ -96,6 +108,7 @@ func (f *fresh) current(ctx context.Context) (int64, error) {
 	v, _ := f.dest[0].(int64)
 	if err == nil {
 		f.checked = start
+		f.seen, f.valid = n, watched
 	}
 	f.cacheMu.Lock()
 	if err == nil && v != f.version {

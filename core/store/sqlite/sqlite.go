@@ -78,7 +78,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		db.budget, err = r.PrepareContext(ctx, budgetQuery)
 	}
 	if err == nil {
-		db.fresh, err = newFresh(ctx, r)
+		db.fresh, err = newFresh(ctx, r, path)
 	}
 	if err != nil {
 		db.Close()

@@ -956,3 +956,28 @@ func TestListContentRequestsNonPositiveLimit(t *testing.T) {
 		}()
 	}
 }
+
+// TestCacheSeesEveryCommit: cached reads are validated by the commit
+// counter of the shared WAL index, so each of many alternating changes on
+// another handle is seen by the very next read, however soon.
+func TestCacheSeesEveryCommit(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "aivis.db")
+	server := open(t, path)
+	cli := open(t, path)
+	account(t, cli, "acct_1", store.AccountStandard)
+	k := newKey("key_1", "acct_1", "", t0)
+	must(t, cli.CreateKey(ctx, k))
+	tiers := []string{"starter", "professional", "enterprise"}
+	for i := range 300 {
+		want := tiers[i%3]
+		must(t, cli.SetTier(ctx, "acct_1", want))
+		for range 2 { // a miss, then a hit of the cache
+			p, err := server.PrincipalByKeyHash(ctx, k.KeyHash)
+			if err != nil || p.Account.Tier != want {
+				t.Fatalf("change %d: tier %q, want %q (%v)", i, p.Account.Tier, want, err)
+			}
+		}
+		// Writes the cache does not read leave it warm, and are harmless.
+		must(t, cli.SaveCounts(ctx, []store.Window{{AccountID: "acct_1", Window: "minute", Start: t0, Count: int64(i + 1)}}, nil))
+	}
+}
