@@ -111,10 +111,13 @@ func (sh *shard) get(account string) *entry {
 	return e
 }
 
-// roll moves the entry's windows forward to those containing now.
+// roll moves the entry's windows forward to those containing now. It never
+// moves one back: a request stamped just before a boundary but counted after
+// it (its clock was read before the shard's lock was taken) counts in the
+// current window rather than emptying it.
 func (e *entry) roll(starts [3]int64) {
 	for i := range 3 {
-		if e.start[i] != starts[i] {
+		if starts[i] > e.start[i] {
 			e.start[i], e.count[i] = starts[i], 0
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -809,6 +810,83 @@ func TestConcurrentTakeAndFlush(t *testing.T) {
 		raw.QueryRow(`SELECT count FROM rate_windows WHERE account_id = ? AND window = 'day'`, fmt.Sprintf("acct_%d", i)).Scan(&n)
 		if n != perAccount {
 			t.Errorf("acct_%d day window %d, want %d", i, n, perAccount)
+		}
+	}
+}
+
+
+// TestTakeLateRequestAtWindowBoundary: the API reads the clock before Take
+// takes the shard's lock (rateLimit passes At: s.now()), so at a window
+// boundary a request stamped just before it can reach Take after requests
+// stamped just after it. Such a late request must not take the account's
+// windows back: Memory.Take's roll resets a window whenever its start
+// differs from the request's, backwards too, so the late request zeroes
+// the new window, and the next request zeroes it again on the way forward.
+// The counts of the new window are lost, and more than its limit pass.
+func TestTakeLateRequestAtWindowBoundary(t *testing.T) {
+	// 15:00:00 is a minute and an hour boundary; midnight is all three.
+	for _, tc := range []struct {
+		name   string
+		next   time.Time // the start of the new window
+		limits [3]int
+		w      int // the window that fills
+	}{
+		{"minute", time.Date(2025, 6, 10, 14, 21, 0, 0, time.UTC), [3]int{2, big, big}, limits.Minute},
+		{"hour", time.Date(2025, 6, 10, 15, 0, 0, 0, time.UTC), [3]int{big, 2, big}, limits.Hour},
+		{"day", time.Date(2025, 6, 11, 0, 0, 0, 0, time.UTC), [3]int{big, big, 2}, limits.Day},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := limits.NewMemory(nil, quiet)
+			late := tc.next.Add(-time.Millisecond)
+			for i := range 2 {
+				if d := take(t, m, use("a", tc.next.Add(time.Duration(i)*time.Microsecond)), tc.limits); !d.Allowed {
+					t.Fatalf("request %d of the new window refused: %+v", i+1, d)
+				}
+			}
+			take(t, m, use("a", late), tc.limits) // stamped before the boundary, counted after
+			d := take(t, m, use("a", tc.next.Add(time.Second)), tc.limits)
+			if d.Allowed || d.Count[tc.w] < 2 {
+				t.Fatalf("after a late request, the %s window that already holds 2 of 2: allowed=%v, count %d; want refused, the count kept",
+					tc.name, d.Allowed, d.Count[tc.w])
+			}
+		})
+	}
+}
+
+// TestTakeConcurrentAtMinuteBoundary is the same through real concurrency:
+// goroutines stamp their requests with a clock that crosses a minute
+// boundary and race to Take them, as API requests do. However they
+// interleave, the minute after the boundary never lets more than its
+// limit through (run with -race).
+func TestTakeConcurrentAtMinuteBoundary(t *testing.T) {
+	const limit = 50
+	boundary := time.Date(2025, 6, 10, 14, 21, 0, 0, time.UTC)
+	for round := range 20 {
+		m := limits.NewMemory(nil, quiet)
+		var tick atomic.Int64
+		var after atomic.Int64 // allowed requests stamped in the new minute
+		var wg sync.WaitGroup
+		for range 16 {
+			wg.Go(func() {
+				for range 40 {
+					// The shared clock crosses the boundary after 200 readings;
+					// a goroutine may be descheduled between reading it and Take.
+					at := boundary.Add(time.Duration(tick.Add(1)-200) * time.Microsecond)
+					runtime.Gosched() // as a request may be, between its clock reading and Take
+					d, err := m.Take(context.Background(), use("a", at), [3]int{limit, big, big})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if d.Allowed && !at.Before(boundary) {
+						after.Add(1)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if after.Load() > limit {
+			t.Fatalf("round %d: %d requests stamped in the minute after the boundary were allowed; its limit is %d", round, after.Load(), limit)
 		}
 	}
 }

@@ -77,22 +77,35 @@ func (g *AuthGuard) Fail(addr netip.Addr, now time.Time) int {
 		f = &failures{}
 		g.m[a] = f
 	}
-	if f.start != start {
+	if start > f.start { // a failure stamped in a past minute counts in the current one
 		f.start, f.count = start, 0
 	}
 	f.count++
 	return max(g.perMin-f.count, 0)
 }
 
-// sweep drops past windows; if every address is current it starts afresh,
-// which bounds memory under an attack from very many addresses.
+// sweep drops past windows, then the current addresses that are not
+// blocked, which bounds memory under an attack from very many addresses
+// without unblocking any. Only a table full of blocked addresses loses some
+// of them (an eighth, chosen at random) to make room.
 func (g *AuthGuard) sweep(start int64) {
 	for a, f := range g.m {
-		if f.start != start {
+		if f.start < start {
 			delete(g.m, a)
 		}
 	}
-	if len(g.m) >= g.maxAddrs {
-		clear(g.m)
+	if len(g.m) < g.maxAddrs {
+		return
+	}
+	for a, f := range g.m {
+		if f.count < g.perMin {
+			delete(g.m, a)
+		}
+	}
+	for a := range g.m {
+		if len(g.m) <= g.maxAddrs-g.maxAddrs/8-1 {
+			break
+		}
+		delete(g.m, a)
 	}
 }

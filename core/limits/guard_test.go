@@ -185,3 +185,43 @@ func TestAuthGuardConcurrent(t *testing.T) {
 	}
 	checkBlocked(t, g, a, guardT0, 45)
 }
+
+
+// TestAuthGuardLateFailureAtMinuteBoundary: the API reads the clock before
+// it authenticates (a database lookup) and records the failure after, with
+// that time, so a failure stamped in one minute can be recorded after the
+// next minute's failures. Fail resets the count whenever the window start
+// differs, backwards too: the late failure takes the address back to the
+// past minute, and the blocked address is let through again in the
+// current one.
+func TestAuthGuardLateFailureAtMinuteBoundary(t *testing.T) {
+	g := NewAuthGuard(3)
+	a := addr("203.0.113.77")
+	next := time.Date(2025, 6, 10, 14, 21, 0, 0, time.UTC)
+	for range 3 {
+		g.Fail(a, next)
+	}
+	checkBlocked(t, g, a, next, 60)
+	g.Fail(a, next.Add(-time.Millisecond)) // began before the boundary, failed after
+	checkBlocked(t, g, a, next.Add(time.Second), 59)
+}
+
+// TestAuthGuardOverflowKeepsBlockedAddresses: when the table is full of
+// current addresses, sweep clears it all, so an attacker who fails from
+// maxAddrs addresses (or /64s: 100,000 is under a /47 of IPv6) within a
+// minute unblocks every address, its own included, and may go on guessing.
+// The memory bound must not cost the guard: a blocked address stays
+// blocked for the rest of its minute.
+func TestAuthGuardOverflowKeepsBlockedAddresses(t *testing.T) {
+	g := NewAuthGuard(2)
+	g.maxAddrs = 100
+	attacker := addr("2001:db8:aaaa::1")
+	g.Fail(attacker, guardT0)
+	g.Fail(attacker, guardT0)
+	checkBlocked(t, g, attacker, guardT0, 45)
+	for i := range 200 {
+		// Other /64s of the same attacker.
+		g.Fail(netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 0xbb, 0xbb, byte(i >> 8), byte(i), 15: 1}), guardT0)
+	}
+	checkBlocked(t, g, attacker, guardT0.Add(time.Second), 44)
+}
