@@ -66,7 +66,8 @@ func hasControl(s string) bool {
 // validate checks and normalizes the fields of a new request.
 func validate(in *client.CreateContentRequest) error {
 	var f fault.Fields
-	if d, err := domains.Normalize(in.Domain); err != nil {
+	d, err := domains.Normalize(in.Domain)
+	if err != nil {
 		f.Add("domain", "%s", err.Error())
 	} else {
 		in.Domain = d
@@ -81,7 +82,7 @@ func validate(in *client.CreateContentRequest) error {
 			f.Add("url", "must be at most %d characters", MaxURLLength)
 		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil:
 			f.Add("url", "must be an absolute http or https URL without credentials")
-		case in.Domain != "" && !covers(in.Domain, u.Hostname()):
+		case d != "" && !covers(d, u.Hostname()): // an invalid domain is the only fault
 			f.Add("url", "must be on %s or one of its subdomains", in.Domain)
 		}
 	}

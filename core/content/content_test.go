@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -944,5 +946,79 @@ func TestIdempotentReplayAfterTierDowngrade(t *testing.T) {
 	_, rp, err := e.svc.Create(ctx, p, req(3_000*dollar), idem("retry-me", "A", nil))
 	if err != nil || rp == nil || !strings.Contains(string(rp.Body), first.ID) {
 		t.Errorf("retry of a created request after a downgrade: replay %v, error %v; want the stored response for %s", rp, err, first.ID)
+	}
+}
+
+
+// TestInvalidDomainDoesNotBlameURL: validate checks the url against
+// in.Domain, which it overwrites only when the domain is valid; an invalid
+// domain keeps its raw value, so a url on the very host the client meant
+// gets a second, spurious error ("must be on example.com:443 or one of its
+// subdomains") that echoes the invalid domain. Only the domain is at fault.
+func TestInvalidDomainDoesNotBlameURL(t *testing.T) {
+	e := newEnv(t)
+	for _, tc := range []struct{ domain, url string }{
+		{"example.com:443", "https://example.com/"},
+		{"http://example.com", "http://example.com/page"},
+		{"example.com/path", "https://example.com/path"},
+		{"localhost", "http://localhost/"},
+	} {
+		_, _, err := e.svc.Create(ctx, e.starter, client.CreateContentRequest{Domain: tc.domain, Budget: dollar, URL: tc.url}, nil)
+		fe := wantCode(t, err, fault.ValidationError, http.StatusBadRequest)
+		if got := fields(fe); !slices.Equal(got, []string{"domain"}) {
+			t.Errorf("domain %q, url %q: fields %v, want only [domain] (%+v)", tc.domain, tc.url, got, fe.Details)
+		}
+	}
+}
+
+// TestPruneIdempotency: the pruner forgets, with the service's clock,
+// records older than IdempotencyTTL and keeps younger ones; it stops when
+// its context ends.
+func TestPruneIdempotency(t *testing.T) {
+	e := newEnv(t)
+	old, _, err := e.svc.Create(ctx, e.agency, req(dollar), idem("old", "A", nil))
+	must(t, err)
+	e.clock.Add(20 * time.Hour)
+	_, _, err = e.svc.Create(ctx, e.agency, req(dollar), idem("young", "A", nil))
+	must(t, err)
+	e.clock.Add(4*time.Hour + time.Second) // "old" is 24 h 1 s old, "young" 4 h 1 s
+
+	pctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		e.svc.PruneIdempotency(pctx, time.Millisecond, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		close(done)
+	}()
+	gone := func(key string) bool {
+		var err error
+		must(t, e.db.Update(ctx, func(tx store.Tx) error {
+			_, err = tx.Idempotency(e.agency.AccountID()+"/", key, time.Time{})
+			return nil
+		}))
+		return errors.Is(err, store.ErrNotFound)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !gone("old") {
+		if time.Now().After(deadline) {
+			t.Fatal("the record older than 24 h was not pruned")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("PruneIdempotency did not return when its context ended")
+	}
+	if gone("young") {
+		t.Fatal("a record younger than 24 h was pruned")
+	}
+	// The pruned key is free again; the young one still replays.
+	cr, rp, err := e.svc.Create(ctx, e.agency, req(2*dollar), idem("old", "B", nil))
+	if err != nil || rp != nil || cr.ID == old.ID {
+		t.Fatalf("reuse of the pruned key: %+v, %v, %v", cr, rp, err)
+	}
+	if _, rp, err := e.svc.Create(ctx, e.agency, req(dollar), idem("young", "A", nil)); err != nil || rp == nil {
+		t.Fatalf("young key: %v, %v", rp, err)
 	}
 }

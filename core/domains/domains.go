@@ -29,12 +29,24 @@ func Normalize(s string) (string, error) {
 	if strings.Contains(s, "://") || strings.ContainsAny(s, "/:?#@ \t\r\n") {
 		return "", errors.New("must be a bare domain name such as example.com, without scheme, port or path")
 	}
-	s = strings.TrimSuffix(s, ".")
+	// One trailing dot, in any of the spellings UTS 46 maps to ".".
+	for _, dot := range []string{".", "\u3002", "\uff0e", "\uff61"} {
+		if t, ok := strings.CutSuffix(s, dot); ok {
+			s = t
+			break
+		}
+	}
 	if _, err := netip.ParseAddr(s); err == nil {
 		return "", errors.New("must be a domain name, not an IP address")
 	}
 	ascii, err := profile.ToASCII(s)
 	if err != nil {
+		return "", errors.New("is not a valid domain name")
+	}
+	// The Bidi rule is checked on the name as written, before mapping; a
+	// mapped name can break it (U+2137 maps to a right-to-left letter), so
+	// the result must pass on its own too.
+	if again, err := profile.ToASCII(ascii); err != nil || again != ascii {
 		return "", errors.New("is not a valid domain name")
 	}
 	if len(ascii) > 253 {

@@ -221,3 +221,70 @@ func TestNormalizeRefusesInvalidUTF8(t *testing.T) {
 		t.Errorf("Normalize(U+FFFD) = %q", got)
 	}
 }
+
+
+// TestNormalizeTrailingIdeographicStop: UTS 46 maps the ideographic full
+// stop (U+3002) and its fullwidth and halfwidth forms (U+FF0E, U+FF61) to
+// ".", and Normalize accepts them between labels ("example。com") and
+// accepts a trailing "." ("example.com."), but it strips the trailing dot
+// before the mapping, so the same trailing dot written as U+3002 becomes
+// an empty last label and the name is refused.
+func TestNormalizeTrailingIdeographicStop(t *testing.T) {
+	for _, in := range []string{"example.com\u3002", "example.com\uff0e", "example.com\uff61", "bücher\u3002de\u3002"} {
+		got, err := domains.Normalize(in)
+		if want, _ := domains.Normalize(strings.NewReplacer("\u3002", ".", "\uff0e", ".", "\uff61", ".").Replace(in)); err != nil || got != want {
+			t.Errorf("Normalize(%q) = %q, %v; want %q like its ASCII spelling", in, got, err, want)
+		}
+	}
+}
+
+// TestNormalizeEquivalentSpellings: spellings UTS 46 maps to one name all
+// normalize to it.
+func TestNormalizeEquivalentSpellings(t *testing.T) {
+	for _, tc := range []struct {
+		want string
+		ins  []string
+	}{
+		{"example.com", []string{"example.com", "EXAMPLE.COM", "Example.Com.", "ｅｘａｍｐｌｅ．ｃｏｍ", "example\uff0ecom", "example\uff61com", "ex\u00adample.com"}},
+		{"xn--bcher-kva.de", []string{"bücher.de", "BÜCHER.DE", "bu\u0308cher.de", "xn--bcher-kva.de", "XN--BCHER-KVA.de."}},
+		{"xn--r8jz45g.xn--zckzah", []string{"例え.テスト", "xn--r8jz45g.xn--zckzah"}},
+	} {
+		for _, in := range tc.ins {
+			if got, err := domains.Normalize(in); err != nil || got != tc.want {
+				t.Errorf("Normalize(%q) = %q, %v; want %q", in, got, err, tc.want)
+			}
+		}
+	}
+	// Mapped characters that UTS 46 turns into syntax are still refused.
+	for _, in := range []string{"example.com\uff1a443", "example.com\uff0fpath", "exa\u3000mple.com", "example\uff20com.evil"} {
+		if got, err := domains.Normalize(in); err == nil {
+			t.Errorf("Normalize(%q) = %q, want an error", in, got)
+		}
+	}
+}
+
+// TestNormalizeAcceptsItsOwnOutput: Normalize checks the IDNA Bidi rule
+// (RFC 5893) on the name as written, before UTS 46 mapping. The Hebrew
+// letterlike symbols U+2135..U+2138 (ℵℶℷℸ) are left-to-right, but map to
+// the Hebrew letters א..ד, which are right-to-left: "ℷa.com" passes and
+// becomes "xn--a-3hc.com", a label that mixes right-to-left and
+// left-to-right, which Normalize itself refuses, as it refuses "גa.com".
+// A content request stored with that domain cannot then be listed by it.
+// (Found by FuzzNormalize: "ℷA.A" -> "xn--a-3hc.a" -> refused.)
+func TestNormalizeAcceptsItsOwnOutput(t *testing.T) {
+	for _, in := range []string{"ℷA.A", "ℷa.com", "aℵ.com", "ℶb.example", "x.ℸa", "גa.com"} {
+		out, err := domains.Normalize(in)
+		if err != nil {
+			continue // refusing is right too
+		}
+		if again, err := domains.Normalize(out); err != nil || again != out {
+			t.Errorf("Normalize(%q) = %q, but Normalize(%q) = %q, %v", in, out, out, again, err)
+		}
+	}
+	// The symbols alone are fine: the label is all right-to-left after mapping.
+	for in, want := range map[string]string{"ℷ.com": "xn--6db.com", "ℵ1.com": "xn--1-zhc.com"} {
+		if got, err := domains.Normalize(in); err != nil || got != want {
+			t.Errorf("Normalize(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+}
