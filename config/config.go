@@ -9,6 +9,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"strconv"
@@ -179,6 +180,9 @@ func (c *Config) readFile(path string) error {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(c); err != nil {
 		return fmt.Errorf("config: %s: %w", path, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return fmt.Errorf("config: %s: unexpected data after the JSON object at byte %d", path, dec.InputOffset())
 	}
 	return nil
 }

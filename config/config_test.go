@@ -316,3 +316,57 @@ func TestDurationJSON(t *testing.T) {
 		t.Fatalf("round trip: %+v, %v\n want %+v", got, err, c)
 	}
 }
+
+// TestFileTrailingData: readFile decodes the first JSON value of the file
+// and ignores the rest, so a file holding two objects (a bad merge, say)
+// or an object followed by garbage is taken without a word, and the
+// settings after the first object are silently lost. Like an unknown
+// field, it must be refused.
+func TestFileTrailingData(t *testing.T) {
+	for _, body := range []string{
+		`{"addr": "x:1"} {"addr": "y:2", "log_level": "debug"}`,
+		`{"addr": "x:1"} garbage`,
+		`{"addr": "x:1"}}`,
+		`{"addr": "x:1"} []`,
+	} {
+		path := writeFile(t, body)
+		if got, _, err := config.Load([]string{"--config", path}, env(nil), true, nil); err == nil {
+			t.Errorf("config file %q accepted as %+v", body, got)
+		}
+	}
+}
+
+// TestFileEdgeCases: what a file may hold besides the plain case.
+func TestFileEdgeCases(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		check      func(config.Config) bool
+	}{
+		{"empty object keeps the defaults", `{}`, func(c config.Config) bool { return c.Addr == "127.0.0.1:8443" && c.LogLevel == "info" }},
+		{"whitespace around", " \n\t{\"addr\": \"x:1\"}\n\n", func(c config.Config) bool { return c.Addr == "x:1" }},
+		{"unicode escapes", `{"data_dir": "/d\u00e4ta"}`, func(c config.Config) bool { return c.DataDir == "/däta" }},
+		{"empty list", `{"trusted_proxies": []}`, func(c config.Config) bool { return len(c.TrustedProxies) == 0 }},
+		{"duplicate key: the last wins", `{"addr": "x:1", "addr": "y:2"}`, func(c config.Config) bool { return c.Addr == "y:2" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := writeFile(t, tc.body)
+			got, _, err := config.Load([]string{"--config", path}, env(nil), true, nil)
+			if err != nil || !tc.check(got) {
+				t.Fatalf("Load = %+v, %v", got, err)
+			}
+		})
+	}
+	for _, tc := range []struct{ name, body, want string }{
+		{"invalid setting in the file is validated", `{"log_format": "xml"}`, "log_format"},
+		{"proxy in the file is validated", `{"trusted_proxies": ["10.0.0.0/8", "nope"]}`, `"nope"`},
+		{"negative duration", `{"shutdown_timeout": "-1s"}`, "shutdown_timeout"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := writeFile(t, tc.body)
+			_, _, err := config.Load([]string{"--config", path}, env(nil), true, nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one mentioning %q", err, tc.want)
+			}
+		})
+	}
+}
