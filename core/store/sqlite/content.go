@@ -204,9 +204,20 @@ func (t *txn) BudgetMonth(accountID, month string) (store.BudgetMonth, error) {
 }
 
 func (t *txn) AddToBudgetMonth(accountID, month string, spent, reserved int64) error {
-	// The inserted row is checked before the conflict is seen, so it holds
-	// clamped values; the update adds the real (possibly negative) deltas.
-	_, err := t.tx.Exec(`INSERT INTO budget_months (account_id, month, spent, reserved) VALUES (?1, ?2, max(?3, 0), max(?4, 0))
+	if spent < 0 || reserved < 0 {
+		// Money is released or moved only where it was reserved: the month
+		// must exist, and the CHECKs refuse going below zero.
+		res, err := t.tx.Exec(`UPDATE budget_months SET spent = spent + ?3, reserved = reserved + ?4
+			WHERE account_id = ?1 AND month = ?2`, accountID, month, spent, reserved)
+		if err != nil {
+			return fmt.Errorf("sqlite: budget month: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			return fmt.Errorf("sqlite: budget month %s of %s: nothing to release: %w", month, accountID, store.ErrNotFound)
+		}
+		return nil
+	}
+	_, err := t.tx.Exec(`INSERT INTO budget_months (account_id, month, spent, reserved) VALUES (?1, ?2, ?3, ?4)
 		ON CONFLICT (account_id, month) DO UPDATE SET spent = spent + ?3, reserved = reserved + ?4`,
 		accountID, month, spent, reserved)
 	if err != nil {

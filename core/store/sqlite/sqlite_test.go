@@ -981,3 +981,110 @@ func TestCacheSeesEveryCommit(t *testing.T) {
 		must(t, cli.SaveCounts(ctx, []store.Window{{AccountID: "acct_1", Window: "minute", Start: t0, Count: int64(i + 1)}}, nil))
 	}
 }
+
+// TestBudgetLedgerNegativeDeltaOnNewMonth: on an existing month a delta
+// that would take spent or reserved below zero is refused by the CHECK
+// (TestBudgetLedger), but AddToBudgetMonth inserts max(delta, 0) for a
+// month it has not seen, so the same delta on an untouched month succeeds
+// and writes a zero row: the release of money never reserved passes
+// silently. It must be refused the same way.
+func TestBudgetLedgerNegativeDeltaOnNewMonth(t *testing.T) {
+	db, path := newDB(t)
+	account(t, db, "acct_1", store.AccountStandard)
+	r := raw(t, path)
+	for i, d := range []struct{ spent, reserved int64 }{{0, -5}, {-5, 0}, {-1, 10}} {
+		month := fmt.Sprintf("2025-%02d", i+7)
+		err := db.Update(ctx, func(tx store.Tx) error { return tx.AddToBudgetMonth("acct_1", month, d.spent, d.reserved) })
+		if err == nil {
+			var n int
+			r.QueryRow(`SELECT count(*) FROM budget_months WHERE month = ?`, month).Scan(&n)
+			t.Errorf("AddToBudgetMonth(spent %d, reserved %d) on an untouched month succeeded (%d rows)", d.spent, d.reserved, n)
+		}
+	}
+}
+
+// TestConcurrentOpenOfANewFile: the server and the CLI may open a new
+// data directory at the same moment: every Open succeeds, the migrations
+// are applied once, and all handles share the data.
+func TestConcurrentOpenOfANewFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "aivis.db")
+	const n = 6
+	dbs := make([]*sqlite.DB, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			dbs[i], errs[i] = sqlite.Open(ctx, path)
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("Open %d: %v", i, err)
+		}
+		t.Cleanup(func() { dbs[i].Close() })
+	}
+	var versions int
+	must(t, raw(t, path).QueryRow(`SELECT count(*) FROM schema_migrations`).Scan(&versions))
+	if versions != len(migrationFiles(t)) {
+		t.Fatalf("%d migrations recorded, want %d", versions, len(migrationFiles(t)))
+	}
+	account(t, dbs[0], "acct_1", store.AccountStandard)
+	for i, db := range dbs {
+		if _, err := db.Account(ctx, "acct_1"); err != nil {
+			t.Errorf("handle %d: %v", i, err)
+		}
+	}
+}
+
+// TestKeyCacheFollowsEveryChange: the principal cache of one handle
+// follows each change another handle makes to what it holds (expiry,
+// scopes, client, account type), on the very next read.
+func TestKeyCacheFollowsEveryChange(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "aivis.db")
+	server := open(t, path)
+	other := open(t, path)
+	r := raw(t, path)
+	account(t, other, "acct_1", store.AccountStandard)
+	must(t, other.CreateClient(ctx, store.Client{ID: "cli_1", AccountID: "acct_1", Name: "c", CreatedAt: t0}))
+	k := newKey("key_1", "acct_1", "", t0)
+	must(t, other.CreateKey(ctx, k))
+	read := func() store.Principal {
+		t.Helper()
+		p, err := server.PrincipalByKeyHash(ctx, k.KeyHash)
+		must(t, err)
+		if again, _ := server.PrincipalByKeyHash(ctx, k.KeyHash); !reflect.DeepEqual(again, p) {
+			t.Fatalf("a second read differs: %+v, %+v", p, again)
+		}
+		return p
+	}
+	read()
+	for _, tc := range []struct {
+		sql   string
+		check func(store.Principal) bool
+	}{
+		{`UPDATE api_keys SET expires_at = 42 WHERE id = 'key_1'`, func(p store.Principal) bool { return p.Key.ExpiresAt.Equal(time.Unix(0, 42)) }},
+		{`UPDATE api_keys SET scopes = 'budget:read' WHERE id = 'key_1'`, func(p store.Principal) bool { return slices.Equal(p.Key.Scopes, []string{"budget:read"}) }},
+		{`UPDATE api_keys SET client_id = 'cli_1' WHERE id = 'key_1'`, func(p store.Principal) bool { return p.Key.ClientID == "cli_1" }},
+		{`UPDATE accounts SET type = 'agency' WHERE id = 'acct_1'`, func(p store.Principal) bool { return p.Account.Type == store.AccountAgency }},
+		{`UPDATE accounts SET name = 'Renamed' WHERE id = 'acct_1'`, func(p store.Principal) bool { return p.Account.Name == "Renamed" }},
+		{`UPDATE api_keys SET revoked_at = 7 WHERE id = 'key_1'`, func(p store.Principal) bool { return p.Key.RevokedAt.Equal(time.Unix(0, 7)) }},
+	} {
+		if _, err := r.Exec(tc.sql); err != nil {
+			t.Fatal(err)
+		}
+		if p := read(); !tc.check(p) {
+			t.Fatalf("after %s the server reads %+v", tc.sql, p)
+		}
+	}
+	// A deleted key is gone at once.
+	if _, err := r.Exec(`DELETE FROM api_keys WHERE id = 'key_1'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := server.PrincipalByKeyHash(ctx, k.KeyHash); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("deleted key: %v", err)
+	}
+}
