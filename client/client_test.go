@@ -270,6 +270,12 @@ func TestUSD(t *testing.T) {
 		{"1000000000", MaxUSD, nil}, {"1.0000001", 0, ErrUSDPrecision}, {"abc", 0, ErrUSDSyntax},
 		{"NaN", 0, ErrUSDSyntax}, {"Infinity", 0, ErrUSDSyntax}, {"1e400", 0, ErrUSDRange}, {"", 0, ErrUSDSyntax},
 		{`"12.5"`, 0, ErrUSDSyntax}, {"+1", 0, ErrUSDSyntax}, {"1000000000.000001", 0, ErrUSDRange},
+		{"1e999999999999", 0, ErrUSDRange}, {"1e-999999999999", 0, ErrUSDPrecision}, {"0e999999999999", 0, nil},
+		{"-0", 0, nil}, {"0.0", 0, nil}, {"1E+2", 100_000_000, nil}, {"2.5e-6", 0, ErrUSDPrecision}, {"2.5e-5", 25, nil},
+		{"1." + strings.Repeat("0", 200), 1_000_000, nil}, {"12.500000", 12_500_000, nil}, {"0.1e7", MaxUSD / 1000, nil},
+		{"1.", 0, ErrUSDSyntax}, {".5", 0, ErrUSDSyntax}, {"01", 0, ErrUSDSyntax}, {"1e", 0, ErrUSDSyntax},
+		{"1/2", 0, ErrUSDSyntax}, {"0x10", 0, ErrUSDSyntax}, {"-", 0, ErrUSDSyntax}, {"1 ", 0, ErrUSDSyntax},
+		{"-1000000000", -MaxUSD, nil}, {"9999999999", 0, ErrUSDRange}, {"1e15", 0, ErrUSDRange}, {"1e9", MaxUSD, nil},
 	}
 	for _, c := range cases {
 		got, err := ParseUSD(c.in)

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/big"
 	"strconv"
 	"strings"
 )
@@ -30,29 +29,94 @@ var (
 	ErrUSDRange     = errors.New("must be at most 1000000000")
 )
 
-// ParseUSD parses a decimal number of dollars (JSON number syntax, exponent
-// allowed) exactly, without passing through float64.
+// ParseUSD parses a decimal number of dollars in JSON number syntax
+// (exponent allowed) exactly, without passing through float64. Its cost is
+// linear in the length of s whatever the exponent, and trailing zeros are
+// free: "1.000…0" is one dollar at any length.
 func ParseUSD(s string) (USD, error) {
-	if s == "" || strings.ContainsAny(s, " _") || strings.HasPrefix(s, "+") {
+	i, neg := 0, false
+	if strings.HasPrefix(s, "-") {
+		i, neg = 1, true
+	}
+	intStart := i
+	for i < len(s) && isDigit(s[i]) {
+		i++
+	}
+	intPart := s[intStart:i]
+	if intPart == "" || (len(intPart) > 1 && intPart[0] == '0') {
 		return 0, ErrUSDSyntax
 	}
-	if len(s) > 64 {
+	var frac string
+	if i < len(s) && s[i] == '.' {
+		i++
+		fracStart := i
+		for i < len(s) && isDigit(s[i]) {
+			i++
+		}
+		if frac = s[fracStart:i]; frac == "" {
+			return 0, ErrUSDSyntax
+		}
+	}
+	exp, expHuge := 0, false
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		expNeg := false
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			expNeg = s[i] == '-'
+			i++
+		}
+		expStart := i
+		for i < len(s) && isDigit(s[i]) {
+			if exp < 1_000_000 {
+				exp = exp*10 + int(s[i]-'0')
+			}
+			i++
+		}
+		if i == expStart {
+			return 0, ErrUSDSyntax
+		}
+		expHuge = exp >= 1_000_000
+		if expNeg {
+			exp = -exp
+		}
+	}
+	if i != len(s) {
+		return 0, ErrUSDSyntax
+	}
+	// The significant digits and the power of ten that scales them to
+	// micro-dollars.
+	digits := strings.TrimLeft(intPart+frac, "0")
+	scale := exp - len(frac) + 6
+	trimmed := strings.TrimRight(digits, "0")
+	scale += len(digits) - len(trimmed)
+	digits = trimmed
+	switch {
+	case digits == "":
+		return 0, nil
+	case expHuge && exp > 0:
 		return 0, ErrUSDRange
-	}
-	r, ok := new(big.Rat).SetString(s)
-	if !ok {
-		return 0, ErrUSDSyntax
-	}
-	r.Mul(r, big.NewRat(1_000_000, 1))
-	if !r.IsInt() {
+	case expHuge || scale < 0:
 		return 0, ErrUSDPrecision
-	}
-	n := r.Num()
-	if n.CmpAbs(big.NewInt(int64(MaxUSD))) > 0 {
+	case len(digits)+scale > 16: // MaxUSD has 16 digits
 		return 0, ErrUSDRange
 	}
-	return USD(n.Int64()), nil
+	var v int64
+	for _, c := range []byte(digits) {
+		v = v*10 + int64(c-'0')
+	}
+	for range scale {
+		v *= 10
+	}
+	if USD(v) > MaxUSD {
+		return 0, ErrUSDRange
+	}
+	if neg {
+		v = -v
+	}
+	return USD(v), nil
 }
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
 // String formats the amount as a plain decimal number of dollars ("12.5").
 func (u USD) String() string {

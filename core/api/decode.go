@@ -8,7 +8,9 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"reflect"
 	"strings"
+	"sync"
 
 	"github.com/aivis/aivis/client"
 	"github.com/aivis/aivis/core/fault"
@@ -46,7 +48,14 @@ func readBody(r *http.Request, optional bool) ([]byte, error) {
 
 // decodeStrict decodes one JSON object into v, refusing unknown fields and
 // trailing data, and turns decoding errors into field-level messages.
+// Field names match exactly and appear once: encoding/json alone would take
+// "DOMAIN" for "domain" and let the last of two spellings win.
 func decodeStrict(body []byte, v any) error {
+	if t := bytes.TrimLeft(body, " \t\r\n"); len(t) > 0 && t[0] != '{' && t[0] != '[' {
+		if json.Valid(body) {
+			return fault.New(fault.InvalidJSON, "the request body must be a JSON object")
+		}
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -55,7 +64,94 @@ func decodeStrict(body []byte, v any) error {
 	if _, err := dec.Token(); err != io.EOF {
 		return fault.New(fault.InvalidJSON, "the request body must hold exactly one JSON object")
 	}
+	// The body is valid JSON of the right shape: check its names.
+	return checkNames(json.NewDecoder(bytes.NewReader(body)), reflect.TypeOf(v), "")
+}
+
+// checkNames walks one JSON value and refuses an object key that is not
+// exactly the name of a field of t (where t is a struct) or that repeats a
+// key of the same object.
+func checkNames(dec *json.Decoder, t reflect.Type, path string) error {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	tok, err := dec.Token()
+	if err != nil {
+		return decodeError(err)
+	}
+	switch tok {
+	case json.Delim('{'):
+		seen := make(map[string]bool)
+		for dec.More() {
+			k, err := dec.Token()
+			if err != nil {
+				return decodeError(err)
+			}
+			key, _ := k.(string)
+			name := path + key
+			if seen[key] {
+				return fault.Invalid(fault.FieldError{Field: name, Message: "appears more than once"})
+			}
+			seen[key] = true
+			var child reflect.Type
+			if t != nil {
+				switch t.Kind() {
+				case reflect.Struct:
+					f, ok := jsonFields(t)[key]
+					if !ok {
+						return fault.Invalid(fault.FieldError{Field: name, Message: "is not a known field"})
+					}
+					child = f
+				case reflect.Map:
+					child = t.Elem()
+				}
+			}
+			if err := checkNames(dec, child, name+"."); err != nil {
+				return err
+			}
+		}
+		_, err = dec.Token()
+	case json.Delim('['):
+		var elem reflect.Type
+		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+			elem = t.Elem()
+		}
+		for i := 0; dec.More(); i++ {
+			if err := checkNames(dec, elem, fmt.Sprintf("%s%d.", path, i)); err != nil {
+				return err
+			}
+		}
+		_, err = dec.Token()
+	}
+	if err != nil {
+		return decodeError(err)
+	}
 	return nil
+}
+
+// fieldTypes caches, per struct type, the JSON names of its fields.
+var fieldTypes sync.Map // reflect.Type -> map[string]reflect.Type
+
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	if m, ok := fieldTypes.Load(t); ok {
+		return m.(map[string]reflect.Type)
+	}
+	m := make(map[string]reflect.Type)
+	for _, f := range reflect.VisibleFields(t) {
+		if !f.IsExported() || (f.Anonymous && f.Tag.Get("json") == "") {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch name {
+		case "-":
+			continue
+		case "":
+			name = f.Name
+		}
+		m[name] = f.Type
+	}
+	fieldTypes.Store(t, m)
+	return m
 }
 
 func decodeError(err error) error {

@@ -351,3 +351,61 @@ func TestCreateThroughHandler(t *testing.T) {
 		})
 	}
 }
+
+// TestDecodeStrictFieldNamesAreExact: JSON names are case-sensitive, and
+// decisions.md refuses unknown fields, but encoding/json matches names
+// without regard to case: {"DOMAIN": ...} is taken as domain, and in
+// {"domain": "a.com", "Domain": "b.com"} the second silently wins.
+func TestDecodeStrictFieldNamesAreExact(t *testing.T) {
+	for _, tc := range []struct{ body, field string }{
+		{`{"DOMAIN":"example.com","budget":1}`, "DOMAIN"},
+		{`{"domain":"example.com","Budget":1}`, "Budget"},
+		{`{"domain":"good.example","Domain":"evil.example","budget":1}`, "Domain"},
+		{`{"domain":"example.com","budget":1,"Target_Queries":["q"]}`, "Target_Queries"},
+	} {
+		var in client.CreateContentRequest
+		err := decodeStrict([]byte(tc.body), &in)
+		f, ok := fault.As(err)
+		if !ok || f.Code != fault.ValidationError || !slices.Equal(fieldsOf(f), []string{tc.field}) {
+			t.Errorf("%s: decoded %+v, %v; want VALIDATION_ERROR on %s", tc.body, in, err, tc.field)
+		}
+	}
+}
+
+// TestDecodeBudgetHugeExponentIsCheap: client.ParseUSD bounds the length
+// of a budget (64 characters) but not its exponent, and big.Rat.SetString
+// works the power out: {"budget":1e999999} (19 bytes) costs some 30 ms of
+// CPU before it is refused, against microseconds for an ordinary amount,
+// on every request a key may send.
+func TestDecodeBudgetHugeExponentIsCheap(t *testing.T) {
+	for _, body := range []string{`{"budget":1e999999}`, `{"budget":1e-999999}`, `{"budget":-9e999999}`} {
+		best := time.Hour
+		for range 3 {
+			var in client.CreateContentRequest
+			start := time.Now()
+			err := decodeStrict([]byte(body), &in)
+			best = min(best, time.Since(start))
+			if f, ok := fault.As(err); !ok || f.Code != fault.ValidationError {
+				t.Fatalf("%s: %v", body, err)
+			}
+		}
+		if best > 5*time.Millisecond {
+			t.Errorf("%s took %v to refuse", body, best)
+		}
+	}
+}
+
+// TestDecodeBudgetLongExactAmount: trailing zeros are accepted
+// (1.50000000000 is $1.50), but past 64 characters ParseUSD refuses the
+// same amount with "must be at most 1000000000", which is false.
+func TestDecodeBudgetLongExactAmount(t *testing.T) {
+	body := `{"budget":1.` + strings.Repeat("0", 70) + `}`
+	var in client.CreateContentRequest
+	err := decodeStrict([]byte(body), &in)
+	if err != nil && strings.Contains(err.Error(), "at most 1000000000") {
+		t.Fatalf("$1 written with 70 zeros: %v", err)
+	}
+	if err == nil && in.Budget != dollarUSD {
+		t.Fatalf("decoded %d", in.Budget)
+	}
+}

@@ -11,7 +11,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
-	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -69,10 +69,14 @@ type testServer struct {
 	account auth.Principal
 }
 
-// newTestServer builds the API on a real SQLite database in a temporary
-// directory: an enterprise agency account with a client, the keys above,
-// and a visibility reading of example.com for each. now is the server's clock.
-func newTestServer(tb testing.TB, now func() time.Time, guardPerMinute int) *testServer {
+// testLog discards everything.
+var testLog = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// newTestDB opens a real SQLite database in a temporary directory with an
+// enterprise agency account, a client of it, the keys above (valid,
+// revoked, expired, and a client key) and a visibility reading of
+// example.com for the account and for the client.
+func newTestDB(tb testing.TB) *sqlite.DB {
 	tb.Helper()
 	ctx := context.Background()
 	db, err := sqlite.Open(ctx, filepath.Join(tb.TempDir(), "aivis.db"))
@@ -82,18 +86,24 @@ func newTestServer(tb testing.TB, now func() time.Time, guardPerMinute int) *tes
 	tb.Cleanup(func() { db.Close() })
 	mustTB(tb, db.CreateAccount(ctx, store.Account{ID: "acct_fuzz", Name: "Fuzz", Tier: "enterprise", Type: store.AccountAgency, CreatedAt: fuzzBase}))
 	mustTB(tb, db.CreateClient(ctx, store.Client{ID: "cli_fuzz", AccountID: "acct_fuzz", Name: "Client", CreatedAt: fuzzBase}))
+	// Revoked and expired at fuzzBase, or earlier should this machine's
+	// clock be behind it: past for test clocks and for the real one.
+	past := fuzzBase
+	if now := time.Now().Add(-time.Hour); now.Before(past) {
+		past = now
+	}
 	for _, k := range []struct {
 		id, key, secret, client string
 		expires, revoked        time.Time
 	}{
 		{"key_valid", fuzzKey, fuzzSecret, "", time.Time{}, time.Time{}},
-		{"key_revoked", fuzzRevokedKey, fuzzRevokedSecret, "", time.Time{}, fuzzBase},
-		{"key_expired", fuzzExpiredKey, fuzzExpiredSecret, "", fuzzBase, time.Time{}},
+		{"key_revoked", fuzzRevokedKey, fuzzRevokedSecret, "", time.Time{}, past},
+		{"key_expired", fuzzExpiredKey, fuzzExpiredSecret, "", past, time.Time{}},
 		{"key_client", fuzzClientKey, fuzzClientSecret, "cli_fuzz", time.Time{}, time.Time{}},
 	} {
 		mustTB(tb, db.CreateKey(ctx, store.Key{ID: k.id, AccountID: "acct_fuzz", ClientID: k.client, Name: k.id,
 			KeyHash: auth.Hash(k.key), SecretHash: auth.Hash(k.secret), Hint: auth.Hint(k.key), Scopes: auth.Scopes,
-			ExpiresAt: k.expires, RevokedAt: k.revoked, CreatedAt: fuzzBase.Add(-time.Hour)}))
+			ExpiresAt: k.expires, RevokedAt: k.revoked, CreatedAt: past.Add(-time.Hour)}))
 	}
 	for _, client := range []string{"", "cli_fuzz"} {
 		if _, err := db.AddReading(ctx, store.Reading{AccountID: "acct_fuzz", ClientID: client, Domain: "example.com", VisibilityScore: 72,
@@ -101,16 +111,43 @@ func newTestServer(tb testing.TB, now func() time.Time, guardPerMinute int) *tes
 			tb.Fatal(err)
 		}
 	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	as := &auth.Service{Keys: db, Accounts: db, Now: now}
-	cs := &content.Service{Store: db, Clients: db, Now: now}
-	srv := New(Config{}, Deps{Store: db, Auth: as, Content: cs, Counter: limits.NewMemory(nil, log),
-		Guard: limits.NewAuthGuard(guardPerMinute), Log: log, Now: now})
-	p, err := as.Authenticate(ctx, fuzzKey, fuzzSecret, true)
+	return db
+}
+
+func wrap(tb testing.TB, db *sqlite.DB, srv *Server, as *auth.Service, cs *content.Service) *testServer {
+	tb.Helper()
+	p, err := as.Authenticate(context.Background(), fuzzKey, fuzzSecret, true)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	return &testServer{srv: srv, handler: srv.Handler(), db: db, content: cs, account: p}
+}
+
+// newTestServer builds the API on newTestDB with a test clock (now, for the
+// server and its services) and a brute-force guard of guardPerMinute.
+// Counts are kept in memory only.
+func newTestServer(tb testing.TB, now func() time.Time, guardPerMinute int) *testServer {
+	tb.Helper()
+	db := newTestDB(tb)
+	as := &auth.Service{Keys: db, Accounts: db, Now: now}
+	cs := &content.Service{Store: db, Clients: db, Now: now}
+	srv := New(Config{}, Deps{Store: db, Auth: as, Content: cs, Counter: limits.NewMemory(nil, testLog),
+		Guard: limits.NewAuthGuard(guardPerMinute), Log: testLog, Now: now})
+	return wrap(tb, db, srv, as, cs)
+}
+
+// newAppServer builds the API on newTestDB as core/app does: real clock,
+// request counts persisted to the same database, default Config; the
+// brute-force guard is out of reach (1<<30 failures a minute), so that
+// every refusal of bad credentials is a 401 and never the guard's 429.
+func newAppServer(tb testing.TB) *testServer {
+	tb.Helper()
+	db := newTestDB(tb)
+	as := &auth.Service{Keys: db, Accounts: db, Now: time.Now}
+	cs := &content.Service{Store: db, Clients: db, Now: time.Now}
+	srv := New(Config{}, Deps{Store: db, Auth: as, Content: cs, Counter: limits.NewMemory(db, testLog),
+		Guard: limits.NewAuthGuard(1 << 30), Log: testLog})
+	return wrap(tb, db, srv, as, cs)
 }
 
 func mustTB(tb testing.TB, err error) {
@@ -167,36 +204,84 @@ func checkEnvelope(t *testing.T, w *httptest.ResponseRecorder) client.ErrorEnvel
 	return env
 }
 
-var authCodes = []string{string(fault.MissingCredentials), string(fault.InvalidCredentials), string(fault.KeyRevoked), string(fault.KeyExpired)}
+// Outcomes of authentication, as the oracle of FuzzAuthHeaders expects them.
+const authOK fault.Code = ""
 
-// checkAuth is the property of FuzzAuthHeaders for one response: 200 only
-// for the right credentials; otherwise 401 with an authentication code, or
-// 429; never anything else, never a 5xx. valid says whether the request
-// carried valid, current credentials.
-func checkAuth(t *testing.T, w *httptest.ResponseRecorder, valid bool, what string) {
+// pairs maps the stored credentials to what authenticating with them gives.
+var pairs = map[[2]string]fault.Code{
+	{fuzzKey, fuzzSecret}:               authOK,
+	{fuzzClientKey, fuzzClientSecret}:   authOK,
+	{fuzzRevokedKey, fuzzRevokedSecret}: fault.KeyRevoked,
+	{fuzzExpiredKey, fuzzExpiredSecret}: fault.KeyExpired,
+}
+
+// wantKeyAndSecret is what the key-and-secret interface must answer to
+// these header values (decisions.md section 2): a missing value is
+// MISSING_CREDENTIALS; a stored pair is accepted, or refused as revoked or
+// expired; anything else is INVALID_CREDENTIALS.
+func wantKeyAndSecret(key, secret string) fault.Code {
+	if key == "" || secret == "" {
+		return fault.MissingCredentials
+	}
+	if c, ok := pairs[[2]string{key, secret}]; ok {
+		return c
+	}
+	return fault.InvalidCredentials
+}
+
+// wantBearer is the same for an Authorization header: the Bearer scheme in
+// any case, then the key alone; another scheme is INVALID_CREDENTIALS, no
+// header or no token is MISSING_CREDENTIALS.
+func wantBearer(authz string) fault.Code {
+	if authz == "" {
+		return fault.MissingCredentials
+	}
+	scheme, token, _ := strings.Cut(authz, " ")
+	if !strings.EqualFold(scheme, "Bearer") {
+		return fault.InvalidCredentials
+	}
+	token = strings.TrimSpace(token)
+	if token == "" {
+		return fault.MissingCredentials
+	}
+	for pair, c := range pairs {
+		if pair[0] == token {
+			return c
+		}
+	}
+	return fault.InvalidCredentials
+}
+
+// checkAuth is the property of FuzzAuthHeaders for one response. With the
+// brute-force guard out of reach: an accepted credential gives 200, or 429
+// RATE_LIMIT_EXCEEDED once the account's windows are used up; a refused one
+// gives 401 with exactly the code of the oracle. Never a 5xx, never another
+// status; the rate-limit headers are on every response; no credential is
+// echoed.
+func checkAuth(t *testing.T, w *httptest.ResponseRecorder, want fault.Code, what string) {
 	t.Helper()
 	env := checkEnvelope(t, w)
-	switch w.Code {
-	case http.StatusOK:
-		if !valid {
-			t.Fatalf("%s: 200 without valid credentials: %s", what, w.Body.String())
-		}
-	case http.StatusUnauthorized:
-		if valid {
-			t.Fatalf("%s: 401 %s with valid credentials", what, env.Error.Code)
-		}
-		if !slices.Contains(authCodes, env.Error.Code) {
-			t.Fatalf("%s: 401 with code %s", what, env.Error.Code)
-		}
-	case http.StatusTooManyRequests:
-		if env.Error.Code != string(fault.RateLimitExceeded) {
-			t.Fatalf("%s: 429 with code %s", what, env.Error.Code)
+	switch {
+	case w.Code >= 500:
+		t.Fatalf("%s: %d %s: %s", what, w.Code, env.Error.Code, env.Error.Message)
+	case want == authOK:
+		if w.Code != http.StatusOK && !(w.Code == http.StatusTooManyRequests && env.Error.Code == string(fault.RateLimitExceeded)) {
+			t.Fatalf("%s: valid credentials answered %d %s (%s)", what, w.Code, env.Error.Code, env.Error.Message)
 		}
 	default:
-		t.Fatalf("%s: status %d (%s)", what, w.Code, w.Body.String())
+		if w.Code != http.StatusUnauthorized || env.Error.Code != string(want) {
+			t.Fatalf("%s: %d %s (%s), want 401 %s", what, w.Code, env.Error.Code, env.Error.Message, want)
+		}
 	}
-	if strings.Contains(w.Body.String(), fuzzSecret) || strings.Contains(w.Body.String(), fuzzKey) {
-		t.Fatalf("%s: the response shows a credential", what)
+	for _, h := range []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"} {
+		if w.Header().Get(h) == "" {
+			t.Fatalf("%s: %d without %s", what, w.Code, h)
+		}
+	}
+	for _, cred := range []string{fuzzSecret, fuzzKey, fuzzClientSecret, fuzzClientKey} {
+		if strings.Contains(w.Body.String(), cred) {
+			t.Fatalf("%s: the response shows a credential: %s", what, w.Body.String())
+		}
 	}
 }
 
@@ -212,15 +297,9 @@ func authRequests(s *testServer, key, secret, authz string) (*httptest.ResponseR
 	r = httptest.NewRequest(http.MethodGet, "https://aivis.test/v1/visibility?domain=example.com", nil)
 	r.Header["Authorization"] = []string{authz}
 	r.Header["X-Api-Key"] = []string{key} // ignored here
+	r.Header["X-Api-Secret"] = []string{secret}
 	w2 := s.serve(r)
 	return w1, w2
-}
-
-// bearerValid reports whether an Authorization value carries the valid key
-// in the Bearer scheme (case-insensitive, surrounding spaces allowed).
-func bearerValid(authz, key string) bool {
-	scheme, token, ok := strings.Cut(authz, " ")
-	return ok && strings.EqualFold(scheme, "Bearer") && strings.TrimSpace(token) == key
 }
 
 func addAuthSeeds(f *testing.F) {
@@ -231,52 +310,58 @@ func addAuthSeeds(f *testing.F) {
 		{fuzzKey, fuzzSecret, "BEARER   " + fuzzKey + "  "},
 		{fuzzRevokedKey, fuzzRevokedSecret, "Bearer " + fuzzRevokedKey},
 		{fuzzExpiredKey, fuzzExpiredSecret, "Bearer " + fuzzExpiredKey},
+		{fuzzRevokedKey, fuzzSecret, "Bearer " + fuzzExpiredKey + " "},
+		{fuzzKey, fuzzClientSecret, "Bearer " + fuzzClientKey + "	"},
 		{fuzzKey, fuzzRevokedSecret, "Basic " + fuzzKey},
 		{"", "", ""},
 		{fuzzKey, "", "Bearer"},
 		{"", fuzzSecret, "Bearer "},
+		{"", "", "Bearer 	 "},
 		{"svc_", "x", "Token " + fuzzKey},
 		{fuzzKey + "\r\nX-Injected: 1", fuzzSecret + "\r\n", "Bearer " + fuzzKey + "\r\nX-Injected: 1"},
 		{fuzzKey + "\n", fuzzSecret, "Bearer\t" + fuzzKey},
 		{fuzzKey + "\x00", "\x00" + fuzzSecret, "Bearer " + fuzzKey + "\x00"},
 		{" " + fuzzKey, fuzzSecret + " ", " Bearer " + fuzzKey},
+		{"\r\n", "\r\n", "\r\n"},
 		{strings.ToUpper(fuzzKey), strings.ToLower(fuzzSecret), "Bearer " + strings.ToLower(fuzzKey)},
 		{fuzzKey[:len(fuzzKey)-1] + "é", fuzzSecret, "Bearer " + strings.Replace(fuzzKey, "F", "Ｆ", 1)},
 		{"svc_😀😀😀😀😀😀😀😀😀😀", strings.Repeat("😀", 16), "Bearer 😀"},
+		{"svc_" + strings.Repeat("é", 20), strings.Repeat("é", 32), "Bearer svc_" + strings.Repeat("é", 20)},
 		{long, long, "Bearer " + long},
 		{"svc_" + strings.Repeat("a", 40), strings.Repeat("a", 64), "Bearer svc_" + strings.Repeat("a", 40)},
 		{"' OR 1=1 --", "\"; DROP TABLE api_keys; --", "Bearer ' OR '1'='1"},
 		{"\xff\xfe", "\xc3\x28", "Bearer \xff"},
 		{"%00", "%0d%0a", "Bearer%20" + fuzzKey},
+		{fuzzKey, fuzzSecret, "Bearer " + fuzzKey + " " + fuzzKey},
+		{fuzzKey, fuzzSecret, "Bearer\u00a0" + fuzzKey},
+		{fuzzKey, fuzzSecret, "Bearer \u00a0" + fuzzKey + "\u2003"},
 	} {
 		f.Add(s[0], s[1], s[2])
 	}
 }
 
 // FuzzAuthHeaders sends arbitrary X-API-Key, X-API-Secret and Authorization
-// values to a real server on a real database. Neither interface may panic
-// or answer 5xx; 200 comes only with the valid key (and secret); anything
-// else is a 401 with an authentication code or a 429.
+// values to a real server (built as core/app builds it, on a real SQLite
+// database) through httptest, so that values a net/http client would refuse
+// to send (line breaks, NUL, invalid UTF-8, 70 kB) reach the handler.
+// Neither interface may panic or answer 5xx; 200 comes only with valid
+// credentials, and every refusal is the 401 the oracle expects.
 func FuzzAuthHeaders(f *testing.F) {
-	clock := &stepClock{base: fuzzBase, step: 61 * time.Second}
-	s := newTestServer(f, clock.Now, 20)
+	s := newAppServer(f)
 	addAuthSeeds(f)
 	f.Fuzz(func(t *testing.T, key, secret, authz string) {
 		w1, w2 := authRequests(s, key, secret, authz)
-		validPair := (key == fuzzKey && secret == fuzzSecret) || (key == fuzzClientKey && secret == fuzzClientSecret)
-		checkAuth(t, w1, validPair, "key and secret")
-		if validPair && w1.Code != http.StatusOK && w1.Code != http.StatusTooManyRequests {
-			t.Fatalf("valid key and secret: %d", w1.Code)
-		}
-		validBearer := bearerValid(authz, fuzzKey) || bearerValid(authz, fuzzClientKey)
-		checkAuth(t, w2, validBearer, "bearer")
-		if validBearer && w2.Code != http.StatusOK && w2.Code != http.StatusTooManyRequests {
-			t.Fatalf("valid bearer: %d", w2.Code)
-		}
+		checkAuth(t, w1, wantKeyAndSecret(key, secret), "key and secret")
+		checkAuth(t, w2, wantBearer(authz), "bearer")
 		if w1.Code == http.StatusOK {
 			var env client.Envelope[client.BudgetStatus]
-			if err := json.Unmarshal(w1.Body.Bytes(), &env); err != nil || !env.Success || env.Data.QuotaTier != "Enterprise" {
+			if err := json.Unmarshal(w1.Body.Bytes(), &env); err != nil || !env.Success || env.Data.QuotaTier != "Enterprise" ||
+				env.Data.AccountID != "acct_fuzz" || env.Data.RateLimits.PerMinute != 300 {
 				t.Fatalf("budget status %s: %v", w1.Body.String(), err)
+			}
+			wantClient := key == fuzzClientKey
+			if (env.Data.ClientID != nil) != wantClient || (wantClient && *env.Data.ClientID != "cli_fuzz") {
+				t.Fatalf("budget status of %q shows client %v", key, env.Data.ClientID)
 			}
 		}
 		if w2.Code == http.StatusOK {
@@ -285,7 +370,146 @@ func FuzzAuthHeaders(f *testing.F) {
 				t.Fatalf("visibility %s: %v", w2.Body.String(), err)
 			}
 		}
+		for _, w := range []*httptest.ResponseRecorder{w1, w2} {
+			if w.Code == http.StatusUnauthorized && w.Header().Get("X-RateLimit-Limit") != strconv.Itoa(1<<30) {
+				t.Fatalf("a 401 reports X-RateLimit-Limit %q, want the guard's %d", w.Header().Get("X-RateLimit-Limit"), 1<<30)
+			}
+		}
 	})
+}
+
+// TestAuthOracle pins the oracle of FuzzAuthHeaders to named cases, so
+// that a wrong oracle cannot hide a wrong server.
+func TestAuthOracle(t *testing.T) {
+	for _, tc := range []struct {
+		key, secret string
+		want        fault.Code
+	}{
+		{fuzzKey, fuzzSecret, authOK},
+		{fuzzClientKey, fuzzClientSecret, authOK},
+		{fuzzRevokedKey, fuzzRevokedSecret, fault.KeyRevoked},
+		{fuzzExpiredKey, fuzzExpiredSecret, fault.KeyExpired},
+		{fuzzRevokedKey, fuzzSecret, fault.InvalidCredentials},
+		{fuzzKey, fuzzClientSecret, fault.InvalidCredentials},
+		{fuzzKey, "", fault.MissingCredentials},
+		{"", fuzzSecret, fault.MissingCredentials},
+		{fuzzKey + " ", fuzzSecret, fault.InvalidCredentials},
+	} {
+		if got := wantKeyAndSecret(tc.key, tc.secret); got != tc.want {
+			t.Errorf("wantKeyAndSecret(%q, %q) = %q, want %q", tc.key, tc.secret, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		authz string
+		want  fault.Code
+	}{
+		{"Bearer " + fuzzKey, authOK},
+		{"bEaReR   " + fuzzClientKey + " \t", authOK},
+		{"Bearer " + fuzzRevokedKey, fault.KeyRevoked},
+		{"Bearer " + fuzzExpiredKey, fault.KeyExpired},
+		{"", fault.MissingCredentials},
+		{"Bearer", fault.MissingCredentials},
+		{"Bearer  ", fault.MissingCredentials},
+		{"Basic " + fuzzKey, fault.InvalidCredentials},
+		{"Bearer\t" + fuzzKey, fault.InvalidCredentials},
+		{fuzzKey, fault.InvalidCredentials},
+		{"Bearer " + fuzzKey + " x", fault.InvalidCredentials},
+	} {
+		if got := wantBearer(tc.authz); got != tc.want {
+			t.Errorf("wantBearer(%q) = %q, want %q", tc.authz, got, tc.want)
+		}
+	}
+}
+
+// TestAppServerRateLimitsValidCredentials: on the server built as core/app
+// builds it, valid credentials get 200 with the account's windows in the
+// headers until the minute's 300 are used, then 429 RATE_LIMIT_EXCEEDED
+// with retry_after; bad credentials are still 401, not 429, and do not
+// count in the account's windows.
+func TestAppServerRateLimitsValidCredentials(t *testing.T) {
+	s := newAppServer(t)
+	// Stay clear of a minute boundary, where the count would start afresh.
+	if left := time.Until(time.Now().Truncate(time.Minute).Add(time.Minute)); left < 5*time.Second {
+		time.Sleep(left + 10*time.Millisecond)
+	}
+	for i := range 300 {
+		w1, _ := authRequests(s, fuzzKey, fuzzSecret, "")
+		if w1.Code != http.StatusOK {
+			t.Fatalf("request %d: %d %s", i+1, w1.Code, w1.Body.String())
+		}
+		if i%50 == 0 {
+			// Refused credentials in between count nowhere.
+			w, _ := authRequests(s, fuzzKey, fuzzClientSecret, "")
+			checkAuth(t, w, fault.InvalidCredentials, "wrong secret")
+		}
+		if got := w1.Header().Get("X-RateLimit-Remaining"); got != strconv.Itoa(299-i) {
+			t.Fatalf("request %d: X-RateLimit-Remaining %s, want %d", i+1, got, 299-i)
+		}
+	}
+	w1, w2 := authRequests(s, fuzzClientKey, fuzzClientSecret, "Bearer "+fuzzKey)
+	for _, w := range []*httptest.ResponseRecorder{w1, w2} {
+		env := checkEnvelope(t, w)
+		if w.Code != http.StatusTooManyRequests || env.Error.Code != string(fault.RateLimitExceeded) || w.Header().Get("X-RateLimit-Remaining") != "0" {
+			t.Fatalf("request 301 of the account: %d %s, remaining %q", w.Code, env.Error.Code, w.Header().Get("X-RateLimit-Remaining"))
+		}
+	}
+	w, _ := authRequests(s, fuzzKey, "bad", "")
+	checkAuth(t, w, fault.InvalidCredentials, "bad secret after the limit")
+}
+
+// TestUnauthorizedCarriesAChallenge: RFC 9110 section 15.5.2 says a 401
+// MUST carry WWW-Authenticate with a challenge for the resource (RFC 6750
+// gives the bearer interface's: Bearer); no 401 of the API carries one.
+func TestUnauthorizedCarriesAChallenge(t *testing.T) {
+	s := newAppServer(t)
+	w1, w2 := authRequests(s, fuzzKey, "wrong", "Bearer svc_wrong")
+	for i, w := range []*httptest.ResponseRecorder{w1, w2} {
+		if w.Code != http.StatusUnauthorized || w.Header().Get("WWW-Authenticate") == "" {
+			t.Errorf("interface %d: %d without WWW-Authenticate (headers %v)", i+1, w.Code, w.Header())
+		}
+	}
+	if c := w2.Header().Get("WWW-Authenticate"); c != `Bearer realm="aivis", error="invalid_token"` {
+		t.Errorf("bearer interface challenge %q, want a Bearer challenge with invalid_token", c)
+	}
+	// Without a token, RFC 6750 section 3.1: no error code.
+	r := httptest.NewRequest(http.MethodGet, "/v1/visibility?domain=example.com", nil)
+	if c := s.serve(r).Header().Get("WWW-Authenticate"); c != `Bearer realm="aivis"` {
+		t.Errorf("challenge without credentials %q", c)
+	}
+}
+
+// TestHeadServedByGet: HEAD on a GET operation answers as GET would,
+// without a body.
+func TestHeadServedByGet(t *testing.T) {
+	s := newAppServer(t)
+	r := httptest.NewRequest(http.MethodHead, "/api/v1/ai/budget-status", nil)
+	r.Header.Set("X-API-Key", fuzzKey)
+	r.Header.Set("X-API-Secret", fuzzSecret)
+	w := s.serve(r)
+	if w.Code != http.StatusOK || w.Header().Get("X-RateLimit-Limit") == "" {
+		t.Fatalf("HEAD budget-status: %d %v", w.Code, w.Header())
+	}
+}
+
+// TestMethodNotAllowedCarriesAllow: RFC 9110 section 15.5.6 says a 405
+// MUST carry Allow with the methods the resource supports; the router's
+// custom MethodNotAllowed handler answers without it.
+func TestMethodNotAllowedCarriesAllow(t *testing.T) {
+	s := newAppServer(t)
+	for _, tc := range []struct{ method, path, allow string }{
+		{http.MethodDelete, "/api/v1/ai/budget-status", "GET, HEAD"},
+		{http.MethodPut, "/api/v1/ai/content-requests", "GET, HEAD, POST"},
+		{http.MethodGet, "/api/v1/ai/content-requests/cr_1/cancel", "POST"},
+	} {
+		r := httptest.NewRequest(tc.method, tc.path, nil)
+		r.Header.Set("X-API-Key", fuzzKey)
+		r.Header.Set("X-API-Secret", fuzzSecret)
+		w := s.serve(r)
+		checkEnvelope(t, w)
+		if w.Code != http.StatusMethodNotAllowed || w.Header().Get("Allow") != tc.allow {
+			t.Errorf("%s %s: %d, Allow %q; want 405 with Allow: %s", tc.method, tc.path, w.Code, w.Header().Get("Allow"), tc.allow)
+		}
+	}
 }
 
 // TestAuthHeadersTable runs named cases through the same checks, with the
@@ -416,22 +640,34 @@ func addBodySeeds(f *testing.F) {
 	// as seeds they make the fuzzer spend its time minimizing them.
 }
 
+// bodyRequest is a create request with the body as the fuzzer gave it:
+// any Content-Type value, and chunked (no Content-Length) or not.
+func bodyRequest(body []byte, contentType string, chunked bool) *http.Request {
+	r := httptest.NewRequest(http.MethodPost, "/api/v1/ai/content-requests", bytes.NewReader(body))
+	r.Header["Content-Type"] = []string{contentType}
+	if chunked {
+		r.ContentLength = -1
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	return r
+}
+
 // FuzzDecodeContentRequest puts arbitrary bytes through readBody,
 // decodeStrict and content validation (content.Service.Create on a real
-// database). Nothing may panic; every failure is a *fault.Error with a 4xx
-// status; every success is a valid, normalized request.
+// database, with a principal from a real key). Nothing may panic; every
+// failure is a *fault.Error with a 4xx status; every success is a valid,
+// normalized request. The same body sent to POST
+// /api/v1/ai/content-requests of a second real server must get the same
+// outcome: the status and code of that error, or 201.
 func FuzzDecodeContentRequest(f *testing.F) {
 	s := newTestServer(f, func() time.Time { return fuzzBase }, 20)
+	// Its clock moves a minute and a second per reading: no rate window
+	// ever fills however fast the fuzzer goes.
+	h := newTestServer(f, (&stepClock{base: fuzzBase, step: 61 * time.Second}).Now, 20)
 	addBodySeeds(f)
 	ent, _ := limits.TierByName("enterprise")
 	f.Fuzz(func(t *testing.T, body []byte, contentType string, chunked bool) {
-		r := httptest.NewRequest(http.MethodPost, "/api/v1/ai/content-requests", bytes.NewReader(body))
-		r.Header["Content-Type"] = []string{contentType}
-		if chunked {
-			r.ContentLength = -1
-			r.Body = io.NopCloser(bytes.NewReader(body))
-		}
-		userError := func(stage string, err error) {
+		userError := func(stage string, err error) fault.Code {
 			t.Helper()
 			fe, ok := fault.As(err)
 			if !ok {
@@ -443,65 +679,107 @@ func FuzzDecodeContentRequest(f *testing.F) {
 			if fe.Message == "" || !utf8.ValidString(fe.Message) {
 				t.Fatalf("%s: message %q", stage, fe.Message)
 			}
+			for _, d := range fe.Details {
+				// The field may be "": {"": 0} names an unknown field "".
+				if d.Message == "" {
+					t.Fatalf("%s: detail %+v", stage, d)
+				}
+			}
+			return fe.Code
 		}
-		b, err := readBody(r, false)
-		if err != nil {
-			userError("readBody", err)
-			if len(body) <= MaxBody && fe(err).Code == fault.PayloadTooLarge {
-				t.Fatalf("a body of %d bytes refused as too large", len(body))
+		direct := func() fault.Code {
+			b, err := readBody(bodyRequest(body, contentType, chunked), false)
+			if err != nil {
+				code := userError("readBody", err)
+				if len(body) <= MaxBody && code == fault.PayloadTooLarge {
+					t.Fatalf("a body of %d bytes refused as too large", len(body))
+				}
+				return code
+			}
+			if len(b) > MaxBody || !bytes.Equal(b, body) {
+				t.Fatalf("readBody returned %d bytes of %d", len(b), len(body))
+			}
+			var in client.CreateContentRequest
+			if err := decodeStrict(b, &in); err != nil {
+				return userError("decodeStrict", err)
+			}
+			cr, _, err := s.content.Create(context.Background(), s.account, in, nil)
+			if err != nil {
+				return userError("Create", err)
+			}
+			checkCreated(t, cr, ent)
+			got, err := s.content.Get(context.Background(), s.account, cr.ID)
+			if err != nil || got.Domain != cr.Domain || got.Budget != cr.Budget || got.Content != cr.Content {
+				t.Fatalf("read back %+v, %v", got, err)
+			}
+			// Cancel, so the active-request and monthly limits stay out of the way.
+			if _, _, err := s.content.Cancel(context.Background(), s.account, cr.ID, nil); err != nil {
+				t.Fatalf("cancel: %v", err)
+			}
+			return ""
+		}
+		want := direct()
+
+		r := bodyRequest(body, contentType, chunked)
+		r.Header.Set("X-API-Key", fuzzKey)
+		r.Header.Set("X-API-Secret", fuzzSecret)
+		w := h.serve(r)
+		env := checkEnvelope(t, w)
+		if want != "" {
+			if w.Code != want.Status() || env.Error.Code != string(want) {
+				t.Fatalf("through the handler: %d %s (%s); directly: %s", w.Code, env.Error.Code, env.Error.Message, want)
 			}
 			return
 		}
-		if len(b) > MaxBody || !bytes.Equal(b, body) {
-			t.Fatalf("readBody returned %d bytes of %d", len(b), len(body))
+		var got client.Envelope[client.ContentRequest]
+		if w.Code != http.StatusCreated || json.Unmarshal(w.Body.Bytes(), &got) != nil || !got.Success ||
+			got.Data.Status != client.StatusQueued || w.Header().Get("Location") != "/api/v1/ai/content-requests/"+got.Data.ID {
+			t.Fatalf("through the handler: %d %s; directly: created", w.Code, w.Body.String())
 		}
-		var in client.CreateContentRequest
-		if err := decodeStrict(b, &in); err != nil {
-			userError("decodeStrict", err)
-			return
-		}
-		cr, _, err := s.content.Create(context.Background(), s.account, in, nil)
-		if err != nil {
-			userError("Create", err)
-			return
-		}
-		// A created request is valid and normalized.
-		if d, err := domains.Normalize(cr.Domain); err != nil || d != cr.Domain {
-			t.Fatalf("stored domain %q is not normalized (%q, %v)", cr.Domain, d, err)
-		}
-		if cr.Budget <= 0 || cr.Budget > ent.MaxBudgetPerRequest || cr.Status != client.StatusQueued {
-			t.Fatalf("stored budget %d, status %s", cr.Budget, cr.Status)
-		}
-		if cr.Type != client.TypeOptimize && cr.Type != client.TypeAnalyze {
-			t.Fatalf("stored type %q", cr.Type)
-		}
-		if len(cr.TargetQueries) > content.MaxQueries || len(cr.Metadata) > content.MaxMetadata || len(cr.Content) > content.MaxContentBytes {
-			t.Fatalf("stored %d queries, %d metadata, %d bytes of content", len(cr.TargetQueries), len(cr.Metadata), len(cr.Content))
-		}
-		for _, q := range cr.TargetQueries {
-			if q == "" || q != strings.TrimSpace(q) || utf8.RuneCountInString(q) > content.MaxQueryRunes {
-				t.Fatalf("stored query %q", q)
-			}
-		}
-		if cr.URL != "" {
-			u, err := url.Parse(cr.URL)
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
-				len(cr.URL) > content.MaxURLLength || !domains.Covers(cr.Domain, u.Hostname()) {
-				t.Fatalf("stored url %q on %s", cr.URL, cr.Domain)
-			}
-		}
-		if cr.ClientID != "" && cr.ClientID != "cli_fuzz" {
-			t.Fatalf("stored client %q", cr.ClientID)
-		}
-		got, err := s.content.Get(context.Background(), s.account, cr.ID)
-		if err != nil || got.Domain != cr.Domain || got.Budget != cr.Budget || got.Content != cr.Content {
-			t.Fatalf("read back %+v, %v", got, err)
-		}
-		// Cancel, so the active-request and monthly limits stay out of the way.
-		if _, _, err := s.content.Cancel(context.Background(), s.account, cr.ID, nil); err != nil {
-			t.Fatalf("cancel: %v", err)
+		if _, _, err := h.content.Cancel(context.Background(), h.account, got.Data.ID, nil); err != nil {
+			t.Fatalf("cancel of %s: %v", got.Data.ID, err)
 		}
 	})
+}
+
+// checkCreated: a created request is valid and normalized.
+func checkCreated(t *testing.T, cr store.ContentRequest, tier limits.Tier) {
+	t.Helper()
+	if d, err := domains.Normalize(cr.Domain); err != nil || d != cr.Domain {
+		t.Fatalf("stored domain %q is not normalized (%q, %v)", cr.Domain, d, err)
+	}
+	if cr.Budget <= 0 || cr.Budget > tier.MaxBudgetPerRequest || cr.Status != client.StatusQueued || !strings.HasPrefix(cr.ID, "cr_") {
+		t.Fatalf("stored %s: budget %d, status %s", cr.ID, cr.Budget, cr.Status)
+	}
+	if cr.Type != client.TypeOptimize && cr.Type != client.TypeAnalyze {
+		t.Fatalf("stored type %q", cr.Type)
+	}
+	if len(cr.TargetQueries) > content.MaxQueries || len(cr.Metadata) > content.MaxMetadata || len(cr.Content) > content.MaxContentBytes {
+		t.Fatalf("stored %d queries, %d metadata, %d bytes of content", len(cr.TargetQueries), len(cr.Metadata), len(cr.Content))
+	}
+	for _, q := range cr.TargetQueries {
+		if q == "" || q != strings.TrimSpace(q) || utf8.RuneCountInString(q) > content.MaxQueryRunes {
+			t.Fatalf("stored query %q", q)
+		}
+	}
+	for k, v := range cr.Metadata {
+		if k == "" || utf8.RuneCountInString(k) > content.MaxMetaKeyRunes || utf8.RuneCountInString(v) > content.MaxMetaValRunes {
+			t.Fatalf("stored metadata %q: %q", k, v)
+		}
+	}
+	if cr.URL != "" {
+		u, err := url.Parse(cr.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+			len(cr.URL) > content.MaxURLLength {
+			t.Fatalf("stored url %q on %s", cr.URL, cr.Domain)
+		}
+		if h, err := domains.Normalize(u.Hostname()); err != nil || !domains.Covers(cr.Domain, h) {
+			t.Fatalf("stored url %q is not on %s", cr.URL, cr.Domain)
+		}
+	}
+	if cr.ClientID != "" && cr.ClientID != "cli_fuzz" {
+		t.Fatalf("stored client %q", cr.ClientID)
+	}
 }
 
 func fe(err error) *fault.Error {

@@ -179,12 +179,28 @@ func (s *Server) authenticate(withSecret bool) func(http.Handler) http.Handler {
 					remaining = s.guard.Fail(addr, now)
 				}
 				s.guardHeaders(w, remaining, reset, now)
+				if fe, ok := fault.As(err); ok && fe.Code.Status() == http.StatusUnauthorized {
+					w.Header().Set("WWW-Authenticate", challenge(withSecret, key != ""))
+				}
 				writeError(w, r, s.log, err)
 				return
 			}
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyPrincipal, p)))
 		})
 	}
+}
+
+// challenge is the WWW-Authenticate value of a 401 (RFC 9110 section
+// 11.6.1): RFC 6750's Bearer on /v1, with invalid_token when a token was
+// sent; on /api/v1/ai the key-and-secret scheme, named after its headers.
+func challenge(withSecret, sent bool) string {
+	if withSecret {
+		return `APIKey realm="aivis", headers="X-API-Key X-API-Secret"`
+	}
+	if sent {
+		return `Bearer realm="aivis", error="invalid_token"`
+	}
+	return `Bearer realm="aivis"`
 }
 
 func (s *Server) guardHeaders(w http.ResponseWriter, remaining int, reset int64, now time.Time) {

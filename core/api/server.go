@@ -7,10 +7,12 @@ import (
 	_ "embed"
 	"log/slog"
 	"net/http"
+	"strings"
 	"net/netip"
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/aivis/aivis/core/auth"
 	"github.com/aivis/aivis/core/content"
@@ -73,6 +75,7 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // Router is the route table, without the outer middleware.
 func (s *Server) Router() chi.Router {
 	r := chi.NewRouter()
+	r.Use(middleware.GetHead)
 	r.NotFound(s.notFound)
 	r.MethodNotAllowed(s.methodNotAllowed)
 	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -106,5 +109,16 @@ func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		probe := m
+		if m == http.MethodHead {
+			probe = http.MethodGet // served by GET's handler (middleware.GetHead)
+		}
+		if s.router.Match(chi.NewRouteContext(), probe, r.URL.Path) {
+			allow = append(allow, m)
+		}
+	}
+	w.Header().Set("Allow", strings.Join(allow, ", "))
 	writeError(w, r, s.log, fault.New(fault.MethodNotAllowed, "%s is not allowed on %s", r.Method, r.URL.Path))
 }
