@@ -7,8 +7,8 @@ import (
 	_ "embed"
 	"log/slog"
 	"net/http"
-	"strings"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"

@@ -949,7 +949,6 @@ func TestIdempotentReplayAfterTierDowngrade(t *testing.T) {
 	}
 }
 
-
 // TestInvalidDomainDoesNotBlameURL: validate checks the url against
 // in.Domain, which it overwrites only when the domain is valid; an invalid
 // domain keeps its raw value, so a url on the very host the client meant

@@ -222,7 +222,6 @@ func TestNormalizeRefusesInvalidUTF8(t *testing.T) {
 	}
 }
 
-
 // TestNormalizeTrailingIdeographicStop: UTS 46 maps the ideographic full
 // stop (U+3002) and its fullwidth and halfwidth forms (U+FF0E, U+FF61) to
 // ".", and Normalize accepts them between labels ("example。com") and

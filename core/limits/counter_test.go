@@ -814,7 +814,6 @@ func TestConcurrentTakeAndFlush(t *testing.T) {
 	}
 }
 
-
 // TestTakeLateRequestAtWindowBoundary: the API reads the clock before Take
 // takes the shard's lock (rateLimit passes At: s.now()), so at a window
 // boundary a request stamped just before it can reach Take after requests

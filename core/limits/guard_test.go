@@ -186,7 +186,6 @@ func TestAuthGuardConcurrent(t *testing.T) {
 	checkBlocked(t, g, a, guardT0, 45)
 }
 
-
 // TestAuthGuardLateFailureAtMinuteBoundary: the API reads the clock before
 // it authenticates (a database lookup) and records the failure after, with
 // that time, so a failure stamped in one minute can be recorded after the
