@@ -66,22 +66,25 @@ func newFresh(ctx context.Context, db *sql.DB, path string) (*fresh, error) {
 	}
 	// The -shm file exists once a connection has read the database in WAL mode.
 	if _, err := f.current(ctx); err != nil {
-		f.close()
+		f.close() // commits is not open yet
 		return nil, err
 	}
 	f.commits = watchCommits(path)
 	return f, nil
 }
 
-func (f *fresh) close() {
+// close closes the connection and hands back the commit watcher, which the
+// caller closes after every other connection (see commits).
+func (f *fresh) close() *commits {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.commits.close()
+	c := f.commits
 	f.commits = nil
 	if f.stmt != nil {
 		f.stmt.Close()
 	}
 	f.conn.Close()
+	return c
 }
 
 // current returns the epoch, emptying the caches if it moved. The epoch is

@@ -16,10 +16,15 @@ import (
 // a memory read, so the cache epoch needs a statement only after a commit.
 //
 // SQLite truncates the -shm file only when the first connection opens the
-// database, which cannot happen while this process holds connections open;
-// the mapping is released before they are closed.
+// database, which it tells by a lock that every process with the database
+// open holds on the file. POSIX releases all of a process's locks on a file
+// when the process closes any descriptor of it, so the descriptor opened
+// here stays open until SQLite's own connections are closed: closing it
+// earlier would let the next process to open the database (the CLI) take
+// itself for the first and reset the WAL index under this one.
 type commits struct {
-	mem []byte
+	file *os.File
+	mem  []byte
 }
 
 func watchCommits(dbPath string) *commits {
@@ -27,24 +32,29 @@ func watchCommits(dbPath string) *commits {
 	if err != nil {
 		return nil
 	}
-	defer f.Close()
 	mem, err := syscall.Mmap(int(f.Fd()), 0, 4096, syscall.PROT_READ, syscall.MAP_SHARED)
 	if err != nil {
-		return nil
+		return &commits{file: f} // kept open all the same: see above
 	}
-	return &commits{mem: mem}
+	return &commits{file: f, mem: mem}
 }
 
 // counter is the commit counter; ok is false when there is no mapping.
 func (c *commits) counter() (uint32, bool) {
-	if c == nil {
+	if c == nil || c.mem == nil {
 		return 0, false
 	}
 	return atomic.LoadUint32((*uint32)(unsafe.Pointer(&c.mem[8]))), true
 }
 
+// close releases the mapping and the descriptor; it is called once every
+// connection of this process to the database is closed.
 func (c *commits) close() {
-	if c != nil {
+	if c == nil {
+		return
+	}
+	if c.mem != nil {
 		syscall.Munmap(c.mem)
 	}
+	c.file.Close()
 }

@@ -89,15 +89,18 @@ func Open(ctx context.Context, path string) (*DB, error) {
 
 // Close closes both pools.
 func (db *DB) Close() error {
+	var c *commits
 	if db.fresh != nil {
-		db.fresh.close()
+		c = db.fresh.close()
 	}
 	for _, st := range []*sql.Stmt{db.keyByHash, db.budget} {
 		if st != nil {
 			st.Close()
 		}
 	}
-	return errors.Join(db.r.Close(), db.w.Close())
+	err := errors.Join(db.r.Close(), db.w.Close())
+	c.close()
+	return err
 }
 
 func migrate(ctx context.Context, w *sql.DB) error {
