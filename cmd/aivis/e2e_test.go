@@ -24,7 +24,7 @@ func budgetStatus(t *testing.T, s *server, k key) client.BudgetStatus {
 	t.Helper()
 	r := s.do(t, req{method: "GET", path: "/api/v1/ai/budget-status", header: keyed(k)})
 	if r.Status != 200 {
-		t.Fatalf("budget-status: %d %s", r.Status, r.Body)
+		t.Fatalf("budget-status: %d %s\n%s", r.Status, r.Body, s.Stderr)
 	}
 	var env client.Envelope[client.BudgetStatus]
 	r.decode(t, &env)

@@ -99,6 +99,8 @@ func resolve(node any, pointer string) (any, string, error) {
 	return node, pointer, nil
 }
 
+var compileMu sync.Mutex
+
 // responseSchema finds the schema of a response in the document.
 func responseSchema(method, path string, status int) (*jsonschema.Schema, error) {
 	if err := loadOpenAPI(); err != nil {
@@ -143,7 +145,9 @@ func responseSchema(method, path string, status int) (*jsonschema.Schema, error)
 	if s, ok := openapi.schemas.Load(sptr); ok {
 		return s.(*jsonschema.Schema), nil
 	}
+	compileMu.Lock() // a Compiler is not safe for concurrent use
 	s, err := openapi.compiler.Compile(docURL + "#" + sptr)
+	compileMu.Unlock()
 	if err != nil {
 		return nil, fmt.Errorf("compile %s: %w", sptr, err)
 	}
