@@ -29,6 +29,8 @@ type Config struct {
 	TrustedProxies        []string `json:"trusted_proxies"`
 	AllowPrivateTargets   bool     `json:"allow_private_targets"`
 	AllowedTargets        []string `json:"allowed_targets"`
+	AllowHTTPTargets      bool     `json:"allow_http_targets"`
+	WebhookTimeout        Duration `json:"webhook_timeout"`
 	LogLevel              string   `json:"log_level"`
 	LogFormat             string   `json:"log_format"`
 	AuthFailuresPerMinute int      `json:"auth_failures_per_minute"`
@@ -73,6 +75,7 @@ func Default() Config {
 		AuthFailuresPerMinute: 20,
 		CounterFlushInterval:  Duration(time.Second),
 		ShutdownTimeout:       Duration(30 * time.Second),
+		WebhookTimeout:        Duration(15 * time.Second),
 	}
 }
 
@@ -98,6 +101,8 @@ func (c *Config) fields(serve bool) []field {
 		field{"trusted-proxies", "comma-separated CIDRs whose X-Forwarded-Proto/-For are believed", (*list)(&c.TrustedProxies)},
 		field{"allow-private-targets", "let outbound deliveries reach loopback, private and link-local addresses", (*boolean)(&c.AllowPrivateTargets)},
 		field{"allowed-targets", "comma-separated CIDRs outbound deliveries may reach despite the guard", (*list)(&c.AllowedTargets)},
+		field{"allow-http-targets", "accept webhook endpoints on plain http:// (default: https:// only)", (*boolean)(&c.AllowHTTPTargets)},
+		field{"webhook-timeout", "how long one webhook delivery attempt may take", &c.WebhookTimeout},
 		field{"log-level", "debug, info, warn or error", (*str)(&c.LogLevel)},
 		field{"log-format", "text or json", (*str)(&c.LogFormat)},
 		field{"auth-failures-per-minute", "failed authentications allowed per client address per minute", (*integer)(&c.AuthFailuresPerMinute)},
@@ -220,6 +225,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ShutdownTimeout <= 0 {
 		errs = append(errs, errors.New("shutdown_timeout must be positive"))
+	}
+	if c.WebhookTimeout < Duration(100*time.Millisecond) || c.WebhookTimeout > Duration(time.Minute) {
+		errs = append(errs, errors.New("webhook_timeout must be between 100ms and 1m"))
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("config: %w", errors.Join(errs...))

@@ -32,7 +32,7 @@ func TestDefaults(t *testing.T) {
 	want := config.Config{
 		DataDir: "./aivis-data", Addr: "127.0.0.1:8443", LogLevel: "info", LogFormat: "text",
 		AuthFailuresPerMinute: 20, CounterFlushInterval: config.Duration(time.Second),
-		ShutdownTimeout: config.Duration(30 * time.Second),
+		ShutdownTimeout: config.Duration(30 * time.Second), WebhookTimeout: config.Duration(15 * time.Second),
 	}
 	if !reflect.DeepEqual(d, want) {
 		t.Fatalf("Default() = %+v, want %+v", d, want)
@@ -97,6 +97,7 @@ func TestPrecedence(t *testing.T) {
 		AllowPrivateTargets:   false,                                       // file true, flag false
 		LogLevel:              "debug",                                     // file, env
 		LogFormat:             "json",                                      // flag only
+		WebhookTimeout:        config.Duration(15 * time.Second),           // default
 		AuthFailuresPerMinute: 7,                                           // file, env
 		CounterFlushInterval:  config.Duration(4 * time.Second),            // file, env, flag
 		ShutdownTimeout:       config.Duration(10 * time.Second),           // file only

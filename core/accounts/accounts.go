@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/aivis/aivis/core/auth"
 	"github.com/aivis/aivis/core/fault"
 	"github.com/aivis/aivis/core/limits"
 	"github.com/aivis/aivis/core/randid"
@@ -91,4 +92,27 @@ func (s *Service) CreateClient(ctx context.Context, accountID, name string) (sto
 		return c, fmt.Errorf("accounts: %w", err)
 	}
 	return c, nil
+}
+
+// Owner resolves the client a request acts for: a client key's own, or the
+// one an agency's account key names (which must exist).
+func Owner(ctx context.Context, st store.Accounts, p auth.Principal, clientID string) (string, error) {
+	if p.ClientID() != "" {
+		if clientID != "" && clientID != p.ClientID() {
+			return "", fault.New(fault.NotFound, "no client %s", clientID)
+		}
+		return p.ClientID(), nil
+	}
+	if clientID == "" {
+		return "", nil
+	}
+	if p.Account.Type != store.AccountAgency {
+		return "", fault.New(fault.PlanNotAllowed, "client_id is for agency accounts")
+	}
+	if _, err := st.Client(ctx, p.AccountID(), clientID); errors.Is(err, store.ErrNotFound) {
+		return "", fault.New(fault.NotFound, "no client %s", clientID)
+	} else if err != nil {
+		return "", err
+	}
+	return clientID, nil
 }

@@ -16,9 +16,11 @@ import (
 
 	"github.com/aivis/aivis/core/auth"
 	"github.com/aivis/aivis/core/content"
+	"github.com/aivis/aivis/core/delivery"
 	"github.com/aivis/aivis/core/fault"
 	"github.com/aivis/aivis/core/limits"
 	"github.com/aivis/aivis/core/store"
+	"github.com/aivis/aivis/core/visibility"
 )
 
 //go:embed openapi.json
@@ -41,25 +43,30 @@ type Deps struct {
 	Guard   *limits.AuthGuard
 	Log     *slog.Logger
 	Now     func() time.Time
+	// Readings records visibility readings; Webhooks manages webhooks.
+	Readings *visibility.Recorder
+	Webhooks *delivery.Service
 }
 
 // Server is the v1 API.
 type Server struct {
-	cfg     Config
-	store   store.Store
-	auth    *auth.Service
-	content *content.Service
-	counter limits.Counter
-	guard   *limits.AuthGuard
-	log     *slog.Logger
-	now     func() time.Time
-	router  chi.Router
-	handler http.Handler
+	cfg      Config
+	store    store.Store
+	auth     *auth.Service
+	content  *content.Service
+	readings *visibility.Recorder
+	webhooks *delivery.Service
+	counter  limits.Counter
+	guard    *limits.AuthGuard
+	log      *slog.Logger
+	now      func() time.Time
+	router   chi.Router
+	handler  http.Handler
 }
 
 // New builds the API.
 func New(cfg Config, d Deps) *Server {
-	s := &Server{cfg: cfg, store: d.Store, auth: d.Auth, content: d.Content, counter: d.Counter,
+	s := &Server{cfg: cfg, store: d.Store, auth: d.Auth, content: d.Content, readings: d.Readings, webhooks: d.Webhooks, counter: d.Counter,
 		guard: d.Guard, log: d.Log, now: d.Now}
 	if s.now == nil {
 		s.now = time.Now
@@ -100,6 +107,18 @@ func (s *Server) Router() chi.Router {
 		r.NotFound(s.notFound)
 		r.MethodNotAllowed(s.methodNotAllowed)
 		r.Get("/visibility", s.scope("visibility:read", s.getVisibility))
+		r.Post("/visibility", s.scope("visibility:write", s.recordReading))
+		r.Get("/webhooks", s.scope("webhooks:read", s.listWebhooks))
+		r.Post("/webhooks", s.scope("webhooks:write", s.createWebhook))
+		r.Get("/webhooks/{id}", s.scope("webhooks:read", s.getWebhook))
+		r.Patch("/webhooks/{id}", s.scope("webhooks:write", s.updateWebhook))
+		r.Delete("/webhooks/{id}", s.scope("webhooks:write", s.deleteWebhook))
+		r.Post("/webhooks/{id}/rotate-secret", s.scope("webhooks:write", s.rotateWebhookSecret))
+		r.Post("/webhooks/{id}/test", s.scope("webhooks:write", s.testWebhook))
+		r.Post("/webhooks/{id}/replay", s.scope("webhooks:write", s.replay))
+		r.Get("/webhooks/{id}/deliveries", s.scope("webhooks:read", s.listDeliveries))
+		r.Get("/webhooks/{id}/deliveries/{delivery_id}", s.scope("webhooks:read", s.getDelivery))
+		r.Post("/webhooks/{id}/deliveries/{delivery_id}/redeliver", s.scope("webhooks:write", s.redeliver))
 	})
 	return r
 }

@@ -16,14 +16,20 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ThreeDotsLabs/watermill"
+
 	"github.com/aivis/aivis/config"
 	"github.com/aivis/aivis/core/accounts"
 	"github.com/aivis/aivis/core/api"
 	"github.com/aivis/aivis/core/auth"
+	bus "github.com/aivis/aivis/core/bus/sqlite"
 	"github.com/aivis/aivis/core/content"
+	"github.com/aivis/aivis/core/delivery"
 	"github.com/aivis/aivis/core/limits"
+	"github.com/aivis/aivis/core/netguard"
 	"github.com/aivis/aivis/core/store/sqlite"
 	"github.com/aivis/aivis/core/tlsconf"
+	"github.com/aivis/aivis/core/visibility"
 )
 
 // DBFile is the database's file name inside the data directory.
@@ -108,9 +114,33 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 	wg.Go(func() { svc.Content.PruneIdempotency(counterCtx, time.Hour, log) })
 	defer func() { stopCounter(); wg.Wait() }()
 
+	// Events: the webhook engine consumes the bus that shares the database.
+	policy := netguard.Policy{AllowPrivate: cfg.AllowPrivateTargets, Allow: prefixes(cfg.AllowedTargets)}
+	timeout := time.Duration(cfg.WebhookTimeout)
+	outbound := policy.Client(timeout)
+	write, read := svc.Store.Pools()
+	sub, err := bus.NewSubscriber(write, read, bus.SubscriberConfig{ConsumerGroup: "webhooks"}, watermill.NewSlogLogger(log))
+	if err != nil {
+		return fmt.Errorf("event bus: %w", err)
+	}
+	engine := delivery.New(svc.Store, sub, outbound, log, delivery.Options{Timeout: timeout})
+	engineCtx, stopEngine := context.WithCancel(context.Background())
+	engineDone := make(chan error, 1)
+	go func() { engineDone <- engine.Run(engineCtx) }()
+	defer func() {
+		stopEngine()
+		if err := <-engineDone; err != nil {
+			log.Error("webhook engine", "err", err)
+		}
+		sub.Close()
+	}()
+	webhooks := &delivery.Service{Store: svc.Store, Client: outbound, AllowHTTP: cfg.AllowHTTPTargets, Wake: engine.Wake,
+		CheckURL: func(raw string, allowHTTP bool) error { _, err := policy.CheckURL(raw, allowHTTP); return err }}
+
 	srv := api.New(api.Config{TrustedProxies: prefixes(cfg.TrustedProxies)}, api.Deps{
 		Store: svc.Store, Auth: svc.Auth, Content: svc.Content, Counter: counter,
 		Guard: limits.NewAuthGuard(cfg.AuthFailuresPerMinute), Log: log,
+		Readings: &visibility.Recorder{Store: svc.Store, Now: time.Now}, Webhooks: webhooks,
 	})
 
 	ln, err := net.Listen("tcp", cfg.Addr)

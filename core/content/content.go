@@ -19,6 +19,7 @@ import (
 	"github.com/aivis/aivis/client"
 	"github.com/aivis/aivis/core/auth"
 	"github.com/aivis/aivis/core/domains"
+	"github.com/aivis/aivis/core/events"
 	"github.com/aivis/aivis/core/fault"
 	"github.com/aivis/aivis/core/limits"
 	"github.com/aivis/aivis/core/randid"
@@ -242,7 +243,10 @@ func (s *Service) Create(ctx context.Context, p auth.Principal, in client.Create
 		if err := tx.InsertContentRequest(cr); err != nil {
 			return store.ContentRequest{}, err
 		}
-		return cr, tx.AddToBudgetMonth(p.AccountID(), month, 0, cr.Budget)
+		if err := tx.AddToBudgetMonth(p.AccountID(), month, 0, cr.Budget); err != nil {
+			return cr, err
+		}
+		return cr, Emit(tx, events.ContentRequestCreated, now, cr)
 	})
 }
 
@@ -329,8 +333,28 @@ func (s *Service) Cancel(ctx context.Context, p auth.Principal, id string, idem 
 		if err := tx.UpdateContentRequest(cr); err != nil {
 			return cr, err
 		}
-		return cr, tx.AddToBudgetMonth(cr.AccountID, cr.BudgetMonth, 0, -(cr.Budget - cr.Spent))
+		if err := tx.AddToBudgetMonth(cr.AccountID, cr.BudgetMonth, 0, -(cr.Budget - cr.Spent)); err != nil {
+			return cr, err
+		}
+		return cr, Emit(tx, events.ContentRequestCancelled, now, cr)
 	})
+}
+
+// Emit publishes a content request's event in the transaction of its
+// change: content_request_created, _failed or _cancelled.
+func Emit(tx store.Tx, kind string, at time.Time, cr store.ContentRequest) error {
+	ev, err := events.New(kind, at, cr.AccountID, cr.ClientID, cr.Domain, events.ContentRequestData{
+		ID: cr.ID, Status: cr.Status, Type: cr.Type, Domain: cr.Domain, URL: events.Optional(cr.URL),
+		Budget: client.USD(cr.Budget), Spent: client.USD(cr.Spent), FailureReason: events.Optional(cr.FailureReason),
+		ClientID: events.Optional(cr.ClientID)})
+	if err != nil {
+		return err
+	}
+	m, err := ev.Message()
+	if err != nil {
+		return err
+	}
+	return tx.Publish(events.Topic, m)
 }
 
 // Reserved is what an active request still holds of its budget.

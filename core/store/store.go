@@ -7,6 +7,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
 )
 
 // Sentinel errors callers branch on.
@@ -159,6 +161,7 @@ type Store interface {
 	Content
 	Readings
 	Counters
+	Webhooks
 
 	// DeleteIdempotencyBefore forgets idempotency records made before t.
 	DeleteIdempotencyBefore(ctx context.Context, t time.Time) (int64, error)
@@ -223,6 +226,40 @@ type Tx interface {
 	AddToBudgetMonth(accountID, month string, spent, reserved int64) error
 	Idempotency(scope, key string, notBefore time.Time) (Idempotency, error)
 	PutIdempotency(rec Idempotency) error
+
+	// Publish writes messages to a bus topic in this transaction (the
+	// outbox): subscribers see them once it commits, never if it rolls back.
+	Publish(topic string, msgs ...*message.Message) error
+
+	// LatestReading is the newest reading of exactly one owner (ClientID ""
+	// is the account's own) for a domain.
+	LatestReading(f ReadingFilter) (Reading, error)
+	InsertReading(r Reading) (Reading, error)
+
+	InsertWebhook(w Webhook) error
+	// Webhook reads a webhook of an account, for update.
+	Webhook(accountID, id string) (Webhook, error)
+	UpdateWebhook(w Webhook) error
+	DeleteWebhook(accountID, id string) error
+	// InsertDelivery adds a delivery unless the webhook already has one for
+	// the event (added reports which).
+	InsertDelivery(d Delivery) (added bool, err error)
+	AddAttempt(a Attempt) error
+	// ClaimDeliveries leases up to limit pending deliveries of enabled
+	// webhooks due at now, oldest first and at most perWebhook of one
+	// webhook, until leaseEnd; a lease keeps other claimers away while an
+	// attempt is in flight, and ends with RecordOutcome or by expiring.
+	ClaimDeliveries(now, leaseEnd time.Time, limit, perWebhook int) ([]Delivery, error)
+	// RecordOutcome writes an attempt and the delivery's new state, and ends
+	// its lease.
+	RecordOutcome(deliveryID string, o DeliveryOutcome) error
+	// Redeliver makes failed or succeeded deliveries of a webhook pending
+	// again from the start of the schedule: ids, or with ids nil every
+	// failed one created in [since, until). It returns how many.
+	Redeliver(webhookID string, ids []string, since, until, now time.Time) (int, error)
+	// NextDue is when the earliest pending delivery of an enabled webhook
+	// becomes claimable; zero when there is none.
+	NextDue(now time.Time) (time.Time, error)
 }
 
 type asOfKey struct{}

@@ -186,7 +186,8 @@ func (db *DB) ListContentRequests(ctx context.Context, f store.ContentFilter) ([
 
 // txn is a write transaction.
 type txn struct {
-	tx *sql.Tx
+	tx     *sql.Tx
+	topics []string // published to: woken after the commit
 }
 
 var bg = context.Background()

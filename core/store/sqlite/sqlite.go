@@ -19,6 +19,7 @@ import (
 
 	sqlite3 "github.com/mattn/go-sqlite3"
 
+	bus "github.com/aivis/aivis/core/bus/sqlite"
 	"github.com/aivis/aivis/core/store"
 )
 
@@ -59,6 +60,10 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	if err := migrate(ctx, w); err != nil {
 		w.Close()
 		return nil, err
+	}
+	if err := bus.InitializeSchema(ctx, w); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("sqlite: event bus schema: %w", err)
 	}
 	q.Set("_txlock", "deferred")
 	q.Set("_query_only", "true")
@@ -158,8 +163,22 @@ func inTx(ctx context.Context, db *sql.DB, fn func(*sql.Tx) error) error {
 
 // Update runs fn in one immediate write transaction.
 func (db *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
-	return inTx(ctx, db.w, func(tx *sql.Tx) error { return fn(&txn{tx: tx}) })
+	t := &txn{}
+	err := inTx(ctx, db.w, func(tx *sql.Tx) error {
+		t.tx, t.topics = tx, t.topics[:0] // fn may run again on a retry
+		return fn(t)
+	})
+	if err == nil {
+		for _, topic := range t.topics {
+			bus.Notify(topic)
+		}
+	}
+	return err
 }
+
+// Pools are the writer (one connection) and the readers, for the event
+// bus that shares the database file.
+func (db *DB) Pools() (write, read *sql.DB) { return db.w, db.r }
 
 // times are stored as Unix nanoseconds, NULL for the zero time.
 func ns(t time.Time) any {

@@ -1,0 +1,273 @@
+package api
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/aivis/aivis/client"
+	"github.com/aivis/aivis/core/delivery"
+	"github.com/aivis/aivis/core/fault"
+	"github.com/aivis/aivis/core/store"
+)
+
+func (s *Server) recordReading(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(r, false)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	var in client.RecordReading
+	if err := decodeStrict(body, &in); err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	rd, ev, err := s.readings.Record(r.Context(), principal(r), in)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	out := client.RecordedReading{VisibilityReading: client.VisibilityReading{Domain: rd.Domain, VisibilityScore: rd.VisibilityScore,
+		Sentiment: rd.Sentiment, SentimentScore: rd.SentimentScore, MeasuredAt: rd.MeasuredAt, Source: rd.Source,
+		ClientID: optional(rd.ClientID)}}
+	if ev != nil {
+		out.Changed, out.EventID = true, &ev.ID
+	}
+	writeJSON(w, http.StatusCreated, out)
+}
+
+func webhookView(wh store.Webhook, withSecret bool) client.Webhook {
+	v := client.Webhook{ID: wh.ID, Domain: wh.Domain, URL: wh.URL, Events: wh.Events, MinScoreChange: wh.MinScoreChange,
+		Enabled: wh.Enabled, DisabledReason: optional(wh.DisabledReason), DisabledAt: optionalTime(wh.DisabledAt),
+		FailingSince: optionalTime(wh.FailingSince), ClientID: optional(wh.ClientID), CreatedAt: wh.CreatedAt, UpdatedAt: wh.UpdatedAt}
+	if v.Events == nil {
+		v.Events = []string{}
+	}
+	if withSecret {
+		v.Secret = wh.Secret
+	}
+	if wh.PrevSecret != "" && time.Now().Before(wh.PrevSecretEnd) {
+		v.PreviousSecretExpiresAt = optionalTime(wh.PrevSecretEnd)
+	}
+	return v
+}
+
+func optionalTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC()
+	return &t
+}
+
+func deliveryView(d store.Delivery, attempts []store.Attempt) client.Delivery {
+	v := client.Delivery{ID: d.ID, WebhookID: d.WebhookID, EventID: d.EventID, Event: d.Event, Status: d.Status, Attempts: d.Attempts,
+		LastError: optional(d.LastError), CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt}
+	if d.Status == store.DeliveryPending {
+		v.NextAttemptAt = optionalTime(d.NextAttemptAt)
+	}
+	if d.LastStatus != 0 {
+		v.LastStatus = &d.LastStatus
+	}
+	if attempts != nil {
+		v.AttemptLog = make([]client.Attempt, 0, len(attempts))
+		for _, a := range attempts {
+			ca := client.Attempt{N: a.N, At: a.At, LatencyMS: float64(a.Latency.Microseconds()) / 1000, ResponseBody: a.ResponseBody,
+				Error: optional(a.Error)}
+			if a.StatusCode != 0 {
+				code := a.StatusCode
+				ca.StatusCode = &code
+			}
+			v.AttemptLog = append(v.AttemptLog, ca)
+		}
+	}
+	return v
+}
+
+func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(r, false)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	var in client.CreateWebhook
+	if err := decodeStrict(body, &in); err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	wh, err := s.webhooks.Create(r.Context(), principal(r), in)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	w.Header().Set("Location", "/v1/webhooks/"+wh.ID)
+	writeJSON(w, http.StatusCreated, webhookView(wh, true))
+}
+
+func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request) {
+	limit, cursor, err := pageParams(r)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	items, next, err := s.webhooks.List(r.Context(), principal(r), r.URL.Query().Get("client_id"), cursor, limit)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	page := client.List[client.Webhook]{Items: make([]client.Webhook, 0, len(items)), HasMore: next != "", NextCursor: optional(next)}
+	for _, wh := range items {
+		page.Items = append(page.Items, webhookView(wh, false))
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+func (s *Server) getWebhook(w http.ResponseWriter, r *http.Request) {
+	wh, err := s.webhooks.Get(r.Context(), principal(r), chi.URLParam(r, "id"))
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, webhookView(wh, false))
+}
+
+func (s *Server) updateWebhook(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(r, false)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	var in client.UpdateWebhook
+	if err := decodeStrict(body, &in); err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	wh, err := s.webhooks.Update(r.Context(), principal(r), chi.URLParam(r, "id"), in)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, webhookView(wh, false))
+}
+
+func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request) {
+	if err := s.webhooks.Delete(r.Context(), principal(r), chi.URLParam(r, "id")); err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) rotateWebhookSecret(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(r, true)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	var in client.RotateSecret
+	if body != nil {
+		if err := decodeStrict(body, &in); err != nil {
+			writeError(w, r, s.log, err)
+			return
+		}
+	}
+	grace := delivery.DefaultGrace
+	if in.GracePeriod != nil {
+		grace = time.Duration(*in.GracePeriod) * time.Second
+	}
+	wh, err := s.webhooks.Rotate(r.Context(), principal(r), chi.URLParam(r, "id"), grace)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, webhookView(wh, true))
+}
+
+func (s *Server) testWebhook(w http.ResponseWriter, r *http.Request) {
+	if body, err := readBody(r, true); err != nil {
+		writeError(w, r, s.log, err)
+		return
+	} else if body != nil {
+		if err := decodeStrict(body, &struct{}{}); err != nil {
+			writeError(w, r, s.log, err)
+			return
+		}
+	}
+	id, err := s.webhooks.SendTest(r.Context(), principal(r), chi.URLParam(r, "id"))
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, client.WebhookTestResult{EventID: id})
+}
+
+func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) {
+	limit, cursor, err := pageParams(r)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	items, next, err := s.webhooks.Deliveries(r.Context(), principal(r), chi.URLParam(r, "id"), r.URL.Query().Get("status"), cursor, limit)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	page := client.List[client.Delivery]{Items: make([]client.Delivery, 0, len(items)), HasMore: next != "", NextCursor: optional(next)}
+	for _, d := range items {
+		page.Items = append(page.Items, deliveryView(d, nil))
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+func (s *Server) getDelivery(w http.ResponseWriter, r *http.Request) {
+	d, as, err := s.webhooks.Delivery(r.Context(), principal(r), chi.URLParam(r, "id"), chi.URLParam(r, "delivery_id"))
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	if as == nil {
+		as = []store.Attempt{}
+	}
+	writeJSON(w, http.StatusOK, deliveryView(d, as))
+}
+
+func (s *Server) redeliver(w http.ResponseWriter, r *http.Request) {
+	if _, err := readBody(r, true); err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	d, err := s.webhooks.Redeliver(r.Context(), principal(r), chi.URLParam(r, "id"), chi.URLParam(r, "delivery_id"))
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, deliveryView(d, nil))
+}
+
+func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(r, false)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	var in client.Replay
+	if err := decodeStrict(body, &in); err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	if in.Since.IsZero() {
+		writeError(w, r, s.log, fault.Invalid(fault.FieldError{Field: "since", Message: "is required (RFC 3339 time)"}))
+		return
+	}
+	var until time.Time
+	if in.Until != nil {
+		until = *in.Until
+	}
+	n, err := s.webhooks.Replay(r.Context(), principal(r), chi.URLParam(r, "id"), in.Since, until)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, client.ReplayResult{Scheduled: n})
+}

@@ -1,0 +1,542 @@
+// Package delivery delivers aivis's events to webhook endpoints, as the
+// best webhook services do: durable, at least once, signed per Standard
+// Webhooks, retried on a schedule, with a log of every attempt.
+//
+// Two consumers do the work. The fan-out is an ordinary Watermill handler
+// of the event topic: for each event it writes one delivery per matching
+// webhook, in one transaction, before it acknowledges the message, so an
+// event is never lost between the bus and the deliveries. The dispatcher
+// leases due deliveries from the store, sends them, and records each
+// attempt and what follows from it (the next attempt, success, failure,
+// disabling the endpoint). A lease outlives an attempt, so after a crash a
+// leased delivery is attempted again once its lease ends: at least once,
+// with the same webhook-id.
+package delivery
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
+
+	"github.com/aivis/aivis/core/events"
+	"github.com/aivis/aivis/core/randid"
+	"github.com/aivis/aivis/core/store"
+	"github.com/aivis/aivis/webhook"
+)
+
+// Options tune the engine; the zero value of each field takes its default.
+type Options struct {
+	Timeout     time.Duration // per attempt, default 15 s
+	Workers     int           // attempts in flight at once, default 128
+	PerEndpoint int           // attempts in flight per webhook, default 8
+	Now         func() time.Time
+	// Idle is the longest the dispatcher sleeps without looking for due
+	// deliveries that another process wrote (default 1 s).
+	Idle time.Duration
+}
+
+// Engine runs the fan-out and the dispatcher.
+type Engine struct {
+	store  store.Store
+	sub    message.Subscriber
+	client *http.Client
+	log    *slog.Logger
+	opt    Options
+	lease  time.Duration
+
+	wake     chan struct{}
+	outcomes chan outcome
+
+	mu        sync.Mutex
+	inflight  int
+	endpoints map[string]*endpoint
+}
+
+type endpoint struct {
+	inflight int
+	queue    []claimed
+}
+
+type claimed struct {
+	d store.Delivery
+	w store.Webhook
+}
+
+type outcome struct {
+	d       store.Delivery
+	w       store.Webhook
+	attempt store.Attempt
+	retryIn time.Duration // honoured Retry-After
+	gone    bool          // 410
+}
+
+// New builds an engine. client makes the attempts (a netguard client: it
+// must not follow redirects); sub is the subscriber of the event topic.
+func New(st store.Store, sub message.Subscriber, client *http.Client, log *slog.Logger, opt Options) *Engine {
+	if opt.Timeout <= 0 {
+		opt.Timeout = 15 * time.Second
+	}
+	if opt.Workers <= 0 {
+		opt.Workers = 128
+	}
+	if opt.PerEndpoint <= 0 {
+		opt.PerEndpoint = 8
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if opt.Idle <= 0 {
+		opt.Idle = time.Second
+	}
+	return &Engine{store: st, sub: sub, client: client, log: log, opt: opt,
+		// A claimed delivery may wait behind a full endpoint for as long
+		// as one round of its attempts.
+		lease:     3*opt.Timeout + 5*time.Second,
+		wake:      make(chan struct{}, 1),
+		outcomes:  make(chan outcome, 1024),
+		endpoints: make(map[string]*endpoint)}
+}
+
+// Wake makes the dispatcher look for due deliveries at once.
+func (e *Engine) Wake() {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run runs the fan-out and the dispatcher until ctx ends; attempts in
+// flight are given until their timeout to finish and be recorded.
+func (e *Engine) Run(ctx context.Context) error {
+	router, err := message.NewRouter(message.RouterConfig{CloseTimeout: e.opt.Timeout}, watermill.NewSlogLogger(e.log))
+	if err != nil {
+		return err
+	}
+	router.AddConsumerHandler("webhook-fanout", events.Topic, e.sub, e.fanout)
+
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	wg.Go(func() { errs <- router.Run(ctx) })
+	recorded := make(chan struct{})
+	go func() { e.record(); close(recorded) }()
+	var sends sync.WaitGroup
+	e.dispatch(ctx, &sends)
+	sends.Wait()
+	close(e.outcomes)
+	<-recorded
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return err
+		}
+	}
+	return nil
+}
+
+// fanout turns one event into its deliveries.
+func (e *Engine) fanout(msg *message.Message) error {
+	ev, err := events.FromMessage(msg)
+	if err != nil {
+		e.log.Error("webhooks: unreadable event dropped", "message", msg.UUID, "err", err)
+		return nil // a malformed message would be redelivered forever
+	}
+	ctx := msg.Context()
+	var targets []store.Webhook
+	if ev.WebhookID != "" {
+		w, err := e.store.Webhook(ctx, ev.AccountID, ev.WebhookID)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		targets = append(targets, w)
+	} else if ev.Domain != "" {
+		ws, err := e.store.MatchWebhooks(ctx, ev.AccountID, ev.ClientID, ev.Domain)
+		if err != nil {
+			return err
+		}
+		for _, w := range ws {
+			if Wants(w, ev) {
+				targets = append(targets, w)
+			}
+		}
+	}
+	if len(targets) == 0 {
+		return nil
+	}
+	now := e.opt.Now()
+	added := false
+	err = e.store.Update(ctx, func(tx store.Tx) error {
+		added = false
+		for _, w := range targets {
+			d := store.Delivery{ID: randid.New("dlv"), WebhookID: w.ID, AccountID: w.AccountID,
+				EventID: ev.ID, Event: ev.Event, Payload: msg.Payload, Status: store.DeliveryPending,
+				NextAttemptAt: now, CreatedAt: now, UpdatedAt: now}
+			if !w.Enabled {
+				// Kept, not attempted: a replay after enabling sends it.
+				d.Status, d.NextAttemptAt, d.LastError = store.DeliveryFailed, time.Time{}, "the webhook was disabled"
+			}
+			ok, err := tx.InsertDelivery(d)
+			if errors.Is(err, store.ErrConflict) {
+				continue // the webhook was deleted meanwhile
+			} else if err != nil {
+				return err
+			}
+			added = added || ok
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if added {
+		e.Wake()
+	}
+	return nil
+}
+
+// Wants reports whether a webhook is to receive an event: it subscribes to
+// the kind and, for a visibility change, the score moved at least its
+// minimum (the first reading of a domain always counts). A disabled webhook
+// wants its events too: they are kept as failed deliveries.
+func Wants(w store.Webhook, ev events.Event) bool {
+	if !containsKind(w.Events, ev.Event) {
+		return false
+	}
+	if ev.Event == events.VisibilityChange && ev.ScoreChange >= 0 && w.MinScoreChange > 0 {
+		return ev.ScoreChange >= w.MinScoreChange
+	}
+	return true
+}
+
+func containsKind(kinds []string, k string) bool {
+	for _, x := range kinds {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
+
+// dispatch leases due deliveries and starts their attempts, each endpoint
+// within its own limit, until ctx ends.
+func (e *Engine) dispatch(ctx context.Context, sends *sync.WaitGroup) {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-e.wake:
+		case <-timer.C:
+		}
+		full := false
+		for {
+			n, f, err := e.claim(ctx, sends)
+			if err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				e.log.Error("webhooks: claim deliveries", "err", err)
+				break
+			}
+			if full = f; n == 0 || full {
+				break
+			}
+		}
+		wait := e.opt.Idle
+		if !full { // else a finished attempt wakes the loop
+			var next time.Time
+			err := e.store.Update(ctx, func(tx store.Tx) (err error) {
+				next, err = tx.NextDue(e.opt.Now())
+				return err
+			})
+			if err == nil && !next.IsZero() {
+				wait = min(wait, max(next.Sub(e.opt.Now()), time.Millisecond))
+			}
+		}
+		timer.Reset(wait)
+	}
+}
+
+// claim leases what the free capacity allows and starts it; full reports
+// that no capacity is left.
+func (e *Engine) claim(ctx context.Context, sends *sync.WaitGroup) (n int, full bool, err error) {
+	e.mu.Lock()
+	free := e.opt.Workers - e.inflight
+	for _, ep := range e.endpoints {
+		free -= len(ep.queue)
+	}
+	e.mu.Unlock()
+	if free <= 0 {
+		return 0, true, nil
+	}
+	now := e.opt.Now()
+	var got []claimed
+	err = e.store.Update(ctx, func(tx store.Tx) error {
+		got = got[:0]
+		ds, err := tx.ClaimDeliveries(now, now.Add(e.lease), min(free, 256), e.opt.PerEndpoint)
+		if err != nil {
+			return err
+		}
+		hooks := make(map[string]store.Webhook)
+		for _, d := range ds {
+			w, ok := hooks[d.WebhookID]
+			if !ok {
+				if w, err = tx.Webhook(d.AccountID, d.WebhookID); err != nil {
+					return err
+				}
+				hooks[d.WebhookID] = w
+			}
+			got = append(got, claimed{d, w})
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, false, err
+	}
+	e.mu.Lock()
+	for _, c := range got {
+		ep := e.endpoints[c.w.ID]
+		if ep == nil {
+			ep = &endpoint{}
+			e.endpoints[c.w.ID] = ep
+		}
+		ep.queue = append(ep.queue, c)
+		e.startLocked(ctx, ep, sends)
+	}
+	e.mu.Unlock()
+	return len(got), len(got) >= free, nil
+}
+
+// startLocked starts queued attempts of an endpoint within its limit.
+func (e *Engine) startLocked(ctx context.Context, ep *endpoint, sends *sync.WaitGroup) {
+	for ep.inflight < e.opt.PerEndpoint && len(ep.queue) > 0 {
+		c := ep.queue[0]
+		ep.queue = ep.queue[1:]
+		ep.inflight++
+		e.inflight++
+		sends.Go(func() {
+			// An attempt started before shutdown runs to its own timeout.
+			o := e.attempt(context.WithoutCancel(ctx), c)
+			e.outcomes <- o
+			e.mu.Lock()
+			ep.inflight--
+			e.inflight--
+			if ctx.Err() == nil {
+				e.startLocked(ctx, ep, sends)
+			}
+			if ep.inflight == 0 && len(ep.queue) == 0 {
+				delete(e.endpoints, c.w.ID)
+			}
+			e.mu.Unlock()
+			e.Wake()
+		})
+	}
+}
+
+// maxResponseBody is how much of an endpoint's answer the log keeps.
+const maxResponseBody = 1024
+
+// attempt makes one signed request.
+func (e *Engine) attempt(ctx context.Context, c claimed) outcome {
+	o := outcome{d: c.d, w: c.w}
+	now := e.opt.Now()
+	o.attempt = store.Attempt{DeliveryID: c.d.ID, N: c.d.Attempts + 1, At: now}
+	secrets := []string{c.w.Secret}
+	if c.w.PrevSecret != "" && now.Before(c.w.PrevSecretEnd) {
+		secrets = append(secrets, c.w.PrevSecret)
+	}
+	signer, err := webhook.NewSigner(secrets...)
+	if err != nil {
+		o.attempt.Error = "signing: " + err.Error()
+		return o
+	}
+	ctx, cancel := context.WithTimeout(ctx, e.opt.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.w.URL, bytes.NewReader(c.d.Payload))
+	if err != nil {
+		o.attempt.Error = err.Error()
+		return o
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "aivis-webhooks/1")
+	signer.Headers(req.Header, c.d.EventID, now, c.d.Payload)
+	start := time.Now()
+	resp, err := e.client.Do(req)
+	if err != nil {
+		o.attempt.Latency = time.Since(start)
+		o.attempt.Error = attemptError(err, e.opt.Timeout)
+		return o
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxResponseBody))
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // let the connection be reused
+	resp.Body.Close()
+	o.attempt.Latency = time.Since(start)
+	o.attempt.StatusCode = resp.StatusCode
+	o.attempt.ResponseBody = strings.ToValidUTF8(string(body), string(utf8.RuneError))
+	switch resp.StatusCode {
+	case http.StatusGone:
+		o.gone = true
+	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		o.retryIn = parseRetryAfter(resp.Header.Get("Retry-After"), now)
+	}
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		o.attempt.Error = fmt.Sprintf("redirect to %q not followed", resp.Header.Get("Location"))
+	}
+	return o
+}
+
+func attemptError(err error, timeout time.Duration) string {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Sprintf("no response within %s", timeout)
+	}
+	var ue interface{ Unwrap() error }
+	if errors.As(err, &ue) {
+		if inner := ue.Unwrap(); inner != nil {
+			err = inner
+		}
+	}
+	return err.Error()
+}
+
+// record writes outcomes in batches, one transaction each, until the
+// channel closes.
+func (e *Engine) record() {
+	batch := make([]outcome, 0, 256)
+	for o := range e.outcomes {
+		batch = append(batch[:0], o)
+	drain:
+		for len(batch) < cap(batch) {
+			select {
+			case o, ok := <-e.outcomes:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, o)
+			default:
+				break drain
+			}
+		}
+		// The attempts happened: keep trying to write them down. Should that
+		// fail for good, their leases end and they are attempted again.
+		for try := 1; ; try++ {
+			err := e.store.Update(context.Background(), func(tx store.Tx) error { return e.apply(tx, batch) })
+			if err == nil {
+				break
+			}
+			e.log.Error("webhooks: record attempts", "count", len(batch), "try", try, "err", err)
+			if try == 10 {
+				break
+			}
+			time.Sleep(time.Duration(try) * 100 * time.Millisecond)
+		}
+	}
+}
+
+// apply writes a batch of outcomes and their consequences for the webhooks.
+func (e *Engine) apply(tx store.Tx, batch []outcome) error {
+	hooks := make(map[string]*store.Webhook)
+	changed := make(map[string]bool)
+	for _, o := range batch {
+		w := hooks[o.w.ID]
+		if w == nil {
+			cur, err := tx.Webhook(o.w.AccountID, o.w.ID)
+			if errors.Is(err, store.ErrNotFound) {
+				cur = o.w // deleted meanwhile: its deliveries went with it
+				cur.ID = ""
+			} else if err != nil {
+				return err
+			}
+			w = &cur
+			hooks[o.w.ID] = w
+		}
+		res := store.DeliveryOutcome{Attempt: o.attempt, Step: o.d.Step + 1}
+		at := o.attempt.At
+		ok := o.attempt.StatusCode >= 200 && o.attempt.StatusCode < 300
+		switch {
+		case ok:
+			res.Status = store.DeliverySucceeded
+			if !w.FailingSince.IsZero() || w.Failures > 0 || at.Sub(w.LastSuccessAt) > time.Minute {
+				w.FailingSince, w.Failures, w.LastSuccessAt = time.Time{}, 0, at
+				changed[o.w.ID] = true
+			}
+		case o.gone:
+			res.Status = store.DeliveryFailed
+			if w.Enabled && w.ID != "" {
+				if err := e.disable(tx, w, at, "the endpoint answered 410 Gone"); err != nil {
+					return err
+				}
+				changed[o.w.ID] = true
+			}
+		default:
+			if res.Step < len(Schedule) {
+				res.Status = store.DeliveryPending
+				res.Next = at.Add(retryDelay(res.Step, o.retryIn))
+			} else {
+				res.Status = store.DeliveryFailed
+			}
+			if w.FailingSince.IsZero() {
+				w.FailingSince = at
+			}
+			w.Failures++
+			changed[o.w.ID] = true
+			if w.Enabled && w.ID != "" && at.Sub(w.FailingSince) >= DisableAfter && w.Failures >= DisableMinFailures {
+				err := e.disable(tx, w, at, fmt.Sprintf("no successful delivery since %s (%d failed attempts)",
+					w.FailingSince.Format(time.RFC3339), w.Failures))
+				if err != nil {
+					return err
+				}
+			}
+		}
+		if err := tx.RecordOutcome(o.d.ID, res); err != nil && w.ID != "" {
+			return err
+		}
+	}
+	for id := range changed {
+		w := hooks[id]
+		if w.ID == "" {
+			continue
+		}
+		w.UpdatedAt = e.opt.Now()
+		if err := tx.UpdateWebhook(*w); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+	}
+	return nil
+}
+
+// disable turns a webhook off and emits webhook_disabled to the owner's
+// other webhooks that want it, in the same transaction.
+func (e *Engine) disable(tx store.Tx, w *store.Webhook, at time.Time, reason string) error {
+	w.Enabled, w.DisabledReason, w.DisabledAt = false, reason, at
+	data := events.WebhookDisabledData{WebhookID: w.ID, Domain: w.Domain, URL: w.URL, Reason: reason, DisabledAt: at.UTC()}
+	if !w.FailingSince.IsZero() {
+		fs := w.FailingSince.UTC()
+		data.FailingSince = &fs
+	}
+	ev, err := events.New(events.WebhookDisabled, at, w.AccountID, w.ClientID, w.Domain, data)
+	if err == nil {
+		var m *message.Message
+		if m, err = ev.Message(); err == nil {
+			err = tx.Publish(events.Topic, m)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	e.log.Warn("webhooks: endpoint disabled", "webhook", w.ID, "reason", reason)
+	return nil
+}

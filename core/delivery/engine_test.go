@@ -1,0 +1,598 @@
+package delivery_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+
+	"github.com/aivis/aivis/client"
+	"github.com/aivis/aivis/core/auth"
+	bus "github.com/aivis/aivis/core/bus/sqlite"
+	"github.com/aivis/aivis/core/delivery"
+	"github.com/aivis/aivis/core/events"
+	"github.com/aivis/aivis/core/netguard"
+	"github.com/aivis/aivis/core/store"
+	"github.com/aivis/aivis/core/store/sqlite"
+	"github.com/aivis/aivis/core/visibility"
+	"github.com/aivis/aivis/webhook"
+)
+
+var ctx = context.Background()
+
+var quiet = testLogger()
+
+func testLogger() *slog.Logger {
+	if os.Getenv("AIVIS_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// env is a store with one account, an engine running on the real SQLite
+// bus, and the webhook service, all on a temporary database file.
+type env struct {
+	db       *sqlite.DB
+	engine   *delivery.Engine
+	svc      *delivery.Service
+	readings *visibility.Recorder
+	p        auth.Principal
+	stop     func()
+}
+
+// fastSchedule makes retries come in milliseconds for the test's length.
+func fastSchedule(t *testing.T) {
+	old := delivery.Schedule
+	delivery.Schedule = []time.Duration{0, 20 * time.Millisecond, 40 * time.Millisecond, 60 * time.Millisecond}
+	t.Cleanup(func() { delivery.Schedule = old })
+}
+
+func newEnv(t *testing.T, opt delivery.Options) *env {
+	t.Helper()
+	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "aivis.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := store.Account{ID: "acct_1", Name: "Acme", Tier: "enterprise", Type: store.AccountStandard, CreatedAt: time.Now()}
+	if err := db.CreateAccount(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	w, r := db.Pools()
+	sub, err := bus.NewSubscriber(w, r, bus.SubscriberConfig{ConsumerGroup: "webhooks", PollInterval: 20 * time.Millisecond},
+		watermill.NewSlogLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := netguard.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}
+	if opt.Timeout == 0 {
+		opt.Timeout = 2 * time.Second
+	}
+	hc := policy.Client(opt.Timeout)
+	e := &env{db: db, p: auth.Principal{Principal: store.Principal{Key: store.Key{ID: "key_1", AccountID: a.ID}, Account: a}}}
+	e.engine = delivery.New(db, sub, hc, quiet, opt)
+	e.svc = &delivery.Service{Store: db, Client: hc, AllowHTTP: true, Wake: e.engine.Wake, VerifyTimeout: 2 * time.Second,
+		CheckURL: func(raw string, allowHTTP bool) error { _, err := policy.CheckURL(raw, allowHTTP); return err }}
+	e.readings = &visibility.Recorder{Store: db, Now: time.Now}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- e.engine.Run(runCtx) }()
+	var once sync.Once
+	e.stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("engine: %v", err)
+			}
+			sub.Close()
+			db.Close()
+		})
+	}
+	t.Cleanup(e.stop)
+	return e
+}
+
+// receiver records verified deliveries; answer decides each response.
+type receiver struct {
+	*httptest.Server
+	mu       sync.Mutex
+	secret   string
+	got      []webhook.Event
+	ids      []string
+	bad      int
+	answer   func(n int, ev webhook.Event) int
+	requests atomic.Int64
+}
+
+func newReceiver(t *testing.T, answer func(n int, ev webhook.Event) int) *receiver {
+	rc := &receiver{answer: answer}
+	rc.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := int(rc.requests.Add(1))
+		body, _ := io.ReadAll(r.Body)
+		var ev webhook.Event
+		json.Unmarshal(body, &ev)
+		rc.mu.Lock()
+		secret := rc.secret
+		rc.mu.Unlock()
+		if secret != "" {
+			v, err := webhook.NewVerifier(secret)
+			if err != nil || v.Verify(r.Header, body) != nil || r.Header.Get("webhook-id") != ev.ID {
+				rc.mu.Lock()
+				rc.bad++
+				rc.mu.Unlock()
+				w.WriteHeader(http.StatusUnauthorized)
+				return
+			}
+		}
+		code := http.StatusOK
+		if rc.answer != nil {
+			code = rc.answer(n, ev)
+		}
+		if code >= 200 && code < 300 && ev.Event != events.WebhookTest {
+			rc.mu.Lock()
+			rc.got = append(rc.got, ev)
+			rc.ids = append(rc.ids, r.Header.Get("webhook-id"))
+			rc.mu.Unlock()
+		}
+		w.WriteHeader(code)
+	}))
+	t.Cleanup(rc.Close)
+	return rc
+}
+
+func (rc *receiver) events() []webhook.Event {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return slices.Clone(rc.got)
+}
+
+// create sets up a webhook on the receiver through the service, which
+// sends the test payload first.
+func (e *env) create(t *testing.T, rc *receiver, in client.CreateWebhook) store.Webhook {
+	t.Helper()
+	if in.URL == "" {
+		in.URL = rc.URL + "/hook"
+	}
+	if in.Domain == "" {
+		in.Domain = "example.com"
+	}
+	w, err := e.svc.Create(ctx, e.p, in)
+	if err != nil {
+		t.Fatalf("create webhook: %v", err)
+	}
+	rc.mu.Lock()
+	rc.secret = w.Secret
+	rc.mu.Unlock()
+	return w
+}
+
+func (e *env) reading(t *testing.T, domain string, score int) *events.Event {
+	t.Helper()
+	_, ev, err := e.readings.Record(ctx, e.p, client.RecordReading{Domain: domain, VisibilityScore: &score, Sentiment: "positive"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ev
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within 10 s: %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func deliveries(t *testing.T, e *env, webhookID string) []store.Delivery {
+	t.Helper()
+	ds, _, err := e.db.ListDeliveries(ctx, store.DeliveryFilter{WebhookID: webhookID, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ds
+}
+
+func TestDeliversSignedEvents(t *testing.T) {
+	e := newEnv(t, delivery.Options{})
+	rc := newReceiver(t, nil)
+	w := e.create(t, rc, client.CreateWebhook{Events: []string{events.VisibilityChange}})
+	first := e.reading(t, "example.com", 40)
+	second := e.reading(t, "example.com", 55)
+	if e.reading(t, "example.com", 55) != nil {
+		t.Error("an unchanged reading emitted an event")
+	}
+	e.reading(t, "other.example", 10) // another domain: not this webhook's
+	eventually(t, "two events delivered", func() bool { return len(rc.events()) == 2 })
+	got := rc.events() // deliveries run concurrently: in any order
+	if got[0].ID == second.ID {
+		got[0], got[1] = got[1], got[0]
+	}
+	if got[0].ID != first.ID || got[1].ID != second.ID {
+		t.Fatalf("delivered %s, %s; want %s, %s", got[0].ID, got[1].ID, first.ID, second.ID)
+	}
+	var data events.VisibilityChangeData
+	if err := json.Unmarshal(got[1].Data, &data); err != nil {
+		t.Fatal(err)
+	}
+	if data.VisibilityScore != 55 || data.PreviousVisibilityScore == nil || *data.PreviousVisibilityScore != 40 ||
+		data.ScoreChange == nil || *data.ScoreChange != 15 || data.Domain != "example.com" {
+		t.Errorf("data %+v", data)
+	}
+	if rc.bad != 0 {
+		t.Errorf("%d deliveries failed verification", rc.bad)
+	}
+	eventually(t, "deliveries recorded as succeeded", func() bool {
+		n := 0
+		for _, d := range deliveries(t, e, w.ID) {
+			if d.Status == store.DeliverySucceeded && d.Attempts == 1 {
+				n++
+			}
+		}
+		return n == 3 // the setup test and the two changes
+	})
+	time.Sleep(100 * time.Millisecond)
+	if n := len(rc.events()); n != 2 {
+		t.Errorf("%d deliveries, want 2", n)
+	}
+}
+
+func TestMinScoreChange(t *testing.T) {
+	w := store.Webhook{Enabled: true, Events: []string{events.VisibilityChange}, MinScoreChange: 5}
+	for _, tc := range []struct {
+		change int
+		want   bool
+	}{{-1, true}, {0, false}, {4, false}, {5, true}, {30, true}} {
+		ev := events.Event{Body: events.Body{Event: events.VisibilityChange}, ScoreChange: tc.change}
+		if got := delivery.Wants(w, ev); got != tc.want {
+			t.Errorf("change %d: wants %v, want %v", tc.change, got, tc.want)
+		}
+	}
+	if delivery.Wants(w, events.Event{Body: events.Body{Event: events.ContentOptimized}}) {
+		t.Error("a kind the webhook did not subscribe to")
+	}
+
+}
+
+func TestRetriesUntilSuccessWithTheSameID(t *testing.T) {
+	fastSchedule(t)
+	e := newEnv(t, delivery.Options{})
+	var ids sync.Map
+	rc := newReceiver(t, func(n int, ev webhook.Event) int {
+		if ev.Event == events.WebhookTest {
+			return 200
+		}
+		c, _ := ids.LoadOrStore(ev.ID, new(atomic.Int64))
+		if c.(*atomic.Int64).Add(1) < 3 {
+			return http.StatusInternalServerError
+		}
+		return http.StatusOK
+	})
+	w := e.create(t, rc, client.CreateWebhook{Events: []string{events.VisibilityChange}})
+	ev := e.reading(t, "example.com", 70)
+	eventually(t, "delivered on the third attempt", func() bool { return len(rc.events()) == 1 })
+	var d store.Delivery
+	for _, x := range deliveries(t, e, w.ID) {
+		if x.EventID == ev.ID {
+			d = x
+		}
+	}
+	eventually(t, "recorded", func() bool {
+		d, _, _ = e.db.Delivery(ctx, w.ID, d.ID)
+		return d.Status == store.DeliverySucceeded
+	})
+	_, attempts, err := e.db.Delivery(ctx, w.ID, d.ID)
+	if err != nil || len(attempts) != 3 || attempts[0].StatusCode != 500 || attempts[2].StatusCode != 200 {
+		t.Fatalf("attempts %+v, %v", attempts, err)
+	}
+	if attempts[1].At.Sub(attempts[0].At) < 15*time.Millisecond {
+		t.Errorf("second attempt %v after the first; the schedule says 20 ms ±10%%", attempts[1].At.Sub(attempts[0].At))
+	}
+}
+
+func TestGivesUpAfterTheSchedule(t *testing.T) {
+	fastSchedule(t)
+	e := newEnv(t, delivery.Options{})
+	rc := newReceiver(t, func(n int, ev webhook.Event) int {
+		if ev.Event == events.WebhookTest {
+			return 200
+		}
+		return http.StatusFound // a redirect is a failure
+	})
+	w := e.create(t, rc, client.CreateWebhook{Events: []string{events.VisibilityChange}})
+	ev := e.reading(t, "example.com", 70)
+	eventually(t, "failed after every attempt", func() bool {
+		for _, d := range deliveries(t, e, w.ID) {
+			if d.EventID == ev.ID && d.Status == store.DeliveryFailed {
+				return d.Attempts == len(delivery.Schedule)
+			}
+		}
+		return false
+	})
+	// Replay schedules it again, and it succeeds once the endpoint does.
+	rc.answer = nil
+	n, err := e.svc.Replay(ctx, e.p, w.ID, time.Now().Add(-time.Hour), time.Time{})
+	if err != nil || n != 1 {
+		t.Fatalf("replay: %d, %v", n, err)
+	}
+	eventually(t, "replayed", func() bool { return len(rc.events()) == 1 && rc.events()[0].ID == ev.ID })
+}
+
+func TestGoneDisablesTheWebhook(t *testing.T) {
+	e := newEnv(t, delivery.Options{})
+	gone := newReceiver(t, func(n int, ev webhook.Event) int {
+		if ev.Event == events.WebhookTest {
+			return 200
+		}
+		return http.StatusGone
+	})
+	watcher := newReceiver(t, nil)
+	w := e.create(t, gone, client.CreateWebhook{Events: []string{events.VisibilityChange}})
+	e.create(t, watcher, client.CreateWebhook{Events: []string{events.WebhookDisabled}})
+	e.reading(t, "example.com", 70)
+	eventually(t, "webhook_disabled delivered to the other webhook", func() bool { return len(watcher.events()) == 1 })
+	var data events.WebhookDisabledData
+	json.Unmarshal(watcher.events()[0].Data, &data)
+	if data.WebhookID != w.ID || data.Reason == "" {
+		t.Errorf("webhook_disabled data %+v", data)
+	}
+	got, err := e.db.Webhook(ctx, "acct_1", w.ID)
+	if err != nil || got.Enabled || got.DisabledReason == "" {
+		t.Fatalf("after 410: %+v, %v", got, err)
+	}
+	// An event while disabled is kept as a failed delivery, not attempted;
+	// after enabling, a replay sends it.
+	before := gone.requests.Load()
+	held := e.reading(t, "example.com", 80)
+	eventually(t, "the held event recorded", func() bool {
+		for _, d := range deliveries(t, e, w.ID) {
+			if d.EventID == held.ID {
+				return d.Status == store.DeliveryFailed && d.Attempts == 0
+			}
+		}
+		return false
+	})
+	if gone.requests.Load() != before {
+		t.Fatal("a disabled webhook was sent a delivery")
+	}
+	gone.answer = nil
+	tr := true
+	if _, err := e.svc.Update(ctx, e.p, w.ID, client.UpdateWebhook{Enabled: &tr}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.Replay(ctx, e.p, w.ID, time.Now().Add(-time.Minute), time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the held event delivered after enabling and replay", func() bool {
+		evs := gone.events()
+		return slices.ContainsFunc(evs, func(ev webhook.Event) bool { return ev.ID == held.ID })
+	})
+}
+
+func TestDisabledAfterFiveDaysOfFailures(t *testing.T) {
+	fastSchedule(t)
+	e := newEnv(t, delivery.Options{})
+	rc := newReceiver(t, func(n int, ev webhook.Event) int {
+		if ev.Event == events.WebhookTest {
+			return 200
+		}
+		return http.StatusServiceUnavailable
+	})
+	w := e.create(t, rc, client.CreateWebhook{Events: []string{events.VisibilityChange}})
+	// Failing for more than 5 days with 8 failures: the ninth failure is
+	// not enough (the anti-flap guard wants 10), the tenth disables it.
+	if err := e.db.Update(ctx, func(tx store.Tx) error {
+		w.FailingSince, w.Failures = time.Now().Add(-delivery.DisableAfter-time.Minute), delivery.DisableMinFailures-2
+		return tx.UpdateWebhook(w)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ev := e.reading(t, "example.com", 10)
+	eventually(t, "disabled", func() bool {
+		got, _ := e.db.Webhook(ctx, "acct_1", w.ID)
+		return !got.Enabled
+	})
+	got, _ := e.db.Webhook(ctx, "acct_1", w.ID)
+	if got.Failures != delivery.DisableMinFailures || got.DisabledReason == "" {
+		t.Errorf("disabled with %d failures (%q), want %d", got.Failures, got.DisabledReason, delivery.DisableMinFailures)
+	}
+	for _, d := range deliveries(t, e, w.ID) {
+		if d.EventID == ev.ID && d.Attempts != 2 {
+			t.Errorf("disabled after %d attempts of the delivery, want 2", d.Attempts)
+		}
+	}
+}
+
+func TestRetryAfterIsHonoured(t *testing.T) {
+	e := newEnv(t, delivery.Options{})
+	var first atomic.Bool
+	rc := newReceiver(t, nil)
+	rc.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var ev webhook.Event
+		json.Unmarshal(body, &ev)
+		if ev.Event != events.WebhookTest && !first.Swap(true) {
+			w.Header().Set("Retry-After", "2")
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	w := e.create(t, rc, client.CreateWebhook{Events: []string{events.VisibilityChange}})
+	ev := e.reading(t, "example.com", 10)
+	eventually(t, "throttled attempt recorded", func() bool {
+		for _, d := range deliveries(t, e, w.ID) {
+			if d.EventID == ev.ID && d.Attempts == 1 {
+				if d.Status != store.DeliveryPending || d.NextAttemptAt.Sub(d.LastAttemptAt) < 2*time.Second {
+					t.Fatalf("after 429 with Retry-After 2: %+v", d)
+				}
+				return true
+			}
+		}
+		return false
+	})
+}
+
+func TestSlowEndpointDoesNotDelayOthers(t *testing.T) {
+	e := newEnv(t, delivery.Options{Timeout: 5 * time.Second, PerEndpoint: 2})
+	release := make(chan struct{})
+	slow := newReceiver(t, nil)
+	slow.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var ev webhook.Event
+		json.Unmarshal(body, &ev)
+		if ev.Event != events.WebhookTest {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	fast := newReceiver(t, nil)
+	e.create(t, slow, client.CreateWebhook{Domain: "slow.example", Events: []string{events.VisibilityChange}})
+	e.create(t, fast, client.CreateWebhook{Domain: "fast.example", Events: []string{events.VisibilityChange}})
+	for i := range 20 {
+		e.reading(t, "slow.example", i)
+	}
+	start := time.Now()
+	for i := range 20 {
+		e.reading(t, "fast.example", i)
+	}
+	eventually(t, "the healthy endpoint got all 20", func() bool { return len(fast.events()) == 20 })
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("the healthy endpoint took %v behind a hanging one", took)
+	}
+	close(release)
+}
+
+func TestRotationSignsWithBothSecrets(t *testing.T) {
+	e := newEnv(t, delivery.Options{})
+	var sigs []string
+	var mu sync.Mutex
+	rc := newReceiver(t, nil)
+	w := e.create(t, rc, client.CreateWebhook{Events: []string{events.VisibilityChange}})
+	old := w.Secret
+	rotated, err := e.svc.Rotate(ctx, e.p, w.ID, time.Hour)
+	if err != nil || rotated.Secret == old || rotated.PrevSecret != old {
+		t.Fatalf("rotate: %+v, %v", rotated, err)
+	}
+	inner := rc.Config.Handler
+	rc.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		sigs = append(sigs, r.Header.Get("webhook-signature"))
+		mu.Unlock()
+		inner.ServeHTTP(w, r)
+	})
+	// The receiver still knows only the old secret: it verifies.
+	e.reading(t, "example.com", 33)
+	eventually(t, "delivered under the old secret", func() bool { return len(rc.events()) == 1 })
+	rc.mu.Lock()
+	rc.secret = rotated.Secret // and under the new one
+	rc.mu.Unlock()
+	e.reading(t, "example.com", 34)
+	eventually(t, "delivered under the new secret", func() bool { return len(rc.events()) == 2 })
+	mu.Lock()
+	defer mu.Unlock()
+	for _, s := range sigs {
+		if n := len(splitFields(s)); n != 2 {
+			t.Errorf("signature header %q carries %d signatures, want 2 during the grace period", s, n)
+		}
+	}
+}
+
+func splitFields(s string) []string {
+	var out []string
+	start := -1
+	for i, c := range s + " " {
+		if c == ' ' {
+			if start >= 0 {
+				out = append(out, s[start:i])
+			}
+			start = -1
+		} else if start < 0 {
+			start = i
+		}
+	}
+	return out
+}
+
+func TestRestartResumesPendingDeliveries(t *testing.T) {
+	fastSchedule(t)
+	dir := t.TempDir()
+	_ = dir
+	e := newEnv(t, delivery.Options{})
+	var up atomic.Bool
+	rc := newReceiver(t, func(n int, ev webhook.Event) int {
+		if ev.Event == events.WebhookTest || up.Load() {
+			return 200
+		}
+		return 503
+	})
+	w := e.create(t, rc, client.CreateWebhook{Events: []string{events.VisibilityChange}})
+	for i := range 5 {
+		e.reading(t, "example.com", i)
+	}
+	eventually(t, "five deliveries failing", func() bool {
+		n := 0
+		for _, d := range deliveries(t, e, w.ID) {
+			if d.Event == events.VisibilityChange && d.Attempts >= 1 {
+				n++
+			}
+		}
+		return n == 5
+	})
+	up.Store(true)
+	eventually(t, "all five delivered", func() bool { return len(rc.events()) == 5 })
+	ids := map[string]bool{}
+	for _, ev := range rc.events() {
+		ids[ev.ID] = true
+	}
+	if len(ids) != 5 {
+		t.Errorf("%d distinct events delivered, want 5", len(ids))
+	}
+}
+
+func TestCreateRefusesBadSetups(t *testing.T) {
+	e := newEnv(t, delivery.Options{})
+	rc := newReceiver(t, func(n int, ev webhook.Event) int { return http.StatusNotFound })
+	for name, in := range map[string]client.CreateWebhook{
+		"no events":        {Domain: "example.com", URL: rc.URL},
+		"unknown event":    {Domain: "example.com", Events: []string{"nope"}, URL: rc.URL},
+		"bad domain":       {Domain: "http://x", Events: []string{events.VisibilityChange}, URL: rc.URL},
+		"ftp url":          {Domain: "example.com", Events: []string{events.VisibilityChange}, URL: "ftp://example.com/x"},
+		"private address":  {Domain: "example.com", Events: []string{events.VisibilityChange}, URL: "https://10.1.2.3/hook"},
+		"min change range": {Domain: "example.com", Events: []string{events.VisibilityChange}, URL: rc.URL, MinScoreChange: ptr(101)},
+	} {
+		_, err := e.svc.Create(ctx, e.p, in)
+		if err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	_, err := e.svc.Create(ctx, e.p, client.CreateWebhook{Domain: "example.com", Events: []string{events.VisibilityChange}, URL: rc.URL})
+	if err == nil {
+		t.Fatal("an endpoint answering 404 was accepted")
+	}
+	ws, _, _ := e.db.ListWebhooks(ctx, store.WebhookFilter{AccountID: "acct_1", AllClients: true})
+	if len(ws) != 0 {
+		t.Errorf("%d webhooks kept after refused setups", len(ws))
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+var _ = strconv.Itoa

@@ -1,0 +1,433 @@
+package delivery
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+
+	"github.com/aivis/aivis/client"
+	"github.com/aivis/aivis/core/accounts"
+	"github.com/aivis/aivis/core/auth"
+	"github.com/aivis/aivis/core/domains"
+	"github.com/aivis/aivis/core/events"
+	"github.com/aivis/aivis/core/fault"
+	"github.com/aivis/aivis/core/randid"
+	"github.com/aivis/aivis/core/store"
+	"github.com/aivis/aivis/webhook"
+)
+
+// Service is what the API and the dashboard do with webhooks.
+type Service struct {
+	Store  store.Store
+	Client *http.Client // the guarded client of the engine
+	// CheckURL validates an endpoint URL a user gives (netguard).
+	CheckURL func(raw string, allowHTTP bool) error
+	// AllowHTTP accepts http:// endpoints (on-premises receivers, tests).
+	AllowHTTP bool
+	// VerifyTimeout bounds the test payload sent on setup (default 10 s).
+	VerifyTimeout time.Duration
+	Now           func() time.Time
+	// Wake tells the engine that deliveries may be due (optional).
+	Wake func()
+}
+
+// DefaultGrace is how long an old secret keeps signing after a rotation.
+const DefaultGrace = 24 * time.Hour
+
+// MaxGrace bounds the grace period a rotation may ask for.
+const MaxGrace = 7 * 24 * time.Hour
+
+// MaxURLLength bounds an endpoint URL.
+const MaxURLLength = 2048
+
+func (s *Service) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+func (s *Service) checkEvents(f *fault.Fields, kinds []string) []string {
+	if len(kinds) == 0 {
+		f.Add("events", "must list at least one event kind (%s)", strings.Join(events.Kinds, ", "))
+		return nil
+	}
+	var out []string
+	for i, k := range kinds {
+		if !events.Known(k) {
+			f.Add(fmt.Sprintf("events[%d]", i), "unknown event kind %q (kinds: %s)", k, strings.Join(events.Kinds, ", "))
+			continue
+		}
+		if !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func (s *Service) checkURL(f *fault.Fields, u string) {
+	switch {
+	case len(u) > MaxURLLength:
+		f.Add("url", "must be at most %d characters", MaxURLLength)
+	default:
+		if err := s.CheckURL(u, s.AllowHTTP); err != nil {
+			f.Add("url", "%s", err.Error())
+		}
+	}
+}
+
+func checkMinChange(f *fault.Fields, v *int) int {
+	if v == nil {
+		return 0
+	}
+	if *v < 0 || *v > 100 {
+		f.Add("min_score_change", "must be between 0 and 100")
+	}
+	return *v
+}
+
+// Create validates a webhook, sends it the test payload and keeps it only
+// if the endpoint answers 200 within the verification timeout. The secret
+// is in the result, the only time it is shown.
+func (s *Service) Create(ctx context.Context, p auth.Principal, in client.CreateWebhook) (store.Webhook, error) {
+	var f fault.Fields
+	d, err := domains.Normalize(in.Domain)
+	if err != nil {
+		f.Add("domain", "%s", err.Error())
+	}
+	kinds := s.checkEvents(&f, in.Events)
+	minChange := checkMinChange(&f, in.MinScoreChange)
+	clientID, err := accounts.Owner(ctx, s.Store, p, in.ClientID)
+	if err != nil {
+		return store.Webhook{}, err
+	}
+	url := in.URL
+	if url == "" {
+		if url, err = s.Store.DefaultWebhookURL(ctx, p.AccountID(), clientID); err != nil {
+			return store.Webhook{}, err
+		}
+		if url == "" {
+			f.Add("url", "is required: no default endpoint is set for this account")
+		}
+	}
+	if url != "" {
+		s.checkURL(&f, url)
+	}
+	if err := f.Err(); err != nil {
+		return store.Webhook{}, err
+	}
+	secret, err := webhook.NewSecret()
+	if err != nil {
+		return store.Webhook{}, err
+	}
+	now := s.now()
+	w := store.Webhook{ID: randid.New("wh"), AccountID: p.AccountID(), ClientID: clientID, Domain: d, URL: url, Events: kinds,
+		MinScoreChange: minChange, Enabled: true, Secret: secret, CreatedAt: now, UpdatedAt: now}
+
+	ev, err := events.New(events.WebhookTest, now, w.AccountID, w.ClientID, w.Domain,
+		events.WebhookTestData{WebhookID: w.ID, Domain: d, Message: "aivis is verifying this endpoint; answer 200 to activate the webhook"})
+	if err != nil {
+		return store.Webhook{}, err
+	}
+	ev.WebhookID = w.ID
+	m, err := ev.Message()
+	if err != nil {
+		return store.Webhook{}, err
+	}
+	a := s.verify(ctx, w, ev.ID, m.Payload)
+	if a.StatusCode != http.StatusOK {
+		why := a.Error
+		if why == "" {
+			why = fmt.Sprintf("it answered %d", a.StatusCode)
+		}
+		return store.Webhook{}, fault.New(fault.WebhookVerification,
+			"the endpoint did not answer the test payload with 200 within %s: %s", s.verifyTimeout(), why)
+	}
+	err = s.Store.Update(ctx, func(tx store.Tx) error {
+		if err := tx.InsertWebhook(w); err != nil {
+			return err
+		}
+		dl := store.Delivery{ID: randid.New("dlv"), WebhookID: w.ID, AccountID: w.AccountID, EventID: ev.ID, Event: ev.Event,
+			Payload: m.Payload, Status: store.DeliveryPending, CreatedAt: now, UpdatedAt: now}
+		if _, err := tx.InsertDelivery(dl); err != nil {
+			return err
+		}
+		a.DeliveryID = dl.ID
+		return tx.RecordOutcome(dl.ID, store.DeliveryOutcome{Attempt: a, Status: store.DeliverySucceeded, Step: 1})
+	})
+	return w, err
+}
+
+func (s *Service) verifyTimeout() time.Duration {
+	if s.VerifyTimeout > 0 {
+		return s.VerifyTimeout
+	}
+	return 10 * time.Second
+}
+
+// verify sends the signed test payload once.
+func (s *Service) verify(ctx context.Context, w store.Webhook, eventID string, payload []byte) store.Attempt {
+	a := store.Attempt{N: 1, At: s.now()}
+	signer, err := webhook.NewSigner(w.Secret)
+	if err != nil {
+		a.Error = err.Error()
+		return a
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.verifyTimeout())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.URL, bytes.NewReader(payload))
+	if err != nil {
+		a.Error = err.Error()
+		return a
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "aivis-webhooks/1")
+	signer.Headers(req.Header, eventID, a.At, payload)
+	start := time.Now()
+	resp, err := s.Client.Do(req)
+	a.Latency = time.Since(start)
+	if err != nil {
+		a.Error = attemptError(err, s.verifyTimeout())
+		return a
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxResponseBody))
+	resp.Body.Close()
+	a.StatusCode, a.ResponseBody = resp.StatusCode, strings.ToValidUTF8(string(body), "\uFFFD")
+	return a
+}
+
+// Get reads a webhook the principal may see.
+func (s *Service) Get(ctx context.Context, p auth.Principal, id string) (store.Webhook, error) {
+	w, err := s.Store.Webhook(ctx, p.AccountID(), id)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && p.ClientID() != "" && w.ClientID != p.ClientID()) {
+		return store.Webhook{}, fault.New(fault.NotFound, "no webhook %s", id)
+	}
+	return w, err
+}
+
+// List lists the webhooks a principal may see: a client key its client's,
+// an account key the account's own, or one client's with clientID (or
+// every client's too with clientID "*").
+func (s *Service) List(ctx context.Context, p auth.Principal, clientID, cursor string, limit int) ([]store.Webhook, string, error) {
+	f := store.WebhookFilter{AccountID: p.AccountID(), ClientID: p.ClientID(), Cursor: cursor, Limit: limit}
+	if p.ClientID() == "" && clientID == "*" {
+		f.AllClients = true
+	} else if p.ClientID() == "" && clientID != "" {
+		f.ClientID = clientID
+	} else if clientID != "" && clientID != p.ClientID() {
+		return nil, "", nil
+	}
+	ws, next, err := s.Store.ListWebhooks(ctx, f)
+	if errors.Is(err, store.ErrMalformed) {
+		return nil, "", fault.Invalid(fault.FieldError{Field: "cursor", Message: "is not a cursor this list returned"})
+	}
+	return ws, next, err
+}
+
+// Update changes events, url, minimum change or enabled. Enabling a
+// disabled webhook clears its failure record; a new url is not verified
+// again but is checked like the first.
+func (s *Service) Update(ctx context.Context, p auth.Principal, id string, in client.UpdateWebhook) (store.Webhook, error) {
+	if _, err := s.Get(ctx, p, id); err != nil {
+		return store.Webhook{}, err
+	}
+	var f fault.Fields
+	var kinds []string
+	if in.Events != nil {
+		kinds = s.checkEvents(&f, in.Events)
+	}
+	if in.URL != nil {
+		s.checkURL(&f, *in.URL)
+	}
+	minChange := checkMinChange(&f, in.MinScoreChange)
+	if err := f.Err(); err != nil {
+		return store.Webhook{}, err
+	}
+	var w store.Webhook
+	now := s.now()
+	err := s.Store.Update(ctx, func(tx store.Tx) (err error) {
+		if w, err = tx.Webhook(p.AccountID(), id); err != nil {
+			return err
+		}
+		if in.Events != nil {
+			w.Events = kinds
+		}
+		if in.URL != nil {
+			w.URL = *in.URL
+		}
+		if in.MinScoreChange != nil {
+			w.MinScoreChange = minChange
+		}
+		if in.Enabled != nil && *in.Enabled != w.Enabled {
+			w.Enabled = *in.Enabled
+			if w.Enabled {
+				w.DisabledReason, w.DisabledAt, w.FailingSince, w.Failures = "", time.Time{}, time.Time{}, 0
+			} else {
+				w.DisabledReason, w.DisabledAt = "disabled by the account", now
+			}
+		}
+		w.UpdatedAt = now
+		return tx.UpdateWebhook(w)
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return w, fault.New(fault.NotFound, "no webhook %s", id)
+	}
+	if err == nil && w.Enabled && s.Wake != nil {
+		s.Wake() // deliveries held while it was disabled
+	}
+	return w, err
+}
+
+// Delete removes a webhook with its deliveries.
+func (s *Service) Delete(ctx context.Context, p auth.Principal, id string) error {
+	if _, err := s.Get(ctx, p, id); err != nil {
+		return err
+	}
+	err := s.Store.Update(ctx, func(tx store.Tx) error { return tx.DeleteWebhook(p.AccountID(), id) })
+	if errors.Is(err, store.ErrNotFound) {
+		return fault.New(fault.NotFound, "no webhook %s", id)
+	}
+	return err
+}
+
+// Rotate makes a new secret; the old one keeps signing for grace.
+func (s *Service) Rotate(ctx context.Context, p auth.Principal, id string, grace time.Duration) (store.Webhook, error) {
+	if grace < 0 || grace > MaxGrace {
+		return store.Webhook{}, fault.Invalid(fault.FieldError{Field: "grace_period",
+			Message: fmt.Sprintf("must be between 0 and %d seconds", int(MaxGrace.Seconds()))})
+	}
+	if _, err := s.Get(ctx, p, id); err != nil {
+		return store.Webhook{}, err
+	}
+	secret, err := webhook.NewSecret()
+	if err != nil {
+		return store.Webhook{}, err
+	}
+	now := s.now()
+	var w store.Webhook
+	err = s.Store.Update(ctx, func(tx store.Tx) (err error) {
+		if w, err = tx.Webhook(p.AccountID(), id); err != nil {
+			return err
+		}
+		w.PrevSecret, w.PrevSecretEnd = w.Secret, now.Add(grace)
+		if grace == 0 {
+			w.PrevSecret, w.PrevSecretEnd = "", time.Time{}
+		}
+		w.Secret, w.UpdatedAt = secret, now
+		return tx.UpdateWebhook(w)
+	})
+	return w, err
+}
+
+// SendTest publishes a webhook_test event to one webhook through the bus,
+// delivered like any other event.
+func (s *Service) SendTest(ctx context.Context, p auth.Principal, id string) (string, error) {
+	w, err := s.Get(ctx, p, id)
+	if err != nil {
+		return "", err
+	}
+	ev, err := events.New(events.WebhookTest, s.now(), w.AccountID, w.ClientID, w.Domain,
+		events.WebhookTestData{WebhookID: w.ID, Domain: w.Domain, Message: "a test event sent on request"})
+	if err != nil {
+		return "", err
+	}
+	ev.WebhookID = w.ID
+	if err := Publish(ctx, s.Store, ev); err != nil {
+		return "", err
+	}
+	return ev.ID, nil
+}
+
+// Publish writes events in a transaction of their own.
+func Publish(ctx context.Context, st store.Store, evs ...events.Event) error {
+	msgs := make([]*message.Message, len(evs))
+	for i, ev := range evs {
+		m, err := ev.Message()
+		if err != nil {
+			return err
+		}
+		msgs[i] = m
+	}
+	return st.Update(ctx, func(tx store.Tx) error { return tx.Publish(events.Topic, msgs...) })
+}
+
+// Deliveries lists a webhook's deliveries, newest first.
+func (s *Service) Deliveries(ctx context.Context, p auth.Principal, id, status, cursor string, limit int) ([]store.Delivery, string, error) {
+	if _, err := s.Get(ctx, p, id); err != nil {
+		return nil, "", err
+	}
+	if status != "" && status != store.DeliveryPending && status != store.DeliverySucceeded && status != store.DeliveryFailed {
+		return nil, "", fault.Invalid(fault.FieldError{Field: "status", Message: "must be pending, succeeded or failed"})
+	}
+	ds, next, err := s.Store.ListDeliveries(ctx, store.DeliveryFilter{WebhookID: id, Status: status, Cursor: cursor, Limit: limit})
+	if errors.Is(err, store.ErrMalformed) {
+		return nil, "", fault.Invalid(fault.FieldError{Field: "cursor", Message: "is not a cursor this list returned"})
+	}
+	return ds, next, err
+}
+
+// Delivery reads one delivery with its attempts.
+func (s *Service) Delivery(ctx context.Context, p auth.Principal, id, deliveryID string) (store.Delivery, []store.Attempt, error) {
+	if _, err := s.Get(ctx, p, id); err != nil {
+		return store.Delivery{}, nil, err
+	}
+	d, as, err := s.Store.Delivery(ctx, id, deliveryID)
+	if errors.Is(err, store.ErrNotFound) {
+		return d, nil, fault.New(fault.NotFound, "no delivery %s of webhook %s", deliveryID, id)
+	}
+	return d, as, err
+}
+
+// Redeliver schedules one delivery again from the start of the schedule.
+func (s *Service) Redeliver(ctx context.Context, p auth.Principal, id, deliveryID string) (store.Delivery, error) {
+	d, _, err := s.Delivery(ctx, p, id, deliveryID)
+	if err != nil {
+		return d, err
+	}
+	if d.Status == store.DeliveryPending {
+		return d, fault.New(fault.InvalidState, "delivery %s is pending: its next attempt is already scheduled", deliveryID)
+	}
+	err = s.Store.Update(ctx, func(tx store.Tx) error {
+		_, err := tx.Redeliver(id, []string{deliveryID}, time.Time{}, time.Time{}, s.now())
+		return err
+	})
+	if err != nil {
+		return d, err
+	}
+	if s.Wake != nil {
+		s.Wake()
+	}
+	d, _, err = s.Store.Delivery(ctx, id, deliveryID)
+	return d, err
+}
+
+// Replay schedules again every failed delivery created in [since, until).
+func (s *Service) Replay(ctx context.Context, p auth.Principal, id string, since, until time.Time) (int, error) {
+	if _, err := s.Get(ctx, p, id); err != nil {
+		return 0, err
+	}
+	now := s.now()
+	if until.IsZero() {
+		until = now
+	}
+	if !since.Before(until) {
+		return 0, fault.Invalid(fault.FieldError{Field: "since", Message: "must be before until"})
+	}
+	var n int
+	err := s.Store.Update(ctx, func(tx store.Tx) (err error) {
+		n, err = tx.Redeliver(id, nil, since, until, now)
+		return err
+	})
+	if err == nil && n > 0 && s.Wake != nil {
+		s.Wake()
+	}
+	return n, err
+}

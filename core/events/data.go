@@ -1,0 +1,84 @@
+package events
+
+import (
+	"time"
+
+	"github.com/aivis/aivis/client"
+)
+
+// VisibilityChangeData is the data of ai_visibility_change: the new reading
+// and the one it replaced (null for the first reading of a domain).
+type VisibilityChangeData struct {
+	Domain                  string    `json:"domain"`
+	VisibilityScore         int       `json:"visibility_score"`
+	Sentiment               string    `json:"sentiment"`
+	SentimentScore          float64   `json:"sentiment_score"`
+	MeasuredAt              time.Time `json:"measured_at"`
+	Source                  string    `json:"source"`
+	PreviousVisibilityScore *int      `json:"previous_visibility_score"`
+	PreviousSentiment       *string   `json:"previous_sentiment"`
+	PreviousSentimentScore  *float64  `json:"previous_sentiment_score"`
+	PreviousMeasuredAt      *string   `json:"previous_measured_at"`
+	ScoreChange             *int      `json:"score_change"`
+	ClientID                *string   `json:"client_id"`
+}
+
+// ContentRequestData is the data of content_request_created,
+// content_request_failed and content_request_cancelled.
+type ContentRequestData struct {
+	ID            string     `json:"id"`
+	Status        string     `json:"status"`
+	Type          string     `json:"type"`
+	Domain        string     `json:"domain"`
+	URL           *string    `json:"url"`
+	Budget        client.USD `json:"budget"`
+	Spent         client.USD `json:"spent"`
+	FailureReason *string    `json:"failure_reason"`
+	ClientID      *string    `json:"client_id"`
+}
+
+// ContentOptimizedData is the data of content_optimized.
+type ContentOptimizedData struct {
+	ID          string     `json:"id"`
+	Domain      string     `json:"domain"`
+	URL         *string    `json:"url"`
+	Spent       client.USD `json:"spent"`
+	ScoreBefore int        `json:"score_before"`
+	ScoreAfter  int        `json:"score_after"`
+	ClientID    *string    `json:"client_id"`
+}
+
+// ScanCompletedData is the data of scan_completed.
+type ScanCompletedData struct {
+	ScanID          string  `json:"scan_id"`
+	Domain          string  `json:"domain"`
+	VisibilityScore int     `json:"visibility_score"`
+	Sentiment       string  `json:"sentiment"`
+	ReadinessScore  int     `json:"readiness_score"`
+	ClientID        *string `json:"client_id"`
+}
+
+// WebhookTestData is the data of webhook_test.
+type WebhookTestData struct {
+	WebhookID string `json:"webhook_id"`
+	Domain    string `json:"domain"`
+	Message   string `json:"message"`
+}
+
+// WebhookDisabledData is the data of webhook_disabled.
+type WebhookDisabledData struct {
+	WebhookID    string     `json:"webhook_id"`
+	Domain       string     `json:"domain"`
+	URL          string     `json:"url"`
+	Reason       string     `json:"reason"`
+	DisabledAt   time.Time  `json:"disabled_at"`
+	FailingSince *time.Time `json:"failing_since"`
+}
+
+// Optional is nil for "", else a pointer to s: absent values are null.
+func Optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}

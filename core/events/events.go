@@ -1,0 +1,140 @@
+// Package events is aivis's event catalog: the kinds, the body every
+// receiver sees ({id, event, timestamp, data}), the data of each kind, and
+// the mapping to Watermill messages that carry them on the bus.
+//
+// An event is written in the transaction of the change that causes it
+// (store.Tx.Publish: the transactional outbox), so it is never lost and
+// never emitted for a change that rolled back. Consumers are ordinary
+// Watermill subscribers of Topic.
+package events
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+
+	"github.com/aivis/aivis/core/randid"
+)
+
+// Topic is the bus topic every event is published on.
+const Topic = "aivis.events"
+
+// The event kinds.
+const (
+	VisibilityChange        = "ai_visibility_change"
+	ContentOptimized        = "content_optimized"
+	WebhookTest             = "webhook_test"
+	ContentRequestCreated   = "content_request_created"
+	ContentRequestFailed    = "content_request_failed"
+	ContentRequestCancelled = "content_request_cancelled"
+	ScanCompleted           = "scan_completed"
+	WebhookDisabled         = "webhook_disabled"
+)
+
+// Kinds lists every kind a webhook may subscribe to.
+var Kinds = []string{VisibilityChange, ContentOptimized, WebhookTest, ContentRequestCreated,
+	ContentRequestFailed, ContentRequestCancelled, ScanCompleted, WebhookDisabled}
+
+// Known reports whether kind is in the catalog.
+func Known(kind string) bool { return slices.Contains(Kinds, kind) }
+
+// Body is what a receiver gets: the JSON body of every delivery.
+type Body struct {
+	ID        string          `json:"id"`
+	Event     string          `json:"event"`
+	Timestamp time.Time       `json:"timestamp"`
+	Data      json.RawMessage `json:"data"`
+}
+
+// Event is a body with where it belongs: routing facts that travel as
+// message metadata and never reach a receiver.
+type Event struct {
+	Body
+	AccountID string
+	ClientID  string // "" for an account's own event
+	Domain    string // "" when the event concerns no domain
+	// ScoreChange is the absolute change of visibility score an
+	// ai_visibility_change carries; -1 when there is no previous reading
+	// (every webhook hears of the first reading of a domain).
+	ScoreChange int
+	// WebhookID targets one webhook (webhook_test); "" for every match.
+	WebhookID string
+}
+
+// New makes an event with a fresh id. data is marshalled as the body's data.
+func New(kind string, at time.Time, accountID, clientID, domain string, data any) (Event, error) {
+	if !Known(kind) {
+		return Event{}, fmt.Errorf("events: unknown kind %q", kind)
+	}
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return Event{}, fmt.Errorf("events: %s data: %w", kind, err)
+	}
+	return Event{
+		Body:      Body{ID: randid.New("evt"), Event: kind, Timestamp: at.UTC().Truncate(time.Microsecond), Data: raw},
+		AccountID: accountID, ClientID: clientID, Domain: domain,
+	}, nil
+}
+
+// Metadata keys of a message.
+const (
+	metaEvent       = "event"
+	metaAccount     = "account_id"
+	metaClient      = "client_id"
+	metaDomain      = "domain"
+	metaScoreChange = "score_change"
+	metaWebhook     = "webhook_id"
+)
+
+// Message is the event as a Watermill message: its UUID is the event id,
+// its payload the body receivers get.
+func (e Event) Message() (*message.Message, error) {
+	payload, err := json.Marshal(e.Body)
+	if err != nil {
+		return nil, fmt.Errorf("events: %w", err)
+	}
+	m := message.NewMessage(e.ID, payload)
+	m.Metadata.Set(metaEvent, e.Event)
+	m.Metadata.Set(metaAccount, e.AccountID)
+	if e.ClientID != "" {
+		m.Metadata.Set(metaClient, e.ClientID)
+	}
+	if e.Domain != "" {
+		m.Metadata.Set(metaDomain, e.Domain)
+	}
+	if e.Event == VisibilityChange {
+		m.Metadata.Set(metaScoreChange, strconv.Itoa(e.ScoreChange))
+	}
+	if e.WebhookID != "" {
+		m.Metadata.Set(metaWebhook, e.WebhookID)
+	}
+	return m, nil
+}
+
+// FromMessage reads an event back from its message.
+func FromMessage(m *message.Message) (Event, error) {
+	var e Event
+	if err := json.Unmarshal(m.Payload, &e.Body); err != nil {
+		return e, fmt.Errorf("events: message %s: %w", m.UUID, err)
+	}
+	if e.ID != m.UUID || e.Event != m.Metadata.Get(metaEvent) {
+		return e, fmt.Errorf("events: message %s: body and metadata disagree", m.UUID)
+	}
+	e.AccountID = m.Metadata.Get(metaAccount)
+	e.ClientID = m.Metadata.Get(metaClient)
+	e.Domain = m.Metadata.Get(metaDomain)
+	e.WebhookID = m.Metadata.Get(metaWebhook)
+	e.ScoreChange = -1
+	if s := m.Metadata.Get(metaScoreChange); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return e, fmt.Errorf("events: message %s: score change %q", m.UUID, s)
+		}
+		e.ScoreChange = n
+	}
+	return e, nil
+}

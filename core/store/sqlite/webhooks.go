@@ -1,0 +1,433 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+
+	bus "github.com/aivis/aivis/core/bus/sqlite"
+	"github.com/aivis/aivis/core/store"
+)
+
+// Publish writes messages to the bus's table in this transaction; Update
+// wakes this process's subscribers once it commits.
+func (t *txn) Publish(topic string, msgs ...*message.Message) error {
+	if err := bus.PublishTx(bg, t.tx, topic, msgs...); err != nil {
+		return fmt.Errorf("sqlite: publish: %w", err)
+	}
+	t.topics = append(t.topics, topic)
+	return nil
+}
+
+func (t *txn) LatestReading(f store.ReadingFilter) (store.Reading, error) {
+	var r store.Reading
+	var client sql.NullString
+	var measured int64
+	err := t.tx.QueryRow(`SELECT id, account_id, client_id, domain, visibility_score, sentiment, sentiment_score, source, measured_at
+		FROM visibility_readings WHERE account_id = ? AND client_id IS ? AND domain = ?
+		ORDER BY measured_at DESC, id DESC LIMIT 1`, f.AccountID, nullStr(f.ClientID), f.Domain).Scan(
+		&r.ID, &r.AccountID, &client, &r.Domain, &r.VisibilityScore, &r.Sentiment, &r.SentimentScore, &r.Source, &measured)
+	if err != nil {
+		return r, fmt.Errorf("sqlite: latest reading: %w", notFound(err))
+	}
+	r.ClientID = client.String
+	r.MeasuredAt = time.Unix(0, measured).UTC()
+	return r, nil
+}
+
+func (t *txn) InsertReading(r store.Reading) (store.Reading, error) {
+	res, err := t.tx.Exec(`INSERT INTO visibility_readings (account_id, client_id, domain, visibility_score, sentiment,
+		sentiment_score, source, measured_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.AccountID, nullStr(r.ClientID), r.Domain, r.VisibilityScore, r.Sentiment, r.SentimentScore, r.Source, r.MeasuredAt.UnixNano())
+	if err != nil {
+		return r, fmt.Errorf("sqlite: add reading: %w", conflict(err))
+	}
+	r.ID, _ = res.LastInsertId()
+	return r, nil
+}
+
+const webhookColumns = `id, account_id, client_id, domain, url, events, min_score_change, enabled, disabled_reason, disabled_at,
+	secret, prev_secret, prev_secret_end, failing_since, failures, last_success_at, created_at, updated_at`
+
+func scanWebhook(s scanner) (store.Webhook, error) {
+	var w store.Webhook
+	var client, reason, prev sql.NullString
+	var events string
+	var enabled int
+	var disabledAt, prevEnd, failing, success, created, updated sql.NullInt64
+	err := s.Scan(&w.ID, &w.AccountID, &client, &w.Domain, &w.URL, &events, &w.MinScoreChange, &enabled, &reason, &disabledAt,
+		&w.Secret, &prev, &prevEnd, &failing, &w.Failures, &success, &created, &updated)
+	if err != nil {
+		return w, err
+	}
+	w.ClientID, w.DisabledReason, w.PrevSecret = client.String, reason.String, prev.String
+	w.Events = strings.Fields(events)
+	w.Enabled = enabled == 1
+	w.DisabledAt, w.PrevSecretEnd, w.FailingSince = fromNS(disabledAt), fromNS(prevEnd), fromNS(failing)
+	w.LastSuccessAt, w.CreatedAt, w.UpdatedAt = fromNS(success), fromNS(created), fromNS(updated)
+	return w, nil
+}
+
+func webhookArgs(w store.Webhook) []any {
+	enabled := 0
+	if w.Enabled {
+		enabled = 1
+	}
+	return []any{w.ID, w.AccountID, nullStr(w.ClientID), w.Domain, w.URL, strings.Join(w.Events, " "), w.MinScoreChange, enabled,
+		nullStr(w.DisabledReason), ns(w.DisabledAt), w.Secret, nullStr(w.PrevSecret), ns(w.PrevSecretEnd), ns(w.FailingSince),
+		w.Failures, ns(w.LastSuccessAt), ns(w.CreatedAt), ns(w.UpdatedAt)}
+}
+
+func (t *txn) InsertWebhook(w store.Webhook) error {
+	_, err := t.tx.Exec(`INSERT INTO webhooks (`+webhookColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		webhookArgs(w)...)
+	if err != nil {
+		return fmt.Errorf("sqlite: insert webhook: %w", conflict(err))
+	}
+	return nil
+}
+
+func (t *txn) Webhook(accountID, id string) (store.Webhook, error) {
+	w, err := scanWebhook(t.tx.QueryRow(`SELECT `+webhookColumns+` FROM webhooks WHERE account_id = ? AND id = ?`, accountID, id))
+	if err != nil {
+		return w, fmt.Errorf("sqlite: webhook %s: %w", id, notFound(err))
+	}
+	return w, nil
+}
+
+func (t *txn) UpdateWebhook(w store.Webhook) error {
+	args := webhookArgs(w)
+	res, err := t.tx.Exec(`UPDATE webhooks SET url = ?5, events = ?6, min_score_change = ?7, enabled = ?8, disabled_reason = ?9,
+		disabled_at = ?10, secret = ?11, prev_secret = ?12, prev_secret_end = ?13, failing_since = ?14, failures = ?15,
+		last_success_at = ?16, updated_at = ?18 WHERE id = ?1 AND account_id = ?2`, args...)
+	if err != nil {
+		return fmt.Errorf("sqlite: update webhook: %w", conflict(err))
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("sqlite: webhook %s: %w", w.ID, store.ErrNotFound)
+	}
+	return nil
+}
+
+func (t *txn) DeleteWebhook(accountID, id string) error {
+	res, err := t.tx.Exec(`DELETE FROM webhooks WHERE account_id = ? AND id = ?`, accountID, id)
+	if err != nil {
+		return fmt.Errorf("sqlite: delete webhook: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("sqlite: webhook %s: %w", id, store.ErrNotFound)
+	}
+	return nil
+}
+
+const deliveryColumns = `id, webhook_id, account_id, event_id, event, payload, status, attempts, step, next_attempt_at,
+	last_attempt_at, last_status, last_error, created_at, updated_at`
+
+func scanDelivery(s scanner) (store.Delivery, error) {
+	var d store.Delivery
+	var next, last, created, updated sql.NullInt64
+	var status sql.NullInt64
+	var lastErr sql.NullString
+	err := s.Scan(&d.ID, &d.WebhookID, &d.AccountID, &d.EventID, &d.Event, &d.Payload, &d.Status, &d.Attempts, &d.Step, &next,
+		&last, &status, &lastErr, &created, &updated)
+	d.NextAttemptAt, d.LastAttemptAt, d.CreatedAt, d.UpdatedAt = fromNS(next), fromNS(last), fromNS(created), fromNS(updated)
+	d.LastStatus, d.LastError = int(status.Int64), lastErr.String
+	return d, err
+}
+
+func (t *txn) InsertDelivery(d store.Delivery) (bool, error) {
+	res, err := t.tx.Exec(`INSERT INTO webhook_deliveries (`+deliveryColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (webhook_id, event_id) DO NOTHING`,
+		d.ID, d.WebhookID, d.AccountID, d.EventID, d.Event, d.Payload, d.Status, d.Attempts, d.Step, ns(d.NextAttemptAt),
+		ns(d.LastAttemptAt), nullInt(d.LastStatus), nullStr(d.LastError), ns(d.CreatedAt), ns(d.UpdatedAt))
+	if err != nil {
+		return false, fmt.Errorf("sqlite: insert delivery: %w", conflict(err))
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
+}
+
+func nullInt(n int) any {
+	if n == 0 {
+		return nil
+	}
+	return n
+}
+
+func (t *txn) AddAttempt(a store.Attempt) error {
+	_, err := t.tx.Exec(`INSERT INTO webhook_attempts (delivery_id, n, at, status_code, latency_us, response_body, error)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`, a.DeliveryID, a.N, a.At.UnixNano(), a.StatusCode, a.Latency.Microseconds(), a.ResponseBody, a.Error)
+	if err != nil {
+		return fmt.Errorf("sqlite: add attempt: %w", conflict(err))
+	}
+	return nil
+}
+
+func (t *txn) ClaimDeliveries(now, leaseEnd time.Time, limit, perWebhook int) ([]store.Delivery, error) {
+	rows, err := t.tx.Query(`UPDATE webhook_deliveries SET lease_until = ?2
+		WHERE id IN (SELECT id FROM (
+			SELECT d.id, d.next_attempt_at, row_number() OVER (PARTITION BY d.webhook_id ORDER BY d.next_attempt_at) AS rn
+			FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id AND w.enabled = 1
+			WHERE d.status = 'pending' AND d.next_attempt_at <= ?1 AND (d.lease_until IS NULL OR d.lease_until <= ?1))
+			WHERE rn <= ?4 ORDER BY next_attempt_at LIMIT ?3)
+		RETURNING `+deliveryColumns, now.UnixNano(), leaseEnd.UnixNano(), limit, perWebhook)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: claim deliveries: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Delivery
+	for rows.Next() {
+		d, err := scanDelivery(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: claim deliveries: %w", err)
+		}
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+func (t *txn) RecordOutcome(id string, o store.DeliveryOutcome) error {
+	if err := t.AddAttempt(o.Attempt); err != nil {
+		return err
+	}
+	_, err := t.tx.Exec(`UPDATE webhook_deliveries SET status = ?, attempts = ?, step = ?, next_attempt_at = ?, lease_until = NULL,
+		last_attempt_at = ?, last_status = ?, last_error = ?, updated_at = ? WHERE id = ?`,
+		o.Status, o.Attempt.N, o.Step, ns(o.Next), o.Attempt.At.UnixNano(), nullInt(o.Attempt.StatusCode), nullStr(o.Attempt.Error),
+		o.Attempt.At.UnixNano(), id)
+	if err != nil {
+		return fmt.Errorf("sqlite: record outcome: %w", err)
+	}
+	return nil
+}
+
+func (t *txn) Redeliver(webhookID string, ids []string, since, until, now time.Time) (int, error) {
+	q := `UPDATE webhook_deliveries SET status = 'pending', step = 0, next_attempt_at = ?1, lease_until = NULL, updated_at = ?1
+		WHERE webhook_id = ?2 AND status != 'pending'`
+	args := []any{now.UnixNano(), webhookID}
+	if ids != nil {
+		if len(ids) == 0 {
+			return 0, nil
+		}
+		q += ` AND id IN (` + strings.TrimSuffix(strings.Repeat("?, ", len(ids)), ", ") + `)`
+		for _, id := range ids {
+			args = append(args, id)
+		}
+	} else {
+		q += ` AND status = 'failed' AND created_at >= ?3 AND created_at < ?4`
+		args = append(args, since.UnixNano(), until.UnixNano())
+	}
+	res, err := t.tx.Exec(q, args...)
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: redeliver: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return int(n), nil
+}
+
+func (t *txn) NextDue(now time.Time) (time.Time, error) {
+	var next sql.NullInt64
+	err := t.tx.QueryRow(`SELECT min(max(d.next_attempt_at, coalesce(d.lease_until, 0))) FROM webhook_deliveries d
+		JOIN webhooks w ON w.id = d.webhook_id AND w.enabled = 1 WHERE d.status = 'pending'`).Scan(&next)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("sqlite: next due: %w", err)
+	}
+	return fromNS(next), nil
+}
+
+// Webhook reads a webhook of an account.
+func (db *DB) Webhook(ctx context.Context, accountID, id string) (store.Webhook, error) {
+	w, err := scanWebhook(db.r.QueryRowContext(ctx, `SELECT `+webhookColumns+` FROM webhooks WHERE account_id = ? AND id = ?`, accountID, id))
+	if err != nil {
+		return w, fmt.Errorf("sqlite: webhook %s: %w", id, notFound(err))
+	}
+	return w, nil
+}
+
+// ListWebhooks returns one page of an owner's webhooks, newest first.
+func (db *DB) ListWebhooks(ctx context.Context, f store.WebhookFilter) ([]store.Webhook, string, error) {
+	if f.Limit <= 0 {
+		f.Limit = 20
+	}
+	q := `SELECT ` + webhookColumns + ` FROM webhooks WHERE account_id = ?`
+	args := []any{f.AccountID}
+	if !f.AllClients {
+		q += ` AND client_id IS ?`
+		args = append(args, nullStr(f.ClientID))
+	}
+	if f.Cursor != "" {
+		ts, id, err := decodeCursor(f.Cursor)
+		if err != nil {
+			return nil, "", err
+		}
+		q += ` AND (created_at, id) < (?, ?)`
+		args = append(args, ts, id)
+	}
+	rows, err := db.r.QueryContext(ctx, q+` ORDER BY created_at DESC, id DESC LIMIT ?`, append(args, f.Limit+1)...)
+	if err != nil {
+		return nil, "", fmt.Errorf("sqlite: list webhooks: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Webhook
+	for rows.Next() {
+		w, err := scanWebhook(rows)
+		if err != nil {
+			return nil, "", fmt.Errorf("sqlite: list webhooks: %w", err)
+		}
+		out = append(out, w)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if len(out) > f.Limit {
+		out = out[:f.Limit]
+		last := out[len(out)-1]
+		next = pageCursor(last.CreatedAt, last.ID)
+	}
+	return out, next, nil
+}
+
+func pageCursor(t time.Time, id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(t.UnixNano(), 10) + ":" + id))
+}
+
+// MatchWebhooks lists the webhooks, enabled or not, of exactly one owner
+// for a domain.
+func (db *DB) MatchWebhooks(ctx context.Context, accountID, clientID, domain string) ([]store.Webhook, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT `+webhookColumns+` FROM webhooks
+		WHERE account_id = ? AND domain = ? AND client_id IS ?`, accountID, domain, nullStr(clientID))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: match webhooks: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Webhook
+	for rows.Next() {
+		w, err := scanWebhook(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: match webhooks: %w", err)
+		}
+		out = append(out, w)
+	}
+	return out, rows.Err()
+}
+
+// Delivery reads one delivery of a webhook with its attempts, oldest first.
+func (db *DB) Delivery(ctx context.Context, webhookID, id string) (store.Delivery, []store.Attempt, error) {
+	d, err := scanDelivery(db.r.QueryRowContext(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries WHERE webhook_id = ? AND id = ?`,
+		webhookID, id))
+	if err != nil {
+		return d, nil, fmt.Errorf("sqlite: delivery %s: %w", id, notFound(err))
+	}
+	as, err := db.attempts(ctx, []string{id})
+	return d, as[id], err
+}
+
+func (db *DB) attempts(ctx context.Context, ids []string) (map[string][]store.Attempt, error) {
+	out := make(map[string][]store.Attempt, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	rows, err := db.r.QueryContext(ctx, `SELECT delivery_id, n, at, status_code, latency_us, response_body, error FROM webhook_attempts
+		WHERE delivery_id IN (`+strings.TrimSuffix(strings.Repeat("?, ", len(ids)), ", ")+`) ORDER BY delivery_id, n`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: attempts: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var a store.Attempt
+		var at, us int64
+		if err := rows.Scan(&a.DeliveryID, &a.N, &at, &a.StatusCode, &us, &a.ResponseBody, &a.Error); err != nil {
+			return nil, fmt.Errorf("sqlite: attempts: %w", err)
+		}
+		a.At, a.Latency = time.Unix(0, at).UTC(), time.Duration(us)*time.Microsecond
+		out[a.DeliveryID] = append(out[a.DeliveryID], a)
+	}
+	return out, rows.Err()
+}
+
+// ListDeliveries returns one page of a webhook's deliveries, newest first.
+func (db *DB) ListDeliveries(ctx context.Context, f store.DeliveryFilter) ([]store.Delivery, string, error) {
+	if f.Limit <= 0 {
+		f.Limit = 20
+	}
+	q := `SELECT ` + deliveryColumns + ` FROM webhook_deliveries WHERE webhook_id = ?`
+	args := []any{f.WebhookID}
+	if f.Status != "" {
+		q += ` AND status = ?`
+		args = append(args, f.Status)
+	}
+	if f.Cursor != "" {
+		ts, id, err := decodeCursor(f.Cursor)
+		if err != nil {
+			return nil, "", err
+		}
+		q += ` AND (created_at, id) < (?, ?)`
+		args = append(args, ts, id)
+	}
+	rows, err := db.r.QueryContext(ctx, q+` ORDER BY created_at DESC, id DESC LIMIT ?`, append(args, f.Limit+1)...)
+	if err != nil {
+		return nil, "", fmt.Errorf("sqlite: list deliveries: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Delivery
+	for rows.Next() {
+		d, err := scanDelivery(rows)
+		if err != nil {
+			return nil, "", fmt.Errorf("sqlite: list deliveries: %w", err)
+		}
+		out = append(out, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if len(out) > f.Limit {
+		out = out[:f.Limit]
+		last := out[len(out)-1]
+		next = pageCursor(last.CreatedAt, last.ID)
+	}
+	return out, next, nil
+}
+
+// DefaultWebhookURL is the owner's default endpoint, "" when unset.
+func (db *DB) DefaultWebhookURL(ctx context.Context, accountID, clientID string) (string, error) {
+	var u sql.NullString
+	var err error
+	if clientID == "" {
+		err = db.r.QueryRowContext(ctx, `SELECT default_webhook_url FROM accounts WHERE id = ?`, accountID).Scan(&u)
+	} else {
+		err = db.r.QueryRowContext(ctx, `SELECT default_webhook_url FROM clients WHERE account_id = ? AND id = ?`, accountID, clientID).Scan(&u)
+	}
+	if err != nil {
+		return "", fmt.Errorf("sqlite: default webhook url: %w", notFound(err))
+	}
+	return u.String, nil
+}
+
+// SetDefaultWebhookURL sets (or with "" clears) the owner's default endpoint.
+func (db *DB) SetDefaultWebhookURL(ctx context.Context, accountID, clientID, url string) error {
+	var res sql.Result
+	var err error
+	if clientID == "" {
+		res, err = db.w.ExecContext(ctx, `UPDATE accounts SET default_webhook_url = ? WHERE id = ?`, nullStr(url), accountID)
+	} else {
+		res, err = db.w.ExecContext(ctx, `UPDATE clients SET default_webhook_url = ? WHERE account_id = ? AND id = ?`, nullStr(url), accountID, clientID)
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: set default webhook url: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("sqlite: owner %s/%s: %w", accountID, clientID, store.ErrNotFound)
+	}
+	return nil
+}

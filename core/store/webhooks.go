@@ -1,0 +1,105 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// Webhook is an endpoint that receives an owner's events for one domain.
+type Webhook struct {
+	ID             string
+	AccountID      string
+	ClientID       string // "" for the account's own webhook
+	Domain         string
+	URL            string
+	Events         []string
+	MinScoreChange int
+	Enabled        bool
+	DisabledReason string
+	DisabledAt     time.Time
+	Secret         string    // the current signing secret (whsec_...)
+	PrevSecret     string    // the previous secret, while it still signs
+	PrevSecretEnd  time.Time // when the previous secret stops signing
+	FailingSince   time.Time // the first failure since the last success; zero when healthy
+	Failures       int       // failed attempts since FailingSince
+	LastSuccessAt  time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
+// Delivery statuses.
+const (
+	DeliveryPending   = "pending"
+	DeliverySucceeded = "succeeded"
+	DeliveryFailed    = "failed"
+)
+
+// Delivery is one event on its way to one webhook, across its attempts.
+type Delivery struct {
+	ID            string
+	WebhookID     string
+	AccountID     string
+	EventID       string
+	Event         string
+	Payload       []byte
+	Status        string
+	Attempts      int // attempts made
+	Step          int // position in the retry schedule of the next attempt
+	NextAttemptAt time.Time
+	LastAttemptAt time.Time
+	LastStatus    int
+	LastError     string
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+}
+
+// Attempt is one HTTP request of a delivery and what came back.
+type Attempt struct {
+	DeliveryID   string
+	N            int // 1 for the first attempt
+	At           time.Time
+	StatusCode   int // 0 when no response came
+	Latency      time.Duration
+	ResponseBody string // truncated
+	Error        string
+}
+
+// WebhookFilter selects an owner's webhooks.
+type WebhookFilter struct {
+	AccountID string
+	ClientID  string // "" with AllClients false: the account's own only
+	// AllClients lists the account's and every client's webhooks.
+	AllClients bool
+	Cursor     string
+	Limit      int
+}
+
+// DeliveryFilter selects a webhook's deliveries.
+type DeliveryFilter struct {
+	WebhookID string
+	Status    string
+	Cursor    string
+	Limit     int
+}
+
+// Webhooks reads webhooks and deliveries outside a write transaction.
+type Webhooks interface {
+	Webhook(ctx context.Context, accountID, id string) (Webhook, error)
+	ListWebhooks(ctx context.Context, f WebhookFilter) ([]Webhook, string, error)
+	// MatchWebhooks lists the webhooks of exactly one owner for a domain,
+	// enabled or not.
+	MatchWebhooks(ctx context.Context, accountID, clientID, domain string) ([]Webhook, error)
+	Delivery(ctx context.Context, webhookID, id string) (Delivery, []Attempt, error)
+	ListDeliveries(ctx context.Context, f DeliveryFilter) ([]Delivery, string, error)
+	// DefaultWebhookURL is the owner's default endpoint, "" when unset.
+	DefaultWebhookURL(ctx context.Context, accountID, clientID string) (string, error)
+}
+
+// DeliveryOutcome is the result of one attempt and what follows from it,
+// as the delivery engine decided.
+type DeliveryOutcome struct {
+	Attempt Attempt
+	Status  string    // the delivery's new status
+	Step    int       // its next schedule step
+	Next    time.Time // its next attempt, when pending
+}

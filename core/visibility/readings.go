@@ -1,0 +1,138 @@
+// Package visibility records how AI systems see a domain: visibility
+// readings, and the ai_visibility_change events a changed reading causes.
+package visibility
+
+import (
+	"context"
+	"errors"
+	"math"
+	"time"
+
+	"github.com/aivis/aivis/client"
+	"github.com/aivis/aivis/core/accounts"
+	"github.com/aivis/aivis/core/auth"
+	"github.com/aivis/aivis/core/domains"
+	"github.com/aivis/aivis/core/events"
+	"github.com/aivis/aivis/core/fault"
+	"github.com/aivis/aivis/core/store"
+)
+
+// Sentiments a reading may carry.
+var Sentiments = []string{client.SentimentPositive, client.SentimentNeutral, client.SentimentNegative, client.SentimentMixed}
+
+// Source of readings recorded through the API.
+const SourceAPI = "api"
+
+// MaxSkew is how far in the future a reading's measured_at may be.
+const MaxSkew = 5 * time.Minute
+
+// Recorder stores readings and detects changes.
+type Recorder struct {
+	Store store.Store
+	Now   func() time.Time
+}
+
+// Record validates and stores a reading from the API. The reading and its
+// event, if it changed the domain's latest score or sentiment, commit
+// together; a reading older than the latest is kept as history and changes
+// nothing.
+func (r *Recorder) Record(ctx context.Context, p auth.Principal, in client.RecordReading) (store.Reading, *events.Event, error) {
+	now := r.Now()
+	var f fault.Fields
+	d, err := domains.Normalize(in.Domain)
+	if err != nil {
+		f.Add("domain", "%s", err.Error())
+	}
+	if in.VisibilityScore == nil {
+		f.Add("visibility_score", "is required: an integer from 0 to 100")
+	} else if *in.VisibilityScore < 0 || *in.VisibilityScore > 100 {
+		f.Add("visibility_score", "must be an integer from 0 to 100")
+	}
+	if !contains(Sentiments, in.Sentiment) {
+		f.Add("sentiment", "must be one of positive, neutral, negative, mixed")
+	}
+	score := 0.0
+	if in.SentimentScore != nil {
+		score = *in.SentimentScore
+		if math.IsNaN(score) || score < -1 || score > 1 {
+			f.Add("sentiment_score", "must be a number from -1 to 1")
+		}
+	}
+	measured := now
+	if in.MeasuredAt != nil {
+		measured = *in.MeasuredAt
+		if measured.After(now.Add(MaxSkew)) {
+			f.Add("measured_at", "must not be in the future")
+		}
+	}
+	if err := f.Err(); err != nil {
+		return store.Reading{}, nil, err
+	}
+	clientID, err := accounts.Owner(ctx, r.Store, p, in.ClientID)
+	if err != nil {
+		return store.Reading{}, nil, err
+	}
+	rd := store.Reading{AccountID: p.AccountID(), ClientID: clientID, Domain: d, VisibilityScore: *in.VisibilityScore,
+		Sentiment: in.Sentiment, SentimentScore: score, Source: SourceAPI, MeasuredAt: measured.UTC()}
+	return r.Add(ctx, rd)
+}
+
+// Add stores a reading (from the API or an engine) and emits
+// ai_visibility_change when it changes the latest score or sentiment.
+func (r *Recorder) Add(ctx context.Context, rd store.Reading) (store.Reading, *events.Event, error) {
+	var ev *events.Event
+	err := r.Store.Update(ctx, func(tx store.Tx) error {
+		ev = nil
+		prev, err := tx.LatestReading(store.ReadingFilter{AccountID: rd.AccountID, ClientID: rd.ClientID, Domain: rd.Domain})
+		first := errors.Is(err, store.ErrNotFound)
+		if err != nil && !first {
+			return err
+		}
+		if rd, err = tx.InsertReading(rd); err != nil {
+			return err
+		}
+		if !first && (rd.MeasuredAt.Before(prev.MeasuredAt) ||
+			(prev.VisibilityScore == rd.VisibilityScore && prev.Sentiment == rd.Sentiment)) {
+			return nil
+		}
+		data := events.VisibilityChangeData{Domain: rd.Domain, VisibilityScore: rd.VisibilityScore, Sentiment: rd.Sentiment,
+			SentimentScore: rd.SentimentScore, MeasuredAt: rd.MeasuredAt, Source: rd.Source, ClientID: events.Optional(rd.ClientID)}
+		change := -1
+		if !first {
+			change = abs(rd.VisibilityScore - prev.VisibilityScore)
+			ps, pm := prev.Sentiment, prev.MeasuredAt.Format(time.RFC3339Nano)
+			data.PreviousVisibilityScore, data.PreviousSentiment = &prev.VisibilityScore, &ps
+			data.PreviousSentimentScore, data.PreviousMeasuredAt = &prev.SentimentScore, &pm
+			delta := rd.VisibilityScore - prev.VisibilityScore
+			data.ScoreChange = &delta
+		}
+		e, err := events.New(events.VisibilityChange, r.Now(), rd.AccountID, rd.ClientID, rd.Domain, data)
+		if err != nil {
+			return err
+		}
+		e.ScoreChange = change
+		m, err := e.Message()
+		if err != nil {
+			return err
+		}
+		ev = &e
+		return tx.Publish(events.Topic, m)
+	})
+	return rd, ev, err
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
+
+func contains(xs []string, x string) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
