@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"regexp"
@@ -138,6 +139,9 @@ func responseSchema(method, path string, status int) (*jsonschema.Schema, error)
 		return nil, err
 	}
 	content, _ := r.(map[string]any)["content"].(map[string]any)
+	if content == nil && status == http.StatusNoContent {
+		return nil, nil // no body to check
+	}
 	if _, ok := content["application/json"]; !ok {
 		return nil, fmt.Errorf("response %s of %s %s has no application/json content", code, method, template)
 	}
