@@ -113,7 +113,9 @@ func TestWebhooksEndToEnd(t *testing.T) {
 	}
 
 	// A reading that changes the score is delivered, signed.
-	score := func(n int) string { return fmt.Sprintf(`{"domain":"example.com","visibility_score":%d,"sentiment":"positive"}`, n) }
+	score := func(n int) string {
+		return fmt.Sprintf(`{"domain":"example.com","visibility_score":%d,"sentiment":"positive"}`, n)
+	}
 	r = s.do(t, req{method: "POST", path: "/v1/visibility", header: bearer(k), body: score(40)})
 	var rec client.RecordedReading
 	r.decode(t, &rec)
