@@ -235,6 +235,7 @@ func containsKind(kinds []string, k string) bool {
 func (e *Engine) dispatch(ctx context.Context, sends *sync.WaitGroup) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	var lastClaim time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -242,6 +243,12 @@ func (e *Engine) dispatch(ctx context.Context, sends *sync.WaitGroup) {
 		case <-e.wake:
 		case <-timer.C:
 		}
+		// Each claim is a query: at most one a millisecond, each taking
+		// whatever has come due meanwhile.
+		if d := time.Since(lastClaim); d < time.Millisecond {
+			time.Sleep(time.Millisecond - d)
+		}
+		lastClaim = time.Now()
 		full := false
 		for {
 			n, f, err := e.claim(ctx, sends)
@@ -258,11 +265,7 @@ func (e *Engine) dispatch(ctx context.Context, sends *sync.WaitGroup) {
 		}
 		wait := e.opt.Idle
 		if !full { // else a finished attempt wakes the loop
-			var next time.Time
-			err := e.store.Update(ctx, func(tx store.Tx) (err error) {
-				next, err = tx.NextDue(e.opt.Now())
-				return err
-			})
+			next, err := e.store.NextDue(ctx, e.opt.Now())
 			if err == nil && !next.IsZero() {
 				wait = min(wait, max(next.Sub(e.opt.Now()), time.Millisecond))
 			}
@@ -276,36 +279,25 @@ func (e *Engine) dispatch(ctx context.Context, sends *sync.WaitGroup) {
 func (e *Engine) claim(ctx context.Context, sends *sync.WaitGroup) (n int, full bool, err error) {
 	e.mu.Lock()
 	free := e.opt.Workers - e.inflight
-	for _, ep := range e.endpoints {
+	var skip []string // endpoints with a full share: their turn comes later
+	for id, ep := range e.endpoints {
 		free -= len(ep.queue)
+		if ep.inflight+len(ep.queue) >= e.opt.PerEndpoint {
+			skip = append(skip, id)
+		}
 	}
 	e.mu.Unlock()
 	if free <= 0 {
 		return 0, true, nil
 	}
 	now := e.opt.Now()
-	var got []claimed
-	err = e.store.Update(ctx, func(tx store.Tx) error {
-		got = got[:0]
-		ds, err := tx.ClaimDeliveries(now, now.Add(e.lease), min(free, 256), e.opt.PerEndpoint)
-		if err != nil {
-			return err
-		}
-		hooks := make(map[string]store.Webhook)
-		for _, d := range ds {
-			w, ok := hooks[d.WebhookID]
-			if !ok {
-				if w, err = tx.Webhook(d.AccountID, d.WebhookID); err != nil {
-					return err
-				}
-				hooks[d.WebhookID] = w
-			}
-			got = append(got, claimed{d, w})
-		}
-		return nil
-	})
+	ds, hooks, err := e.store.ClaimDeliveries(ctx, now, now.Add(e.lease), min(free, 256), e.opt.PerEndpoint, skip)
 	if err != nil {
 		return 0, false, err
+	}
+	got := make([]claimed, len(ds))
+	for i, d := range ds {
+		got[i] = claimed{d, hooks[d.WebhookID]}
 	}
 	e.mu.Lock()
 	for _, c := range got {
@@ -341,8 +333,13 @@ func (e *Engine) startLocked(ctx context.Context, ep *endpoint, sends *sync.Wait
 			if ep.inflight == 0 && len(ep.queue) == 0 {
 				delete(e.endpoints, c.w.ID)
 			}
+			// Claiming costs a transaction: wait for a quarter of the
+			// capacity to be free, or for the endpoint to have room.
+			wake := e.inflight <= e.opt.Workers*3/4 || ep.inflight+len(ep.queue) < e.opt.PerEndpoint
 			e.mu.Unlock()
-			e.Wake()
+			if wake {
+				e.Wake()
+			}
 		})
 	}
 }

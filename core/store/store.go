@@ -245,21 +245,13 @@ type Tx interface {
 	// the event (added reports which).
 	InsertDelivery(d Delivery) (added bool, err error)
 	AddAttempt(a Attempt) error
-	// ClaimDeliveries leases up to limit pending deliveries of enabled
-	// webhooks due at now, oldest first and at most perWebhook of one
-	// webhook, until leaseEnd; a lease keeps other claimers away while an
-	// attempt is in flight, and ends with RecordOutcome or by expiring.
-	ClaimDeliveries(now, leaseEnd time.Time, limit, perWebhook int) ([]Delivery, error)
 	// RecordOutcome writes an attempt and the delivery's new state, and ends
-	// its lease.
+	// its lease once the transaction commits.
 	RecordOutcome(deliveryID string, o DeliveryOutcome) error
 	// Redeliver makes failed or succeeded deliveries of a webhook pending
 	// again from the start of the schedule: ids, or with ids nil every
 	// failed one created in [since, until). It returns how many.
 	Redeliver(webhookID string, ids []string, since, until, now time.Time) (int, error)
-	// NextDue is when the earliest pending delivery of an enabled webhook
-	// becomes claimable; zero when there is none.
-	NextDue(now time.Time) (time.Time, error)
 }
 
 type asOfKey struct{}

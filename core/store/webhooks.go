@@ -93,6 +93,17 @@ type Webhooks interface {
 	ListDeliveries(ctx context.Context, f DeliveryFilter) ([]Delivery, string, error)
 	// DefaultWebhookURL is the owner's default endpoint, "" when unset.
 	DefaultWebhookURL(ctx context.Context, accountID, clientID string) (string, error)
+
+	// ClaimDeliveries leases up to limit pending deliveries of enabled
+	// webhooks due at now, oldest first, at most perWebhook of one webhook
+	// and none of the webhooks in skip, until leaseEnd, and returns them
+	// with their webhooks. A lease keeps other claims away while an attempt
+	// is in flight; it ends when Tx.RecordOutcome commits, or at leaseEnd.
+	ClaimDeliveries(ctx context.Context, now, leaseEnd time.Time, limit, perWebhook int, skip []string) ([]Delivery, map[string]Webhook, error)
+	// NextDue is the earliest next attempt after now of a pending
+	// delivery; zero when there is none. (Leases that end are found by
+	// polling.)
+	NextDue(ctx context.Context, now time.Time) (time.Time, error)
 }
 
 // DeliveryOutcome is the result of one attempt and what follows from it,

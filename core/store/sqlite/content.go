@@ -186,8 +186,10 @@ func (db *DB) ListContentRequests(ctx context.Context, f store.ContentFilter) ([
 
 // txn is a write transaction.
 type txn struct {
-	tx     *sql.Tx
-	topics []string // published to: woken after the commit
+	db       *DB
+	tx       *sql.Tx
+	topics   []string // published to: woken after the commit
+	released []string // leases to end after the commit
 }
 
 var bg = context.Background()

@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	sqlite3 "github.com/mattn/go-sqlite3"
@@ -34,9 +35,23 @@ type DB struct {
 	keyByHash *sql.Stmt
 	budget    *sql.Stmt
 	fresh     *fresh
+	leases    leases
+	claimMu   sync.Mutex
 }
 
 var _ store.Store = (*DB)(nil)
+
+// driverName is go-sqlite3 with the settings its DSN cannot carry.
+const driverName = "sqlite3_aivis"
+
+func init() {
+	sql.Register(driverName, &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
+		// Sorts and window functions use temporary b-trees; in memory they
+		// cost a fraction of a temporary file each.
+		_, err := c.Exec("PRAGMA temp_store = MEMORY", nil)
+		return err
+	}})
+}
 
 // Open opens (creating if needed) the database file at path and applies any
 // pending migrations.
@@ -49,7 +64,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	q.Set("_txlock", "immediate")
 	// The path is part of a URI: escape what SQLite would read as its syntax.
 	file := "file:" + strings.NewReplacer("%", "%25", "?", "%3F", "#", "%23").Replace(path)
-	w, err := sql.Open("sqlite3", file+"?"+q.Encode())
+	w, err := sql.Open(driverName, file+"?"+q.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
@@ -67,7 +82,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	}
 	q.Set("_txlock", "deferred")
 	q.Set("_query_only", "true")
-	r, err := sql.Open("sqlite3", file+"?"+q.Encode())
+	r, err := sql.Open(driverName, file+"?"+q.Encode())
 	if err != nil {
 		w.Close()
 		return nil, fmt.Errorf("sqlite: open readers: %w", err)
@@ -76,7 +91,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	r.SetMaxOpenConns(n)
 	r.SetMaxIdleConns(n)
 	r.SetConnMaxIdleTime(0)
-	db := &DB{w: w, r: r}
+	db := &DB{w: w, r: r, leases: leases{end: make(map[string]time.Time)}}
 	db.keyByHash, err = r.PrepareContext(ctx, `SELECT `+keyColumns+`, `+accountColumns+`
 		FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.key_hash = ?`)
 	if err == nil {
@@ -163,14 +178,17 @@ func inTx(ctx context.Context, db *sql.DB, fn func(*sql.Tx) error) error {
 
 // Update runs fn in one immediate write transaction.
 func (db *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
-	t := &txn{}
+	t := &txn{db: db}
 	err := inTx(ctx, db.w, func(tx *sql.Tx) error {
-		t.tx, t.topics = tx, t.topics[:0] // fn may run again on a retry
+		t.tx, t.topics, t.released = tx, t.topics[:0], t.released[:0] // fn may run again on a retry
 		return fn(t)
 	})
 	if err == nil {
 		for _, topic := range t.topics {
 			bus.Notify(topic)
+		}
+		for _, id := range t.released {
+			db.leases.release(id)
 		}
 	}
 	return err

@@ -4,9 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -169,34 +171,108 @@ func (t *txn) AddAttempt(a store.Attempt) error {
 	return nil
 }
 
-func (t *txn) ClaimDeliveries(now, leaseEnd time.Time, limit, perWebhook int) ([]store.Delivery, error) {
-	rows, err := t.tx.Query(`UPDATE webhook_deliveries SET lease_until = ?2
-		WHERE id IN (SELECT id FROM (
-			SELECT d.id, d.next_attempt_at, row_number() OVER (PARTITION BY d.webhook_id ORDER BY d.next_attempt_at) AS rn
-			FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id AND w.enabled = 1
-			WHERE d.status = 'pending' AND d.next_attempt_at <= ?1 AND (d.lease_until IS NULL OR d.lease_until <= ?1))
-			WHERE rn <= ?4 ORDER BY next_attempt_at LIMIT ?3)
-		RETURNING `+deliveryColumns, now.UnixNano(), leaseEnd.UnixNano(), limit, perWebhook)
+// leases are the embedded engine's delivery leases. They live in the
+// memory of the process that serves the database: one process delivers
+// from a SQLite file, and a lease ends with it, so after a crash every
+// pending delivery is due again at once. (An engine shared by several
+// processes keeps them in the database, e.g. PostgreSQL's FOR UPDATE SKIP
+// LOCKED.)
+type leases struct {
+	mu  sync.Mutex
+	end map[string]time.Time
+}
+
+// held lists the deliveries leased at now, forgetting ended leases.
+func (l *leases) held(now time.Time) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]string, 0, len(l.end))
+	for id, end := range l.end {
+		if end.After(now) {
+			out = append(out, id)
+		} else {
+			delete(l.end, id)
+		}
+	}
+	return out
+}
+
+func (l *leases) take(ids []string, end time.Time) {
+	l.mu.Lock()
+	for _, id := range ids {
+		l.end[id] = end
+	}
+	l.mu.Unlock()
+}
+
+func (l *leases) release(id string) {
+	l.mu.Lock()
+	delete(l.end, id)
+	l.mu.Unlock()
+}
+
+// ClaimDeliveries reads due deliveries on a reader and leases them in memory.
+func (db *DB) ClaimDeliveries(ctx context.Context, now, leaseEnd time.Time, limit, perWebhook int, skip []string) ([]store.Delivery, map[string]store.Webhook, error) {
+	db.claimMu.Lock() // one claim at a time: two must not read the same rows
+	defer db.claimMu.Unlock()
+	skipJSON, err := json.Marshal(nonNil(skip))
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: claim deliveries: %w", err)
+		return nil, nil, err
+	}
+	heldJSON, err := json.Marshal(db.leases.held(now))
+	if err != nil {
+		return nil, nil, err
+	}
+	// The inner query walks the due index in order and stops after a bounded
+	// window, so a claim costs the same with a long backlog; the outer one
+	// caps each webhook's share of the window. Nothing is written.
+	rows, err := db.r.QueryContext(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries WHERE id IN (SELECT id FROM (
+			SELECT id, next_attempt_at, row_number() OVER (PARTITION BY webhook_id ORDER BY next_attempt_at) AS rn FROM (
+				SELECT d.id, d.webhook_id, d.next_attempt_at FROM webhook_deliveries d INDEXED BY webhook_deliveries_due
+				WHERE d.status = 'pending' AND d.next_attempt_at <= ?1
+				AND d.id NOT IN (SELECT value FROM json_each(?5))
+				AND d.webhook_id NOT IN (SELECT value FROM json_each(?4))
+				AND d.webhook_id IN (SELECT id FROM webhooks WHERE enabled = 1)
+				ORDER BY d.next_attempt_at LIMIT ?2 * 4))
+			WHERE rn <= ?3 ORDER BY next_attempt_at LIMIT ?2)`,
+		now.UnixNano(), limit, perWebhook, string(skipJSON), string(heldJSON))
+	if err != nil {
+		return nil, nil, fmt.Errorf("sqlite: claim deliveries: %w", err)
 	}
 	defer rows.Close()
 	var out []store.Delivery
+	var ids []string
+	hooks := make(map[string]store.Webhook)
 	for rows.Next() {
 		d, err := scanDelivery(rows)
 		if err != nil {
-			return nil, fmt.Errorf("sqlite: claim deliveries: %w", err)
+			return nil, nil, fmt.Errorf("sqlite: claim deliveries: %w", err)
 		}
 		out = append(out, d)
+		ids = append(ids, d.ID)
+		hooks[d.WebhookID] = store.Webhook{}
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	rows.Close()
+	for id := range hooks {
+		w, err := scanWebhook(db.r.QueryRowContext(ctx, `SELECT `+webhookColumns+` FROM webhooks WHERE id = ?`, id))
+		if err != nil {
+			return nil, nil, fmt.Errorf("sqlite: claim deliveries: webhook %s: %w", id, notFound(err))
+		}
+		hooks[id] = w
+	}
+	db.leases.take(ids, leaseEnd)
+	return out, hooks, nil
 }
 
 func (t *txn) RecordOutcome(id string, o store.DeliveryOutcome) error {
 	if err := t.AddAttempt(o.Attempt); err != nil {
 		return err
 	}
-	_, err := t.tx.Exec(`UPDATE webhook_deliveries SET status = ?, attempts = ?, step = ?, next_attempt_at = ?, lease_until = NULL,
+	t.released = append(t.released, id)
+	_, err := t.tx.Exec(`UPDATE webhook_deliveries SET status = ?, attempts = ?, step = ?, next_attempt_at = ?,
 		last_attempt_at = ?, last_status = ?, last_error = ?, updated_at = ? WHERE id = ?`,
 		o.Status, o.Attempt.N, o.Step, ns(o.Next), o.Attempt.At.UnixNano(), nullInt(o.Attempt.StatusCode), nullStr(o.Attempt.Error),
 		o.Attempt.At.UnixNano(), id)
@@ -207,7 +283,7 @@ func (t *txn) RecordOutcome(id string, o store.DeliveryOutcome) error {
 }
 
 func (t *txn) Redeliver(webhookID string, ids []string, since, until, now time.Time) (int, error) {
-	q := `UPDATE webhook_deliveries SET status = 'pending', step = 0, next_attempt_at = ?1, lease_until = NULL, updated_at = ?1
+	q := `UPDATE webhook_deliveries SET status = 'pending', step = 0, next_attempt_at = ?1, updated_at = ?1
 		WHERE webhook_id = ?2 AND status != 'pending'`
 	args := []any{now.UnixNano(), webhookID}
 	if ids != nil {
@@ -230,10 +306,11 @@ func (t *txn) Redeliver(webhookID string, ids []string, since, until, now time.T
 	return int(n), nil
 }
 
-func (t *txn) NextDue(now time.Time) (time.Time, error) {
+// NextDue reads when the next retry is due.
+func (db *DB) NextDue(ctx context.Context, now time.Time) (time.Time, error) {
 	var next sql.NullInt64
-	err := t.tx.QueryRow(`SELECT min(max(d.next_attempt_at, coalesce(d.lease_until, 0))) FROM webhook_deliveries d
-		JOIN webhooks w ON w.id = d.webhook_id AND w.enabled = 1 WHERE d.status = 'pending'`).Scan(&next)
+	err := db.r.QueryRowContext(ctx, `SELECT min(next_attempt_at) FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at > ?`,
+		now.UnixNano()).Scan(&next)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("sqlite: next due: %w", err)
 	}

@@ -37,7 +37,6 @@ CREATE TABLE webhook_deliveries (
   attempts        INTEGER NOT NULL DEFAULT 0,
   step            INTEGER NOT NULL DEFAULT 0,
   next_attempt_at INTEGER,
-  lease_until     INTEGER,
   last_attempt_at INTEGER,
   last_status     INTEGER,
   last_error      TEXT,
