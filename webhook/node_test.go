@@ -3,6 +3,7 @@ package webhook_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"os"
 	"os/exec"
@@ -14,104 +15,207 @@ import (
 	"github.com/aivis/aivis/webhook"
 )
 
-// standardwebhooksVersion pins the npm package the deliveries are checked
-// against.
+// standardwebhooksVersion pins the npm package that deliveries are checked
+// against: the reference JavaScript library of Standard Webhooks.
 const standardwebhooksVersion = "1.1.1"
 
-// nodeModules installs the package once into the user's cache and returns
-// the directory to run node in.
-func nodeModules(t *testing.T) string {
+// standardwebhooksDir returns an npm prefix holding standardwebhooks at
+// the pinned version, installing it on first use into the user's cache
+// (never into the repository). Node.js and npm are required: CI installs
+// them (.ci/run), so their absence fails the test rather than skipping it.
+func standardwebhooksDir(t *testing.T) string {
 	t.Helper()
 	for _, tool := range []string{"node", "npm"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("%s is needed to check deliveries against the standardwebhooks npm package (apt-get install nodejs npm)", tool)
+			t.Fatalf("%s not found: this test checks deliveries against the standardwebhooks npm package and needs Node.js and npm "+
+				"(Debian: apt-get install nodejs npm; .ci/run does it)", tool)
 		}
 	}
 	cache, err := os.UserCacheDir()
 	if err != nil {
 		cache = os.TempDir()
 	}
-	dir := filepath.Join(cache, "aivis-test", "standardwebhooks-"+standardwebhooksVersion)
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "standardwebhooks", "package.json")); err != nil {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command("npm", "install", "--no-audit", "--no-fund", "--silent", "--prefix", dir, "standardwebhooks@"+standardwebhooksVersion)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("npm install standardwebhooks@%s: %v\n%s", standardwebhooksVersion, err, out)
-		}
+	parent := filepath.Join(cache, "aivis-test", "node")
+	dir := filepath.Join(parent, "standardwebhooks@"+standardwebhooksVersion)
+	if installed(dir) {
+		return dir
 	}
-	script, err := os.ReadFile(filepath.Join("testdata", "standardwebhooks.mjs"))
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Install beside the final directory and rename, so that concurrent
+	// runs never see half an install.
+	tmp, err := os.MkdirTemp(parent, "install-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "check.mjs"), script, 0o644); err != nil {
+	defer os.RemoveAll(tmp)
+	cmd := exec.Command("npm", "install", "--no-audit", "--no-fund", "--prefix", tmp, "standardwebhooks@"+standardwebhooksVersion)
+	cmd.Env = append(os.Environ(), "npm_config_update_notifier=false")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("npm install standardwebhooks@%s: %v\n%s", standardwebhooksVersion, err, out)
+	}
+	if !installed(tmp) {
+		t.Fatalf("npm install standardwebhooks@%s left no package in %s", standardwebhooksVersion, tmp)
+	}
+	if err := os.Rename(tmp, dir); err != nil && !installed(dir) {
 		t.Fatal(err)
 	}
 	return dir
 }
 
-func node(t *testing.T, dir string, req map[string]any, out any) {
-	t.Helper()
-	in, _ := json.Marshal(req)
-	cmd := exec.Command("node", "check.mjs")
-	cmd.Dir = dir
-	cmd.Stdin = bytes.NewReader(in)
-	b, err := cmd.Output()
+// installed reports whether dir holds standardwebhooks at the pinned version.
+func installed(dir string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, "node_modules", "standardwebhooks", "package.json"))
 	if err != nil {
-		t.Fatalf("node: %v: %s", err, b)
+		return false
 	}
-	if err := json.Unmarshal(b, out); err != nil {
-		t.Fatalf("node answered %q: %v", b, err)
+	var pkg struct{ Version string }
+	return json.Unmarshal(b, &pkg) == nil && pkg.Version == standardwebhooksVersion
+}
+
+// nodeReq is one request to testdata/verify.mjs.
+type nodeReq struct {
+	Op        string            `json:"op"`
+	Secret    string            `json:"secret"`
+	Headers   map[string]string `json:"headers,omitempty"`
+	ID        string            `json:"id,omitempty"`
+	Timestamp int64             `json:"timestamp,omitempty"`
+	Body      string            `json:"body"`
+}
+
+type nodeRes struct {
+	OK        bool   `json:"ok"`
+	ID        string `json:"id"`
+	Error     string `json:"error"`
+	Signature string `json:"signature"`
+}
+
+// runNode answers reqs with the standardwebhooks package, in one run of node.
+func runNode(t *testing.T, dir string, reqs []nodeReq) []nodeRes {
+	t.Helper()
+	script, err := filepath.Abs(filepath.Join("testdata", "verify.mjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := json.Marshal(reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("node", script)
+	cmd.Env = append(os.Environ(), "STANDARDWEBHOOKS_DIR="+dir)
+	cmd.Stdin = bytes.NewReader(in)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node %s: %v\n%s", script, err, stderr.Bytes())
+	}
+	var res struct {
+		Version string    `json:"version"`
+		Results []nodeRes `json:"results"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil || len(res.Results) != len(reqs) {
+		t.Fatalf("node answered %q (%v) to %d requests", out, err, len(reqs))
+	}
+	if res.Version != standardwebhooksVersion {
+		t.Fatalf("node loaded standardwebhooks %s, want %s", res.Version, standardwebhooksVersion)
+	}
+	return res.Results
+}
+
+// headerMap is h's three delivery headers, as a receiver in node has them.
+func headerMap(h http.Header) map[string]string {
+	return map[string]string{
+		webhook.HeaderID:        h.Get(webhook.HeaderID),
+		webhook.HeaderTimestamp: h.Get(webhook.HeaderTimestamp),
+		webhook.HeaderSignature: h.Get(webhook.HeaderSignature),
 	}
 }
 
-// TestIndependentImplementation: deliveries signed here verify with the
-// standardwebhooks npm package, and its signatures verify here.
-func TestIndependentImplementation(t *testing.T) {
-	dir := nodeModules(t)
-	secret, _ := webhook.NewSecret()
-	old, _ := webhook.NewSecret()
+// TestStandardWebhooksNPM checks both directions against the reference
+// JavaScript library: its verifier accepts what Signer sends (and refuses
+// what it must), and Verifier accepts what its signer makes.
+func TestStandardWebhooksNPM(t *testing.T) {
+	dir := standardwebhooksDir(t)
+	cur, old, other := newSecret(t), newSecret(t), newSecret(t)
+	const id = "evt_2fGh7JkL0qWe4RtY9uIo"
 	body := `{"id":"evt_2fGh7JkL0qWe4RtY9uIo","event":"ai_visibility_change","timestamp":"2026-11-22T10:00:00Z","data":{"domain":"example.com","visibility_score":72}}`
+	unicode := `{"id":"evt_3","event":"ai_visibility_change","timestamp":"2026-11-22T10:00:00Z","data":{"domain":"bücher.example","note":"café — ✓ 日本"}}`
 	now := time.Now()
 
-	for name, secrets := range map[string][]string{"one secret": {secret}, "during a rotation": {secret, old}} {
-		s, _ := webhook.NewSigner(secrets...)
+	type check struct {
+		name   string
+		req    nodeReq
+		wantOK bool
+	}
+	var checks []check
+	deliver := func(name string, signers []string, receiver string, id string, ts time.Time, body, received string, wantOK bool) {
+		s, err := webhook.NewSigner(signers...)
+		if err != nil {
+			t.Fatal(err)
+		}
 		h := http.Header{}
-		s.Headers(h, "evt_2fGh7JkL0qWe4RtY9uIo", now, []byte(body))
-		headers := map[string]string{"webhook-id": h.Get(webhook.HeaderID), "webhook-timestamp": h.Get(webhook.HeaderTimestamp),
-			"webhook-signature": h.Get(webhook.HeaderSignature)}
-		for _, receiver := range secrets {
-			var res struct {
-				OK    bool   `json:"ok"`
-				ID    string `json:"id"`
-				Error string `json:"error"`
-			}
-			node(t, dir, map[string]any{"op": "verify", "secret": receiver, "body": body, "headers": headers}, &res)
-			if !res.OK || res.ID != "evt_2fGh7JkL0qWe4RtY9uIo" {
-				t.Errorf("%s: standardwebhooks refused our delivery: %+v", name, res)
-			}
+		s.Headers(h, id, ts, []byte(body))
+		checks = append(checks, check{name, nodeReq{Op: "verify", Secret: receiver, Headers: headerMap(h), Body: received}, wantOK})
+	}
+	deliver("one secret", []string{cur}, cur, id, now, body, body, true)
+	deliver("bare base64 secret at the receiver", []string{cur}, cur[len(webhook.SecretPrefix):], id, now, body, body, true)
+	deliver("non-ASCII body", []string{cur}, cur, "evt_3", now, unicode, unicode, true)
+	deliver("rotation, receiver on the new secret", []string{cur, old}, cur, id, now, body, body, true)
+	deliver("rotation, receiver on the old secret", []string{cur, old}, old, id, now, body, body, true)
+	deliver("rotation, receiver on neither", []string{cur, old}, other, id, now, body, body, false)
+	deliver("another secret", []string{cur}, other, id, now, body, body, false)
+	deliver("tampered body", []string{cur}, cur, id, now, body, body+" ", false)
+	deliver("an hour old", []string{cur}, cur, id, now.Add(-time.Hour), body, body, false)
+	deliver("an hour ahead", []string{cur}, cur, id, now.Add(time.Hour), body, body, false)
+
+	// And the other way: the package signs, Verifier checks.
+	reqs := []nodeReq{
+		{Op: "sign", Secret: vectorSecret, ID: vectorID, Timestamp: vectorTS, Body: vectorBody},
+		{Op: "sign", Secret: cur, ID: id, Timestamp: now.Unix(), Body: body},
+		{Op: "sign", Secret: old, ID: id, Timestamp: now.Unix(), Body: body},
+		{Op: "sign", Secret: cur, ID: "evt_3", Timestamp: now.Unix(), Body: unicode},
+	}
+	for _, c := range checks {
+		reqs = append(reqs, c.req)
+	}
+	res := runNode(t, dir, reqs)
+	signed, verified := res[:4], res[4:]
+
+	for i, c := range checks {
+		r := verified[i]
+		if r.OK != c.wantOK {
+			t.Errorf("%s: standardwebhooks says ok=%v (%s), want %v", c.name, r.OK, r.Error, c.wantOK)
 		}
-		// And a tampered body is refused there too.
-		var res struct {
-			OK bool `json:"ok"`
-		}
-		node(t, dir, map[string]any{"op": "verify", "secret": secret, "body": body + " ", "headers": headers}, &res)
-		if res.OK {
-			t.Errorf("%s: standardwebhooks accepted a tampered body", name)
+		if r.OK && r.ID != c.req.Headers[webhook.HeaderID] {
+			t.Errorf("%s: standardwebhooks returned the body of %q", c.name, r.ID)
 		}
 	}
 
-	var signed struct {
-		Signature string `json:"signature"`
+	if signed[0].Signature != vectorSig {
+		t.Errorf("standardwebhooks signs the test vector %q, want %q", signed[0].Signature, vectorSig)
 	}
-	node(t, dir, map[string]any{"op": "sign", "secret": secret, "id": "evt_x", "timestamp": now.Unix(), "body": body}, &signed)
-	h := http.Header{}
-	h.Set(webhook.HeaderID, "evt_x")
-	h.Set(webhook.HeaderTimestamp, strconv.FormatInt(now.Unix(), 10))
-	h.Set(webhook.HeaderSignature, signed.Signature)
-	v, _ := webhook.NewVerifier(secret)
-	if err := v.Verify(h, []byte(body)); err != nil {
-		t.Errorf("our verifier refused standardwebhooks' signature %q: %v", signed.Signature, err)
+	verify := func(name string, secrets []string, id, sig, body string, want error) {
+		t.Helper()
+		v, err := webhook.NewVerifier(secrets...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := http.Header{}
+		h.Set(webhook.HeaderID, id)
+		h.Set(webhook.HeaderTimestamp, strconv.FormatInt(now.Unix(), 10))
+		h.Set(webhook.HeaderSignature, sig)
+		if err := v.Verify(h, []byte(body)); !errors.Is(err, want) {
+			t.Errorf("%s: Verify(%q) = %v, want %v", name, sig, err, want)
+		}
 	}
+	curSig, oldSig, uniSig := signed[1].Signature, signed[2].Signature, signed[3].Signature
+	verify("its signature", []string{cur}, id, curSig, body, nil)
+	verify("its signature, non-ASCII body", []string{cur}, "evt_3", uniSig, unicode, nil)
+	verify("its signature, receiver knows two secrets", []string{other, cur}, id, curSig, body, nil)
+	verify("its two signatures, as in a rotation", []string{old}, id, curSig+" "+oldSig, body, nil)
+	verify("its signature, another secret", []string{other}, id, curSig, body, webhook.ErrInvalidSignature)
+	verify("its signature, tampered body", []string{cur}, id, curSig, body+" ", webhook.ErrInvalidSignature)
+	verify("its signature, tampered id", []string{cur}, "evt_4", curSig, body, webhook.ErrInvalidSignature)
 }

@@ -35,6 +35,10 @@ const SecretPrefix = "whsec_"
 // receiver's clock.
 const DefaultTolerance = 5 * time.Minute
 
+// DefaultMaxBody is the largest body Handler reads unless Verifier.MaxBody
+// says otherwise.
+const DefaultMaxBody = 1 << 20
+
 // Event is the body of every aivis delivery.
 type Event struct {
 	ID        string          `json:"id"`
@@ -46,7 +50,7 @@ type Event struct {
 // Errors of Verify.
 var (
 	ErrMissingHeaders   = errors.New("webhook: missing webhook-id, webhook-timestamp or webhook-signature")
-	ErrInvalidHeaders   = errors.New("webhook: malformed webhook-timestamp")
+	ErrInvalidHeaders   = errors.New("webhook: webhook-timestamp is not Unix seconds")
 	ErrTimestampTooOld  = errors.New("webhook: timestamp too old")
 	ErrTimestampTooNew  = errors.New("webhook: timestamp too far in the future")
 	ErrInvalidSignature = errors.New("webhook: no valid signature")
@@ -61,9 +65,12 @@ func NewSecret() (string, error) {
 	return SecretPrefix + base64.StdEncoding.EncodeToString(key), nil
 }
 
-// ParseSecret decodes a secret, with or without its prefix, to its key.
+// ParseSecret decodes a secret to its key: "whsec_" and standard base64,
+// or the base64 alone (as the Standard Webhooks libraries accept it).
+// Surrounding white space, such as the newline of a secret kept in a file,
+// is ignored. The key must be 24 to 64 bytes; NewSecret's are 32.
 func ParseSecret(s string) ([]byte, error) {
-	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(s, SecretPrefix))
+	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(strings.TrimSpace(s), SecretPrefix))
 	if err != nil {
 		return nil, errors.New("webhook: the secret is not whsec_ followed by base64")
 	}
@@ -111,7 +118,8 @@ func NewSigner(secrets ...string) (*Signer, error) {
 	return &Signer{keys: keys}, nil
 }
 
-// Sign returns the webhook-signature value for id, ts and body.
+// Sign returns the webhook-signature value for id, ts (whole seconds) and
+// body: one "v1,<signature>" per secret, separated by spaces.
 func (s *Signer) Sign(id string, ts time.Time, body []byte) string {
 	var b strings.Builder
 	for i, k := range s.keys {
@@ -135,7 +143,7 @@ func (s *Signer) Headers(h http.Header, id string, ts time.Time, body []byte) {
 type Verifier struct {
 	Tolerance time.Duration    // default DefaultTolerance
 	Now       func() time.Time // default time.Now
-	// MaxBody bounds the body Handler reads (default 1 MiB).
+	// MaxBody bounds the body Handler reads (default DefaultMaxBody, 1 MiB).
 	MaxBody int64
 	keys    [][]byte
 }
@@ -150,7 +158,14 @@ func NewVerifier(secrets ...string) (*Verifier, error) {
 	return &Verifier{keys: keys}, nil
 }
 
-// Verify checks the headers and the raw body of a delivery.
+// Verify checks the headers and the raw body of a delivery: the three
+// headers are present, the timestamp is within Tolerance of Now (compared
+// in whole seconds, inclusive, as the Standard Webhooks libraries do), and
+// at least one "v1," signature in webhook-signature is the HMAC of the
+// delivery under one of the verifier's keys, compared in constant time.
+// Entries of other versions, and malformed entries, are ignored. The
+// errors are ErrMissingHeaders, ErrInvalidHeaders, ErrTimestampTooOld,
+// ErrTimestampTooNew and ErrInvalidSignature.
 func (v *Verifier) Verify(h http.Header, body []byte) error {
 	id, tsText, sigs := h.Get(HeaderID), h.Get(HeaderTimestamp), h.Get(HeaderSignature)
 	if id == "" || tsText == "" || sigs == "" {
@@ -168,11 +183,11 @@ func (v *Verifier) Verify(h http.Header, body []byte) error {
 	if tol <= 0 {
 		tol = DefaultTolerance
 	}
-	at := time.Unix(ts, 0)
-	switch n := now(); {
-	case at.Before(n.Add(-tol)):
+	n, secs := now().Unix(), int64(tol/time.Second)
+	switch {
+	case ts < n-secs:
 		return ErrTimestampTooOld
-	case at.After(n.Add(tol)):
+	case ts > n+secs:
 		return ErrTimestampTooNew
 	}
 	for _, k := range v.keys {
@@ -191,25 +206,32 @@ func (v *Verifier) Verify(h http.Header, body []byte) error {
 	return ErrInvalidSignature
 }
 
-// Handler verifies each request before next sees it, answering 400 to an
-// unreadable or oversized body and 401 to a delivery that does not verify.
-// next reads the same body again from r.Body.
+// Handler verifies each request before next sees it. It reads the body
+// (at most MaxBody bytes), answers 400 to an unreadable or oversized body
+// and to missing or malformed headers, 401 to a stale timestamp or a
+// signature that does not verify, and otherwise calls next with r.Body
+// replaced by the same bytes, so next reads the body again.
 func (v *Verifier) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		limit := v.MaxBody
 		if limit <= 0 {
-			limit = 1 << 20
+			limit = DefaultMaxBody
 		}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 		if err != nil {
-			http.Error(w, "unreadable or oversized body", http.StatusBadRequest)
+			http.Error(w, "webhook: unreadable or oversized body", http.StatusBadRequest)
 			return
 		}
 		if err := v.Verify(r.Header, body); err != nil {
-			http.Error(w, err.Error(), http.StatusUnauthorized)
+			code := http.StatusUnauthorized
+			if errors.Is(err, ErrMissingHeaders) || errors.Is(err, ErrInvalidHeaders) {
+				code = http.StatusBadRequest
+			}
+			http.Error(w, err.Error(), code)
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
 		next.ServeHTTP(w, r)
 	})
 }

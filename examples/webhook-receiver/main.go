@@ -1,9 +1,12 @@
-// Command webhook-receiver receives aivis webhook deliveries: it verifies
-// each signature (Standard Webhooks), answers 200 to valid deliveries (the
-// webhook_test sent on setup included) and 401 to the rest, and handles
-// each event once although deliveries are at least once.
+// Command webhook-receiver receives aivis webhook deliveries. It verifies
+// each one (Standard Webhooks signatures, with github.com/aivis/aivis/webhook),
+// answers 200 to valid deliveries, the webhook_test sent when a webhook is
+// set up included, and 401 to those that do not verify, logs each event's
+// kind and id, and handles each event once although deliveries are at
+// least once (a retry or a redelivery carries the same webhook-id).
 //
 //	AIVIS_WEBHOOK_SECRET=whsec_... go run ./examples/webhook-receiver -addr :8080
+//	AIVIS_WEBHOOK_SECRET=whsec_... go run ./examples/webhook-receiver -addr :8443 -tls-cert cert.pem -tls-key key.pem
 package main
 
 import (
@@ -34,17 +37,27 @@ func main() {
 	}
 }
 
-// run serves until ctx ends; it prints "listening on ADDR" first.
+// run serves until ctx ends. It prints "listening on ADDR" before anything
+// else, then a log line per delivery.
 func run(ctx context.Context, args []string, secret string, out io.Writer) error {
 	fs := flag.NewFlagSet("webhook-receiver", flag.ContinueOnError)
+	fs.SetOutput(out)
 	addr := fs.String("addr", ":8080", "listen address")
-	if err := fs.Parse(args); err != nil {
+	certFile := fs.String("tls-cert", "", "serve HTTPS with this certificate (PEM; with -tls-key)")
+	keyFile := fs.String("tls-key", "", "the certificate's private key (PEM)")
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return nil
+	} else if err != nil {
 		return err
+	}
+	if (*certFile == "") != (*keyFile == "") {
+		return errors.New("-tls-cert and -tls-key go together")
 	}
 	if secret == "" {
 		return errors.New("set AIVIS_WEBHOOK_SECRET to the webhook's whsec_ secret")
 	}
-	h, err := newHandler(secret, slog.New(slog.NewTextHandler(out, nil)), nil)
+	log := slog.New(slog.NewTextHandler(out, nil))
+	h, err := newHandler(secret, log, nil)
 	if err != nil {
 		return err
 	}
@@ -53,24 +66,36 @@ func run(ctx context.Context, args []string, secret string, out io.Writer) error
 		return err
 	}
 	fmt.Fprintf(out, "listening on %s\n", ln.Addr())
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		srv.Shutdown(sctx)
 	}()
-	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+	if *certFile != "" {
+		err = srv.ServeTLS(ln, *certFile, *keyFile)
+	} else {
+		err = srv.Serve(ln)
+	}
+	if !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil
 }
 
-// handle is what the receiver does with each new event.
-type handle func(webhook.Event)
-
-// newHandler verifies deliveries and passes each event to act once.
-func newHandler(secret string, log *slog.Logger, act handle) (http.Handler, error) {
+// newHandler returns the receiver: it verifies each delivery with secret
+// (webhook.Verifier.Handler answers 400 or 401 to those that fail) and
+// passes each event to act once; act may be nil. Put your own processing
+// in act. An error from it answers 500, and the delivery is handled again
+// when aivis retries it. act should be quick (aivis waits 15 s for the
+// answer): hand slow work to a queue.
+func newHandler(secret string, log *slog.Logger, act func(webhook.Event) error) (http.Handler, error) {
 	v, err := webhook.NewVerifier(secret)
 	if err != nil {
 		return nil, err
@@ -82,42 +107,71 @@ func newHandler(secret string, log *slog.Logger, act handle) (http.Handler, erro
 			http.Error(w, "not an aivis event", http.StatusBadRequest)
 			return
 		}
-		// Answer 200 to a repeat too, or aivis would try it again.
-		if !seen.add(r.Header.Get(webhook.HeaderID)) {
-			log.Info("duplicate delivery ignored", "id", ev.ID, "event", ev.Event)
+		id := r.Header.Get(webhook.HeaderID)
+		// A repeat gets 200 too: otherwise aivis would try it again.
+		if !seen.add(id) {
+			log.Info("duplicate delivery ignored", "webhook_id", id, "event", ev.Event)
 			w.WriteHeader(http.StatusOK)
 			return
 		}
-		log.Info("event", "id", ev.ID, "event", ev.Event, "data", string(ev.Data))
+		if ev.Event == "webhook_test" {
+			log.Info("setup test received", "webhook_id", id, "id", ev.ID)
+		} else {
+			log.Info("event", "event", ev.Event, "webhook_id", id, "id", ev.ID, "timestamp", ev.Timestamp, "data", string(ev.Data))
+		}
 		if act != nil {
-			act(ev)
+			if err := act(ev); err != nil {
+				seen.forget(id)
+				log.Error("handling failed; aivis will retry", "webhook_id", id, "event", ev.Event, "err", err)
+				http.Error(w, "try again later", http.StatusInternalServerError)
+				return
+			}
 		}
 		w.WriteHeader(http.StatusOK)
 	})), nil
 }
 
-// seen remembers the last n delivery ids.
+// seen remembers the last n delivery ids, in memory: a receiver that must
+// not repeat work across restarts keeps them in its database instead.
 type seen struct {
 	mu    sync.Mutex
-	ids   map[string]struct{}
-	order []string
-	n     int
+	ids   map[string]int // id -> its slot in ring
+	ring  []string       // the ids, oldest at next once full
+	next  int
+	limit int
 }
 
-func newSeen(n int) *seen { return &seen{ids: make(map[string]struct{}), n: n} }
+func newSeen(n int) *seen {
+	n = max(n, 1)
+	return &seen{ids: make(map[string]int, n), ring: make([]string, 0, n), limit: n}
+}
 
-// add reports whether id is new, and remembers it.
+// add reports whether id is new, and remembers it, forgetting the oldest
+// id when full.
 func (s *seen) add(id string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.ids[id]; ok {
 		return false
 	}
-	if len(s.order) == s.n {
-		delete(s.ids, s.order[0])
-		s.order = s.order[1:]
+	slot := len(s.ring)
+	if slot < s.limit {
+		s.ring = append(s.ring, id)
+	} else {
+		slot = s.next
+		if old := s.ring[slot]; s.ids[old] == slot {
+			delete(s.ids, old)
+		}
+		s.ring[slot] = id
+		s.next = (s.next + 1) % s.limit
 	}
-	s.ids[id] = struct{}{}
-	s.order = append(s.order, id)
+	s.ids[id] = slot
 	return true
+}
+
+// forget removes id, so that its next delivery is handled.
+func (s *seen) forget(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.ids, id)
 }
