@@ -15,8 +15,8 @@ import (
 	bus "github.com/aivis/aivis/core/bus/sqlite"
 )
 
-// pools opens the database as the product does: one writer connection with
-// immediate transactions, and a read-only pool.
+// pools opens the database file as the product does: one writer
+// connection whose transactions are BEGIN IMMEDIATE, and a read-only pool.
 func pools(tb testing.TB, path string) (write, read *sql.DB) {
 	tb.Helper()
 	dsn := "file:" + path + "?_journal_mode=WAL&_busy_timeout=10000&_synchronous=NORMAL"
@@ -37,32 +37,59 @@ func pools(tb testing.TB, path string) (write, read *sql.DB) {
 	return write, read
 }
 
-// TestPubSub runs Watermill's acceptance suite. Every constructor call
-// makes a new Publisher and Subscriber on one shared database file, as
-// several instances of a service share one database.
+// features are what the bus honestly supports: consumer groups, messages
+// that outlive the Publisher and Subscriber values (they are in the
+// database file), delivery in publication order within a topic and group,
+// at least once (not exactly once). NewSubscriberReceivesOldMessages is
+// false: a new subscriber of an existing group goes on from the group's
+// offset (a new group does start from the oldest message). There is no
+// broker to restart, so no RestartServiceCommand.
+var features = tests.Features{
+	ConsumerGroups:                      true,
+	ExactlyOnceDelivery:                 false,
+	GuaranteedOrder:                     true,
+	GuaranteedOrderWithSingleSubscriber: true,
+	Persistent:                          true,
+	RestartServiceCommand:               nil,
+	NewSubscriberReceivesOldMessages:    false,
+	ContextPreserved:                    false,
+}
+
+// TestPubSub runs Watermill's acceptance suite in full (its 10,000-message
+// cases included; no -short needed), on one database file per run: every
+// constructor call makes a new Publisher and Subscriber on it, as the
+// processes of a service share one database.
 func TestPubSub(t *testing.T) {
-	write, read := pools(t, filepath.Join(t.TempDir(), "bus.db"))
+	t.Run("product pools", func(t *testing.T) {
+		write, read := pools(t, filepath.Join(t.TempDir(), "bus.db"))
+		runSuite(t, write, read, bus.SubscriberConfig{})
+	})
+	// One pool for everything, small batches, an ack deadline far off.
+	t.Run("one pool", func(t *testing.T) {
+		write, _ := pools(t, filepath.Join(t.TempDir(), "bus.db"))
+		runSuite(t, write, nil, bus.SubscriberConfig{BatchSize: 7, AckDeadline: time.Minute})
+	})
+}
+
+func runSuite(t *testing.T, write, read *sql.DB, cfg bus.SubscriberConfig) {
+	start := time.Now()
+	t.Cleanup(func() { t.Logf("acceptance suite: %v", time.Since(start).Round(time.Millisecond)) })
 	logger := watermill.NopLogger{}
-	make := func(t *testing.T, group string) (message.Publisher, message.Subscriber) {
-		pub, err := bus.NewPublisher(write, bus.PublisherConfig{}, logger)
+	constructor := func(t *testing.T, group string) (message.Publisher, message.Subscriber) {
+		pub, err := bus.NewPublisher(write, bus.PublisherConfig{InitializeSchema: true}, logger)
 		if err != nil {
 			t.Fatal(err)
 		}
-		sub, err := bus.NewSubscriber(write, read, bus.SubscriberConfig{ConsumerGroup: group, PollInterval: 10 * time.Millisecond,
-			LeaseDuration: 2 * time.Second, InitializeSchema: true}, logger)
+		c := cfg
+		c.ConsumerGroup, c.PollInterval, c.LeaseDuration, c.InitializeSchema = group, 10*time.Millisecond, 2*time.Second, true
+		sub, err := bus.NewSubscriber(write, read, c, logger)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return pub, sub
 	}
-	tests.TestPubSub(t, tests.Features{
-		ConsumerGroups:                      true,
-		ExactlyOnceDelivery:                 false,
-		GuaranteedOrder:                     true,
-		GuaranteedOrderWithSingleSubscriber: true,
-		Persistent:                          true,
-	},
-		func(t *testing.T) (message.Publisher, message.Subscriber) { return make(t, "default") },
-		make,
+	tests.TestPubSub(t, features,
+		func(t *testing.T) (message.Publisher, message.Subscriber) { return constructor(t, "default") },
+		constructor,
 	)
 }
