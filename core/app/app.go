@@ -119,7 +119,8 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 	timeout := time.Duration(cfg.WebhookTimeout)
 	outbound := policy.Client(timeout)
 	write, read := svc.Store.Pools()
-	sub, err := bus.NewSubscriber(write, read, bus.SubscriberConfig{ConsumerGroup: "webhooks"}, watermill.NewSlogLogger(log))
+	sub, err := bus.NewSubscriber(write, read, bus.SubscriberConfig{ConsumerGroup: "webhooks",
+		MaxInFlight: delivery.FanoutInFlight, Retention: 7 * 24 * time.Hour}, watermill.NewSlogLogger(log))
 	if err != nil {
 		return fmt.Errorf("event bus: %w", err)
 	}

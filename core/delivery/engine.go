@@ -21,8 +21,10 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -57,10 +59,15 @@ type Engine struct {
 
 	wake     chan struct{}
 	outcomes chan outcome
+	inserts  chan insertion
+	stopped  chan struct{} // closed when the fan-out has stopped
 
 	mu        sync.Mutex
 	inflight  int
 	endpoints map[string]*endpoint
+	runCtx    context.Context // the dispatcher's, for attempts the fan-out hands over
+	sends     *sync.WaitGroup
+	backlog   atomic.Bool // due deliveries may wait in the store for a claim
 }
 
 type endpoint struct {
@@ -105,6 +112,8 @@ func New(st store.Store, sub message.Subscriber, client *http.Client, log *slog.
 		lease:     3*opt.Timeout + 5*time.Second,
 		wake:      make(chan struct{}, 1),
 		outcomes:  make(chan outcome, 1024),
+		inserts:   make(chan insertion),
+		stopped:   make(chan struct{}),
 		endpoints: make(map[string]*endpoint)}
 }
 
@@ -127,10 +136,19 @@ func (e *Engine) Run(ctx context.Context) error {
 
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
-	wg.Go(func() { errs <- router.Run(ctx) })
+	inserted := make(chan struct{})
+	go func() { e.insert(); close(inserted) }()
+	wg.Go(func() {
+		errs <- router.Run(ctx)
+		close(e.stopped)
+		<-inserted
+	})
 	recorded := make(chan struct{})
 	go func() { e.record(); close(recorded) }()
 	var sends sync.WaitGroup
+	e.mu.Lock()
+	e.runCtx, e.sends = ctx, &sends
+	e.mu.Unlock()
 	e.dispatch(ctx, &sends)
 	sends.Wait()
 	close(e.outcomes)
@@ -177,34 +195,82 @@ func (e *Engine) fanout(msg *message.Message) error {
 		return nil
 	}
 	now := e.opt.Now()
-	added := false
-	err = e.store.Update(ctx, func(tx store.Tx) error {
-		added = false
-		for _, w := range targets {
-			d := store.Delivery{ID: randid.New("dlv"), WebhookID: w.ID, AccountID: w.AccountID,
-				EventID: ev.ID, Event: ev.Event, Payload: msg.Payload, Status: store.DeliveryPending,
-				NextAttemptAt: now, CreatedAt: now, UpdatedAt: now}
-			if !w.Enabled {
-				// Kept, not attempted: a replay after enabling sends it.
-				d.Status, d.NextAttemptAt, d.LastError = store.DeliveryFailed, time.Time{}, "the webhook was disabled"
-			}
-			ok, err := tx.InsertDelivery(d)
-			if errors.Is(err, store.ErrConflict) {
-				continue // the webhook was deleted meanwhile
-			} else if err != nil {
-				return err
-			}
-			added = added || ok
+	ds := make([]claimed, 0, len(targets))
+	for _, w := range targets {
+		d := store.Delivery{ID: randid.New("dlv"), WebhookID: w.ID, AccountID: w.AccountID,
+			EventID: ev.ID, Event: ev.Event, Payload: msg.Payload, Status: store.DeliveryPending,
+			NextAttemptAt: now, CreatedAt: now, UpdatedAt: now}
+		if !w.Enabled {
+			// Kept, not attempted: a replay after enabling sends it.
+			d.Status, d.NextAttemptAt, d.LastError = store.DeliveryFailed, time.Time{}, "the webhook was disabled"
 		}
-		return nil
-	})
-	if err != nil {
-		return err
+		ds = append(ds, claimed{d, w})
 	}
-	if added {
-		e.Wake()
+	req := insertion{ds: ds, done: make(chan error, 1)}
+	select {
+	case e.inserts <- req:
+	case <-e.stopped:
+		return errors.New("webhooks: stopping")
 	}
-	return nil
+	return <-req.done // acked only once the deliveries are committed
+}
+
+// FanoutInFlight is the MaxInFlight to give the fan-out's subscriber: how
+// many events it handles at once, their deliveries committed together.
+const FanoutInFlight = 64
+
+// insertion is one event's deliveries, waiting for a transaction.
+type insertion struct {
+	ds   []claimed
+	done chan error
+}
+
+// insert commits the deliveries of the events handled meanwhile in one
+// transaction (group commit): with several events in flight (the
+// subscriber's MaxInFlight), one write serves them all.
+func (e *Engine) insert() {
+	batch := make([]insertion, 0, 256)
+	for {
+		select {
+		case req := <-e.inserts:
+			batch = append(batch[:0], req)
+		case <-e.stopped:
+			return
+		}
+	drain:
+		for len(batch) < cap(batch) {
+			select {
+			case req := <-e.inserts:
+				batch = append(batch, req)
+			default:
+				break drain
+			}
+		}
+		var added []claimed
+		err := e.store.Update(context.Background(), func(tx store.Tx) error {
+			added = added[:0]
+			for _, req := range batch {
+				for _, c := range req.ds {
+					ok, err := tx.InsertDelivery(c.d)
+					if errors.Is(err, store.ErrConflict) {
+						continue // the webhook was deleted meanwhile
+					} else if err != nil {
+						return err
+					}
+					if ok && c.d.Status == store.DeliveryPending {
+						added = append(added, c)
+					}
+				}
+			}
+			return nil
+		})
+		for _, req := range batch {
+			req.done <- err
+		}
+		if err == nil {
+			e.offer(added)
+		}
+	}
 }
 
 // Wants reports whether a webhook is to receive an event: it subscribes to
@@ -310,7 +376,65 @@ func (e *Engine) claim(ctx context.Context, sends *sync.WaitGroup) (n int, full 
 		e.startLocked(ctx, ep, sends)
 	}
 	e.mu.Unlock()
+	if len(got) == 0 && len(skip) == 0 {
+		// Nothing due is left in the store. (A claim that took some may
+		// have left more: it takes at most PerEndpoint of a webhook.)
+		e.backlog.Store(false)
+	}
 	return len(got), len(got) >= free, nil
+}
+
+// offer hands new deliveries straight to their endpoints' queues where
+// there is room, leased like claimed ones; the rest wait in the store for a
+// claim. The common case, an event on its way at once, costs no query.
+func (e *Engine) offer(cs []claimed) {
+	if len(cs) == 0 {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.runCtx == nil || e.runCtx.Err() != nil {
+		return
+	}
+	queued := 0
+	for _, ep := range e.endpoints {
+		queued += len(ep.queue)
+	}
+	var take []claimed
+	var ids []string
+	for _, c := range cs {
+		ep := e.endpoints[c.w.ID]
+		room := ep == nil || ep.inflight+len(ep.queue) < e.opt.PerEndpoint
+		if !room || e.inflight+queued+len(take) >= e.opt.Workers {
+			e.backlog.Store(true)
+			continue
+		}
+		if ep == nil {
+			ep = &endpoint{}
+			e.endpoints[c.w.ID] = ep
+		}
+		ep.queue = append(ep.queue, c) // holds its room until leased below
+		take = append(take, c)
+		ids = append(ids, c.d.ID)
+	}
+	leased := map[string]bool{}
+	for _, id := range e.store.LeaseDeliveries(ids, e.opt.Now().Add(e.lease)) {
+		leased[id] = true
+	}
+	for _, c := range take {
+		ep := e.endpoints[c.w.ID]
+		if !leased[c.d.ID] { // a claim has it already
+			ep.queue = slices.DeleteFunc(ep.queue, func(q claimed) bool { return q.d.ID == c.d.ID })
+		}
+	}
+	for _, c := range take {
+		if ep := e.endpoints[c.w.ID]; ep != nil {
+			e.startLocked(e.runCtx, ep, e.sends)
+		}
+	}
+	if e.backlog.Load() {
+		e.Wake()
+	}
 }
 
 // startLocked starts queued attempts of an endpoint within its limit.
@@ -333,11 +457,8 @@ func (e *Engine) startLocked(ctx context.Context, ep *endpoint, sends *sync.Wait
 			if ep.inflight == 0 && len(ep.queue) == 0 {
 				delete(e.endpoints, c.w.ID)
 			}
-			// Claiming costs a transaction: wait for a quarter of the
-			// capacity to be free, or for the endpoint to have room.
-			wake := e.inflight <= e.opt.Workers*3/4 || ep.inflight+len(ep.queue) < e.opt.PerEndpoint
 			e.mu.Unlock()
-			if wake {
+			if e.backlog.Load() { // deliveries wait in the store for room
 				e.Wake()
 			}
 		})
@@ -432,6 +553,12 @@ func (e *Engine) record() {
 		for try := 1; ; try++ {
 			err := e.store.Update(context.Background(), func(tx store.Tx) error { return e.apply(tx, batch) })
 			if err == nil {
+				for _, o := range batch {
+					if o.attempt.StatusCode < 200 || o.attempt.StatusCode >= 300 {
+						e.Wake() // a retry is scheduled: the dispatcher's timer learns when
+						break
+					}
+				}
 				break
 			}
 			e.log.Error("webhooks: record attempts", "count", len(batch), "try", try, "err", err)

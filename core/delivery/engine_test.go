@@ -71,7 +71,8 @@ func newEnv(t *testing.T, opt delivery.Options) *env {
 		t.Fatal(err)
 	}
 	w, r := db.Pools()
-	sub, err := bus.NewSubscriber(w, r, bus.SubscriberConfig{ConsumerGroup: "webhooks", PollInterval: 20 * time.Millisecond},
+	sub, err := bus.NewSubscriber(w, r, bus.SubscriberConfig{ConsumerGroup: "webhooks", PollInterval: 20 * time.Millisecond,
+		MaxInFlight: delivery.FanoutInFlight},
 		watermill.NewSlogLogger(quiet))
 	if err != nil {
 		t.Fatal(err)

@@ -100,6 +100,10 @@ type Webhooks interface {
 	// with their webhooks. A lease keeps other claims away while an attempt
 	// is in flight; it ends when Tx.RecordOutcome commits, or at leaseEnd.
 	ClaimDeliveries(ctx context.Context, now, leaseEnd time.Time, limit, perWebhook int, skip []string) ([]Delivery, map[string]Webhook, error)
+	// LeaseDeliveries leases deliveries the caller already has (just
+	// inserted) until leaseEnd, and returns those it leased: none that
+	// a claim leased first.
+	LeaseDeliveries(ids []string, leaseEnd time.Time) []string
 	// NextDue is the earliest next attempt after now of a pending
 	// delivery; zero when there is none. (Leases that end are found by
 	// polling.)

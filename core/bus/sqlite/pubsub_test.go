@@ -62,16 +62,24 @@ var features = tests.Features{
 func TestPubSub(t *testing.T) {
 	t.Run("product pools", func(t *testing.T) {
 		write, read := pools(t, filepath.Join(t.TempDir(), "bus.db"))
-		runSuite(t, write, read, bus.SubscriberConfig{})
+		runSuite(t, write, read, bus.SubscriberConfig{}, features)
 	})
 	// One pool for everything, small batches, an ack deadline far off.
 	t.Run("one pool", func(t *testing.T) {
 		write, _ := pools(t, filepath.Join(t.TempDir(), "bus.db"))
-		runSuite(t, write, nil, bus.SubscriberConfig{BatchSize: 7, AckDeadline: time.Minute})
+		runSuite(t, write, nil, bus.SubscriberConfig{BatchSize: 7, AckDeadline: time.Minute}, features)
+	})
+	// Sixteen messages in flight: handled concurrently, so without the
+	// order guarantee, and nothing lost.
+	t.Run("window", func(t *testing.T) {
+		write, read := pools(t, filepath.Join(t.TempDir(), "bus.db"))
+		f := features
+		f.GuaranteedOrder, f.GuaranteedOrderWithSingleSubscriber = false, false
+		runSuite(t, write, read, bus.SubscriberConfig{MaxInFlight: 16}, f)
 	})
 }
 
-func runSuite(t *testing.T, write, read *sql.DB, cfg bus.SubscriberConfig) {
+func runSuite(t *testing.T, write, read *sql.DB, cfg bus.SubscriberConfig, features tests.Features) {
 	start := time.Now()
 	t.Cleanup(func() { t.Logf("acceptance suite: %v", time.Since(start).Round(time.Millisecond)) })
 	logger := watermill.NopLogger{}

@@ -25,6 +25,15 @@ type SubscriberConfig struct {
 	PollInterval time.Duration
 	// BatchSize is how many messages one query reads (default 100).
 	BatchSize int
+	// MaxInFlight is how many messages may be unacknowledged at once
+	// (default 1). With 1, the next message is sent only after the one
+	// before it was acked: order is guaranteed. With more, messages are
+	// sent in order but handled concurrently (a Watermill router runs a
+	// handler per message), and the offset moves past a message only once
+	// it and every message before it were acked; a nacked message is sent
+	// again. A handler that commits several messages' work in one
+	// transaction gets them together this way.
+	MaxInFlight int
 	// AckDeadline nacks a message that is neither acked nor nacked within
 	// it; 0 waits for ack or nack forever.
 	AckDeadline time.Duration
@@ -248,7 +257,15 @@ func (sub *subscription) run(ctx context.Context) {
 			}
 			continue
 		}
+		if cfg.MaxInFlight > 1 {
+			if !sub.deliverWindow(ctx, rows) {
+				return // ctx is done
+			}
+		}
 		for i := range rows {
+			if cfg.MaxInFlight > 1 {
+				break
+			}
 			if !sub.deliver(ctx, &rows[i]) {
 				return // ctx is done
 			}
@@ -456,6 +473,110 @@ func (sub *subscription) deliver(ctx context.Context, r *row) bool {
 			}
 		}
 	}
+}
+
+// deliverWindow sends a batch with up to MaxInFlight messages unacked at
+// once; false when ctx ended. The offset moves over the acked prefix.
+func (sub *subscription) deliverWindow(ctx context.Context, rows []row) bool {
+	cfg := &sub.s.cfg
+	type result struct {
+		i     int
+		acked bool
+	}
+	results := make(chan result, len(rows))
+	acked := make([]bool, len(rows))
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	quit := make(chan struct{})
+	defer close(quit)
+	send := func(i int, again bool) bool {
+		r := &rows[i]
+		if again {
+			sub.reload(ctx, r)
+		}
+		md, err := decodeMetadata(r.meta)
+		if err != nil {
+			sub.s.log.Error("bus: unreadable metadata", err, watermill.LogFields{"topic": sub.topic, "uuid": r.uuid})
+			md = message.Metadata{}
+		}
+		msg := message.NewMessage(r.uuid, r.payload)
+		msg.Metadata = md
+		mctx, cancel := context.WithCancel(ctx)
+		msg.SetContext(mctx)
+		for sent := false; !sent; {
+			select {
+			case sub.out <- msg:
+				sent = true
+			case <-sub.renew.C:
+				sub.commit(ctx)
+			case <-ctx.Done():
+				cancel()
+				return false
+			}
+		}
+		wg.Go(func() {
+			defer cancel()
+			var expired <-chan time.Time
+			if d := cfg.AckDeadline; d > 0 {
+				t := time.NewTimer(d)
+				defer t.Stop()
+				expired = t.C
+			}
+			res := result{i: i}
+			select {
+			case <-msg.Acked():
+				res.acked = true
+			case <-msg.Nacked():
+			case <-expired:
+			case <-ctx.Done():
+				res.acked = sub.grace(msg)
+			case <-quit:
+				return
+			}
+			results <- res
+		})
+		return true
+	}
+	next, pending, lowest := 0, 0, 0
+	for lowest < len(rows) {
+		for next < len(rows) && pending < cfg.MaxInFlight && sub.held {
+			if !send(next, false) {
+				return false
+			}
+			next++
+			pending++
+		}
+		select {
+		case res := <-results:
+			pending--
+			if !res.acked {
+				if cfg.NackResendSleep > 0 {
+					sub.wait(ctx, nil, cfg.NackResendSleep)
+				}
+				if !sub.held || !send(res.i, true) {
+					return ctx.Err() == nil
+				}
+				pending++
+				continue
+			}
+			acked[res.i] = true
+			for lowest < len(rows) && acked[lowest] {
+				sub.acked = rows[lowest].seq
+				lowest++
+			}
+			if sub.acked != sub.committed && time.Since(sub.lastCommit) >= cfg.CommitInterval {
+				sub.commit(ctx)
+			}
+		case <-sub.renew.C:
+			sub.commit(ctx)
+		case <-ctx.Done():
+			return false
+		}
+		if !sub.held && pending == 0 {
+			return true // lost the lease: its new holder goes on
+		}
+	}
+	return true
 }
 
 // reload reads a message's payload and metadata again for a redelivery.

@@ -205,6 +205,28 @@ func (l *leases) take(ids []string, end time.Time) {
 	l.mu.Unlock()
 }
 
+// takeFree leases the ids not leased at now and returns them.
+func (l *leases) takeFree(ids []string, now, end time.Time) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := ids[:0:0]
+	for _, id := range ids {
+		if e, ok := l.end[id]; ok && e.After(now) {
+			continue
+		}
+		l.end[id] = end
+		out = append(out, id)
+	}
+	return out
+}
+
+// LeaseDeliveries leases, in memory, deliveries no claim holds.
+func (db *DB) LeaseDeliveries(ids []string, leaseEnd time.Time) []string {
+	db.claimMu.Lock() // not between a claim's read and its leases
+	defer db.claimMu.Unlock()
+	return db.leases.takeFree(ids, time.Now(), leaseEnd)
+}
+
 func (l *leases) release(id string) {
 	l.mu.Lock()
 	delete(l.end, id)

@@ -1,0 +1,322 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+
+	"github.com/aivis/aivis/client"
+	"github.com/aivis/aivis/core/auth"
+	bus "github.com/aivis/aivis/core/bus/sqlite"
+	"github.com/aivis/aivis/core/delivery"
+	"github.com/aivis/aivis/core/netguard"
+	"github.com/aivis/aivis/core/store"
+	"github.com/aivis/aivis/core/store/sqlite"
+	"github.com/aivis/aivis/core/visibility"
+	"github.com/aivis/aivis/webhook"
+)
+
+var (
+	deliveryEvents = flag.Int("delivery-events", 20000, "events recorded in the 1-endpoint throughput phase")
+	deliveryPhase  = flag.Duration("delivery-phase", 5*time.Second, "length of the open-loop latency phase")
+)
+
+// hookSink is the local receiver: it verifies every delivery's signature,
+// as a real receiver must, and notes when each event id arrived.
+type hookSink struct {
+	srv      *httptest.Server
+	mu       sync.Mutex
+	verifier *webhook.Verifier
+	arrived  map[string]time.Time
+	count    atomic.Int64
+	bad      atomic.Int64
+}
+
+func newHookSink(b *testing.B) *hookSink {
+	h := &hookSink{arrived: make(map[string]time.Time)}
+	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		h.mu.Lock()
+		v := h.verifier
+		h.mu.Unlock()
+		if v != nil {
+			if err := v.Verify(r.Header, body); err != nil {
+				h.bad.Add(1)
+				w.WriteHeader(http.StatusUnauthorized)
+				return
+			}
+		}
+		now := time.Now()
+		h.mu.Lock()
+		if _, ok := h.arrived[r.Header.Get(webhook.HeaderID)]; !ok {
+			h.arrived[r.Header.Get(webhook.HeaderID)] = now
+		}
+		h.mu.Unlock()
+		h.count.Add(1)
+		w.WriteHeader(http.StatusOK)
+	}))
+	b.Cleanup(h.srv.Close)
+	return h
+}
+
+func (h *hookSink) reset(v *webhook.Verifier) {
+	h.mu.Lock()
+	h.verifier = v
+	h.arrived = make(map[string]time.Time)
+	h.mu.Unlock()
+	h.count.Store(0)
+}
+
+// deliveryStack is the product's event path in one process: SQLite store,
+// the SQLite bus, the delivery engine, the guarded client.
+type deliveryStack struct {
+	db       *sqlite.DB
+	recorder *visibility.Recorder
+	svc      *delivery.Service
+	p        auth.Principal
+	stop     func()
+}
+
+func newDeliveryStack(b *testing.B) *deliveryStack {
+	db, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "aivis.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	a := store.Account{ID: "acct_bench", Name: "Bench", Tier: "enterprise", Type: store.AccountStandard, CreatedAt: time.Now()}
+	if err := db.CreateAccount(context.Background(), a); err != nil {
+		b.Fatal(err)
+	}
+	w, r := db.Pools()
+	sub, err := bus.NewSubscriber(w, r, bus.SubscriberConfig{ConsumerGroup: "webhooks", MaxInFlight: delivery.FanoutInFlight}, watermill.NopLogger{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	policy := netguard.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}
+	hc := policy.Client(15 * time.Second)
+	engine := delivery.New(db, sub, hc, quiet(), delivery.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- engine.Run(ctx) }()
+	s := &deliveryStack{db: db, recorder: &visibility.Recorder{Store: db, Now: time.Now},
+		svc: &delivery.Service{Store: db, Client: hc, AllowHTTP: true, Wake: engine.Wake,
+			CheckURL: func(raw string, allowHTTP bool) error { _, err := policy.CheckURL(raw, allowHTTP); return err }},
+		p: auth.Principal{Principal: store.Principal{Key: store.Key{ID: "key_bench", AccountID: a.ID}, Account: a}}}
+	s.stop = func() {
+		cancel()
+		<-done
+		sub.Close()
+		db.Close()
+	}
+	b.Cleanup(s.stop)
+	return s
+}
+
+// hooks creates n webhooks for domain on the sink and returns a verifier
+// that knows their secrets.
+func (s *deliveryStack) hooks(b *testing.B, sink *hookSink, domain string, n int) *webhook.Verifier {
+	var secrets []string
+	for i := range n {
+		sink.reset(nil)
+		w, err := s.svc.Create(context.Background(), s.p, client.CreateWebhook{Domain: domain,
+			Events: []string{"ai_visibility_change"}, URL: fmt.Sprintf("%s/hook/%d", sink.srv.URL, i)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		secrets = append(secrets, w.Secret)
+	}
+	v, err := webhook.NewVerifier(secrets...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return v
+}
+
+// record stores a reading and returns the id of the event it caused and
+// the time its transaction committed. Concurrent writers of one domain may
+// commit a reading measured before the latest, which emits nothing ("").
+func (s *deliveryStack) record(b *testing.B, domain string, i int) (string, time.Time) {
+	score := 10 + i%2*10 + i%7
+	_, ev, err := s.recorder.Record(context.Background(), s.p, client.RecordReading{Domain: domain, VisibilityScore: &score, Sentiment: "neutral"})
+	if err != nil {
+		b.Fatalf("record: %v", err)
+	}
+	if ev == nil {
+		return "", time.Now()
+	}
+	return ev.ID, time.Now()
+}
+
+// burst records n events with one writer per domain and waits until each
+// has reached each of the domain's hooks; it returns deliveries per second
+// from the first commit.
+func (s *deliveryStack) burst(b *testing.B, sink *hookSink, domains []string, n, hooks int) float64 {
+	start := time.Now()
+	var events atomic.Int64
+	var wg sync.WaitGroup
+	for _, d := range domains {
+		wg.Go(func() {
+			for i := 0; events.Load() < int64(n); i++ {
+				if id, _ := s.record(b, d, i); id != "" {
+					events.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	want := int(events.Load()) * hooks
+	deadline := time.Now().Add(5 * time.Minute)
+	for sink.count.Load() < int64(want) {
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d deliveries in 5 minutes", sink.count.Load(), want)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	return float64(want) / time.Since(start).Seconds()
+}
+
+// ceiling is the rate at which a plain Go client POSTs signed bodies to
+// the same receiver, 64 requests in flight.
+func ceiling(b *testing.B, sink *hookSink, d time.Duration) float64 {
+	secret, _ := webhook.NewSecret()
+	v, _ := webhook.NewVerifier(secret)
+	sink.reset(v)
+	signer, _ := webhook.NewSigner(secret)
+	body := []byte(`{"id":"evt_x","event":"ai_visibility_change","timestamp":"2026-11-22T10:00:00Z","data":{"domain":"example.com","visibility_score":72}}`)
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	var n atomic.Int64
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	var wg sync.WaitGroup
+	for w := range 64 {
+		wg.Go(func() {
+			for i := 0; ctx.Err() == nil; i++ {
+				req, _ := http.NewRequest(http.MethodPost, sink.srv.URL+"/raw", bytes.NewReader(body))
+				signer.Headers(req.Header, fmt.Sprintf("evt_%d_%d", w, i), time.Now(), body)
+				resp, err := hc.Do(req)
+				if err != nil {
+					continue
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode == 200 {
+					n.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return float64(n.Load()) / d.Seconds()
+}
+
+// openLoop records events at rate for d and returns the commit-to-delivery
+// latencies of those that arrived.
+func (s *deliveryStack) openLoop(b *testing.B, sink *hookSink, domain string, rate float64, d time.Duration) []time.Duration {
+	var mu sync.Mutex
+	committed := map[string]time.Time{}
+	interval := time.Duration(float64(time.Second) / rate)
+	start := time.Now()
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 64)
+	for i := 0; time.Since(start) < d; i++ {
+		due := start.Add(time.Duration(i) * interval)
+		if wait := time.Until(due); wait > 0 {
+			time.Sleep(wait)
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			id, at := s.record(b, domain, i)
+			if id != "" {
+				mu.Lock()
+				committed[id] = at
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		sink.mu.Lock()
+		n := len(sink.arrived)
+		sink.mu.Unlock()
+		if n >= len(committed) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	var lats []time.Duration
+	for id, at := range committed {
+		if got, ok := sink.arrived[id]; ok {
+			lats = append(lats, max(got.Sub(at), 0))
+		}
+	}
+	if len(lats) < len(committed) {
+		b.Errorf("%d of %d events arrived", len(lats), len(committed))
+	}
+	slices.Sort(lats)
+	return lats
+}
+
+func quantile(s []time.Duration, q float64) time.Duration {
+	if len(s) == 0 {
+		return 0
+	}
+	return s[min(int(q*float64(len(s))), len(s)-1)]
+}
+
+// BenchmarkDelivery measures the event path from a recorded reading to a
+// verified delivery at a local receiver, on the durable SQLite bus, with 1
+// and 50 endpoints, and the raw rate at which a plain Go client reaches
+// the same receiver.
+func BenchmarkDelivery(b *testing.B) {
+	sink := newHookSink(b)
+	raw := ceiling(b, sink, 3*time.Second)
+
+	s := newDeliveryStack(b)
+	v1 := s.hooks(b, sink, "one.example", 1)
+	sink.reset(v1)
+	one := s.burst(b, sink, []string{"one.example", "one.example", "one.example", "one.example"}, *deliveryEvents, 1)
+
+	v50 := s.hooks(b, sink, "fifty.example", 50)
+	sink.reset(v50)
+	events50 := *deliveryEvents / 50
+	fifty := s.burst(b, sink, []string{"fifty.example"}, events50, 50)
+
+	sink.reset(v1)
+	lats := s.openLoop(b, sink, "one.example", one/2, *deliveryPhase)
+	if sink.bad.Load() != 0 {
+		b.Errorf("%d deliveries failed verification", sink.bad.Load())
+	}
+
+	p50, p99 := quantile(lats, 0.50), quantile(lats, 0.99)
+	fmt.Printf("\n| phase | figure |\n|---|---|\n")
+	fmt.Printf("| raw ceiling: plain Go client to the receiver, 64 in flight | %.0f req/s |\n", raw)
+	fmt.Printf("| 1 endpoint: %d events, reading to verified delivery | %.0f deliveries/s (%.0f%% of the ceiling) |\n", *deliveryEvents, one, 100*one/raw)
+	fmt.Printf("| 50 endpoints: %d events x 50 webhooks | %.0f deliveries/s (%.0f%% of the ceiling) |\n", events50, fifty, 100*fifty/raw)
+	fmt.Printf("| 1 endpoint, open loop at %.0f events/s (50%%): commit to delivery | p50 %.1f ms, p99 %.1f ms (%d events) |\n\n",
+		one/2, msf(p50), msf(p99), len(lats))
+	fmt.Printf("| target | figure | met |\n|---|---|---|\n")
+	fmt.Printf("| >= 2,000 deliveries/s (1 and 50 endpoints) | %.0f and %.0f | %s |\n", one, fifty, yes(one >= 2000 && fifty >= 2000))
+	fmt.Printf("| >= 25%% of the raw ceiling | %.0f%% and %.0f%% | %s |\n", 100*one/raw, 100*fifty/raw, yes(one >= raw/4 && fifty >= raw/4))
+	fmt.Printf("| p99 commit to delivery < 250 ms at 50%% load | %.1f ms | %s |\n\n", msf(p99), yes(p99 < 250*time.Millisecond))
+	b.ReportMetric(raw, "raw-req/s")
+	b.ReportMetric(one, "deliveries-1/s")
+	b.ReportMetric(fifty, "deliveries-50/s")
+	b.ReportMetric(msf(p50), "p50-ms")
+	b.ReportMetric(msf(p99), "p99-ms")
+}
