@@ -176,6 +176,7 @@ func (s *deliveryStack) burst(b *testing.B, sink *hookSink, domains []string, n,
 		})
 	}
 	wg.Wait()
+	fmt.Printf("recorded %d events in %v (%.0f/s)\n", events.Load(), time.Since(start).Round(time.Millisecond), float64(events.Load())/time.Since(start).Seconds())
 	want := int(events.Load()) * hooks
 	deadline := time.Now().Add(5 * time.Minute)
 	for sink.count.Load() < int64(want) {

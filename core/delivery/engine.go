@@ -40,8 +40,8 @@ import (
 // Options tune the engine; the zero value of each field takes its default.
 type Options struct {
 	Timeout     time.Duration // per attempt, default 15 s
-	Workers     int           // attempts in flight at once, default 128
-	PerEndpoint int           // attempts in flight per webhook, default 8
+	Workers     int           // attempts in flight at once, default 256
+	PerEndpoint int           // attempts in flight per webhook, default 16
 	Now         func() time.Time
 	// Idle is the longest the dispatcher sleeps without looking for due
 	// deliveries that another process wrote (default 1 s).
@@ -95,10 +95,10 @@ func New(st store.Store, sub message.Subscriber, client *http.Client, log *slog.
 		opt.Timeout = 15 * time.Second
 	}
 	if opt.Workers <= 0 {
-		opt.Workers = 128
+		opt.Workers = 256
 	}
 	if opt.PerEndpoint <= 0 {
-		opt.PerEndpoint = 8
+		opt.PerEndpoint = 16
 	}
 	if opt.Now == nil {
 		opt.Now = time.Now

@@ -1,0 +1,75 @@
+package events_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+
+	"github.com/aivis/aivis/core/events"
+)
+
+func TestMessageRoundTrip(t *testing.T) {
+	at := time.Date(2026, 11, 22, 10, 0, 0, 123456789, time.FixedZone("x", 3600))
+	ev, err := events.New(events.VisibilityChange, at, "acct_1", "cli_1", "example.com", events.VisibilityChangeData{Domain: "example.com", VisibilityScore: 72})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev.ScoreChange = 12
+	m, err := ev.Message()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body map[string]any
+	if err := json.Unmarshal(m.Payload, &body); err != nil {
+		t.Fatal(err)
+	}
+	if len(body) != 4 || body["id"] != ev.ID || body["event"] != "ai_visibility_change" || body["timestamp"] != "2026-11-22T09:00:00.123456Z" {
+		t.Fatalf("body %s: want {id, event, timestamp, data} in UTC with microseconds", m.Payload)
+	}
+	if !strings.HasPrefix(ev.ID, "evt_") || m.UUID != ev.ID {
+		t.Fatalf("id %q, uuid %q", ev.ID, m.UUID)
+	}
+	back, err := events.FromMessage(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.ID != ev.ID || back.AccountID != "acct_1" || back.ClientID != "cli_1" || back.Domain != "example.com" || back.ScoreChange != 12 {
+		t.Fatalf("back %+v", back)
+	}
+}
+
+func TestFirstReadingAndTargets(t *testing.T) {
+	ev, _ := events.New(events.WebhookTest, time.Now(), "acct_1", "", "example.com", events.WebhookTestData{WebhookID: "wh_1"})
+	ev.WebhookID = "wh_1"
+	m, _ := ev.Message()
+	back, err := events.FromMessage(m)
+	if err != nil || back.WebhookID != "wh_1" || back.ClientID != "" || back.ScoreChange != -1 {
+		t.Fatalf("%+v %v", back, err)
+	}
+}
+
+func TestRefusals(t *testing.T) {
+	if _, err := events.New("nope", time.Now(), "a", "", "", nil); err == nil {
+		t.Error("an unknown kind")
+	}
+	if _, err := events.New(events.ScanCompleted, time.Now(), "a", "", "", func() {}); err == nil {
+		t.Error("data that is not JSON")
+	}
+	for _, m := range []*message.Message{
+		message.NewMessage("evt_1", []byte("not json")),
+		message.NewMessage("evt_2", []byte(`{"id":"evt_other","event":"scan_completed","timestamp":"2026-11-22T10:00:00Z","data":{}}`)),
+	} {
+		m.Metadata.Set("event", "scan_completed")
+		if _, err := events.FromMessage(m); err == nil {
+			t.Errorf("message %s accepted", m.UUID)
+		}
+	}
+	for _, k := range events.Kinds {
+		if !events.Known(k) {
+			t.Errorf("%s not known", k)
+		}
+	}
+}
