@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/aivis/aivis/client"
+	"github.com/aivis/aivis/core/accounts"
 	"github.com/aivis/aivis/core/auth"
 	"github.com/aivis/aivis/core/domains"
 	"github.com/aivis/aivis/core/events"
@@ -129,28 +130,6 @@ func covers(domain, host string) bool {
 	return err == nil && domains.Covers(domain, h)
 }
 
-// resolveClient decides which client a request belongs to.
-func (s *Service) resolveClient(ctx context.Context, p auth.Principal, clientID string) (string, error) {
-	if p.ClientID() != "" {
-		if clientID != "" && clientID != p.ClientID() {
-			return "", fault.New(fault.NotFound, "no client %s", clientID)
-		}
-		return p.ClientID(), nil
-	}
-	if clientID == "" {
-		return "", nil
-	}
-	if p.Account.Type != store.AccountAgency {
-		return "", fault.New(fault.PlanNotAllowed, "client_id needs an agency account")
-	}
-	if _, err := s.Clients.Client(ctx, p.AccountID(), clientID); errors.Is(err, store.ErrNotFound) {
-		return "", fault.New(fault.NotFound, "no client %s", clientID)
-	} else if err != nil {
-		return "", err
-	}
-	return clientID, nil
-}
-
 func tierOf(p auth.Principal) (limits.Tier, error) {
 	t, ok := limits.TierByName(p.Account.Tier)
 	if !ok {
@@ -217,7 +196,7 @@ func (s *Service) Create(ctx context.Context, p auth.Principal, in client.Create
 		if err := t.CheckRequestBudget(int64(in.Budget)); err != nil {
 			return store.ContentRequest{}, err
 		}
-		clientID, err := s.resolveClient(ctx, p, in.ClientID)
+		clientID, err := accounts.Owner(ctx, s.Clients, p, in.ClientID)
 		if err != nil {
 			return store.ContentRequest{}, err
 		}

@@ -443,17 +443,7 @@ func (sub *subscription) deliver(ctx context.Context, r *row) bool {
 			// may have changed them: send what is stored.
 			sub.reload(ctx, r)
 		}
-		md, err := decodeMetadata(r.meta)
-		if err != nil {
-			// Not written by PublishTx: deliver what can be read rather
-			// than stop the topic.
-			sub.s.log.Error("bus: unreadable metadata", err, watermill.LogFields{"topic": sub.topic, "uuid": r.uuid})
-			md = message.Metadata{}
-		}
-		msg := message.NewMessage(r.uuid, r.payload)
-		msg.Metadata = md
-		mctx, cancel := context.WithCancel(ctx)
-		msg.SetContext(mctx)
+		msg, cancel := sub.message(ctx, r)
 		acked, ended := sub.send(ctx, msg)
 		cancel()
 		if acked {
@@ -475,6 +465,23 @@ func (sub *subscription) deliver(ctx context.Context, r *row) bool {
 	}
 }
 
+// message makes the message of a stored row, with a context of its own
+// (cancelled once the message is acked or nacked).
+func (sub *subscription) message(ctx context.Context, r *row) (*message.Message, context.CancelFunc) {
+	md, err := decodeMetadata(r.meta)
+	if err != nil {
+		// Not written by PublishTx: deliver what can be read rather than
+		// stop the topic.
+		sub.s.log.Error("bus: unreadable metadata", err, watermill.LogFields{"topic": sub.topic, "uuid": r.uuid})
+		md = message.Metadata{}
+	}
+	msg := message.NewMessage(r.uuid, r.payload)
+	msg.Metadata = md
+	mctx, cancel := context.WithCancel(ctx)
+	msg.SetContext(mctx)
+	return msg, cancel
+}
+
 // deliverWindow sends a batch with up to MaxInFlight messages unacked at
 // once; false when ctx ended. The offset moves over the acked prefix.
 func (sub *subscription) deliverWindow(ctx context.Context, rows []row) bool {
@@ -494,15 +501,7 @@ func (sub *subscription) deliverWindow(ctx context.Context, rows []row) bool {
 		if again {
 			sub.reload(ctx, r)
 		}
-		md, err := decodeMetadata(r.meta)
-		if err != nil {
-			sub.s.log.Error("bus: unreadable metadata", err, watermill.LogFields{"topic": sub.topic, "uuid": r.uuid})
-			md = message.Metadata{}
-		}
-		msg := message.NewMessage(r.uuid, r.payload)
-		msg.Metadata = md
-		mctx, cancel := context.WithCancel(ctx)
-		msg.SetContext(mctx)
+		msg, cancel := sub.message(ctx, r)
 		for sent := false; !sent; {
 			select {
 			case sub.out <- msg:

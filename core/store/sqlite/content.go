@@ -117,8 +117,19 @@ const budgetQuery = `SELECT
 	coalesce((SELECT spent FROM budget_months WHERE account_id = ?1 AND month = ?2), 0),
 	coalesce((SELECT reserved FROM budget_months WHERE account_id = ?1 AND month = ?2), 0)`
 
-func encodeCursor(c store.ContentRequest) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(c.CreatedAt.UnixNano(), 10) + ":" + c.ID))
+// pageCursor is the opaque cursor after the row created at t with id.
+func pageCursor(t time.Time, id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(t.UnixNano(), 10) + ":" + id))
+}
+
+// page trims rows read with limit+1 to the page and gives the cursor of the
+// next page ("" on the last).
+func page[T any](rows []T, limit int, key func(T) (time.Time, string)) ([]T, string) {
+	if len(rows) <= limit {
+		return rows, ""
+	}
+	rows = rows[:limit]
+	return rows, pageCursor(key(rows[limit-1]))
 }
 
 func decodeCursor(s string) (int64, string, error) {
@@ -176,11 +187,7 @@ func (db *DB) ListContentRequests(ctx context.Context, f store.ContentFilter) ([
 	if err := rows.Err(); err != nil {
 		return nil, "", err
 	}
-	next := ""
-	if len(out) > f.Limit {
-		out = out[:f.Limit]
-		next = encodeCursor(out[len(out)-1])
-	}
+	out, next := page(out, f.Limit, func(c store.ContentRequest) (time.Time, string) { return c.CreatedAt, c.ID })
 	return out, next, nil
 }
 

@@ -3,10 +3,8 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -383,17 +381,8 @@ func (db *DB) ListWebhooks(ctx context.Context, f store.WebhookFilter) ([]store.
 	if err := rows.Err(); err != nil {
 		return nil, "", err
 	}
-	next := ""
-	if len(out) > f.Limit {
-		out = out[:f.Limit]
-		last := out[len(out)-1]
-		next = pageCursor(last.CreatedAt, last.ID)
-	}
+	out, next := page(out, f.Limit, func(w store.Webhook) (time.Time, string) { return w.CreatedAt, w.ID })
 	return out, next, nil
-}
-
-func pageCursor(t time.Time, id string) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(t.UnixNano(), 10) + ":" + id))
 }
 
 // MatchWebhooks lists the webhooks, enabled or not, of exactly one owner
@@ -489,12 +478,7 @@ func (db *DB) ListDeliveries(ctx context.Context, f store.DeliveryFilter) ([]sto
 	if err := rows.Err(); err != nil {
 		return nil, "", err
 	}
-	next := ""
-	if len(out) > f.Limit {
-		out = out[:f.Limit]
-		last := out[len(out)-1]
-		next = pageCursor(last.CreatedAt, last.ID)
-	}
+	out, next := page(out, f.Limit, func(d store.Delivery) (time.Time, string) { return d.CreatedAt, d.ID })
 	return out, next, nil
 }
 
