@@ -120,7 +120,10 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 	outbound := policy.Client(timeout)
 	write, read := svc.Store.Pools()
 	sub, err := bus.NewSubscriber(write, read, bus.SubscriberConfig{ConsumerGroup: "webhooks",
-		MaxInFlight: delivery.FanoutInFlight, Retention: 7 * 24 * time.Hour}, watermill.NewSlogLogger(log))
+		MaxInFlight: delivery.FanoutInFlight, Retention: 7 * 24 * time.Hour,
+		// After a crash the restarted server waits this long for the dead
+		// one's lease on the event topic.
+		LeaseDuration: 5 * time.Second}, watermill.NewSlogLogger(log))
 	if err != nil {
 		return fmt.Errorf("event bus: %w", err)
 	}
