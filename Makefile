@@ -6,7 +6,7 @@ DATA    ?= ./aivis-data
 ADDR    ?= 127.0.0.1:8443
 export CGO_ENABLED := 1
 
-.PHONY: all build run test test-short bench fuzz lint fmt clean
+.PHONY: proto all build run test test-short bench fuzz lint fmt clean
 
 all: build
 
@@ -43,3 +43,12 @@ fmt:
 
 clean:
 	rm -rf $(BIN)
+
+# Regenerates the plugin protocol's Go code (checked in). Needs protoc
+# (apt-get install protobuf-compiler) and the two generators below.
+proto:
+	$(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.11
+	$(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.0
+	cd plugins/proto/connectorv1 && PATH="$$PATH:$$($(GO) env GOPATH)/bin" protoc \
+		--go_out=. --go_opt=paths=source_relative \
+		--go-grpc_out=. --go-grpc_opt=paths=source_relative connector.proto

@@ -1,0 +1,141 @@
+// Package host starts connector plugins and talks to them: each plugin is a
+// separate process started through go-plugin, over gRPC only, with mutual
+// TLS made up per process (AutoMTLS), without the server's environment (a
+// plugin never sees the server's secrets), its binary checked against the
+// SHA-256 recorded when it was registered, and its stderr logged through
+// slog.
+package host
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os/exec"
+	"strings"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+
+	"github.com/aivis/aivis/plugins/sdk"
+)
+
+// Plugin is one running plugin process.
+type Plugin struct {
+	client *plugin.Client
+	proto  plugin.ClientProtocol
+	conn   *sdk.Client
+	// Protocol is the protocol version the plugin and the host agreed on.
+	Protocol int
+}
+
+// Options start a plugin.
+type Options struct {
+	Path string
+	// Checksum is the SHA-256 the binary must have; nil skips the check
+	// (tests and development only).
+	Checksum []byte
+	Log      *slog.Logger
+	// Env is the plugin's whole environment (the server's is not passed).
+	Env []string
+}
+
+// Start starts the plugin at opt.Path and connects to it.
+func Start(opt Options) (*Plugin, error) {
+	if opt.Log == nil {
+		opt.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	cmd := exec.Command(opt.Path)
+	cmd.Env = append([]string{}, opt.Env...)
+	cfg := &plugin.ClientConfig{
+		HandshakeConfig:  sdk.Handshake,
+		VersionedPlugins: sdk.Plugins(nil),
+		Cmd:              cmd,
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		AutoMTLS:         true,
+		SkipHostEnv:      true,
+		Managed:          false,
+		Logger:           newLogger(opt.Log.With("plugin", opt.Path)),
+	}
+	if opt.Checksum != nil {
+		cfg.SecureConfig = &plugin.SecureConfig{Checksum: opt.Checksum, Hash: sha256.New()}
+	}
+	c := plugin.NewClient(cfg)
+	proto, err := c.Client()
+	if err != nil {
+		c.Kill()
+		return nil, fmt.Errorf("host: start %s: %w", opt.Path, err)
+	}
+	raw, err := proto.Dispense(sdk.PluginName)
+	if err != nil {
+		c.Kill()
+		return nil, fmt.Errorf("host: %s: %w", opt.Path, err)
+	}
+	conn, ok := raw.(*sdk.Client)
+	if !ok {
+		c.Kill()
+		return nil, fmt.Errorf("host: %s: unexpected plugin type %T", opt.Path, raw)
+	}
+	return &Plugin{client: c, proto: proto, conn: conn, Protocol: c.NegotiatedVersion()}, nil
+}
+
+// Connector is the plugin's connector.
+func (p *Plugin) Connector() *sdk.Client { return p.conn }
+
+// Pid is the plugin's process id.
+func (p *Plugin) Pid() int {
+	if rc := p.client.ReattachConfig(); rc != nil {
+		return rc.Pid
+	}
+	return 0
+}
+
+// Exited reports whether the plugin process has ended.
+func (p *Plugin) Exited() bool { return p.client.Exited() }
+
+// Ping checks that the plugin answers.
+func (p *Plugin) Ping(context.Context) error { return p.proto.Ping() }
+
+// Kill ends the plugin process (gracefully first, then by force).
+func (p *Plugin) Kill() { p.client.Kill() }
+
+// ErrChecksum is wrapped when a binary's checksum does not match.
+var ErrChecksum = plugin.ErrChecksumsDoNotMatch
+
+// IsChecksum reports whether err says the binary changed since it was
+// registered.
+func IsChecksum(err error) bool { return errors.Is(err, plugin.ErrChecksumsDoNotMatch) }
+
+// newLogger is an hclog.Logger that writes through slog: go-plugin's own
+// messages and every line the plugin writes to stderr.
+func newLogger(log *slog.Logger) hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{
+		Name:       "plugin",
+		Level:      hclog.Info,
+		Output:     &slogWriter{log: log},
+		JSONFormat: false,
+	})
+}
+
+// slogWriter passes hclog's lines to slog, one record each.
+type slogWriter struct{ log *slog.Logger }
+
+func (w *slogWriter) Write(p []byte) (int, error) {
+	for _, line := range bytes.Split(bytes.TrimRight(p, "\n"), []byte("\n")) {
+		s := string(line)
+		level := slog.LevelInfo
+		switch {
+		case strings.Contains(s, "[ERROR]"):
+			level = slog.LevelError
+		case strings.Contains(s, "[WARN]"):
+			level = slog.LevelWarn
+		case strings.Contains(s, "[DEBUG]"), strings.Contains(s, "[TRACE]"):
+			level = slog.LevelDebug
+		}
+		w.log.Log(context.Background(), level, s)
+	}
+	return len(p), nil
+}
