@@ -1,0 +1,167 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/aivis/aivis/plugins/sdk"
+)
+
+// Health of a supervised plugin.
+type Health struct {
+	State     string    // starting, running, restarting, stopped
+	Restarts  int       // since the supervisor started
+	LastError string    // why it last failed, "" if it never did
+	Since     time.Time // when State began
+}
+
+// Supervisor keeps one plugin running: it starts it, notices when it has
+// exited, restarts it with exponential backoff, and bounds every call by a
+// deadline so a hanging plugin cannot hold a caller. It is safe for
+// concurrent use.
+type Supervisor struct {
+	opt      Options
+	deadline time.Duration
+	backoff  func(n int) time.Duration
+
+	mu      sync.Mutex
+	cur     *Plugin
+	health  Health
+	next    time.Time // no start before this (backoff)
+	stopped bool
+}
+
+// Supervise starts supervising the plugin of opt; calls have deadline
+// each (default 30 s).
+func Supervise(opt Options, deadline time.Duration) *Supervisor {
+	if deadline <= 0 {
+		deadline = 30 * time.Second
+	}
+	return &Supervisor{opt: opt, deadline: deadline, backoff: Backoff,
+		health: Health{State: "starting", Since: time.Now()}}
+}
+
+// Backoff is the wait before the n-th restart in a row: 250 ms doubling to
+// at most 30 s.
+func Backoff(n int) time.Duration {
+	d := 250 * time.Millisecond
+	for range min(n, 8) {
+		d *= 2
+	}
+	return min(d, 30*time.Second)
+}
+
+// ErrUnavailable is returned while the plugin cannot be started (its
+// backoff has not passed); the caller retries later.
+var ErrUnavailable = errors.New("host: plugin unavailable")
+
+// plugin returns a running plugin, starting or restarting it if needed.
+func (s *Supervisor) plugin() (*Plugin, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return nil, fmt.Errorf("%w: stopped", ErrUnavailable)
+	}
+	if s.cur != nil && !s.cur.Exited() {
+		return s.cur, nil
+	}
+	if s.cur != nil { // it crashed
+		s.cur.Kill()
+		s.cur = nil
+		s.health.Restarts++
+		s.health.LastError = "the plugin process exited"
+		s.next = time.Now().Add(s.backoff(s.health.Restarts))
+		s.health.State, s.health.Since = "restarting", time.Now()
+	}
+	if time.Now().Before(s.next) {
+		return nil, fmt.Errorf("%w: restarting after %s", ErrUnavailable, s.health.LastError)
+	}
+	p, err := Start(s.opt)
+	if err != nil {
+		s.health.Restarts++
+		s.health.LastError = err.Error()
+		s.next = time.Now().Add(s.backoff(s.health.Restarts))
+		s.health.State, s.health.Since = "restarting", time.Now()
+		return nil, err
+	}
+	s.cur = p
+	s.health.State, s.health.Since = "running", time.Now()
+	return p, nil
+}
+
+// failed notes a call that failed: a plugin that broke the protocol or
+// missed its deadline is killed and started again on the next call.
+func (s *Supervisor) failed(p *Plugin, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cur == p {
+		p.Kill()
+		s.health.LastError = err.Error()
+	}
+}
+
+// Health reports the plugin's state.
+func (s *Supervisor) Health() Health {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h := s.health
+	if s.cur != nil && s.cur.Exited() && h.State == "running" {
+		h.State = "restarting"
+	}
+	return h
+}
+
+// Stop kills the plugin and refuses further calls.
+func (s *Supervisor) Stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopped = true
+	if s.cur != nil {
+		s.cur.Kill()
+		s.cur = nil
+	}
+	s.health.State, s.health.Since = "stopped", time.Now()
+}
+
+func call[T any](s *Supervisor, ctx context.Context, f func(context.Context, *sdk.Client) (T, error)) (T, error) {
+	var zero T
+	p, err := s.plugin()
+	if err != nil {
+		return zero, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.deadline)
+	defer cancel()
+	v, err := f(ctx, p.Connector())
+	if err != nil {
+		s.failed(p, err)
+		return zero, err
+	}
+	return v, nil
+}
+
+// Info asks the plugin to describe itself.
+func (s *Supervisor) Info(ctx context.Context) (sdk.Info, error) {
+	return call(s, ctx, func(ctx context.Context, c *sdk.Client) (sdk.Info, error) { return c.Info(ctx) })
+}
+
+// ValidateSettings asks the plugin what is wrong with settings.
+func (s *Supervisor) ValidateSettings(ctx context.Context, settings json.RawMessage) ([]sdk.FieldError, error) {
+	return call(s, ctx, func(ctx context.Context, c *sdk.Client) ([]sdk.FieldError, error) {
+		return c.ValidateSettings(ctx, settings)
+	})
+}
+
+// Test sends one test event.
+func (s *Supervisor) Test(ctx context.Context, settings json.RawMessage, ev sdk.Event) (sdk.Result, error) {
+	return call(s, ctx, func(ctx context.Context, c *sdk.Client) (sdk.Result, error) { return c.Test(ctx, settings, ev) })
+}
+
+// Deliver delivers events. An error means the plugin failed (crashed, hung,
+// broke the protocol): every event is to be retried.
+func (s *Supervisor) Deliver(ctx context.Context, settings json.RawMessage, events []sdk.Event) ([]sdk.Result, error) {
+	return call(s, ctx, func(ctx context.Context, c *sdk.Client) ([]sdk.Result, error) { return c.Deliver(ctx, settings, events) })
+}
