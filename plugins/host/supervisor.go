@@ -163,5 +163,7 @@ func (s *Supervisor) Test(ctx context.Context, settings json.RawMessage, ev sdk.
 // Deliver delivers events. An error means the plugin failed (crashed, hung,
 // broke the protocol): every event is to be retried.
 func (s *Supervisor) Deliver(ctx context.Context, settings json.RawMessage, events []sdk.Event) ([]sdk.Result, error) {
-	return call(s, ctx, func(ctx context.Context, c *sdk.Client) ([]sdk.Result, error) { return c.Deliver(ctx, settings, events) })
+	return call(s, ctx, func(ctx context.Context, c *sdk.Client) ([]sdk.Result, error) {
+		return c.Deliver(ctx, settings, events)
+	})
 }
