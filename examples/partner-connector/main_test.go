@@ -17,6 +17,7 @@ import (
 
 	"github.com/aivis/aivis/plugins/host"
 	"github.com/aivis/aivis/plugins/sdk"
+	"github.com/aivis/aivis/plugins/sdk/sdktest"
 )
 
 // build compiles this connector into a temporary directory.
@@ -160,6 +161,20 @@ func TestChecksumAndCrash(t *testing.T) {
 	if _, err := p.Connector().Info(context.Background()); err == nil {
 		t.Fatal("a killed plugin answered")
 	}
+}
+
+// TestConformance runs the SDK's conformance kit, as a partner would.
+func TestConformance(t *testing.T) {
+	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer fake.Close()
+	sdktest.Run(t, sdktest.Suite{
+		Binary: build(t),
+		Valid:  []json.RawMessage{json.RawMessage(`{"webhook_url": "https://chat.example/hook"}`)},
+		Invalid: []json.RawMessage{json.RawMessage(`{}`), json.RawMessage(`{"webhook_url": 5}`),
+			json.RawMessage(`{"webhook_url": "https://chat.example/hook", "extra": true}`)},
+		Deliverable: json.RawMessage(`{"webhook_url": "` + fake.URL + `"}`),
+		Env:         []string{sdk.EnvAllowedTargets + "=127.0.0.1/32"},
+	})
 }
 
 func TestRefusesToRunAlone(t *testing.T) {
