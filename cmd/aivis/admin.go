@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"github.com/aivis/aivis/core/auth"
 	"github.com/aivis/aivis/core/fault"
 	"github.com/aivis/aivis/core/store"
+	"github.com/aivis/aivis/plugins/host"
 )
 
 // adminFlags are the flags of one administrative subcommand.
@@ -167,8 +170,85 @@ func admin(ctx context.Context, noun, verb string, args []string, getenv func(st
 		}
 		tw.Flush()
 		return out.value(rows, b.String())
+	case "plugin register":
+		if err := need(1, "the path of a plugin binary"); err != nil {
+			return err
+		}
+		return registerPlugin(ctx, svc, pos[0], out)
+	case "plugin list":
+		if err := need(0, "no arguments"); err != nil {
+			return err
+		}
+		return listPlugins(ctx, svc, out)
+	case "plugin remove":
+		if err := need(1, "a plugin name"); err != nil {
+			return err
+		}
+		if err := svc.Store.RemovePlugin(ctx, pos[0]); errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("no plugin %q is registered", pos[0])
+		} else if err != nil {
+			return err
+		}
+		return out.value(map[string]any{"name": pos[0], "removed": true}, fmt.Sprintf("plugin %s removed\n", pos[0]))
 	}
 	return usageError("unknown command %q", noun+" "+verb)
+}
+
+// registerPlugin records a plugin binary and its SHA-256 after asking it
+// what it is: the server starts it only while the file is unchanged.
+func registerPlugin(ctx context.Context, svc *app.Services, path string, out printer) error {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return err
+	}
+	ictx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	info, sum, err := host.Inspect(ictx, abs, nil)
+	if err != nil {
+		return fmt.Errorf("%s is not a working aivis connector plugin: %w", path, err)
+	}
+	rec := store.PluginRecord{Name: info.Name, Path: abs, SHA256: sum, Kind: info.Kind, Version: info.Version,
+		DisplayName: info.DisplayName, RegisteredAt: time.Now().UTC()}
+	if err := svc.Store.PutPlugin(ctx, rec); err != nil {
+		return err
+	}
+	return out.value(pluginJSON(rec, "ok"), fmt.Sprintf("plugin %s %s (%s) registered from %s\nsha256 %x\n",
+		rec.Name, rec.Version, rec.Kind, rec.Path, rec.SHA256))
+}
+
+// pluginState says whether a registered binary is still the one registered.
+func pluginState(p store.PluginRecord) string {
+	sum, err := host.Checksum(p.Path)
+	switch {
+	case err != nil:
+		return "missing"
+	case !bytes.Equal(sum, p.SHA256):
+		return "changed"
+	}
+	return "ok"
+}
+
+func listPlugins(ctx context.Context, svc *app.Services, out printer) error {
+	ps, err := svc.Store.ListPlugins(ctx)
+	if err != nil {
+		return err
+	}
+	rows := make([]any, len(ps))
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tKIND\tVERSION\tSTATE\tSHA256\tPATH")
+	for i, p := range ps {
+		state := pluginState(p)
+		rows[i] = pluginJSON(p, state)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%x\t%s\n", p.Name, p.Kind, p.Version, state, p.SHA256[:8], p.Path)
+	}
+	tw.Flush()
+	return out.value(rows, b.String())
+}
+
+func pluginJSON(p store.PluginRecord, state string) map[string]any {
+	return map[string]any{"name": p.Name, "kind": p.Kind, "version": p.Version, "display_name": p.DisplayName,
+		"path": p.Path, "sha256": fmt.Sprintf("%x", p.SHA256), "state": state, "registered_at": p.RegisteredAt}
 }
 
 func createKey(ctx context.Context, svc *app.Services, f adminFlags, out printer) error {

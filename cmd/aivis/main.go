@@ -29,6 +29,9 @@ Usage:
   aivis key create --account ID [--client ID] --name N [--expires YYYY-MM-DD|RFC3339] [--scopes a,b]
   aivis key revoke KEY_ID
   aivis key list --account ID
+  aivis plugin register PATH
+  aivis plugin list
+  aivis plugin remove NAME
   aivis version
 
 Every subcommand takes --data-dir DIR (default ./aivis-data, env AIVIS_DATA_DIR)
@@ -45,7 +48,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	switch args[0] {
 	case "serve":
 		err = serve(ctx, args[1:], getenv, stdout, stderr)
-	case "account", "client", "key":
+	case "account", "client", "key", "plugin":
 		if len(args) < 2 {
 			err = usageError("%s needs a subcommand", args[0])
 			break

@@ -162,6 +162,7 @@ type Store interface {
 	Readings
 	Counters
 	Webhooks
+	Plugins
 
 	// DeleteIdempotencyBefore forgets idempotency records made before t.
 	DeleteIdempotencyBefore(ctx context.Context, t time.Time) (int64, error)

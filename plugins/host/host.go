@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"os/exec"
 	"strings"
 
@@ -138,4 +139,37 @@ func (w *slogWriter) Write(p []byte) (int, error) {
 		w.log.Log(context.Background(), level, s)
 	}
 	return len(p), nil
+}
+
+// Inspect computes a plugin binary's SHA-256, starts it with that checksum
+// and returns what it says of itself: what registering a plugin records.
+func Inspect(ctx context.Context, path string, log *slog.Logger) (sdk.Info, []byte, error) {
+	sum, err := Checksum(path)
+	if err != nil {
+		return sdk.Info{}, nil, err
+	}
+	p, err := Start(Options{Path: path, Checksum: sum, Log: log})
+	if err != nil {
+		return sdk.Info{}, nil, err
+	}
+	defer p.Kill()
+	info, err := p.Connector().Info(ctx)
+	if err != nil {
+		return sdk.Info{}, nil, fmt.Errorf("host: %s: info: %w", path, err)
+	}
+	return info, sum, nil
+}
+
+// Checksum is the SHA-256 of a file.
+func Checksum(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("host: %w", err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return nil, fmt.Errorf("host: %s: %w", path, err)
+	}
+	return h.Sum(nil), nil
 }
