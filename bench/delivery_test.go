@@ -23,6 +23,7 @@ import (
 	bus "github.com/aivis/aivis/core/bus/sqlite"
 	"github.com/aivis/aivis/core/delivery"
 	"github.com/aivis/aivis/core/netguard"
+	"github.com/aivis/aivis/core/secrets"
 	"github.com/aivis/aivis/core/store"
 	"github.com/aivis/aivis/core/store/sqlite"
 	"github.com/aivis/aivis/core/visibility"
@@ -95,6 +96,11 @@ func newDeliveryStack(b *testing.B) *deliveryStack {
 	if err != nil {
 		b.Fatal(err)
 	}
+	box, _, err := secrets.Load(filepath.Join(b.TempDir(), secrets.KeyFile), true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	db.SetSecrets(box)
 	a := store.Account{ID: "acct_bench", Name: "Bench", Tier: "enterprise", Type: store.AccountStandard, CreatedAt: time.Now()}
 	if err := db.CreateAccount(context.Background(), a); err != nil {
 		b.Fatal(err)

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -107,6 +110,16 @@ func TestWebhooksEndToEnd(t *testing.T) {
 	rc.mu.Lock()
 	rc.secrets = []string{wh.Secret}
 	rc.mu.Unlock()
+	// The secret is stored sealed under the master key, never in clear.
+	for _, name := range []string{"aivis.db", "aivis.db-wal"} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err == nil && bytes.Contains(b, []byte(strings.TrimPrefix(wh.Secret, "whsec_"))) {
+			t.Errorf("%s holds the webhook secret in clear", name)
+		}
+	}
+	if st, err := os.Stat(filepath.Join(dir, "master.key")); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("master key file: %v %v", st, err)
+	}
 	r = s.do(t, req{method: "GET", path: "/v1/webhooks/" + wh.ID, header: bearer(k)})
 	if r.Status != 200 || strings.Contains(string(r.Body), "whsec_") {
 		t.Fatalf("get shows the secret or fails: %d %s", r.Status, r.Body)

@@ -27,6 +27,7 @@ import (
 	"github.com/aivis/aivis/core/delivery"
 	"github.com/aivis/aivis/core/limits"
 	"github.com/aivis/aivis/core/netguard"
+	"github.com/aivis/aivis/core/secrets"
 	"github.com/aivis/aivis/core/store/sqlite"
 	"github.com/aivis/aivis/core/tlsconf"
 	"github.com/aivis/aivis/core/visibility"
@@ -37,10 +38,13 @@ const DBFile = "aivis.db"
 
 // Services are the core services, shared by the server and the CLI.
 type Services struct {
-	Store    *sqlite.DB
-	Auth     *auth.Service
-	Accounts *accounts.Service
-	Content  *content.Service
+	// MasterKeyCreated says the master key (data-dir/master.key) was made
+	// by this Open: secrets stored from now on need that file.
+	MasterKeyCreated bool
+	Store            *sqlite.DB
+	Auth             *auth.Service
+	Accounts         *accounts.Service
+	Content          *content.Service
 }
 
 // Open opens the data directory's database and builds the services on it.
@@ -52,12 +56,19 @@ func Open(ctx context.Context, dataDir string) (*Services, error) {
 	if err != nil {
 		return nil, err
 	}
+	box, created, err := secrets.Load(filepath.Join(dataDir, secrets.KeyFile), true)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	db.SetSecrets(box)
 	now := time.Now
 	return &Services{
-		Store:    db,
-		Auth:     &auth.Service{Keys: db, Accounts: db, Now: now},
-		Accounts: &accounts.Service{Store: db, Now: now},
-		Content:  &content.Service{Store: db, Clients: db, Now: now},
+		MasterKeyCreated: created,
+		Store:            db,
+		Auth:             &auth.Service{Keys: db, Accounts: db, Now: now},
+		Accounts:         &accounts.Service{Store: db, Now: now},
+		Content:          &content.Service{Store: db, Clients: db, Now: now},
 	}, nil
 }
 
@@ -168,7 +179,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 	if url == "" {
 		url = "https://" + displayAddr(ln.Addr().String())
 	}
-	banner(out, url, cfg, mat, listeners)
+	banner(out, url, cfg, mat, listeners, svc.MasterKeyCreated)
 
 	errc := make(chan error, len(servers))
 	for i, s := range servers {
@@ -221,7 +232,7 @@ func displayAddr(addr string) string {
 	return net.JoinHostPort(host, port)
 }
 
-func banner(out io.Writer, url string, cfg config.Config, mat *tlsconf.Material, lns []net.Listener) {
+func banner(out io.Writer, url string, cfg config.Config, mat *tlsconf.Material, lns []net.Listener, keyMade bool) {
 	fmt.Fprintf(out, "aivis listening on %s\n", url)
 	if len(lns) > 1 {
 		fmt.Fprintf(out, "plain HTTP on %s answers 403 HTTPS_REQUIRED\n", lns[1].Addr())
@@ -236,6 +247,10 @@ func banner(out io.Writer, url string, cfg config.Config, mat *tlsconf.Material,
 		fmt.Fprintf(out, "TLS: certificate %s\n", mat.CertFile)
 	}
 	fmt.Fprintf(out, "TLS certificate SHA-256 fingerprint: %s\n", mat.Fingerprint)
+	if keyMade {
+		fmt.Fprintf(out, "master key: %s (made now; back it up with the database: stored secrets need it)\n",
+			filepath.Join(cfg.DataDir, secrets.KeyFile))
+	}
 	fmt.Fprintf(out, "data directory: %s\n", cfg.DataDir)
 	fmt.Fprintf(out, `
 To get credentials, in another terminal:

@@ -25,6 +25,7 @@ import (
 	"github.com/aivis/aivis/core/delivery"
 	"github.com/aivis/aivis/core/events"
 	"github.com/aivis/aivis/core/netguard"
+	"github.com/aivis/aivis/core/secrets"
 	"github.com/aivis/aivis/core/store"
 	"github.com/aivis/aivis/core/store/sqlite"
 	"github.com/aivis/aivis/core/visibility"
@@ -66,6 +67,11 @@ func newEnv(t *testing.T, opt delivery.Options) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	box, _, err := secrets.Load(filepath.Join(t.TempDir(), secrets.KeyFile), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetSecrets(box)
 	a := store.Account{ID: "acct_1", Name: "Acme", Tier: "enterprise", Type: store.AccountStandard, CreatedAt: time.Now()}
 	if err := db.CreateAccount(ctx, a); err != nil {
 		t.Fatal(err)

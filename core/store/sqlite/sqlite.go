@@ -21,6 +21,7 @@ import (
 	sqlite3 "github.com/mattn/go-sqlite3"
 
 	bus "github.com/aivis/aivis/core/bus/sqlite"
+	"github.com/aivis/aivis/core/secrets"
 	"github.com/aivis/aivis/core/store"
 )
 
@@ -37,6 +38,7 @@ type DB struct {
 	fresh     *fresh
 	leases    leases
 	claimMu   sync.Mutex
+	box       *secrets.Box // seals stored secrets; see SetSecrets
 }
 
 var _ store.Store = (*DB)(nil)

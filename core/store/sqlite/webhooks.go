@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -12,8 +13,33 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	bus "github.com/aivis/aivis/core/bus/sqlite"
+	"github.com/aivis/aivis/core/secrets"
 	"github.com/aivis/aivis/core/store"
 )
+
+// SetSecrets gives the store the master key that seals the secrets it
+// keeps (webhook signing secrets); without it, they cannot be written.
+func (db *DB) SetSecrets(b *secrets.Box) { db.box = b }
+
+func (db *DB) seal(s string) (string, error) {
+	if s == "" {
+		return "", nil
+	}
+	if db.box == nil {
+		return "", errors.New("sqlite: no master key to seal a secret with")
+	}
+	return db.box.Seal(s), nil
+}
+
+func (db *DB) open(s string) (string, error) {
+	if s == "" {
+		return "", nil
+	}
+	if db.box == nil {
+		return "", errors.New("sqlite: no master key to open a secret with")
+	}
+	return db.box.Open(s)
+}
 
 // Publish writes messages to the bus's table in this transaction; Update
 // wakes this process's subscribers once it commits.
@@ -55,7 +81,7 @@ func (t *txn) InsertReading(r store.Reading) (store.Reading, error) {
 const webhookColumns = `id, account_id, client_id, domain, url, events, min_score_change, enabled, disabled_reason, disabled_at,
 	secret, prev_secret, prev_secret_end, failing_since, failures, last_success_at, created_at, updated_at`
 
-func scanWebhook(s scanner) (store.Webhook, error) {
+func (db *DB) scanWebhook(s scanner) (store.Webhook, error) {
 	var w store.Webhook
 	var client, reason, prev sql.NullString
 	var events string
@@ -71,22 +97,36 @@ func scanWebhook(s scanner) (store.Webhook, error) {
 	w.Enabled = enabled == 1
 	w.DisabledAt, w.PrevSecretEnd, w.FailingSince = fromNS(disabledAt), fromNS(prevEnd), fromNS(failing)
 	w.LastSuccessAt, w.CreatedAt, w.UpdatedAt = fromNS(success), fromNS(created), fromNS(updated)
-	return w, nil
+	if w.Secret, err = db.open(w.Secret); err != nil {
+		return w, err
+	}
+	w.PrevSecret, err = db.open(w.PrevSecret)
+	return w, err
 }
 
-func webhookArgs(w store.Webhook) []any {
+func (db *DB) webhookArgs(w store.Webhook) ([]any, error) {
+	var err error
+	if w.Secret, err = db.seal(w.Secret); err != nil {
+		return nil, err
+	}
+	if w.PrevSecret, err = db.seal(w.PrevSecret); err != nil {
+		return nil, err
+	}
 	enabled := 0
 	if w.Enabled {
 		enabled = 1
 	}
 	return []any{w.ID, w.AccountID, nullStr(w.ClientID), w.Domain, w.URL, strings.Join(w.Events, " "), w.MinScoreChange, enabled,
 		nullStr(w.DisabledReason), ns(w.DisabledAt), w.Secret, nullStr(w.PrevSecret), ns(w.PrevSecretEnd), ns(w.FailingSince),
-		w.Failures, ns(w.LastSuccessAt), ns(w.CreatedAt), ns(w.UpdatedAt)}
+		w.Failures, ns(w.LastSuccessAt), ns(w.CreatedAt), ns(w.UpdatedAt)}, nil
 }
 
 func (t *txn) InsertWebhook(w store.Webhook) error {
-	_, err := t.tx.Exec(`INSERT INTO webhooks (`+webhookColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		webhookArgs(w)...)
+	args, err := t.db.webhookArgs(w)
+	if err != nil {
+		return err
+	}
+	_, err = t.tx.Exec(`INSERT INTO webhooks (`+webhookColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...)
 	if err != nil {
 		return fmt.Errorf("sqlite: insert webhook: %w", conflict(err))
 	}
@@ -94,7 +134,7 @@ func (t *txn) InsertWebhook(w store.Webhook) error {
 }
 
 func (t *txn) Webhook(accountID, id string) (store.Webhook, error) {
-	w, err := scanWebhook(t.tx.QueryRow(`SELECT `+webhookColumns+` FROM webhooks WHERE account_id = ? AND id = ?`, accountID, id))
+	w, err := t.db.scanWebhook(t.tx.QueryRow(`SELECT `+webhookColumns+` FROM webhooks WHERE account_id = ? AND id = ?`, accountID, id))
 	if err != nil {
 		return w, fmt.Errorf("sqlite: webhook %s: %w", id, notFound(err))
 	}
@@ -102,7 +142,10 @@ func (t *txn) Webhook(accountID, id string) (store.Webhook, error) {
 }
 
 func (t *txn) UpdateWebhook(w store.Webhook) error {
-	args := webhookArgs(w)
+	args, err := t.db.webhookArgs(w)
+	if err != nil {
+		return err
+	}
 	res, err := t.tx.Exec(`UPDATE webhooks SET url = ?5, events = ?6, min_score_change = ?7, enabled = ?8, disabled_reason = ?9,
 		disabled_at = ?10, secret = ?11, prev_secret = ?12, prev_secret_end = ?13, failing_since = ?14, failures = ?15,
 		last_success_at = ?16, updated_at = ?18 WHERE id = ?1 AND account_id = ?2`, args...)
@@ -277,7 +320,7 @@ func (db *DB) ClaimDeliveries(ctx context.Context, now, leaseEnd time.Time, limi
 	}
 	rows.Close()
 	for id := range hooks {
-		w, err := scanWebhook(db.r.QueryRowContext(ctx, `SELECT `+webhookColumns+` FROM webhooks WHERE id = ?`, id))
+		w, err := db.scanWebhook(db.r.QueryRowContext(ctx, `SELECT `+webhookColumns+` FROM webhooks WHERE id = ?`, id))
 		if err != nil {
 			return nil, nil, fmt.Errorf("sqlite: claim deliveries: webhook %s: %w", id, notFound(err))
 		}
@@ -339,7 +382,7 @@ func (db *DB) NextDue(ctx context.Context, now time.Time) (time.Time, error) {
 
 // Webhook reads a webhook of an account.
 func (db *DB) Webhook(ctx context.Context, accountID, id string) (store.Webhook, error) {
-	w, err := scanWebhook(db.r.QueryRowContext(ctx, `SELECT `+webhookColumns+` FROM webhooks WHERE account_id = ? AND id = ?`, accountID, id))
+	w, err := db.scanWebhook(db.r.QueryRowContext(ctx, `SELECT `+webhookColumns+` FROM webhooks WHERE account_id = ? AND id = ?`, accountID, id))
 	if err != nil {
 		return w, fmt.Errorf("sqlite: webhook %s: %w", id, notFound(err))
 	}
@@ -372,7 +415,7 @@ func (db *DB) ListWebhooks(ctx context.Context, f store.WebhookFilter) ([]store.
 	defer rows.Close()
 	var out []store.Webhook
 	for rows.Next() {
-		w, err := scanWebhook(rows)
+		w, err := db.scanWebhook(rows)
 		if err != nil {
 			return nil, "", fmt.Errorf("sqlite: list webhooks: %w", err)
 		}
@@ -396,7 +439,7 @@ func (db *DB) MatchWebhooks(ctx context.Context, accountID, clientID, domain str
 	defer rows.Close()
 	var out []store.Webhook
 	for rows.Next() {
-		w, err := scanWebhook(rows)
+		w, err := db.scanWebhook(rows)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: match webhooks: %w", err)
 		}
