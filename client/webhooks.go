@@ -1,6 +1,9 @@
 package client
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // RecordReading is the body of POST /v1/visibility.
 type RecordReading struct {
@@ -105,4 +108,24 @@ type Attempt struct {
 	LatencyMS    float64   `json:"latency_ms"`
 	ResponseBody string    `json:"response_body"`
 	Error        *string   `json:"error"`
+}
+
+// ConnectorKind is a connector the server runs, as GET /v1/connectors
+// shows it.
+type ConnectorKind struct {
+	Name           string          `json:"name"`
+	Kind           string          `json:"kind"`
+	DisplayName    string          `json:"display_name"`
+	Description    string          `json:"description"`
+	Version        string          `json:"version"`
+	SettingsSchema json.RawMessage `json:"settings_schema"`
+	SecretFields   []string        `json:"secret_fields"`
+	Health         ConnectorHealth `json:"health"`
+}
+
+// ConnectorHealth is the state of a connector's plugin process.
+type ConnectorHealth struct {
+	State    string  `json:"state"` // running, restarting, stopped
+	Restarts int     `json:"restarts"`
+	Problem  *string `json:"problem"`
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/aivis/aivis/core/content"
 	"github.com/aivis/aivis/core/delivery"
 	"github.com/aivis/aivis/core/fault"
+	"github.com/aivis/aivis/core/hub"
 	"github.com/aivis/aivis/core/limits"
 	"github.com/aivis/aivis/core/store"
 	"github.com/aivis/aivis/core/visibility"
@@ -46,6 +47,7 @@ type Deps struct {
 	// Readings records visibility readings; Webhooks manages webhooks.
 	Readings *visibility.Recorder
 	Webhooks *delivery.Service
+	Hub      *hub.Hub
 }
 
 // Server is the v1 API.
@@ -56,6 +58,7 @@ type Server struct {
 	content  *content.Service
 	readings *visibility.Recorder
 	webhooks *delivery.Service
+	hub      *hub.Hub
 	counter  limits.Counter
 	guard    *limits.AuthGuard
 	log      *slog.Logger
@@ -66,7 +69,7 @@ type Server struct {
 
 // New builds the API.
 func New(cfg Config, d Deps) *Server {
-	s := &Server{cfg: cfg, store: d.Store, auth: d.Auth, content: d.Content, readings: d.Readings, webhooks: d.Webhooks, counter: d.Counter,
+	s := &Server{cfg: cfg, store: d.Store, auth: d.Auth, content: d.Content, readings: d.Readings, webhooks: d.Webhooks, hub: d.Hub, counter: d.Counter,
 		guard: d.Guard, log: d.Log, now: d.Now}
 	if s.now == nil {
 		s.now = time.Now
@@ -119,6 +122,7 @@ func (s *Server) Router() chi.Router {
 		r.Get("/webhooks/{id}/deliveries", s.scope("webhooks:read", s.listDeliveries))
 		r.Get("/webhooks/{id}/deliveries/{delivery_id}", s.scope("webhooks:read", s.getDelivery))
 		r.Post("/webhooks/{id}/deliveries/{delivery_id}/redeliver", s.scope("webhooks:write", s.redeliver))
+		r.Get("/connectors", s.scope("connectors:read", s.listConnectors))
 	})
 	return r
 }

@@ -25,6 +25,7 @@ import (
 	bus "github.com/aivis/aivis/core/bus/sqlite"
 	"github.com/aivis/aivis/core/content"
 	"github.com/aivis/aivis/core/delivery"
+	"github.com/aivis/aivis/core/hub"
 	"github.com/aivis/aivis/core/limits"
 	"github.com/aivis/aivis/core/netguard"
 	"github.com/aivis/aivis/core/secrets"
@@ -149,13 +150,18 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 		}
 		sub.Close()
 	}()
+	connectors, err := hub.Open(ctx, svc.Store, filepath.Join(cfg.DataDir, "plugins"), policy, log)
+	if err != nil {
+		return fmt.Errorf("connectors: %w", err)
+	}
+	defer connectors.Close()
 	webhooks := &delivery.Service{Store: svc.Store, Client: outbound, AllowHTTP: cfg.AllowHTTPTargets, Wake: engine.Wake,
 		CheckURL: func(raw string, allowHTTP bool) error { _, err := policy.CheckURL(raw, allowHTTP); return err }}
 
 	srv := api.New(api.Config{TrustedProxies: prefixes(cfg.TrustedProxies)}, api.Deps{
 		Store: svc.Store, Auth: svc.Auth, Content: svc.Content, Counter: counter,
 		Guard: limits.NewAuthGuard(cfg.AuthFailuresPerMinute), Log: log,
-		Readings: &visibility.Recorder{Store: svc.Store, Now: time.Now}, Webhooks: webhooks,
+		Readings: &visibility.Recorder{Store: svc.Store, Now: time.Now}, Webhooks: webhooks, Hub: connectors,
 	})
 
 	ln, err := net.Listen("tcp", cfg.Addr)

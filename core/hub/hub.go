@@ -1,0 +1,150 @@
+// Package hub runs the connector plugins an operator registered: one
+// supervised process each, started when the server starts if its binary
+// still has the registered SHA-256, and stopped with the server.
+package hub
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aivis/aivis/core/netguard"
+	"github.com/aivis/aivis/core/store"
+	"github.com/aivis/aivis/plugins/host"
+	"github.com/aivis/aivis/plugins/sdk"
+)
+
+// Connector is one registered plugin as the API shows it.
+type Connector struct {
+	Record store.PluginRecord
+	Info   sdk.Info // as the plugin described itself; zero if it never started
+	Health host.Health
+	// Problem says why the connector is unavailable ("" when it runs).
+	Problem string
+}
+
+type entry struct {
+	rec     store.PluginRecord
+	sup     *host.Supervisor // nil when the binary changed or is missing
+	mu      sync.Mutex
+	info    sdk.Info
+	problem string
+}
+
+// Hub holds the supervised plugins.
+type Hub struct {
+	log     *slog.Logger
+	entries []*entry
+}
+
+// Open starts every registered plugin whose binary is unchanged, giving it
+// the outbound policy; dir is searched for binaries that are not
+// registered, which are reported in the log. A plugin that fails to start
+// is reported, not fatal: the server runs without it.
+func Open(ctx context.Context, st store.Plugins, dir string, policy netguard.Policy, log *slog.Logger) (*Hub, error) {
+	recs, err := st.ListPlugins(ctx)
+	if err != nil {
+		return nil, err
+	}
+	h := &Hub{log: log}
+	env := PolicyEnv(policy)
+	for _, rec := range recs {
+		e := &entry{rec: rec}
+		h.entries = append(h.entries, e)
+		sum, err := host.Checksum(rec.Path)
+		switch {
+		case err != nil:
+			e.problem = "the binary is missing: " + err.Error()
+		case !bytes.Equal(sum, rec.SHA256):
+			e.problem = "the binary changed since it was registered; register it again"
+		default:
+			e.sup = host.Supervise(host.Options{Path: rec.Path, Checksum: rec.SHA256, Env: env,
+				Log: log.With("connector", rec.Name)}, 30*time.Second)
+		}
+		if e.problem != "" {
+			log.Warn("connector not started", "connector", rec.Name, "path", rec.Path, "why", e.problem)
+			continue
+		}
+		ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		info, err := e.sup.Info(ictx)
+		cancel()
+		if err != nil {
+			log.Warn("connector did not start", "connector", rec.Name, "err", err)
+			e.problem = err.Error()
+			continue
+		}
+		e.info = info
+		log.Info("connector started", "connector", rec.Name, "version", info.Version)
+	}
+	h.discover(dir, recs)
+	return h, nil
+}
+
+// discover reports executables in dir that are not registered.
+func (h *Hub) discover(dir string, recs []store.PluginRecord) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, de := range ents {
+		path := filepath.Join(dir, de.Name())
+		st, err := os.Stat(path)
+		if err != nil || st.IsDir() || st.Mode().Perm()&0o111 == 0 {
+			continue
+		}
+		if !slices.ContainsFunc(recs, func(r store.PluginRecord) bool { return r.Path == path }) {
+			h.log.Warn("connector plugin found but not registered", "path", path, "register", "aivis plugin register "+path)
+		}
+	}
+}
+
+// PolicyEnv is the environment that passes an outbound policy to plugins.
+func PolicyEnv(p netguard.Policy) []string {
+	var env []string
+	if p.AllowPrivate {
+		env = append(env, sdk.EnvAllowPrivate+"=true")
+	}
+	if len(p.Allow) > 0 {
+		var cidrs []string
+		for _, a := range p.Allow {
+			cidrs = append(cidrs, a.String())
+		}
+		env = append(env, sdk.EnvAllowedTargets+"="+strings.Join(cidrs, ","))
+	}
+	return env
+}
+
+// Connectors lists the registered connectors by name, with their health.
+func (h *Hub) Connectors() []Connector {
+	out := make([]Connector, 0, len(h.entries))
+	for _, e := range h.entries {
+		c := Connector{Record: e.rec, Health: host.Health{State: "stopped"}}
+		e.mu.Lock()
+		c.Info, c.Problem = e.info, e.problem
+		e.mu.Unlock()
+		if e.sup != nil {
+			c.Health = e.sup.Health()
+		}
+		if c.Info.SettingsSchema == nil {
+			c.Info.SettingsSchema = json.RawMessage(`{}`)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// Close stops every plugin.
+func (h *Hub) Close() {
+	for _, e := range h.entries {
+		if e.sup != nil {
+			e.sup.Stop()
+		}
+	}
+}
