@@ -16,8 +16,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ThreeDotsLabs/watermill"
-
 	"github.com/aivis/aivis/config"
 	"github.com/aivis/aivis/core/accounts"
 	"github.com/aivis/aivis/core/api"
@@ -135,7 +133,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 		MaxInFlight: delivery.FanoutInFlight, Retention: 7 * 24 * time.Hour,
 		// After a crash the restarted server waits this long for the dead
 		// one's lease on the event topic.
-		LeaseDuration: 5 * time.Second}, watermill.NewSlogLogger(log))
+		LeaseDuration: 5 * time.Second}, delivery.BusLogger(log))
 	if err != nil {
 		return fmt.Errorf("event bus: %w", err)
 	}

@@ -117,6 +117,13 @@ func New(st store.Store, sub message.Subscriber, client *http.Client, log *slog.
 		endpoints: make(map[string]*endpoint)}
 }
 
+// BusLogger is Watermill's logger for the product: its routine messages
+// (handlers added, started, stopped) at debug, its warnings and errors as
+// they are.
+func BusLogger(log *slog.Logger) watermill.LoggerAdapter {
+	return watermill.NewSlogLoggerWithLevelMapping(log, map[slog.Level]slog.Level{slog.LevelInfo: slog.LevelDebug})
+}
+
 // Wake makes the dispatcher look for due deliveries at once.
 func (e *Engine) Wake() {
 	select {
@@ -128,7 +135,7 @@ func (e *Engine) Wake() {
 // Run runs the fan-out and the dispatcher until ctx ends; attempts in
 // flight are given until their timeout to finish and be recorded.
 func (e *Engine) Run(ctx context.Context) error {
-	router, err := message.NewRouter(message.RouterConfig{CloseTimeout: e.opt.Timeout}, watermill.NewSlogLogger(e.log))
+	router, err := message.NewRouter(message.RouterConfig{CloseTimeout: e.opt.Timeout}, BusLogger(e.log))
 	if err != nil {
 		return err
 	}
