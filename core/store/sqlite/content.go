@@ -122,14 +122,44 @@ func pageCursor(t time.Time, id string) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(t.UnixNano(), 10) + ":" + id))
 }
 
-// page trims rows read with limit+1 to the page and gives the cursor of the
-// next page ("" on the last).
-func page[T any](rows []T, limit int, key func(T) (time.Time, string)) ([]T, string) {
-	if len(rows) <= limit {
-		return rows, ""
+// listPage reads one page of rows, newest first, and the cursor of the
+// next page ("" on the last). q selects the rows and ends in its WHERE
+// conditions, whose arguments are args; the cursor and limit (default 20)
+// are added here.
+func listPage[T any](ctx context.Context, db *sql.DB, what, q string, args []any, cursor string, limit int,
+	scan func(scanner) (T, error), key func(T) (time.Time, string)) ([]T, string, error) {
+	if limit <= 0 {
+		limit = 20
 	}
-	rows = rows[:limit]
-	return rows, pageCursor(key(rows[limit-1]))
+	if cursor != "" {
+		ts, id, err := decodeCursor(cursor)
+		if err != nil {
+			return nil, "", err
+		}
+		q += ` AND (created_at, id) < (?, ?)`
+		args = append(args, ts, id)
+	}
+	rows, err := db.QueryContext(ctx, q+` ORDER BY created_at DESC, id DESC LIMIT ?`, append(args, limit+1)...)
+	if err != nil {
+		return nil, "", fmt.Errorf("sqlite: list %s: %w", what, err)
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, "", fmt.Errorf("sqlite: list %s: %w", what, err)
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", err
+	}
+	if len(out) <= limit {
+		return out, "", nil
+	}
+	out = out[:limit]
+	return out, pageCursor(key(out[limit-1])), nil
 }
 
 func decodeCursor(s string) (int64, string, error) {
@@ -150,9 +180,6 @@ func decodeCursor(s string) (int64, string, error) {
 
 // ListContentRequests returns one page, newest first.
 func (db *DB) ListContentRequests(ctx context.Context, f store.ContentFilter) ([]store.ContentRequest, string, error) {
-	if f.Limit <= 0 {
-		f.Limit = 20
-	}
 	where := []string{"account_id = ?"}
 	args := []any{f.AccountID}
 	for _, c := range []struct{ col, val string }{{"client_id", f.ClientID}, {"status", f.Status}, {"domain", f.Domain}} {
@@ -161,34 +188,8 @@ func (db *DB) ListContentRequests(ctx context.Context, f store.ContentFilter) ([
 			args = append(args, c.val)
 		}
 	}
-	if f.Cursor != "" {
-		ts, id, err := decodeCursor(f.Cursor)
-		if err != nil {
-			return nil, "", err
-		}
-		where = append(where, "(created_at, id) < (?, ?)")
-		args = append(args, ts, id)
-	}
-	args = append(args, f.Limit+1)
-	rows, err := db.r.QueryContext(ctx, `SELECT `+crListColumns+` FROM content_requests WHERE `+strings.Join(where, " AND ")+
-		` ORDER BY created_at DESC, id DESC LIMIT ?`, args...)
-	if err != nil {
-		return nil, "", fmt.Errorf("sqlite: list content requests: %w", err)
-	}
-	defer rows.Close()
-	var out []store.ContentRequest
-	for rows.Next() {
-		c, err := scanCR(rows)
-		if err != nil {
-			return nil, "", fmt.Errorf("sqlite: list content requests: %w", err)
-		}
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, "", err
-	}
-	out, next := page(out, f.Limit, func(c store.ContentRequest) (time.Time, string) { return c.CreatedAt, c.ID })
-	return out, next, nil
+	return listPage(ctx, db.r, "content requests", `SELECT `+crListColumns+` FROM content_requests WHERE `+strings.Join(where, " AND "),
+		args, f.Cursor, f.Limit, scanCR, func(c store.ContentRequest) (time.Time, string) { return c.CreatedAt, c.ID })
 }
 
 // txn is a write transaction.

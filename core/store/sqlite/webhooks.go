@@ -391,41 +391,14 @@ func (db *DB) Webhook(ctx context.Context, accountID, id string) (store.Webhook,
 
 // ListWebhooks returns one page of an owner's webhooks, newest first.
 func (db *DB) ListWebhooks(ctx context.Context, f store.WebhookFilter) ([]store.Webhook, string, error) {
-	if f.Limit <= 0 {
-		f.Limit = 20
-	}
 	q := `SELECT ` + webhookColumns + ` FROM webhooks WHERE account_id = ?`
 	args := []any{f.AccountID}
 	if !f.AllClients {
 		q += ` AND client_id IS ?`
 		args = append(args, nullStr(f.ClientID))
 	}
-	if f.Cursor != "" {
-		ts, id, err := decodeCursor(f.Cursor)
-		if err != nil {
-			return nil, "", err
-		}
-		q += ` AND (created_at, id) < (?, ?)`
-		args = append(args, ts, id)
-	}
-	rows, err := db.r.QueryContext(ctx, q+` ORDER BY created_at DESC, id DESC LIMIT ?`, append(args, f.Limit+1)...)
-	if err != nil {
-		return nil, "", fmt.Errorf("sqlite: list webhooks: %w", err)
-	}
-	defer rows.Close()
-	var out []store.Webhook
-	for rows.Next() {
-		w, err := db.scanWebhook(rows)
-		if err != nil {
-			return nil, "", fmt.Errorf("sqlite: list webhooks: %w", err)
-		}
-		out = append(out, w)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, "", err
-	}
-	out, next := page(out, f.Limit, func(w store.Webhook) (time.Time, string) { return w.CreatedAt, w.ID })
-	return out, next, nil
+	return listPage(ctx, db.r, "webhooks", q, args, f.Cursor, f.Limit, db.scanWebhook,
+		func(w store.Webhook) (time.Time, string) { return w.CreatedAt, w.ID })
 }
 
 // MatchWebhooks lists the webhooks, enabled or not, of exactly one owner
@@ -488,41 +461,14 @@ func (db *DB) attempts(ctx context.Context, ids []string) (map[string][]store.At
 
 // ListDeliveries returns one page of a webhook's deliveries, newest first.
 func (db *DB) ListDeliveries(ctx context.Context, f store.DeliveryFilter) ([]store.Delivery, string, error) {
-	if f.Limit <= 0 {
-		f.Limit = 20
-	}
 	q := `SELECT ` + deliveryColumns + ` FROM webhook_deliveries WHERE webhook_id = ?`
 	args := []any{f.WebhookID}
 	if f.Status != "" {
 		q += ` AND status = ?`
 		args = append(args, f.Status)
 	}
-	if f.Cursor != "" {
-		ts, id, err := decodeCursor(f.Cursor)
-		if err != nil {
-			return nil, "", err
-		}
-		q += ` AND (created_at, id) < (?, ?)`
-		args = append(args, ts, id)
-	}
-	rows, err := db.r.QueryContext(ctx, q+` ORDER BY created_at DESC, id DESC LIMIT ?`, append(args, f.Limit+1)...)
-	if err != nil {
-		return nil, "", fmt.Errorf("sqlite: list deliveries: %w", err)
-	}
-	defer rows.Close()
-	var out []store.Delivery
-	for rows.Next() {
-		d, err := scanDelivery(rows)
-		if err != nil {
-			return nil, "", fmt.Errorf("sqlite: list deliveries: %w", err)
-		}
-		out = append(out, d)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, "", err
-	}
-	out, next := page(out, f.Limit, func(d store.Delivery) (time.Time, string) { return d.CreatedAt, d.ID })
-	return out, next, nil
+	return listPage(ctx, db.r, "deliveries", q, args, f.Cursor, f.Limit, scanDelivery,
+		func(d store.Delivery) (time.Time, string) { return d.CreatedAt, d.ID })
 }
 
 // DefaultWebhookURL is the owner's default endpoint, "" when unset.
@@ -538,22 +484,4 @@ func (db *DB) DefaultWebhookURL(ctx context.Context, accountID, clientID string)
 		return "", fmt.Errorf("sqlite: default webhook url: %w", notFound(err))
 	}
 	return u.String, nil
-}
-
-// SetDefaultWebhookURL sets (or with "" clears) the owner's default endpoint.
-func (db *DB) SetDefaultWebhookURL(ctx context.Context, accountID, clientID, url string) error {
-	var res sql.Result
-	var err error
-	if clientID == "" {
-		res, err = db.w.ExecContext(ctx, `UPDATE accounts SET default_webhook_url = ? WHERE id = ?`, nullStr(url), accountID)
-	} else {
-		res, err = db.w.ExecContext(ctx, `UPDATE clients SET default_webhook_url = ? WHERE account_id = ? AND id = ?`, nullStr(url), accountID, clientID)
-	}
-	if err != nil {
-		return fmt.Errorf("sqlite: set default webhook url: %w", err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("sqlite: owner %s/%s: %w", accountID, clientID, store.ErrNotFound)
-	}
-	return nil
 }
