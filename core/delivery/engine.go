@@ -477,51 +477,61 @@ const maxResponseBody = 1024
 
 // attempt makes one signed request.
 func (e *Engine) attempt(ctx context.Context, c claimed) outcome {
-	o := outcome{d: c.d, w: c.w}
 	now := e.opt.Now()
-	o.attempt = store.Attempt{DeliveryID: c.d.ID, N: c.d.Attempts + 1, At: now}
 	secrets := []string{c.w.Secret}
 	if c.w.PrevSecret != "" && now.Before(c.w.PrevSecretEnd) {
 		secrets = append(secrets, c.w.PrevSecret)
 	}
+	o := outcome{d: c.d, w: c.w}
+	var h http.Header
+	o.attempt, h = post(ctx, e.client, e.opt.Timeout, c.w.URL, secrets, c.d.EventID, c.d.Payload,
+		store.Attempt{DeliveryID: c.d.ID, N: c.d.Attempts + 1, At: now})
+	switch o.attempt.StatusCode {
+	case http.StatusGone:
+		o.gone = true
+	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		o.retryIn = parseRetryAfter(h.Get("Retry-After"), now)
+	}
+	return o
+}
+
+// post makes one attempt, signed with secrets at a.At (Standard
+// Webhooks), and returns a with what came back, and the answer's headers
+// (nil when no answer came).
+func post(ctx context.Context, client *http.Client, timeout time.Duration, url string, secrets []string, eventID string,
+	payload []byte, a store.Attempt) (store.Attempt, http.Header) {
 	signer, err := webhook.NewSigner(secrets...)
 	if err != nil {
-		o.attempt.Error = "signing: " + err.Error()
-		return o
+		a.Error = "signing: " + err.Error()
+		return a, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, e.opt.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.w.URL, bytes.NewReader(c.d.Payload))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(payload))
 	if err != nil {
-		o.attempt.Error = err.Error()
-		return o
+		a.Error = err.Error()
+		return a, nil
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "aivis-webhooks/1")
-	signer.Headers(req.Header, c.d.EventID, now, c.d.Payload)
+	signer.Headers(req.Header, eventID, a.At, payload)
 	start := time.Now()
-	resp, err := e.client.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
-		o.attempt.Latency = time.Since(start)
-		o.attempt.Error = attemptError(err, e.opt.Timeout)
-		return o
+		a.Latency = time.Since(start)
+		a.Error = attemptError(err, timeout)
+		return a, nil
 	}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxResponseBody))
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // let the connection be reused
 	resp.Body.Close()
-	o.attempt.Latency = time.Since(start)
-	o.attempt.StatusCode = resp.StatusCode
-	o.attempt.ResponseBody = strings.ToValidUTF8(string(body), string(utf8.RuneError))
-	switch resp.StatusCode {
-	case http.StatusGone:
-		o.gone = true
-	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-		o.retryIn = parseRetryAfter(resp.Header.Get("Retry-After"), now)
-	}
+	a.Latency = time.Since(start)
+	a.StatusCode = resp.StatusCode
+	a.ResponseBody = strings.ToValidUTF8(string(body), string(utf8.RuneError))
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
-		o.attempt.Error = fmt.Sprintf("redirect to %q not followed", resp.Header.Get("Location"))
+		a.Error = fmt.Sprintf("redirect to %q not followed", resp.Header.Get("Location"))
 	}
-	return o
+	return a, resp.Header
 }
 
 func attemptError(err error, timeout time.Duration) string {

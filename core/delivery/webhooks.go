@@ -1,11 +1,9 @@
 package delivery
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -175,32 +173,7 @@ func (s *Service) verifyTimeout() time.Duration {
 
 // verify sends the signed test payload once.
 func (s *Service) verify(ctx context.Context, w store.Webhook, eventID string, payload []byte) store.Attempt {
-	a := store.Attempt{N: 1, At: s.now()}
-	signer, err := webhook.NewSigner(w.Secret)
-	if err != nil {
-		a.Error = err.Error()
-		return a
-	}
-	ctx, cancel := context.WithTimeout(ctx, s.verifyTimeout())
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.URL, bytes.NewReader(payload))
-	if err != nil {
-		a.Error = err.Error()
-		return a
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", "aivis-webhooks/1")
-	signer.Headers(req.Header, eventID, a.At, payload)
-	start := time.Now()
-	resp, err := s.Client.Do(req)
-	a.Latency = time.Since(start)
-	if err != nil {
-		a.Error = attemptError(err, s.verifyTimeout())
-		return a
-	}
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxResponseBody))
-	resp.Body.Close()
-	a.StatusCode, a.ResponseBody = resp.StatusCode, strings.ToValidUTF8(string(body), "\uFFFD")
+	a, _ := post(ctx, s.Client, s.verifyTimeout(), w.URL, []string{w.Secret}, eventID, payload, store.Attempt{N: 1, At: s.now()})
 	return a
 }
 
