@@ -46,6 +46,16 @@ func readBody(r *http.Request, optional bool) ([]byte, error) {
 	return body, nil
 }
 
+// readJSON reads a request body into v with decodeStrict; an optional
+// body may be empty, leaving v as it is.
+func readJSON(r *http.Request, v any, optional bool) error {
+	body, err := readBody(r, optional)
+	if err != nil || body == nil {
+		return err
+	}
+	return decodeStrict(body, v)
+}
+
 // decodeStrict decodes one JSON object into v, refusing unknown fields and
 // trailing data, and turns decoding errors into field-level messages.
 // Field names match exactly and appear once: encoding/json alone would take

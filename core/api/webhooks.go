@@ -13,13 +13,8 @@ import (
 )
 
 func (s *Server) recordReading(w http.ResponseWriter, r *http.Request) {
-	body, err := readBody(r, false)
-	if err != nil {
-		writeError(w, r, s.log, err)
-		return
-	}
 	var in client.RecordReading
-	if err := decodeStrict(body, &in); err != nil {
+	if err := readJSON(r, &in, false); err != nil {
 		writeError(w, r, s.log, err)
 		return
 	}
@@ -86,13 +81,8 @@ func deliveryView(d store.Delivery, attempts []store.Attempt) client.Delivery {
 }
 
 func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request) {
-	body, err := readBody(r, false)
-	if err != nil {
-		writeError(w, r, s.log, err)
-		return
-	}
 	var in client.CreateWebhook
-	if err := decodeStrict(body, &in); err != nil {
+	if err := readJSON(r, &in, false); err != nil {
 		writeError(w, r, s.log, err)
 		return
 	}
@@ -133,13 +123,8 @@ func (s *Server) getWebhook(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) updateWebhook(w http.ResponseWriter, r *http.Request) {
-	body, err := readBody(r, false)
-	if err != nil {
-		writeError(w, r, s.log, err)
-		return
-	}
 	var in client.UpdateWebhook
-	if err := decodeStrict(body, &in); err != nil {
+	if err := readJSON(r, &in, false); err != nil {
 		writeError(w, r, s.log, err)
 		return
 	}
@@ -160,17 +145,10 @@ func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) rotateWebhookSecret(w http.ResponseWriter, r *http.Request) {
-	body, err := readBody(r, true)
-	if err != nil {
+	var in client.RotateSecret
+	if err := readJSON(r, &in, true); err != nil {
 		writeError(w, r, s.log, err)
 		return
-	}
-	var in client.RotateSecret
-	if body != nil {
-		if err := decodeStrict(body, &in); err != nil {
-			writeError(w, r, s.log, err)
-			return
-		}
 	}
 	grace := delivery.DefaultGrace
 	if in.GracePeriod != nil {
@@ -185,14 +163,9 @@ func (s *Server) rotateWebhookSecret(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) testWebhook(w http.ResponseWriter, r *http.Request) {
-	if body, err := readBody(r, true); err != nil {
+	if err := readJSON(r, &struct{}{}, true); err != nil {
 		writeError(w, r, s.log, err)
 		return
-	} else if body != nil {
-		if err := decodeStrict(body, &struct{}{}); err != nil {
-			writeError(w, r, s.log, err)
-			return
-		}
 	}
 	id, err := s.webhooks.SendTest(r.Context(), principal(r), chi.URLParam(r, "id"))
 	if err != nil {
@@ -246,13 +219,8 @@ func (s *Server) redeliver(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
-	body, err := readBody(r, false)
-	if err != nil {
-		writeError(w, r, s.log, err)
-		return
-	}
 	var in client.Replay
-	if err := decodeStrict(body, &in); err != nil {
+	if err := readJSON(r, &in, false); err != nil {
 		writeError(w, r, s.log, err)
 		return
 	}
