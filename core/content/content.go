@@ -329,11 +329,7 @@ func Emit(tx store.Tx, kind string, at time.Time, cr store.ContentRequest) error
 	if err != nil {
 		return err
 	}
-	m, err := ev.Message()
-	if err != nil {
-		return err
-	}
-	return tx.Publish(events.Topic, m)
+	return events.Publish(tx, ev)
 }
 
 // Reserved is what an active request still holds of its budget.

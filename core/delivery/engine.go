@@ -670,10 +670,7 @@ func (e *Engine) disable(tx store.Tx, w *store.Webhook, at time.Time, reason str
 	}
 	ev, err := events.New(events.WebhookDisabled, at, w.AccountID, w.ClientID, w.Domain, data)
 	if err == nil {
-		var m *message.Message
-		if m, err = ev.Message(); err == nil {
-			err = tx.Publish(events.Topic, m)
-		}
+		err = events.Publish(tx, ev)
 	}
 	if err != nil {
 		return err

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ThreeDotsLabs/watermill/message"
-
 	"github.com/aivis/aivis/client"
 	"github.com/aivis/aivis/core/accounts"
 	"github.com/aivis/aivis/core/auth"
@@ -313,23 +311,10 @@ func (s *Service) SendTest(ctx context.Context, p auth.Principal, id string) (st
 		return "", err
 	}
 	ev.WebhookID = w.ID
-	if err := Publish(ctx, s.Store, ev); err != nil {
+	if err := s.Store.Update(ctx, func(tx store.Tx) error { return events.Publish(tx, ev) }); err != nil {
 		return "", err
 	}
 	return ev.ID, nil
-}
-
-// Publish writes events in a transaction of their own.
-func Publish(ctx context.Context, st store.Store, evs ...events.Event) error {
-	msgs := make([]*message.Message, len(evs))
-	for i, ev := range evs {
-		m, err := ev.Message()
-		if err != nil {
-			return err
-		}
-		msgs[i] = m
-	}
-	return st.Update(ctx, func(tx store.Tx) error { return tx.Publish(events.Topic, msgs...) })
 }
 
 // Deliveries lists a webhook's deliveries, newest first.

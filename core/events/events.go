@@ -115,6 +115,25 @@ func (e Event) Message() (*message.Message, error) {
 	return m, nil
 }
 
+// Outbox is where events are written: a store transaction (store.Tx),
+// whose commit makes them visible on the bus.
+type Outbox interface {
+	Publish(topic string, msgs ...*message.Message) error
+}
+
+// Publish writes events to the outbox, on Topic.
+func Publish(tx Outbox, evs ...Event) error {
+	msgs := make([]*message.Message, len(evs))
+	for i, ev := range evs {
+		m, err := ev.Message()
+		if err != nil {
+			return err
+		}
+		msgs[i] = m
+	}
+	return tx.Publish(Topic, msgs...)
+}
+
 // FromMessage reads an event back from its message.
 func FromMessage(m *message.Message) (Event, error) {
 	var e Event

@@ -111,12 +111,8 @@ func (r *Recorder) Add(ctx context.Context, rd store.Reading) (store.Reading, *e
 			return err
 		}
 		e.ScoreChange = change
-		m, err := e.Message()
-		if err != nil {
-			return err
-		}
 		ev = &e
-		return tx.Publish(events.Topic, m)
+		return events.Publish(tx, e)
 	})
 	return rd, ev, err
 }
