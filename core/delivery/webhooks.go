@@ -178,9 +178,31 @@ func (s *Service) verify(ctx context.Context, w store.Webhook, eventID string, p
 // Get reads a webhook the principal may see.
 func (s *Service) Get(ctx context.Context, p auth.Principal, id string) (store.Webhook, error) {
 	w, err := s.Store.Webhook(ctx, p.AccountID(), id)
+	return visible(p, id, w, err)
+}
+
+// visible hides another client's webhook behind NOT_FOUND.
+func visible(p auth.Principal, id string, w store.Webhook, err error) (store.Webhook, error) {
 	if errors.Is(err, store.ErrNotFound) || (err == nil && p.ClientID() != "" && w.ClientID != p.ClientID()) {
 		return store.Webhook{}, fault.New(fault.NotFound, "no webhook %s", id)
 	}
+	return w, err
+}
+
+// change reads a webhook the principal may see, lets fn change it, and
+// writes it, in one transaction; an error from fn changes nothing.
+func (s *Service) change(ctx context.Context, p auth.Principal, id string, fn func(w *store.Webhook) error) (store.Webhook, error) {
+	var w store.Webhook
+	err := s.Store.Update(ctx, func(tx store.Tx) (err error) {
+		w, err = tx.Webhook(p.AccountID(), id)
+		if w, err = visible(p, id, w, err); err != nil {
+			return err
+		}
+		if err := fn(&w); err != nil {
+			return err
+		}
+		return tx.UpdateWebhook(w)
+	})
 	return w, err
 }
 
@@ -207,25 +229,18 @@ func (s *Service) List(ctx context.Context, p auth.Principal, clientID, cursor s
 // disabled webhook clears its failure record; a new url is not verified
 // again but is checked like the first.
 func (s *Service) Update(ctx context.Context, p auth.Principal, id string, in client.UpdateWebhook) (store.Webhook, error) {
-	if _, err := s.Get(ctx, p, id); err != nil {
-		return store.Webhook{}, err
-	}
-	var f fault.Fields
-	var kinds []string
-	if in.Events != nil {
-		kinds = s.checkEvents(&f, in.Events)
-	}
-	if in.URL != nil {
-		s.checkURL(&f, *in.URL)
-	}
-	minChange := checkMinChange(&f, in.MinScoreChange)
-	if err := f.Err(); err != nil {
-		return store.Webhook{}, err
-	}
-	var w store.Webhook
 	now := s.now()
-	err := s.Store.Update(ctx, func(tx store.Tx) (err error) {
-		if w, err = tx.Webhook(p.AccountID(), id); err != nil {
+	w, err := s.change(ctx, p, id, func(w *store.Webhook) error {
+		var f fault.Fields
+		var kinds []string
+		if in.Events != nil {
+			kinds = s.checkEvents(&f, in.Events)
+		}
+		if in.URL != nil {
+			s.checkURL(&f, *in.URL)
+		}
+		minChange := checkMinChange(&f, in.MinScoreChange)
+		if err := f.Err(); err != nil {
 			return err
 		}
 		if in.Events != nil {
@@ -246,11 +261,8 @@ func (s *Service) Update(ctx context.Context, p auth.Principal, id string, in cl
 			}
 		}
 		w.UpdatedAt = now
-		return tx.UpdateWebhook(w)
+		return nil
 	})
-	if errors.Is(err, store.ErrNotFound) {
-		return w, fault.New(fault.NotFound, "no webhook %s", id)
-	}
 	if err == nil && w.Enabled && s.Wake != nil {
 		s.Wake() // deliveries held while it was disabled
 	}
@@ -259,14 +271,13 @@ func (s *Service) Update(ctx context.Context, p auth.Principal, id string, in cl
 
 // Delete removes a webhook with its deliveries.
 func (s *Service) Delete(ctx context.Context, p auth.Principal, id string) error {
-	if _, err := s.Get(ctx, p, id); err != nil {
-		return err
-	}
-	err := s.Store.Update(ctx, func(tx store.Tx) error { return tx.DeleteWebhook(p.AccountID(), id) })
-	if errors.Is(err, store.ErrNotFound) {
-		return fault.New(fault.NotFound, "no webhook %s", id)
-	}
-	return err
+	return s.Store.Update(ctx, func(tx store.Tx) error {
+		w, err := tx.Webhook(p.AccountID(), id)
+		if _, err := visible(p, id, w, err); err != nil {
+			return err
+		}
+		return tx.DeleteWebhook(p.AccountID(), id)
+	})
 }
 
 // Rotate makes a new secret; the old one keeps signing for grace.
@@ -275,27 +286,19 @@ func (s *Service) Rotate(ctx context.Context, p auth.Principal, id string, grace
 		return store.Webhook{}, fault.Invalid(fault.FieldError{Field: "grace_period",
 			Message: fmt.Sprintf("must be between 0 and %d seconds", int(MaxGrace.Seconds()))})
 	}
-	if _, err := s.Get(ctx, p, id); err != nil {
-		return store.Webhook{}, err
-	}
 	secret, err := webhook.NewSecret()
 	if err != nil {
 		return store.Webhook{}, err
 	}
 	now := s.now()
-	var w store.Webhook
-	err = s.Store.Update(ctx, func(tx store.Tx) (err error) {
-		if w, err = tx.Webhook(p.AccountID(), id); err != nil {
-			return err
-		}
+	return s.change(ctx, p, id, func(w *store.Webhook) error {
 		w.PrevSecret, w.PrevSecretEnd = w.Secret, now.Add(grace)
 		if grace == 0 {
 			w.PrevSecret, w.PrevSecretEnd = "", time.Time{}
 		}
 		w.Secret, w.UpdatedAt = secret, now
-		return tx.UpdateWebhook(w)
+		return nil
 	})
-	return w, err
 }
 
 // SendTest publishes a webhook_test event to one webhook through the bus,
