@@ -154,7 +154,7 @@ func toPBResult(id string, r Result) *pb.Result {
 
 func fromPBResult(r *pb.Result) (Result, error) {
 	o := Outcome(r.Outcome)
-	if o < Delivered || o > PermanentFailure {
+	if o < Delivered || o > Gone {
 		return Result{}, fmt.Errorf("unknown outcome %d", r.Outcome)
 	}
 	return Result{Outcome: o, RetryAfter: time.Duration(r.RetryAfterMs) * time.Millisecond, Reason: r.Reason}, nil

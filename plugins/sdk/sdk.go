@@ -57,6 +57,11 @@ const (
 	Delivered        Outcome = iota + 1
 	Retry                    // try again later: RetryAfter when the destination said when
 	PermanentFailure         // never retry; Reason says why
+	// Gone: the destination no longer exists (an HTTP 410, an archived
+	// channel, a deleted hook). The server stops delivering to it: it
+	// disables the connection, or deletes it when it is a subscription the
+	// destination made (Zapier REST Hooks).
+	Gone
 )
 
 // Result is what became of one event.
@@ -66,12 +71,13 @@ type Result struct {
 	Reason     string
 }
 
-// Delivered, RetryAfter and Failed build results.
+// DeliveredResult, RetryResult, FailedResult and GoneResult build results.
 func DeliveredResult() Result { return Result{Outcome: Delivered} }
 func RetryResult(after time.Duration, why string) Result {
 	return Result{Outcome: Retry, RetryAfter: after, Reason: why}
 }
 func FailedResult(why string) Result { return Result{Outcome: PermanentFailure, Reason: why} }
+func GoneResult(why string) Result   { return Result{Outcome: Gone, Reason: why} }
 
 // Connector is what a partner implements. Settings arrive as the JSON
 // object the user saved, secrets included. Every call has a deadline in

@@ -33,6 +33,7 @@ const (
 	Result_DELIVERED           Result_Outcome = 1
 	Result_RETRY               Result_Outcome = 2 // try again, after retry_after_ms if set
 	Result_PERMANENT_FAILURE   Result_Outcome = 3 // never retry: reason says why
+	Result_GONE                Result_Outcome = 4 // the destination no longer exists (HTTP 410 and
 )
 
 // Enum value maps for Result_Outcome.
@@ -42,12 +43,14 @@ var (
 		1: "DELIVERED",
 		2: "RETRY",
 		3: "PERMANENT_FAILURE",
+		4: "GONE",
 	}
 	Result_Outcome_value = map[string]int32{
 		"OUTCOME_UNSPECIFIED": 0,
 		"DELIVERED":           1,
 		"RETRY":               2,
 		"PERMANENT_FAILURE":   3,
+		"GONE":                4,
 	}
 )
 
@@ -644,17 +647,18 @@ const file_connector_proto_rawDesc = "" +
 	"\x06domain\x18\a \x01(\tR\x06domain\"_\n" +
 	"\x0eDeliverRequest\x12\x1a\n" +
 	"\bsettings\x18\x01 \x01(\fR\bsettings\x121\n" +
-	"\x06events\x18\x02 \x03(\v2\x19.aivis.connector.v1.EventR\x06events\"\xf4\x01\n" +
+	"\x06events\x18\x02 \x03(\v2\x19.aivis.connector.v1.EventR\x06events\"\xfe\x01\n" +
 	"\x06Result\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12<\n" +
 	"\aoutcome\x18\x02 \x01(\x0e2\".aivis.connector.v1.Result.OutcomeR\aoutcome\x12$\n" +
 	"\x0eretry_after_ms\x18\x03 \x01(\x03R\fretryAfterMs\x12\x16\n" +
-	"\x06reason\x18\x04 \x01(\tR\x06reason\"S\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\"]\n" +
 	"\aOutcome\x12\x17\n" +
 	"\x13OUTCOME_UNSPECIFIED\x10\x00\x12\r\n" +
 	"\tDELIVERED\x10\x01\x12\t\n" +
 	"\x05RETRY\x10\x02\x12\x15\n" +
-	"\x11PERMANENT_FAILURE\x10\x03\"G\n" +
+	"\x11PERMANENT_FAILURE\x10\x03\x12\b\n" +
+	"\x04GONE\x10\x04\"G\n" +
 	"\x0fDeliverResponse\x124\n" +
 	"\aresults\x18\x01 \x03(\v2\x1a.aivis.connector.v1.ResultR\aresults2\xf4\x02\n" +
 	"\tConnector\x12I\n" +
