@@ -83,10 +83,11 @@ type WebhookTestResult struct {
 	EventID string `json:"event_id"`
 }
 
-// Delivery is one event on its way to one webhook.
+// Delivery is one event on its way to one webhook or connection.
 type Delivery struct {
 	ID            string     `json:"id"`
-	WebhookID     string     `json:"webhook_id"`
+	WebhookID     string     `json:"webhook_id,omitempty"`
+	ConnectionID  string     `json:"connection_id,omitempty"`
 	EventID       string     `json:"event_id"`
 	Event         string     `json:"event"`
 	Status        string     `json:"status"`
@@ -100,7 +101,8 @@ type Delivery struct {
 	AttemptLog []Attempt `json:"attempt_log,omitempty"`
 }
 
-// Attempt is one HTTP request of a delivery.
+// Attempt is one attempt of a delivery: an HTTP request to a webhook, or a
+// call of a connection's connector.
 type Attempt struct {
 	N            int       `json:"attempt"`
 	At           time.Time `json:"at"`
@@ -108,6 +110,9 @@ type Attempt struct {
 	LatencyMS    float64   `json:"latency_ms"`
 	ResponseBody string    `json:"response_body"`
 	Error        *string   `json:"error"`
+	// Result is what a connector answered: delivered, retry, failed, gone,
+	// or error (the plugin itself failed). Connections only.
+	Result string `json:"result,omitempty"`
 }
 
 // ConnectorKind is a connector the server runs, as GET /v1/connectors
@@ -128,4 +133,76 @@ type ConnectorHealth struct {
 	State    string  `json:"state"` // running, restarting, stopped
 	Restarts int     `json:"restarts"`
 	Problem  *string `json:"problem"`
+}
+
+// CreateConnection is the body of POST /v1/connections.
+type CreateConnection struct {
+	Connector      string          `json:"connector"`
+	Name           string          `json:"name,omitempty"`
+	Settings       json.RawMessage `json:"settings"`
+	Events         []string        `json:"events"`
+	Domains        []string        `json:"domains,omitempty"`
+	MinScoreChange *int            `json:"min_score_change,omitempty"`
+	ClientID       string          `json:"client_id,omitempty"`
+}
+
+// UpdateConnection is the body of PATCH /v1/connections/{id}: only the
+// fields given change. Settings is a JSON merge patch of the settings: a
+// field left out keeps its value (secrets included), null removes it.
+type UpdateConnection struct {
+	Name           *string         `json:"name,omitempty"`
+	Settings       json.RawMessage `json:"settings,omitempty"`
+	Events         []string        `json:"events,omitempty"`
+	Domains        *[]string       `json:"domains,omitempty"`
+	MinScoreChange *int            `json:"min_score_change,omitempty"`
+	Enabled        *bool           `json:"enabled,omitempty"`
+}
+
+// Connection is a connector configured by an owner: where its events go.
+// Settings never show the secret fields; SecretFields names those set.
+type Connection struct {
+	ID             string          `json:"id"`
+	Connector      string          `json:"connector"`
+	Name           string          `json:"name"`
+	Settings       json.RawMessage `json:"settings"`
+	SecretFields   []string        `json:"secret_fields"`
+	Events         []string        `json:"events"`
+	Domains        []string        `json:"domains"`
+	MinScoreChange int             `json:"min_score_change"`
+	Enabled        bool            `json:"enabled"`
+	DisabledReason *string         `json:"disabled_reason"`
+	DisabledAt     *time.Time      `json:"disabled_at"`
+	FailingSince   *time.Time      `json:"failing_since"`
+	// Source is "api", or "zapier" for a Zapier REST Hook subscription.
+	Source    string    `json:"source"`
+	ClientID  *string   `json:"client_id"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// ConnectionTestResult is the answer to POST /v1/connections/{id}/test:
+// what the connector made of a real test event.
+type ConnectionTestResult struct {
+	EventID string `json:"event_id"`
+	// Result is delivered, retry, failed or gone.
+	Result            string   `json:"result"`
+	Reason            *string  `json:"reason"`
+	RetryAfterSeconds *float64 `json:"retry_after_seconds"`
+	LatencyMS         float64  `json:"latency_ms"`
+}
+
+// ZapierSubscribe is the body Zapier sends to subscribe a REST Hook.
+type ZapierSubscribe struct {
+	TargetURL string `json:"target_url"`
+	Event     string `json:"event"`
+	Domain    string `json:"domain,omitempty"`
+	ClientID  string `json:"client_id,omitempty"`
+}
+
+// ZapierSubscription is the answer to a subscribe.
+type ZapierSubscription struct {
+	ID        string    `json:"id"`
+	Event     string    `json:"event"`
+	Domain    *string   `json:"domain"`
+	CreatedAt time.Time `json:"created_at"`
 }

@@ -44,7 +44,8 @@ type Deps struct {
 	Guard   *limits.AuthGuard
 	Log     *slog.Logger
 	Now     func() time.Time
-	// Readings records visibility readings; Webhooks manages webhooks.
+	// Readings records visibility readings; Webhooks manages webhooks and
+	// connections.
 	Readings *visibility.Recorder
 	Webhooks *delivery.Service
 	Hub      *hub.Hub
@@ -58,19 +59,25 @@ type Server struct {
 	content  *content.Service
 	readings *visibility.Recorder
 	webhooks *delivery.Service
-	hub      *hub.Hub
-	counter  limits.Counter
-	guard    *limits.AuthGuard
-	log      *slog.Logger
-	now      func() time.Time
-	router   chi.Router
-	handler  http.Handler
+	// connections is webhooks.Connections(): the same service seeing
+	// connections.
+	connections *delivery.Service
+	hub         *hub.Hub
+	counter     limits.Counter
+	guard       *limits.AuthGuard
+	log         *slog.Logger
+	now         func() time.Time
+	router      chi.Router
+	handler     http.Handler
 }
 
 // New builds the API.
 func New(cfg Config, d Deps) *Server {
 	s := &Server{cfg: cfg, store: d.Store, auth: d.Auth, content: d.Content, readings: d.Readings, webhooks: d.Webhooks, hub: d.Hub, counter: d.Counter,
 		guard: d.Guard, log: d.Log, now: d.Now}
+	if s.webhooks != nil {
+		s.connections = s.webhooks.Connections()
+	}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -115,14 +122,27 @@ func (s *Server) Router() chi.Router {
 		r.Post("/webhooks", s.scope("webhooks:write", s.createWebhook))
 		r.Get("/webhooks/{id}", s.scope("webhooks:read", s.getWebhook))
 		r.Patch("/webhooks/{id}", s.scope("webhooks:write", s.updateWebhook))
-		r.Delete("/webhooks/{id}", s.scope("webhooks:write", s.deleteWebhook))
+		r.Delete("/webhooks/{id}", s.scope("webhooks:write", s.deleteTarget(s.webhooks)))
 		r.Post("/webhooks/{id}/rotate-secret", s.scope("webhooks:write", s.rotateWebhookSecret))
 		r.Post("/webhooks/{id}/test", s.scope("webhooks:write", s.testWebhook))
-		r.Post("/webhooks/{id}/replay", s.scope("webhooks:write", s.replay))
-		r.Get("/webhooks/{id}/deliveries", s.scope("webhooks:read", s.listDeliveries))
-		r.Get("/webhooks/{id}/deliveries/{delivery_id}", s.scope("webhooks:read", s.getDelivery))
-		r.Post("/webhooks/{id}/deliveries/{delivery_id}/redeliver", s.scope("webhooks:write", s.redeliver))
+		r.Post("/webhooks/{id}/replay", s.scope("webhooks:write", s.replay(s.webhooks)))
+		r.Get("/webhooks/{id}/deliveries", s.scope("webhooks:read", s.listDeliveries(s.webhooks)))
+		r.Get("/webhooks/{id}/deliveries/{delivery_id}", s.scope("webhooks:read", s.getDelivery(s.webhooks)))
+		r.Post("/webhooks/{id}/deliveries/{delivery_id}/redeliver", s.scope("webhooks:write", s.redeliver(s.webhooks)))
 		r.Get("/connectors", s.scope("connectors:read", s.listConnectors))
+		r.Get("/connections", s.scope("connectors:read", s.listConnections))
+		r.Post("/connections", s.scope("connectors:write", s.createConnection))
+		r.Get("/connections/{id}", s.scope("connectors:read", s.getConnection))
+		r.Patch("/connections/{id}", s.scope("connectors:write", s.updateConnection))
+		r.Delete("/connections/{id}", s.scope("connectors:write", s.deleteTarget(s.connections)))
+		r.Post("/connections/{id}/test", s.scope("connectors:write", s.testConnection))
+		r.Post("/connections/{id}/replay", s.scope("connectors:write", s.replay(s.connections)))
+		r.Get("/connections/{id}/deliveries", s.scope("connectors:read", s.listDeliveries(s.connections)))
+		r.Get("/connections/{id}/deliveries/{delivery_id}", s.scope("connectors:read", s.getDelivery(s.connections)))
+		r.Post("/connections/{id}/deliveries/{delivery_id}/redeliver", s.scope("connectors:write", s.redeliver(s.connections)))
+		r.Get("/events", s.scope("connectors:read", s.recentEvents))
+		r.Post("/zapier/hooks", s.scope("connectors:write", s.zapierSubscribe))
+		r.Delete("/zapier/hooks/{id}", s.scope("connectors:write", s.zapierUnsubscribe))
 	})
 	return r
 }

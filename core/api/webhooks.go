@@ -56,9 +56,14 @@ func optionalTime(t time.Time) *time.Time {
 	return &t
 }
 
-func deliveryView(d store.Delivery, attempts []store.Attempt) client.Delivery {
-	v := client.Delivery{ID: d.ID, WebhookID: d.WebhookID, EventID: d.EventID, Event: d.Event, Status: d.Status, Attempts: d.Attempts,
+func deliveryView(d store.Delivery, attempts []store.Attempt, connection bool) client.Delivery {
+	v := client.Delivery{ID: d.ID, EventID: d.EventID, Event: d.Event, Status: d.Status, Attempts: d.Attempts,
 		LastError: optional(d.LastError), CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt}
+	if connection {
+		v.ConnectionID = d.WebhookID
+	} else {
+		v.WebhookID = d.WebhookID
+	}
 	if d.Status == store.DeliveryPending {
 		v.NextAttemptAt = optionalTime(d.NextAttemptAt)
 	}
@@ -69,7 +74,7 @@ func deliveryView(d store.Delivery, attempts []store.Attempt) client.Delivery {
 		v.AttemptLog = make([]client.Attempt, 0, len(attempts))
 		for _, a := range attempts {
 			ca := client.Attempt{N: a.N, At: a.At, LatencyMS: float64(a.Latency.Microseconds()) / 1000, ResponseBody: a.ResponseBody,
-				Error: optional(a.Error)}
+				Error: optional(a.Error), Result: a.Result}
 			if a.StatusCode != 0 {
 				code := a.StatusCode
 				ca.StatusCode = &code
@@ -136,12 +141,15 @@ func (s *Server) updateWebhook(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, webhookView(wh, false))
 }
 
-func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request) {
-	if err := s.webhooks.Delete(r.Context(), principal(r), chi.URLParam(r, "id")); err != nil {
-		writeError(w, r, s.log, err)
-		return
+// deleteTarget deletes a webhook or a connection, as svc sees them.
+func (s *Server) deleteTarget(svc *delivery.Service) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := svc.Delete(r.Context(), principal(r), chi.URLParam(r, "id")); err != nil {
+			writeError(w, r, s.log, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
 	}
-	w.WriteHeader(http.StatusNoContent)
 }
 
 func (s *Server) rotateWebhookSecret(w http.ResponseWriter, r *http.Request) {
@@ -175,67 +183,78 @@ func (s *Server) testWebhook(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, client.WebhookTestResult{EventID: id})
 }
 
-func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) {
-	limit, cursor, err := pageParams(r)
-	if err != nil {
-		writeError(w, r, s.log, err)
-		return
+// The delivery log of webhooks and of connections: svc is the service of
+// one kind.
+
+func (s *Server) listDeliveries(svc *delivery.Service) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		limit, cursor, err := pageParams(r)
+		if err != nil {
+			writeError(w, r, s.log, err)
+			return
+		}
+		items, next, err := svc.Deliveries(r.Context(), principal(r), chi.URLParam(r, "id"), r.URL.Query().Get("status"), cursor, limit)
+		if err != nil {
+			writeError(w, r, s.log, err)
+			return
+		}
+		page := client.List[client.Delivery]{Items: make([]client.Delivery, 0, len(items)), HasMore: next != "", NextCursor: optional(next)}
+		for _, d := range items {
+			page.Items = append(page.Items, deliveryView(d, nil, svc == s.connections))
+		}
+		writeJSON(w, http.StatusOK, page)
 	}
-	items, next, err := s.webhooks.Deliveries(r.Context(), principal(r), chi.URLParam(r, "id"), r.URL.Query().Get("status"), cursor, limit)
-	if err != nil {
-		writeError(w, r, s.log, err)
-		return
-	}
-	page := client.List[client.Delivery]{Items: make([]client.Delivery, 0, len(items)), HasMore: next != "", NextCursor: optional(next)}
-	for _, d := range items {
-		page.Items = append(page.Items, deliveryView(d, nil))
-	}
-	writeJSON(w, http.StatusOK, page)
 }
 
-func (s *Server) getDelivery(w http.ResponseWriter, r *http.Request) {
-	d, as, err := s.webhooks.Delivery(r.Context(), principal(r), chi.URLParam(r, "id"), chi.URLParam(r, "delivery_id"))
-	if err != nil {
-		writeError(w, r, s.log, err)
-		return
+func (s *Server) getDelivery(svc *delivery.Service) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		d, as, err := svc.Delivery(r.Context(), principal(r), chi.URLParam(r, "id"), chi.URLParam(r, "delivery_id"))
+		if err != nil {
+			writeError(w, r, s.log, err)
+			return
+		}
+		if as == nil {
+			as = []store.Attempt{}
+		}
+		writeJSON(w, http.StatusOK, deliveryView(d, as, svc == s.connections))
 	}
-	if as == nil {
-		as = []store.Attempt{}
-	}
-	writeJSON(w, http.StatusOK, deliveryView(d, as))
 }
 
-func (s *Server) redeliver(w http.ResponseWriter, r *http.Request) {
-	if _, err := readBody(r, true); err != nil {
-		writeError(w, r, s.log, err)
-		return
+func (s *Server) redeliver(svc *delivery.Service) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if _, err := readBody(r, true); err != nil {
+			writeError(w, r, s.log, err)
+			return
+		}
+		d, err := svc.Redeliver(r.Context(), principal(r), chi.URLParam(r, "id"), chi.URLParam(r, "delivery_id"))
+		if err != nil {
+			writeError(w, r, s.log, err)
+			return
+		}
+		writeJSON(w, http.StatusAccepted, deliveryView(d, nil, svc == s.connections))
 	}
-	d, err := s.webhooks.Redeliver(r.Context(), principal(r), chi.URLParam(r, "id"), chi.URLParam(r, "delivery_id"))
-	if err != nil {
-		writeError(w, r, s.log, err)
-		return
-	}
-	writeJSON(w, http.StatusAccepted, deliveryView(d, nil))
 }
 
-func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
-	var in client.Replay
-	if err := readJSON(r, &in, false); err != nil {
-		writeError(w, r, s.log, err)
-		return
+func (s *Server) replay(svc *delivery.Service) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var in client.Replay
+		if err := readJSON(r, &in, false); err != nil {
+			writeError(w, r, s.log, err)
+			return
+		}
+		if in.Since.IsZero() {
+			writeError(w, r, s.log, fault.Invalid(fault.FieldError{Field: "since", Message: "is required (RFC 3339 time)"}))
+			return
+		}
+		var until time.Time
+		if in.Until != nil {
+			until = *in.Until
+		}
+		n, err := svc.Replay(r.Context(), principal(r), chi.URLParam(r, "id"), in.Since, until)
+		if err != nil {
+			writeError(w, r, s.log, err)
+			return
+		}
+		writeJSON(w, http.StatusAccepted, client.ReplayResult{Scheduled: n})
 	}
-	if in.Since.IsZero() {
-		writeError(w, r, s.log, fault.Invalid(fault.FieldError{Field: "since", Message: "is required (RFC 3339 time)"}))
-		return
-	}
-	var until time.Time
-	if in.Until != nil {
-		until = *in.Until
-	}
-	n, err := s.webhooks.Replay(r.Context(), principal(r), chi.URLParam(r, "id"), in.Since, until)
-	if err != nil {
-		writeError(w, r, s.log, err)
-		return
-	}
-	writeJSON(w, http.StatusAccepted, client.ReplayResult{Scheduled: n})
 }

@@ -124,7 +124,8 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 	wg.Go(func() { svc.Content.PruneIdempotency(counterCtx, time.Hour, log) })
 	defer func() { stopCounter(); wg.Wait() }()
 
-	// Events: the webhook engine consumes the bus that shares the database.
+	// Events: the delivery engine consumes the bus that shares the database,
+	// and delivers to webhooks and, through the connector plugins, connections.
 	policy := netguard.Policy{AllowPrivate: cfg.AllowPrivateTargets, Allow: prefixes(cfg.AllowedTargets)}
 	timeout := time.Duration(cfg.WebhookTimeout)
 	outbound := policy.Client(timeout)
@@ -137,7 +138,12 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 	if err != nil {
 		return fmt.Errorf("event bus: %w", err)
 	}
-	engine := delivery.New(svc.Store, sub, outbound, log, delivery.Options{Timeout: timeout})
+	connectors, err := hub.Open(ctx, svc.Store, filepath.Join(cfg.DataDir, "plugins"), policy, log)
+	if err != nil {
+		return fmt.Errorf("connectors: %w", err)
+	}
+	defer connectors.Close() // after the engine has stopped
+	engine := delivery.New(svc.Store, sub, outbound, log, delivery.Options{Timeout: timeout, Connectors: connectors})
 	engineCtx, stopEngine := context.WithCancel(context.Background())
 	engineDone := make(chan error, 1)
 	go func() { engineDone <- engine.Run(engineCtx) }()
@@ -148,12 +154,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 		}
 		sub.Close()
 	}()
-	connectors, err := hub.Open(ctx, svc.Store, filepath.Join(cfg.DataDir, "plugins"), policy, log)
-	if err != nil {
-		return fmt.Errorf("connectors: %w", err)
-	}
-	defer connectors.Close()
-	webhooks := &delivery.Service{Store: svc.Store, Client: outbound, AllowHTTP: cfg.AllowHTTPTargets, Wake: engine.Wake,
+	webhooks := &delivery.Service{Store: svc.Store, Client: outbound, AllowHTTP: cfg.AllowHTTPTargets, Wake: engine.Wake, Hub: connectors,
 		CheckURL: func(raw string, allowHTTP bool) error { _, err := policy.CheckURL(raw, allowHTTP); return err }}
 
 	srv := api.New(api.Config{TrustedProxies: prefixes(cfg.TrustedProxies)}, api.Deps{

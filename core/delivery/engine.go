@@ -1,6 +1,8 @@
-// Package delivery delivers aivis's events to webhook endpoints, as the
-// best webhook services do: durable, at least once, signed per Standard
-// Webhooks, retried on a schedule, with a log of every attempt.
+// Package delivery delivers aivis's events to webhook endpoints and
+// connections, as the best webhook services do: durable, at least once,
+// retried on a schedule, with a log of every attempt. A webhook gets a
+// POST signed per Standard Webhooks; a connection gets its events through
+// its connector plugin (core/hub), in batches as large as the plugin takes.
 //
 // Two consumers do the work. The fan-out is an ordinary Watermill handler
 // of the event topic: for each event it writes one delivery per matching
@@ -16,6 +18,7 @@ package delivery
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -34,15 +37,30 @@ import (
 	"github.com/aivis/aivis/core/events"
 	"github.com/aivis/aivis/core/randid"
 	"github.com/aivis/aivis/core/store"
+	"github.com/aivis/aivis/plugins/sdk"
 	"github.com/aivis/aivis/webhook"
 )
+
+// Connectors delivers through connector plugins (core/hub).
+type Connectors interface {
+	// Deliver hands events to the named connector with a connection's
+	// settings and returns one result per event. An error is the plugin's
+	// own failure (not running, crashed, past its deadline), not the
+	// destination's.
+	Deliver(ctx context.Context, connector string, settings json.RawMessage, evs []sdk.Event) ([]sdk.Result, error)
+	// MaxBatch is how many events one Deliver of the connector may carry.
+	MaxBatch(connector string) int
+}
 
 // Options tune the engine; the zero value of each field takes its default.
 type Options struct {
 	Timeout     time.Duration // per attempt, default 15 s
-	Workers     int           // attempts in flight at once, default 256
-	PerEndpoint int           // attempts in flight per webhook, default 16
-	Now         func() time.Time
+	Workers     int           // deliveries in flight at once, default 256
+	PerEndpoint int           // attempts in flight per webhook or connection, default 16
+	// Connectors delivers connections' events; without it they fail and
+	// are retried like any failure.
+	Connectors Connectors
+	Now        func() time.Time
 	// Idle is the longest the dispatcher sleeps without looking for due
 	// deliveries that another process wrote (default 1 s).
 	Idle time.Duration
@@ -71,9 +89,23 @@ type Engine struct {
 }
 
 type endpoint struct {
-	inflight int
+	inflight int // deliveries
 	queue    []claimed
+	batch    int // deliveries per attempt: 1 for a webhook
+	limit    int // deliveries in flight or queued: PerEndpoint attempts' worth
 }
+
+func (e *Engine) newEndpoint(w store.Webhook) *endpoint {
+	ep := &endpoint{batch: 1}
+	if w.IsConnection() && e.opt.Connectors != nil {
+		ep.batch = max(1, min(e.opt.Connectors.MaxBatch(w.Connector), e.opt.Workers/e.opt.PerEndpoint))
+	}
+	ep.limit = ep.batch * e.opt.PerEndpoint
+	return ep
+}
+
+// full reports that an endpoint has its share.
+func (ep *endpoint) full() bool { return ep.inflight+len(ep.queue) >= ep.limit }
 
 type claimed struct {
 	d store.Delivery
@@ -81,11 +113,13 @@ type claimed struct {
 }
 
 type outcome struct {
-	d       store.Delivery
-	w       store.Webhook
-	attempt store.Attempt
-	retryIn time.Duration // honoured Retry-After
-	gone    bool          // 410
+	d         store.Delivery
+	w         store.Webhook
+	attempt   store.Attempt
+	ok        bool          // delivered
+	retryIn   time.Duration // honoured Retry-After
+	gone      bool          // 410, or a connector's Gone
+	permanent bool          // a connector's permanent failure: no retry
 }
 
 // New builds an engine. client makes the attempts (a netguard client: it
@@ -152,6 +186,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	})
 	recorded := make(chan struct{})
 	go func() { e.record(); close(recorded) }()
+	wg.Go(func() { e.prune(ctx) })
 	var sends sync.WaitGroup
 	e.mu.Lock()
 	e.runCtx, e.sends = ctx, &sends
@@ -170,7 +205,29 @@ func (e *Engine) Run(ctx context.Context) error {
 	return nil
 }
 
-// fanout turns one event into its deliveries.
+// EventLogRetention is how long the event log keeps an event (as long as
+// the bus keeps its messages).
+const EventLogRetention = 7 * 24 * time.Hour
+
+// prune forgets old logged events, hourly, until ctx ends.
+func (e *Engine) prune(ctx context.Context) {
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		if n, err := e.store.DeleteEventsBefore(ctx, e.opt.Now().Add(-EventLogRetention)); err != nil && ctx.Err() == nil {
+			e.log.Warn("pruning the event log failed", "err", err)
+		} else if n > 0 {
+			e.log.Debug("pruned the event log", "count", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// fanout turns one event into its log entry and its deliveries.
 func (e *Engine) fanout(msg *message.Message) error {
 	ev, err := events.FromMessage(msg)
 	if err != nil {
@@ -179,6 +236,7 @@ func (e *Engine) fanout(msg *message.Message) error {
 	}
 	ctx := msg.Context()
 	var targets []store.Webhook
+	var logged *store.LoggedEvent
 	if ev.WebhookID != "" {
 		w, err := e.store.Webhook(ctx, ev.AccountID, ev.WebhookID)
 		if errors.Is(err, store.ErrNotFound) {
@@ -187,7 +245,7 @@ func (e *Engine) fanout(msg *message.Message) error {
 			return err
 		}
 		targets = append(targets, w)
-	} else if ev.Domain != "" {
+	} else {
 		ws, err := e.store.MatchWebhooks(ctx, ev.AccountID, ev.ClientID, ev.Domain)
 		if err != nil {
 			return err
@@ -197,8 +255,10 @@ func (e *Engine) fanout(msg *message.Message) error {
 				targets = append(targets, w)
 			}
 		}
+		logged = &store.LoggedEvent{ID: ev.ID, AccountID: ev.AccountID, ClientID: ev.ClientID, Event: ev.Event,
+			Domain: ev.Domain, Payload: msg.Payload, CreatedAt: ev.Timestamp}
 	}
-	if len(targets) == 0 {
+	if len(targets) == 0 && logged == nil {
 		return nil
 	}
 	now := e.opt.Now()
@@ -209,11 +269,11 @@ func (e *Engine) fanout(msg *message.Message) error {
 			NextAttemptAt: now, CreatedAt: now, UpdatedAt: now}
 		if !w.Enabled {
 			// Kept, not attempted: a replay after enabling sends it.
-			d.Status, d.NextAttemptAt, d.LastError = store.DeliveryFailed, time.Time{}, "the webhook was disabled"
+			d.Status, d.NextAttemptAt, d.LastError = store.DeliveryFailed, time.Time{}, "the "+targetNoun(w)+" was disabled"
 		}
 		ds = append(ds, claimed{d, w})
 	}
-	req := insertion{ds: ds, done: make(chan error, 1)}
+	req := insertion{log: logged, ds: ds, done: make(chan error, 1)}
 	select {
 	case e.inserts <- req:
 	case <-e.stopped:
@@ -226,10 +286,19 @@ func (e *Engine) fanout(msg *message.Message) error {
 // many events it handles at once, their deliveries committed together.
 const FanoutInFlight = 64
 
-// insertion is one event's deliveries, waiting for a transaction.
+// insertion is one event's log entry and deliveries, waiting for a
+// transaction.
 type insertion struct {
+	log  *store.LoggedEvent // nil for an event aimed at one target
 	ds   []claimed
 	done chan error
+}
+
+func targetNoun(w store.Webhook) string {
+	if w.IsConnection() {
+		return "connection"
+	}
+	return "webhook"
 }
 
 // insert commits the deliveries of the events handled meanwhile in one
@@ -257,6 +326,11 @@ func (e *Engine) insert() {
 		err := e.store.Update(context.Background(), func(tx store.Tx) error {
 			added = added[:0]
 			for _, req := range batch {
+				if req.log != nil {
+					if err := tx.LogEvent(*req.log); err != nil {
+						return err
+					}
+				}
 				for _, c := range req.ds {
 					ok, err := tx.InsertDelivery(c.d)
 					if errors.Is(err, store.ErrConflict) {
@@ -280,12 +354,20 @@ func (e *Engine) insert() {
 	}
 }
 
-// Wants reports whether a webhook is to receive an event: it subscribes to
-// the kind and, for a visibility change, the score moved at least its
-// minimum (the first reading of a domain always counts). A disabled webhook
+// Wants reports whether a webhook or connection is to receive an event: it
+// subscribes to the kind and the domain (a connection with no domains takes
+// every domain) and, for a visibility change, the score moved at least its
+// minimum (the first reading of a domain always counts). A disabled one
 // wants its events too: they are kept as failed deliveries.
 func Wants(w store.Webhook, ev events.Event) bool {
 	if !containsKind(w.Events, ev.Event) {
+		return false
+	}
+	if w.IsConnection() {
+		if len(w.Domains) > 0 && !containsKind(w.Domains, ev.Domain) {
+			return false
+		}
+	} else if w.Domain != ev.Domain {
 		return false
 	}
 	if ev.Event == events.VisibilityChange && ev.ScoreChange >= 0 && w.MinScoreChange > 0 {
@@ -355,7 +437,7 @@ func (e *Engine) claim(ctx context.Context, sends *sync.WaitGroup) (n int, full 
 	var skip []string // endpoints with a full share: their turn comes later
 	for id, ep := range e.endpoints {
 		free -= len(ep.queue)
-		if ep.inflight+len(ep.queue) >= e.opt.PerEndpoint {
+		if ep.full() {
 			skip = append(skip, id)
 		}
 	}
@@ -376,16 +458,18 @@ func (e *Engine) claim(ctx context.Context, sends *sync.WaitGroup) (n int, full 
 	for _, c := range got {
 		ep := e.endpoints[c.w.ID]
 		if ep == nil {
-			ep = &endpoint{}
+			ep = e.newEndpoint(c.w)
 			e.endpoints[c.w.ID] = ep
 		}
 		ep.queue = append(ep.queue, c)
-		e.startLocked(ctx, ep, sends)
+	}
+	for _, c := range got {
+		e.startLocked(ctx, e.endpoints[c.w.ID], sends)
 	}
 	e.mu.Unlock()
 	if len(got) == 0 && len(skip) == 0 {
 		// Nothing due is left in the store. (A claim that took some may
-		// have left more: it takes at most PerEndpoint of a webhook.)
+		// have left more: it takes at most PerEndpoint of a target.)
 		e.backlog.Store(false)
 	}
 	return len(got), len(got) >= free, nil
@@ -411,14 +495,13 @@ func (e *Engine) offer(cs []claimed) {
 	var ids []string
 	for _, c := range cs {
 		ep := e.endpoints[c.w.ID]
-		room := ep == nil || ep.inflight+len(ep.queue) < e.opt.PerEndpoint
-		if !room || e.inflight+queued+len(take) >= e.opt.Workers {
+		if ep == nil {
+			ep = e.newEndpoint(c.w)
+			e.endpoints[c.w.ID] = ep
+		}
+		if ep.full() || e.inflight+queued+len(take) >= e.opt.Workers {
 			e.backlog.Store(true)
 			continue
-		}
-		if ep == nil {
-			ep = &endpoint{}
-			e.endpoints[c.w.ID] = ep
 		}
 		ep.queue = append(ep.queue, c) // holds its room until leased below
 		take = append(take, c)
@@ -434,8 +517,12 @@ func (e *Engine) offer(cs []claimed) {
 			ep.queue = slices.DeleteFunc(ep.queue, func(q claimed) bool { return q.d.ID == c.d.ID })
 		}
 	}
-	for _, c := range take {
+	for _, c := range cs {
 		if ep := e.endpoints[c.w.ID]; ep != nil {
+			if len(ep.queue) == 0 && ep.inflight == 0 {
+				delete(e.endpoints, c.w.ID)
+				continue
+			}
 			e.startLocked(e.runCtx, ep, e.sends)
 		}
 	}
@@ -444,25 +531,28 @@ func (e *Engine) offer(cs []claimed) {
 	}
 }
 
-// startLocked starts queued attempts of an endpoint within its limit.
+// startLocked starts queued attempts of an endpoint within its limit,
+// each carrying up to the endpoint's batch of deliveries.
 func (e *Engine) startLocked(ctx context.Context, ep *endpoint, sends *sync.WaitGroup) {
-	for ep.inflight < e.opt.PerEndpoint && len(ep.queue) > 0 {
-		c := ep.queue[0]
-		ep.queue = ep.queue[1:]
-		ep.inflight++
-		e.inflight++
+	for ep.inflight < ep.limit && len(ep.queue) > 0 {
+		n := min(len(ep.queue), ep.batch, ep.limit-ep.inflight)
+		cs := slices.Clone(ep.queue[:n])
+		ep.queue = ep.queue[n:]
+		ep.inflight += n
+		e.inflight += n
 		sends.Go(func() {
 			// An attempt started before shutdown runs to its own timeout.
-			o := e.attempt(context.WithoutCancel(ctx), c)
-			e.outcomes <- o
+			for _, o := range e.attempt(context.WithoutCancel(ctx), cs) {
+				e.outcomes <- o
+			}
 			e.mu.Lock()
-			ep.inflight--
-			e.inflight--
+			ep.inflight -= n
+			e.inflight -= n
 			if ctx.Err() == nil {
 				e.startLocked(ctx, ep, sends)
 			}
 			if ep.inflight == 0 && len(ep.queue) == 0 {
-				delete(e.endpoints, c.w.ID)
+				delete(e.endpoints, cs[0].w.ID)
 			}
 			e.mu.Unlock()
 			if e.backlog.Load() { // deliveries wait in the store for room
@@ -475,8 +565,18 @@ func (e *Engine) startLocked(ctx context.Context, ep *endpoint, sends *sync.Wait
 // maxResponseBody is how much of an endpoint's answer the log keeps.
 const maxResponseBody = 1024
 
-// attempt makes one signed request.
-func (e *Engine) attempt(ctx context.Context, c claimed) outcome {
+// attempt makes one attempt of a batch of deliveries to one target: a
+// signed request to a webhook (a batch of one), or a call of a
+// connection's connector.
+func (e *Engine) attempt(ctx context.Context, cs []claimed) []outcome {
+	if cs[0].w.IsConnection() {
+		return e.connect(ctx, cs)
+	}
+	return []outcome{e.sign(ctx, cs[0])}
+}
+
+// sign makes one signed request.
+func (e *Engine) sign(ctx context.Context, c claimed) outcome {
 	now := e.opt.Now()
 	secrets := []string{c.w.Secret}
 	if c.w.PrevSecret != "" && now.Before(c.w.PrevSecretEnd) {
@@ -486,6 +586,7 @@ func (e *Engine) attempt(ctx context.Context, c claimed) outcome {
 	var h http.Header
 	o.attempt, h = post(ctx, e.client, e.opt.Timeout, c.w.URL, secrets, c.d.EventID, c.d.Payload,
 		store.Attempt{DeliveryID: c.d.ID, N: c.d.Attempts + 1, At: now})
+	o.ok = o.attempt.StatusCode >= 200 && o.attempt.StatusCode < 300
 	switch o.attempt.StatusCode {
 	case http.StatusGone:
 		o.gone = true
@@ -571,7 +672,7 @@ func (e *Engine) record() {
 			err := e.store.Update(context.Background(), func(tx store.Tx) error { return e.apply(tx, batch) })
 			if err == nil {
 				for _, o := range batch {
-					if o.attempt.StatusCode < 200 || o.attempt.StatusCode >= 300 {
+					if !o.ok {
 						e.Wake() // a retry is scheduled: the dispatcher's timer learns when
 						break
 					}
@@ -606,24 +707,35 @@ func (e *Engine) apply(tx store.Tx, batch []outcome) error {
 		}
 		res := store.DeliveryOutcome{Attempt: o.attempt, Step: o.d.Step + 1}
 		at := o.attempt.At
-		ok := o.attempt.StatusCode >= 200 && o.attempt.StatusCode < 300
 		switch {
-		case ok:
+		case o.ok:
 			res.Status = store.DeliverySucceeded
 			if !w.FailingSince.IsZero() || w.Failures > 0 || at.Sub(w.LastSuccessAt) > time.Minute {
 				w.FailingSince, w.Failures, w.LastSuccessAt = time.Time{}, 0, at
 				changed[o.w.ID] = true
 			}
+		case o.gone && w.Subscription && w.ID != "":
+			// The destination's own subscription ended (Zapier REST Hooks).
+			res.Status = store.DeliveryFailed
+			if err := tx.DeleteWebhook(w.AccountID, w.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+			e.log.Info("connections: subscription deleted: the destination is gone", "connection", w.ID, "why", o.attempt.Error)
+			w.ID = "" // its deliveries went with it
 		case o.gone:
 			res.Status = store.DeliveryFailed
 			if w.Enabled && w.ID != "" {
-				if err := e.disable(tx, w, at, "the endpoint answered 410 Gone"); err != nil {
+				why := "the endpoint answered 410 Gone"
+				if w.IsConnection() {
+					why = "the destination is gone: " + o.attempt.Error
+				}
+				if err := e.disable(tx, w, at, why); err != nil {
 					return err
 				}
 				changed[o.w.ID] = true
 			}
 		default:
-			if res.Step < len(Schedule) {
+			if res.Step < len(Schedule) && !o.permanent {
 				res.Status = store.DeliveryPending
 				res.Next = at.Add(retryDelay(res.Step, o.retryIn))
 			} else {
@@ -659,22 +771,106 @@ func (e *Engine) apply(tx store.Tx, batch []outcome) error {
 	return nil
 }
 
-// disable turns a webhook off and emits webhook_disabled to the owner's
-// other webhooks that want it, in the same transaction.
+// disable turns a webhook or connection off and emits webhook_disabled
+// (to the owner's webhooks of the domain) or connection_disabled (to the
+// owner's connections), in the same transaction.
 func (e *Engine) disable(tx store.Tx, w *store.Webhook, at time.Time, reason string) error {
 	w.Enabled, w.DisabledReason, w.DisabledAt = false, reason, at
-	data := events.WebhookDisabledData{WebhookID: w.ID, Domain: w.Domain, URL: w.URL, Reason: reason, DisabledAt: at.UTC()}
+	var failing *time.Time
 	if !w.FailingSince.IsZero() {
 		fs := w.FailingSince.UTC()
-		data.FailingSince = &fs
+		failing = &fs
 	}
-	ev, err := events.New(events.WebhookDisabled, at, w.AccountID, w.ClientID, w.Domain, data)
+	var ev events.Event
+	var err error
+	if w.IsConnection() {
+		ev, err = events.New(events.ConnectionDisabled, at, w.AccountID, w.ClientID, "", events.ConnectionDisabledData{
+			ConnectionID: w.ID, Connector: w.Connector, Name: w.Name, Reason: reason, DisabledAt: at.UTC(),
+			FailingSince: failing, ClientID: events.Optional(w.ClientID)})
+	} else {
+		ev, err = events.New(events.WebhookDisabled, at, w.AccountID, w.ClientID, w.Domain, events.WebhookDisabledData{
+			WebhookID: w.ID, Domain: w.Domain, URL: w.URL, Reason: reason, DisabledAt: at.UTC(), FailingSince: failing})
+	}
 	if err == nil {
 		err = events.Publish(tx, ev)
 	}
 	if err != nil {
 		return err
 	}
-	e.log.Warn("webhooks: endpoint disabled", "webhook", w.ID, "reason", reason)
+	e.log.Warn("deliveries: "+targetNoun(*w)+" disabled", "id", w.ID, "reason", reason)
 	return nil
+}
+
+// connect delivers a batch of a connection's deliveries through its
+// connector: one call, one outcome per delivery.
+func (e *Engine) connect(ctx context.Context, cs []claimed) []outcome {
+	w := cs[0].w
+	now := e.opt.Now()
+	evs := make([]sdk.Event, len(cs))
+	for i, c := range cs {
+		evs[i] = SDKEvent(c.d, w.ClientID)
+	}
+	ctx, cancel := context.WithTimeout(ctx, e.opt.Timeout)
+	defer cancel()
+	start := time.Now()
+	var rs []sdk.Result
+	err := errors.New("no connector host is running")
+	if e.opt.Connectors != nil {
+		rs, err = e.opt.Connectors.Deliver(ctx, w.Connector, w.Settings, evs)
+	}
+	if err == nil && len(rs) != len(cs) {
+		err = fmt.Errorf("it returned %d results for %d events", len(rs), len(cs))
+	}
+	latency := time.Since(start)
+	out := make([]outcome, len(cs))
+	for i, c := range cs {
+		o := outcome{d: c.d, w: c.w, attempt: store.Attempt{DeliveryID: c.d.ID, N: c.d.Attempts + 1, At: now, Latency: latency}}
+		if err != nil {
+			o.attempt.Result, o.attempt.Error = ResultError, truncate("connector "+w.Connector+": "+err.Error())
+		} else {
+			r := rs[i]
+			o.attempt.Error = truncate(r.Reason)
+			switch r.Outcome {
+			case sdk.Delivered:
+				o.ok, o.attempt.Result, o.attempt.Error = true, ResultDelivered, ""
+			case sdk.Retry:
+				o.retryIn, o.attempt.Result = min(r.RetryAfter, MaxRetryAfter), ResultRetry
+			case sdk.Gone:
+				o.gone, o.attempt.Result = true, ResultGone
+			default:
+				o.permanent, o.attempt.Result = true, ResultFailed
+			}
+		}
+		out[i] = o
+	}
+	return out
+}
+
+// What a connector answered, as an attempt records it.
+const (
+	ResultDelivered = "delivered"
+	ResultRetry     = "retry"
+	ResultFailed    = "failed"
+	ResultGone      = "gone"
+	ResultError     = "error" // the plugin failed: not running, crashed, past its deadline
+)
+
+func truncate(s string) string {
+	if len(s) <= maxResponseBody {
+		return s
+	}
+	return strings.ToValidUTF8(s[:maxResponseBody], "")
+}
+
+// SDKEvent is a delivery as a connector receives it.
+func SDKEvent(d store.Delivery, clientID string) sdk.Event {
+	var b struct {
+		Timestamp time.Time `json:"timestamp"`
+		Data      struct {
+			Domain string `json:"domain"`
+		} `json:"data"`
+	}
+	_ = json.Unmarshal(d.Payload, &b) // the bus checked it; a zero field is all a failure costs
+	return sdk.Event{ID: d.EventID, Kind: d.Event, Timestamp: b.Timestamp, Body: d.Payload, AccountID: d.AccountID,
+		ClientID: clientID, Domain: b.Data.Domain}
 }

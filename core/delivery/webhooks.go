@@ -20,7 +20,8 @@ import (
 	"github.com/aivis/aivis/webhook"
 )
 
-// Service is what the API and the dashboard do with webhooks.
+// Service is what the API and the dashboard do with webhooks, and, as
+// Connections returns it, with connections.
 type Service struct {
 	Store  store.Store
 	Client *http.Client // the guarded client of the engine
@@ -33,6 +34,26 @@ type Service struct {
 	Now           func() time.Time
 	// Wake tells the engine that deliveries may be due (optional).
 	Wake func()
+	// Hub runs the connectors connections deliver through.
+	Hub ConnectorHub
+
+	connections bool // Get, Delete and the delivery log see connections
+}
+
+// Connections is the service for connections: Get, Delete and the
+// delivery log (Deliveries, Delivery, Redeliver, Replay) see connections
+// instead of webhooks.
+func (s *Service) Connections() *Service {
+	c := *s
+	c.connections = true
+	return &c
+}
+
+func (s *Service) noun() string {
+	if s.connections {
+		return "connection"
+	}
+	return "webhook"
 }
 
 // DefaultGrace is how long an old secret keeps signing after a rotation.
@@ -129,7 +150,7 @@ func (s *Service) Create(ctx context.Context, p auth.Principal, in client.Create
 		MinScoreChange: minChange, Enabled: true, Secret: secret, CreatedAt: now, UpdatedAt: now}
 
 	ev, err := events.New(events.WebhookTest, now, w.AccountID, w.ClientID, w.Domain,
-		events.WebhookTestData{WebhookID: w.ID, Domain: d, Message: "aivis is verifying this endpoint; answer 200 to activate the webhook"})
+		events.WebhookTestData{WebhookID: &w.ID, Domain: d, Message: "aivis is verifying this endpoint; answer 200 to activate the webhook"})
 	if err != nil {
 		return store.Webhook{}, err
 	}
@@ -178,13 +199,15 @@ func (s *Service) verify(ctx context.Context, w store.Webhook, eventID string, p
 // Get reads a webhook the principal may see.
 func (s *Service) Get(ctx context.Context, p auth.Principal, id string) (store.Webhook, error) {
 	w, err := s.Store.Webhook(ctx, p.AccountID(), id)
-	return visible(p, id, w, err)
+	return s.visible(p, id, w, err)
 }
 
-// visible hides another client's webhook behind NOT_FOUND.
-func visible(p auth.Principal, id string, w store.Webhook, err error) (store.Webhook, error) {
-	if errors.Is(err, store.ErrNotFound) || (err == nil && p.ClientID() != "" && w.ClientID != p.ClientID()) {
-		return store.Webhook{}, fault.New(fault.NotFound, "no webhook %s", id)
+// visible hides another client's webhook, and a target of the other kind,
+// behind NOT_FOUND.
+func (s *Service) visible(p auth.Principal, id string, w store.Webhook, err error) (store.Webhook, error) {
+	if errors.Is(err, store.ErrNotFound) || (err == nil && (p.ClientID() != "" && w.ClientID != p.ClientID() ||
+		w.IsConnection() != s.connections)) {
+		return store.Webhook{}, fault.New(fault.NotFound, "no %s %s", s.noun(), id)
 	}
 	return w, err
 }
@@ -195,7 +218,7 @@ func (s *Service) change(ctx context.Context, p auth.Principal, id string, fn fu
 	var w store.Webhook
 	err := s.Store.Update(ctx, func(tx store.Tx) (err error) {
 		w, err = tx.Webhook(p.AccountID(), id)
-		if w, err = visible(p, id, w, err); err != nil {
+		if w, err = s.visible(p, id, w, err); err != nil {
 			return err
 		}
 		if err := fn(&w); err != nil {
@@ -210,7 +233,7 @@ func (s *Service) change(ctx context.Context, p auth.Principal, id string, fn fu
 // an account key the account's own, or one client's with clientID (or
 // every client's too with clientID "*").
 func (s *Service) List(ctx context.Context, p auth.Principal, clientID, cursor string, limit int) ([]store.Webhook, string, error) {
-	f := store.WebhookFilter{AccountID: p.AccountID(), ClientID: p.ClientID(), Cursor: cursor, Limit: limit}
+	f := store.WebhookFilter{AccountID: p.AccountID(), ClientID: p.ClientID(), Cursor: cursor, Limit: limit, Connections: s.connections}
 	if p.ClientID() == "" && clientID == "*" {
 		f.AllClients = true
 	} else if p.ClientID() == "" && clientID != "" {
@@ -252,14 +275,7 @@ func (s *Service) Update(ctx context.Context, p auth.Principal, id string, in cl
 		if in.MinScoreChange != nil {
 			w.MinScoreChange = minChange
 		}
-		if in.Enabled != nil && *in.Enabled != w.Enabled {
-			w.Enabled = *in.Enabled
-			if w.Enabled {
-				w.DisabledReason, w.DisabledAt, w.FailingSince, w.Failures = "", time.Time{}, time.Time{}, 0
-			} else {
-				w.DisabledReason, w.DisabledAt = "disabled by the account", now
-			}
-		}
+		setEnabled(w, in.Enabled, now)
 		w.UpdatedAt = now
 		return nil
 	})
@@ -269,11 +285,25 @@ func (s *Service) Update(ctx context.Context, p auth.Principal, id string, in cl
 	return w, err
 }
 
-// Delete removes a webhook with its deliveries.
+// setEnabled turns a webhook or connection on or off as the account asks
+// (nil: unchanged). Enabling clears the failure record.
+func setEnabled(w *store.Webhook, enabled *bool, now time.Time) {
+	if enabled == nil || *enabled == w.Enabled {
+		return
+	}
+	w.Enabled = *enabled
+	if w.Enabled {
+		w.DisabledReason, w.DisabledAt, w.FailingSince, w.Failures = "", time.Time{}, time.Time{}, 0
+	} else {
+		w.DisabledReason, w.DisabledAt = "disabled by the account", now
+	}
+}
+
+// Delete removes a webhook or connection with its deliveries.
 func (s *Service) Delete(ctx context.Context, p auth.Principal, id string) error {
 	return s.Store.Update(ctx, func(tx store.Tx) error {
 		w, err := tx.Webhook(p.AccountID(), id)
-		if _, err := visible(p, id, w, err); err != nil {
+		if _, err := s.visible(p, id, w, err); err != nil {
 			return err
 		}
 		return tx.DeleteWebhook(p.AccountID(), id)
@@ -309,7 +339,7 @@ func (s *Service) SendTest(ctx context.Context, p auth.Principal, id string) (st
 		return "", err
 	}
 	ev, err := events.New(events.WebhookTest, s.now(), w.AccountID, w.ClientID, w.Domain,
-		events.WebhookTestData{WebhookID: w.ID, Domain: w.Domain, Message: "a test event sent on request"})
+		events.WebhookTestData{WebhookID: &w.ID, Domain: w.Domain, Message: "a test event sent on request"})
 	if err != nil {
 		return "", err
 	}
@@ -342,7 +372,7 @@ func (s *Service) Delivery(ctx context.Context, p auth.Principal, id, deliveryID
 	}
 	d, as, err := s.Store.Delivery(ctx, id, deliveryID)
 	if errors.Is(err, store.ErrNotFound) {
-		return d, nil, fault.New(fault.NotFound, "no delivery %s of webhook %s", deliveryID, id)
+		return d, nil, fault.New(fault.NotFound, "no delivery %s of %s %s", deliveryID, s.noun(), id)
 	}
 	return d, as, err
 }

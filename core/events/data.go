@@ -60,9 +60,10 @@ type ScanCompletedData struct {
 
 // WebhookTestData is the data of webhook_test.
 type WebhookTestData struct {
-	WebhookID string `json:"webhook_id"`
-	Domain    string `json:"domain"`
-	Message   string `json:"message"`
+	WebhookID    *string `json:"webhook_id"`    // null for a connection's test
+	ConnectionID *string `json:"connection_id"` // null for a webhook's test
+	Domain       string  `json:"domain"`
+	Message      string  `json:"message"`
 }
 
 // WebhookDisabledData is the data of webhook_disabled.
@@ -73,6 +74,17 @@ type WebhookDisabledData struct {
 	Reason       string     `json:"reason"`
 	DisabledAt   time.Time  `json:"disabled_at"`
 	FailingSince *time.Time `json:"failing_since"`
+}
+
+// ConnectionDisabledData is the data of connection_disabled.
+type ConnectionDisabledData struct {
+	ConnectionID string     `json:"connection_id"`
+	Connector    string     `json:"connector"`
+	Name         string     `json:"name"`
+	Reason       string     `json:"reason"`
+	DisabledAt   time.Time  `json:"disabled_at"`
+	FailingSince *time.Time `json:"failing_since"`
+	ClientID     *string    `json:"client_id"`
 }
 
 // Optional is nil for "", else a pointer to s: absent values are null.

@@ -33,11 +33,12 @@ const (
 	ContentRequestCancelled = "content_request_cancelled"
 	ScanCompleted           = "scan_completed"
 	WebhookDisabled         = "webhook_disabled"
+	ConnectionDisabled      = "connection_disabled"
 )
 
 // Kinds lists every kind a webhook may subscribe to.
 var Kinds = []string{VisibilityChange, ContentOptimized, WebhookTest, ContentRequestCreated,
-	ContentRequestFailed, ContentRequestCancelled, ScanCompleted, WebhookDisabled}
+	ContentRequestFailed, ContentRequestCancelled, ScanCompleted, WebhookDisabled, ConnectionDisabled}
 
 // Known reports whether kind is in the catalog.
 func Known(kind string) bool { return slices.Contains(Kinds, kind) }
@@ -61,7 +62,8 @@ type Event struct {
 	// ai_visibility_change carries; -1 when there is no previous reading
 	// (every webhook hears of the first reading of a domain).
 	ScoreChange int
-	// WebhookID targets one webhook (webhook_test); "" for every match.
+	// WebhookID targets one webhook or connection (webhook_test); "" for
+	// every match.
 	WebhookID string
 }
 

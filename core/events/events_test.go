@@ -42,7 +42,7 @@ func TestMessageRoundTrip(t *testing.T) {
 }
 
 func TestFirstReadingAndTargets(t *testing.T) {
-	ev, _ := events.New(events.WebhookTest, time.Now(), "acct_1", "", "example.com", events.WebhookTestData{WebhookID: "wh_1"})
+	ev, _ := events.New(events.WebhookTest, time.Now(), "acct_1", "", "example.com", events.WebhookTestData{WebhookID: events.Optional("wh_1")})
 	ev.WebhookID = "wh_1"
 	m, _ := ev.Message()
 	back, err := events.FromMessage(m)

@@ -31,6 +31,7 @@ const (
 	UnsupportedMediaType   Code = "UNSUPPORTED_MEDIA_TYPE"
 	BudgetExceedsTierLimit Code = "BUDGET_EXCEEDS_TIER_LIMIT"
 	WebhookVerification    Code = "WEBHOOK_VERIFICATION_FAILED"
+	ConnectorUnavailable   Code = "CONNECTOR_UNAVAILABLE"
 	RateLimitExceeded      Code = "RATE_LIMIT_EXCEEDED"
 	ActiveRequestLimit     Code = "ACTIVE_REQUEST_LIMIT_EXCEEDED"
 	Internal               Code = "INTERNAL_ERROR"
@@ -55,6 +56,7 @@ var statuses = map[Code]int{
 	UnsupportedMediaType:   http.StatusUnsupportedMediaType,
 	BudgetExceedsTierLimit: http.StatusUnprocessableEntity,
 	WebhookVerification:    http.StatusUnprocessableEntity,
+	ConnectorUnavailable:   http.StatusServiceUnavailable,
 	RateLimitExceeded:      http.StatusTooManyRequests,
 	ActiveRequestLimit:     http.StatusTooManyRequests,
 	Internal:               http.StatusInternalServerError,

@@ -7,6 +7,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -138,6 +140,84 @@ func (h *Hub) Connectors() []Connector {
 		out = append(out, c)
 	}
 	return out
+}
+
+// ErrUnknown is the error of a call to a connector that is not
+// registered; ErrUnavailable, to one that is but does not run.
+var (
+	ErrUnknown     = errors.New("connector not registered")
+	ErrUnavailable = errors.New("connector unavailable")
+)
+
+// running finds a connector's supervisor, and its info, asking the plugin
+// again if it could not describe itself at start.
+func (h *Hub) running(ctx context.Context, name string) (*host.Supervisor, sdk.Info, error) {
+	i := slices.IndexFunc(h.entries, func(e *entry) bool { return e.rec.Name == name })
+	if i < 0 {
+		return nil, sdk.Info{}, fmt.Errorf("%w: %q", ErrUnknown, name)
+	}
+	e := h.entries[i]
+	e.mu.Lock()
+	info, problem := e.info, e.problem
+	e.mu.Unlock()
+	if e.sup == nil {
+		return nil, info, fmt.Errorf("%w: %s: %s", ErrUnavailable, name, problem)
+	}
+	if info.Name == "" {
+		got, err := e.sup.Info(ctx)
+		if err != nil {
+			return nil, info, fmt.Errorf("%w: %s: %v", ErrUnavailable, name, err)
+		}
+		e.mu.Lock()
+		e.info, e.problem, info = got, "", got
+		e.mu.Unlock()
+	}
+	return e.sup, info, nil
+}
+
+// Info is how a running connector describes itself.
+func (h *Hub) Info(ctx context.Context, name string) (sdk.Info, error) {
+	_, info, err := h.running(ctx, name)
+	return info, err
+}
+
+// ValidateSettings asks a connector what is wrong with settings.
+func (h *Hub) ValidateSettings(ctx context.Context, name string, settings json.RawMessage) ([]sdk.FieldError, error) {
+	sup, _, err := h.running(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return sup.ValidateSettings(ctx, settings)
+}
+
+// Test has a connector deliver one test event.
+func (h *Hub) Test(ctx context.Context, name string, settings json.RawMessage, ev sdk.Event) (sdk.Result, error) {
+	sup, _, err := h.running(ctx, name)
+	if err != nil {
+		return sdk.Result{}, err
+	}
+	return sup.Test(ctx, settings, ev)
+}
+
+// Deliver has a connector deliver events; an error is the plugin's failure.
+func (h *Hub) Deliver(ctx context.Context, name string, settings json.RawMessage, evs []sdk.Event) ([]sdk.Result, error) {
+	sup, _, err := h.running(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return sup.Deliver(ctx, settings, evs)
+}
+
+// MaxBatch is how many events one Deliver of a connector may carry.
+func (h *Hub) MaxBatch(name string) int {
+	for _, e := range h.entries {
+		if e.rec.Name == name {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			return max(e.info.MaxBatch, 1)
+		}
+	}
+	return 1
 }
 
 // Close stops every plugin.

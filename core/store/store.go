@@ -242,6 +242,8 @@ type Tx interface {
 	Webhook(accountID, id string) (Webhook, error)
 	UpdateWebhook(w Webhook) error
 	DeleteWebhook(accountID, id string) error
+	// LogEvent keeps an event in the event log (once: a repeat is ignored).
+	LogEvent(e LoggedEvent) error
 	// InsertDelivery adds a delivery unless the webhook already has one for
 	// the event (added reports which).
 	InsertDelivery(d Delivery) (added bool, err error)

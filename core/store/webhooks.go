@@ -2,10 +2,14 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 )
 
-// Webhook is an endpoint that receives an owner's events for one domain.
+// Webhook is a delivery target of an owner: a signed webhook endpoint that
+// receives the events of one domain, or a connection (Connector set), which
+// delivers the events of its domains through a connector plugin. Both share
+// the delivery log, the retry schedule and the dispatcher.
 type Webhook struct {
 	ID             string
 	AccountID      string
@@ -25,7 +29,23 @@ type Webhook struct {
 	LastSuccessAt  time.Time
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
+
+	// A connection's: the connector plugin's name, a label, the domains it
+	// wants (none: every domain of the owner), its settings with secrets
+	// (sealed at rest), the same without the secret fields, and their names.
+	Connector      string
+	Name           string
+	Domains        []string
+	Settings       json.RawMessage
+	PublicSettings json.RawMessage
+	SecretFields   []string
+	// Subscription marks a connection the destination created (a Zapier
+	// REST Hook): deleted, not disabled, when the destination is gone.
+	Subscription bool
 }
+
+// IsConnection reports whether w delivers through a connector plugin.
+func (w Webhook) IsConnection() bool { return w.Connector != "" }
 
 // Delivery statuses.
 const (
@@ -62,6 +82,28 @@ type Attempt struct {
 	Latency      time.Duration
 	ResponseBody string // truncated
 	Error        string
+	// Result is a connector's answer (delivered, retry, failed, gone); ""
+	// for a signed webhook's attempt.
+	Result string
+}
+
+// LoggedEvent is an event as the event log keeps it.
+type LoggedEvent struct {
+	ID        string
+	AccountID string
+	ClientID  string
+	Event     string
+	Domain    string
+	Payload   []byte // the body receivers get
+	CreatedAt time.Time
+}
+
+// EventFilter selects an owner's recent events, newest first.
+type EventFilter struct {
+	AccountID string
+	ClientID  string
+	Event     string // "" for every kind
+	Limit     int
 }
 
 // WebhookFilter selects an owner's webhooks.
@@ -70,8 +112,10 @@ type WebhookFilter struct {
 	ClientID  string // "" with AllClients false: the account's own only
 	// AllClients lists the account's and every client's webhooks.
 	AllClients bool
-	Cursor     string
-	Limit      int
+	// Connections lists connections instead of webhooks.
+	Connections bool
+	Cursor      string
+	Limit       int
 }
 
 // DeliveryFilter selects a webhook's deliveries.
@@ -87,8 +131,12 @@ type Webhooks interface {
 	Webhook(ctx context.Context, accountID, id string) (Webhook, error)
 	ListWebhooks(ctx context.Context, f WebhookFilter) ([]Webhook, string, error)
 	// MatchWebhooks lists the webhooks of exactly one owner for a domain,
-	// enabled or not.
+	// and every connection of that owner, enabled or not.
 	MatchWebhooks(ctx context.Context, accountID, clientID, domain string) ([]Webhook, error)
+	// RecentEvents lists an owner's logged events, newest first.
+	RecentEvents(ctx context.Context, f EventFilter) ([]LoggedEvent, error)
+	// DeleteEventsBefore forgets logged events made before t.
+	DeleteEventsBefore(ctx context.Context, t time.Time) (int64, error)
 	Delivery(ctx context.Context, webhookID, id string) (Delivery, []Attempt, error)
 	ListDeliveries(ctx context.Context, f DeliveryFilter) ([]Delivery, string, error)
 	// DefaultWebhookURL is the owner's default endpoint, "" when unset.

@@ -108,6 +108,8 @@ func (c *chat) post(ctx context.Context, s settings, ev sdk.Event) sdk.Result {
 	switch {
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
 		return sdk.DeliveredResult()
+	case resp.StatusCode == http.StatusGone:
+		return sdk.GoneResult("the webhook is gone (410)")
 	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
 		after, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
 		return sdk.RetryResult(time.Duration(after)*time.Second, resp.Status)

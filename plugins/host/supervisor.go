@@ -32,6 +32,7 @@ type Supervisor struct {
 	cur     *Plugin
 	health  Health
 	next    time.Time // no start before this (backoff)
+	crashes int       // failures since the last successful call: the backoff's step
 	stopped bool
 }
 
@@ -73,18 +74,20 @@ func (s *Supervisor) plugin() (*Plugin, error) {
 		s.cur.Kill()
 		s.cur = nil
 		s.health.Restarts++
+		s.crashes++
 		s.health.LastError = "the plugin process exited"
-		s.next = time.Now().Add(s.backoff(s.health.Restarts))
+		s.next = time.Now().Add(s.backoff(s.crashes))
 		s.health.State, s.health.Since = "restarting", time.Now()
 	}
 	if time.Now().Before(s.next) {
-		return nil, fmt.Errorf("%w: restarting after %s", ErrUnavailable, s.health.LastError)
+		return nil, &backoffError{until: s.next, why: s.health.LastError}
 	}
 	p, err := Start(s.opt)
 	if err != nil {
 		s.health.Restarts++
+		s.crashes++
 		s.health.LastError = err.Error()
-		s.next = time.Now().Add(s.backoff(s.health.Restarts))
+		s.next = time.Now().Add(s.backoff(s.crashes))
 		s.health.State, s.health.Since = "restarting", time.Now()
 		return nil, err
 	}
@@ -127,9 +130,35 @@ func (s *Supervisor) Stop() {
 	s.health.State, s.health.Since = "stopped", time.Now()
 }
 
+// backoffError is a call made while a plugin waits to be restarted.
+type backoffError struct {
+	until time.Time
+	why   string
+}
+
+func (e *backoffError) Error() string {
+	return fmt.Sprintf("%v: restarting after %s", ErrUnavailable, e.why)
+}
+
+func (e *backoffError) Unwrap() error { return ErrUnavailable }
+
+// call runs f on the running plugin. A call made while the plugin waits to
+// be restarted waits for it, as long as its context allows.
 func call[T any](s *Supervisor, ctx context.Context, f func(context.Context, *sdk.Client) (T, error)) (T, error) {
 	var zero T
 	p, err := s.plugin()
+	for be := (*backoffError)(nil); errors.As(err, &be); {
+		dl, ok := ctx.Deadline()
+		if ok && dl.Before(be.until) {
+			return zero, err
+		}
+		select {
+		case <-ctx.Done():
+			return zero, err
+		case <-time.After(time.Until(be.until)):
+		}
+		p, err = s.plugin()
+	}
 	if err != nil {
 		return zero, err
 	}
@@ -140,6 +169,9 @@ func call[T any](s *Supervisor, ctx context.Context, f func(context.Context, *sd
 		s.failed(p, err)
 		return zero, err
 	}
+	s.mu.Lock()
+	s.crashes = 0 // it works again: a new crash starts the backoff over
+	s.mu.Unlock()
 	return v, nil
 }
 

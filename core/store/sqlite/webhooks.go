@@ -79,18 +79,30 @@ func (t *txn) InsertReading(r store.Reading) (store.Reading, error) {
 }
 
 const webhookColumns = `id, account_id, client_id, domain, url, events, min_score_change, enabled, disabled_reason, disabled_at,
-	secret, prev_secret, prev_secret_end, failing_since, failures, last_success_at, created_at, updated_at`
+	secret, prev_secret, prev_secret_end, failing_since, failures, last_success_at, created_at, updated_at,
+	connector, name, domains, settings, public_settings, secret_fields, subscription`
 
 func (db *DB) scanWebhook(s scanner) (store.Webhook, error) {
 	var w store.Webhook
-	var client, reason, prev sql.NullString
-	var events string
-	var enabled int
+	var client, reason, prev, connector sql.NullString
+	var events, doms, settings, public, secretFields string
+	var enabled, subscription int
 	var disabledAt, prevEnd, failing, success, created, updated sql.NullInt64
 	err := s.Scan(&w.ID, &w.AccountID, &client, &w.Domain, &w.URL, &events, &w.MinScoreChange, &enabled, &reason, &disabledAt,
-		&w.Secret, &prev, &prevEnd, &failing, &w.Failures, &success, &created, &updated)
+		&w.Secret, &prev, &prevEnd, &failing, &w.Failures, &success, &created, &updated,
+		&connector, &w.Name, &doms, &settings, &public, &secretFields, &subscription)
 	if err != nil {
 		return w, err
+	}
+	w.Connector, w.Domains, w.SecretFields, w.Subscription = connector.String, strings.Fields(doms), strings.Fields(secretFields), subscription == 1
+	if public != "" {
+		w.PublicSettings = json.RawMessage(public)
+	}
+	if settings, err = db.open(settings); err != nil {
+		return w, err
+	}
+	if settings != "" {
+		w.Settings = json.RawMessage(settings)
 	}
 	w.ClientID, w.DisabledReason, w.PrevSecret = client.String, reason.String, prev.String
 	w.Events = strings.Fields(events)
@@ -112,13 +124,24 @@ func (db *DB) webhookArgs(w store.Webhook) ([]any, error) {
 	if w.PrevSecret, err = db.seal(w.PrevSecret); err != nil {
 		return nil, err
 	}
-	enabled := 0
-	if w.Enabled {
-		enabled = 1
+	settings, err := db.seal(string(w.Settings))
+	if err != nil {
+		return nil, err
 	}
-	return []any{w.ID, w.AccountID, nullStr(w.ClientID), w.Domain, w.URL, strings.Join(w.Events, " "), w.MinScoreChange, enabled,
+	return []any{w.ID, w.AccountID, nullStr(w.ClientID), w.Domain, w.URL, strings.Join(w.Events, " "), w.MinScoreChange, bit(w.Enabled),
 		nullStr(w.DisabledReason), ns(w.DisabledAt), w.Secret, nullStr(w.PrevSecret), ns(w.PrevSecretEnd), ns(w.FailingSince),
-		w.Failures, ns(w.LastSuccessAt), ns(w.CreatedAt), ns(w.UpdatedAt)}, nil
+		w.Failures, ns(w.LastSuccessAt), ns(w.CreatedAt), ns(w.UpdatedAt),
+		nullStr(w.Connector), w.Name, strings.Join(w.Domains, " "), settings, string(w.PublicSettings),
+		strings.Join(w.SecretFields, " "), bit(w.Subscription)}, nil
+}
+
+func placeholders(n int) string { return strings.TrimSuffix(strings.Repeat("?, ", n), ", ") }
+
+func bit(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func (t *txn) InsertWebhook(w store.Webhook) error {
@@ -126,7 +149,7 @@ func (t *txn) InsertWebhook(w store.Webhook) error {
 	if err != nil {
 		return err
 	}
-	_, err = t.tx.Exec(`INSERT INTO webhooks (`+webhookColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...)
+	_, err = t.tx.Exec(`INSERT INTO webhooks (`+webhookColumns+`) VALUES (`+placeholders(len(args))+`)`, args...)
 	if err != nil {
 		return fmt.Errorf("sqlite: insert webhook: %w", conflict(err))
 	}
@@ -148,7 +171,8 @@ func (t *txn) UpdateWebhook(w store.Webhook) error {
 	}
 	res, err := t.tx.Exec(`UPDATE webhooks SET url = ?5, events = ?6, min_score_change = ?7, enabled = ?8, disabled_reason = ?9,
 		disabled_at = ?10, secret = ?11, prev_secret = ?12, prev_secret_end = ?13, failing_since = ?14, failures = ?15,
-		last_success_at = ?16, updated_at = ?18 WHERE id = ?1 AND account_id = ?2`, args...)
+		last_success_at = ?16, updated_at = ?18, name = ?20, domains = ?21, settings = ?22, public_settings = ?23,
+		secret_fields = ?24, subscription = ?25 WHERE id = ?1 AND account_id = ?2`, args...)
 	if err != nil {
 		return fmt.Errorf("sqlite: update webhook: %w", conflict(err))
 	}
@@ -204,8 +228,9 @@ func nullInt(n int) any {
 }
 
 func (t *txn) AddAttempt(a store.Attempt) error {
-	_, err := t.tx.Exec(`INSERT INTO webhook_attempts (delivery_id, n, at, status_code, latency_us, response_body, error)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`, a.DeliveryID, a.N, a.At.UnixNano(), a.StatusCode, a.Latency.Microseconds(), a.ResponseBody, a.Error)
+	_, err := t.tx.Exec(`INSERT INTO webhook_attempts (delivery_id, n, at, status_code, latency_us, response_body, error, result)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, a.DeliveryID, a.N, a.At.UnixNano(), a.StatusCode, a.Latency.Microseconds(), a.ResponseBody, a.Error,
+		a.Result)
 	if err != nil {
 		return fmt.Errorf("sqlite: add attempt: %w", conflict(err))
 	}
@@ -353,7 +378,7 @@ func (t *txn) Redeliver(webhookID string, ids []string, since, until, now time.T
 		if len(ids) == 0 {
 			return 0, nil
 		}
-		q += ` AND id IN (` + strings.TrimSuffix(strings.Repeat("?, ", len(ids)), ", ") + `)`
+		q += ` AND id IN (` + placeholders(len(ids)) + `)`
 		for _, id := range ids {
 			args = append(args, id)
 		}
@@ -391,8 +416,8 @@ func (db *DB) Webhook(ctx context.Context, accountID, id string) (store.Webhook,
 
 // ListWebhooks returns one page of an owner's webhooks, newest first.
 func (db *DB) ListWebhooks(ctx context.Context, f store.WebhookFilter) ([]store.Webhook, string, error) {
-	q := `SELECT ` + webhookColumns + ` FROM webhooks WHERE account_id = ?`
-	args := []any{f.AccountID}
+	q := `SELECT ` + webhookColumns + ` FROM webhooks WHERE account_id = ? AND (connector IS NOT NULL) = ?`
+	args := []any{f.AccountID, f.Connections}
 	if !f.AllClients {
 		q += ` AND client_id IS ?`
 		args = append(args, nullStr(f.ClientID))
@@ -405,7 +430,7 @@ func (db *DB) ListWebhooks(ctx context.Context, f store.WebhookFilter) ([]store.
 // for a domain.
 func (db *DB) MatchWebhooks(ctx context.Context, accountID, clientID, domain string) ([]store.Webhook, error) {
 	rows, err := db.r.QueryContext(ctx, `SELECT `+webhookColumns+` FROM webhooks
-		WHERE account_id = ? AND domain = ? AND client_id IS ?`, accountID, domain, nullStr(clientID))
+		WHERE account_id = ?1 AND client_id IS ?3 AND (domain = ?2 OR connector IS NOT NULL)`, accountID, domain, nullStr(clientID))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: match webhooks: %w", err)
 	}
@@ -441,8 +466,8 @@ func (db *DB) attempts(ctx context.Context, ids []string) (map[string][]store.At
 	for i, id := range ids {
 		args[i] = id
 	}
-	rows, err := db.r.QueryContext(ctx, `SELECT delivery_id, n, at, status_code, latency_us, response_body, error FROM webhook_attempts
-		WHERE delivery_id IN (`+strings.TrimSuffix(strings.Repeat("?, ", len(ids)), ", ")+`) ORDER BY delivery_id, n`, args...)
+	rows, err := db.r.QueryContext(ctx, `SELECT delivery_id, n, at, status_code, latency_us, response_body, error, result FROM webhook_attempts
+		WHERE delivery_id IN (`+placeholders(len(ids))+`) ORDER BY delivery_id, n`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: attempts: %w", err)
 	}
@@ -450,7 +475,7 @@ func (db *DB) attempts(ctx context.Context, ids []string) (map[string][]store.At
 	for rows.Next() {
 		var a store.Attempt
 		var at, us int64
-		if err := rows.Scan(&a.DeliveryID, &a.N, &at, &a.StatusCode, &us, &a.ResponseBody, &a.Error); err != nil {
+		if err := rows.Scan(&a.DeliveryID, &a.N, &at, &a.StatusCode, &us, &a.ResponseBody, &a.Error, &a.Result); err != nil {
 			return nil, fmt.Errorf("sqlite: attempts: %w", err)
 		}
 		a.At, a.Latency = time.Unix(0, at).UTC(), time.Duration(us)*time.Microsecond
@@ -484,4 +509,53 @@ func (db *DB) DefaultWebhookURL(ctx context.Context, accountID, clientID string)
 		return "", fmt.Errorf("sqlite: default webhook url: %w", notFound(err))
 	}
 	return u.String, nil
+}
+
+func (t *txn) LogEvent(e store.LoggedEvent) error {
+	_, err := t.tx.Exec(`INSERT INTO event_log (id, account_id, client_id, event, domain, payload, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+		e.ID, e.AccountID, nullStr(e.ClientID), e.Event, e.Domain, e.Payload, e.CreatedAt.UnixNano())
+	if err != nil {
+		return fmt.Errorf("sqlite: log event: %w", err)
+	}
+	return nil
+}
+
+// RecentEvents lists an owner's logged events, newest first.
+func (db *DB) RecentEvents(ctx context.Context, f store.EventFilter) ([]store.LoggedEvent, error) {
+	q := `SELECT id, account_id, client_id, event, domain, payload, created_at FROM event_log
+		WHERE account_id = ? AND client_id IS ?`
+	args := []any{f.AccountID, nullStr(f.ClientID)}
+	if f.Event != "" {
+		q += ` AND event = ?`
+		args = append(args, f.Event)
+	}
+	q += ` ORDER BY created_at DESC, id DESC LIMIT ?`
+	args = append(args, max(f.Limit, 1))
+	rows, err := db.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: recent events: %w", err)
+	}
+	defer rows.Close()
+	var out []store.LoggedEvent
+	for rows.Next() {
+		var e store.LoggedEvent
+		var client sql.NullString
+		var created int64
+		if err := rows.Scan(&e.ID, &e.AccountID, &client, &e.Event, &e.Domain, &e.Payload, &created); err != nil {
+			return nil, fmt.Errorf("sqlite: recent events: %w", err)
+		}
+		e.ClientID, e.CreatedAt = client.String, time.Unix(0, created).UTC()
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// DeleteEventsBefore forgets logged events made before t.
+func (db *DB) DeleteEventsBefore(ctx context.Context, t time.Time) (int64, error) {
+	res, err := db.w.ExecContext(ctx, `DELETE FROM event_log WHERE created_at < ?`, t.UnixNano())
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: forget events: %w", err)
+	}
+	return res.RowsAffected()
 }
