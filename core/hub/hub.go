@@ -23,6 +23,9 @@ import (
 	"github.com/aivis/aivis/plugins/sdk"
 )
 
+// HealthInterval is how often a running connector is health-checked.
+const HealthInterval = 10 * time.Second
+
 // Connector is one registered plugin as the API shows it.
 type Connector struct {
 	Record store.PluginRecord
@@ -69,6 +72,7 @@ func Open(ctx context.Context, st store.Plugins, dir string, policy netguard.Pol
 		default:
 			e.sup = host.Supervise(host.Options{Path: rec.Path, Checksum: rec.SHA256, Env: env,
 				Log: log.With("connector", rec.Name)}, 30*time.Second)
+			e.sup.Watch(HealthInterval)
 		}
 		if e.problem != "" {
 			log.Warn("connector not started", "connector", rec.Name, "path", rec.Path, "why", e.problem)

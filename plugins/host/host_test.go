@@ -110,6 +110,34 @@ func TestSupervisorRestartsAKilledPlugin(t *testing.T) {
 	}
 }
 
+func TestWatchRestartsWithoutACall(t *testing.T) {
+	s := host.Supervise(host.Options{Path: build(t)}, 2*time.Second)
+	defer s.Stop()
+	eventually(t, s)
+	s.Watch(20 * time.Millisecond)
+	var pid int
+	waitUntil(t, "the plugin started by the watch", func() bool {
+		pid = s.Pid()
+		return pid != 0
+	})
+	syscall.Kill(pid, syscall.SIGKILL)
+	waitUntil(t, "a new process", func() bool {
+		h := s.Health()
+		return h.Restarts == 1 && h.State == "running" && s.Pid() != 0 && s.Pid() != pid
+	})
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within 10 s: %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func TestBackoff(t *testing.T) {
 	if host.Backoff(1) != 500*time.Millisecond || host.Backoff(100) != 30*time.Second || host.Backoff(0) != 250*time.Millisecond {
 		t.Fatal(host.Backoff(1), host.Backoff(100))

@@ -34,6 +34,7 @@ type Supervisor struct {
 	next    time.Time // no start before this (backoff)
 	crashes int       // failures since the last successful call: the backoff's step
 	stopped bool
+	done    chan struct{} // closed by Stop
 }
 
 // Supervise starts supervising the plugin of opt; calls have deadline
@@ -42,8 +43,45 @@ func Supervise(opt Options, deadline time.Duration) *Supervisor {
 	if deadline <= 0 {
 		deadline = 30 * time.Second
 	}
-	return &Supervisor{opt: opt, deadline: deadline, backoff: Backoff,
+	return &Supervisor{opt: opt, deadline: deadline, backoff: Backoff, done: make(chan struct{}),
 		health: Health{State: "starting", Since: time.Now()}}
+}
+
+// Pid is the process id of the running plugin, 0 when none runs.
+func (s *Supervisor) Pid() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cur == nil || s.cur.Exited() {
+		return 0
+	}
+	return s.cur.Pid()
+}
+
+// Watch health-checks the plugin every interval until Stop: it pings the
+// plugin, and one that exited or does not answer is restarted (after its
+// backoff) without waiting for a call to need it.
+func (s *Supervisor) Watch(every time.Duration) {
+	go func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.done:
+				return
+			case <-t.C:
+			}
+			p, err := s.plugin()
+			if err != nil {
+				continue // not running yet: the next tick tries again
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), min(every, s.deadline))
+			err = p.Ping(ctx)
+			cancel()
+			if err != nil {
+				s.failed(p, fmt.Errorf("health check: %w", err))
+			}
+		}
+	}()
 }
 
 // Backoff is the wait before the n-th restart in a row: 250 ms doubling to
@@ -122,6 +160,9 @@ func (s *Supervisor) Health() Health {
 func (s *Supervisor) Stop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if !s.stopped {
+		close(s.done)
+	}
 	s.stopped = true
 	if s.cur != nil {
 		s.cur.Kill()
