@@ -138,6 +138,23 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// TestVersionNegotiation: a plugin that also speaks a newer protocol than
+// the host is spoken to in the newest version both know.
+func TestVersionNegotiation(t *testing.T) {
+	p, err := host.Start(host.Options{Path: build(t), Env: []string{"TESTPLUGIN_NEWER=1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Kill()
+	if p.Protocol != 1 {
+		t.Fatalf("negotiated protocol %d, want 1", p.Protocol)
+	}
+	rs, err := p.Connector().Deliver(context.Background(), json.RawMessage(`{"mode":"ok"}`), events)
+	if err != nil || len(rs) != 1 || rs[0].Outcome != sdk.Delivered {
+		t.Fatalf("deliver over the negotiated version: %v %v", rs, err)
+	}
+}
+
 func TestBackoff(t *testing.T) {
 	if host.Backoff(1) != 500*time.Millisecond || host.Backoff(100) != 30*time.Second || host.Backoff(0) != 250*time.Millisecond {
 		t.Fatal(host.Backoff(1), host.Backoff(100))

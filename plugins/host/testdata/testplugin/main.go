@@ -1,5 +1,7 @@
 // A connector that misbehaves on request, for the host's tests: the
 // settings' "mode" is ok, hang, garbage (wrong result count) or crash.
+// With TESTPLUGIN_NEWER set it also offers a protocol version the host
+// does not know.
 package main
 
 import (
@@ -7,6 +9,8 @@ import (
 	"encoding/json"
 	"os"
 	"time"
+
+	"github.com/hashicorp/go-plugin"
 
 	"github.com/aivis/aivis/plugins/sdk"
 )
@@ -37,4 +41,13 @@ func (bad) Deliver(ctx context.Context, raw json.RawMessage, events []sdk.Event)
 	return out
 }
 
-func main() { sdk.Serve(bad{}) }
+func main() {
+	if os.Getenv("TESTPLUGIN_NEWER") == "" {
+		sdk.Serve(bad{})
+	}
+	// A plugin newer than its host: it also speaks a protocol version 2
+	// the host does not know, and must be spoken to in version 1.
+	v1 := sdk.Plugins(bad{})[1]
+	plugin.Serve(&plugin.ServeConfig{HandshakeConfig: sdk.Handshake, GRPCServer: plugin.DefaultGRPCServer,
+		VersionedPlugins: map[int]plugin.PluginSet{1: v1, 2: v1}})
+}
