@@ -48,6 +48,7 @@ type Deps struct {
 	// connections.
 	Readings *visibility.Recorder
 	Webhooks *delivery.Service
+	Domains  *visibility.Domains
 	Hub      *hub.Hub
 }
 
@@ -58,6 +59,7 @@ type Server struct {
 	auth     *auth.Service
 	content  *content.Service
 	readings *visibility.Recorder
+	domains  *visibility.Domains
 	webhooks *delivery.Service
 	// connections is webhooks.Connections(): the same service seeing
 	// connections.
@@ -73,7 +75,7 @@ type Server struct {
 
 // New builds the API.
 func New(cfg Config, d Deps) *Server {
-	s := &Server{cfg: cfg, store: d.Store, auth: d.Auth, content: d.Content, readings: d.Readings, webhooks: d.Webhooks, hub: d.Hub, counter: d.Counter,
+	s := &Server{cfg: cfg, store: d.Store, auth: d.Auth, content: d.Content, readings: d.Readings, domains: d.Domains, webhooks: d.Webhooks, hub: d.Hub, counter: d.Counter,
 		guard: d.Guard, log: d.Log, now: d.Now}
 	if s.webhooks != nil {
 		s.connections = s.webhooks.Connections()
@@ -118,6 +120,11 @@ func (s *Server) Router() chi.Router {
 		r.MethodNotAllowed(s.methodNotAllowed)
 		r.Get("/visibility", s.scope("visibility:read", s.getVisibility))
 		r.Post("/visibility", s.scope("visibility:write", s.recordReading))
+		r.Get("/domains", s.scope("visibility:read", s.listDomains))
+		r.Post("/domains", s.scope("visibility:write", s.createDomain))
+		r.Get("/domains/{id}", s.scope("visibility:read", s.getDomain))
+		r.Patch("/domains/{id}", s.scope("visibility:write", s.updateDomain))
+		r.Delete("/domains/{id}", s.scope("visibility:write", s.deleteDomain))
 		r.Get("/webhooks", s.scope("webhooks:read", s.listWebhooks))
 		r.Post("/webhooks", s.scope("webhooks:write", s.createWebhook))
 		r.Get("/webhooks/{id}", s.scope("webhooks:read", s.getWebhook))

@@ -160,7 +160,8 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 	srv := api.New(api.Config{TrustedProxies: prefixes(cfg.TrustedProxies)}, api.Deps{
 		Store: svc.Store, Auth: svc.Auth, Content: svc.Content, Counter: counter,
 		Guard: limits.NewAuthGuard(cfg.AuthFailuresPerMinute), Log: log,
-		Readings: &visibility.Recorder{Store: svc.Store, Now: time.Now}, Webhooks: webhooks, Hub: connectors,
+		Readings: &visibility.Recorder{Store: svc.Store, Now: time.Now}, Webhooks: webhooks,
+		Domains: &visibility.Domains{Store: svc.Store, Now: time.Now}, Hub: connectors,
 	})
 
 	ln, err := net.Listen("tcp", cfg.Addr)

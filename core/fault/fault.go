@@ -32,6 +32,8 @@ const (
 	BudgetExceedsTierLimit Code = "BUDGET_EXCEEDS_TIER_LIMIT"
 	WebhookVerification    Code = "WEBHOOK_VERIFICATION_FAILED"
 	ConnectorUnavailable   Code = "CONNECTOR_UNAVAILABLE"
+	DomainLimitReached     Code = "DOMAIN_LIMIT_REACHED"
+	AlreadyExists          Code = "ALREADY_EXISTS"
 	RateLimitExceeded      Code = "RATE_LIMIT_EXCEEDED"
 	ActiveRequestLimit     Code = "ACTIVE_REQUEST_LIMIT_EXCEEDED"
 	Internal               Code = "INTERNAL_ERROR"
@@ -57,6 +59,8 @@ var statuses = map[Code]int{
 	BudgetExceedsTierLimit: http.StatusUnprocessableEntity,
 	WebhookVerification:    http.StatusUnprocessableEntity,
 	ConnectorUnavailable:   http.StatusServiceUnavailable,
+	DomainLimitReached:     http.StatusForbidden,
+	AlreadyExists:          http.StatusConflict,
 	RateLimitExceeded:      http.StatusTooManyRequests,
 	ActiveRequestLimit:     http.StatusTooManyRequests,
 	Internal:               http.StatusInternalServerError,

@@ -21,14 +21,16 @@ type Tier struct {
 	ActiveRequests      int
 	MaxBudgetPerRequest int64
 	MonthlyBudget       int64
+	MaxDomains          int           // monitored domains, the account's and its clients'
+	ScanInterval        time.Duration // between scheduled scans of a monitored domain
 }
 
 const dollar = 1_000_000
 
 var tiers = map[string]Tier{
-	"starter":      {"starter", "Starter", 60, 1_000, 10_000, 5, 1_000 * dollar, 5_000 * dollar},
-	"professional": {"professional", "Professional", 120, 5_000, 50_000, 20, 5_000 * dollar, 25_000 * dollar},
-	"enterprise":   {"enterprise", "Enterprise", 300, 15_000, 150_000, 100, 20_000 * dollar, 100_000 * dollar},
+	"starter":      {"starter", "Starter", 60, 1_000, 10_000, 5, 1_000 * dollar, 5_000 * dollar, 5, 7 * 24 * time.Hour},
+	"professional": {"professional", "Professional", 120, 5_000, 50_000, 20, 5_000 * dollar, 25_000 * dollar, 50, 24 * time.Hour},
+	"enterprise":   {"enterprise", "Enterprise", 300, 15_000, 150_000, 100, 20_000 * dollar, 100_000 * dollar, 500, 6 * time.Hour},
 }
 
 // TierByName finds a tier by its stored name, case-insensitively.

@@ -163,6 +163,7 @@ type Store interface {
 	Counters
 	Webhooks
 	Plugins
+	Domains
 
 	// DeleteIdempotencyBefore forgets idempotency records made before t.
 	DeleteIdempotencyBefore(ctx context.Context, t time.Time) (int64, error)
@@ -236,6 +237,15 @@ type Tx interface {
 	// is the account's own) for a domain.
 	LatestReading(f ReadingFilter) (Reading, error)
 	InsertReading(r Reading) (Reading, error)
+
+	// InsertDomain adds a monitored domain (ErrConflict when the owner
+	// monitors it already); CountDomains counts an account's, its clients'
+	// included.
+	InsertDomain(d MonitoredDomain) error
+	MonitoredDomain(accountID, id string) (MonitoredDomain, error)
+	UpdateDomain(d MonitoredDomain) error
+	DeleteDomain(accountID, id string) error
+	CountDomains(accountID string) (int, error)
 
 	InsertWebhook(w Webhook) error
 	// Webhook reads a webhook of an account, for update.

@@ -1,0 +1,89 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/aivis/aivis/client"
+	"github.com/aivis/aivis/core/store"
+)
+
+func domainView(d store.MonitoredDomain) client.MonitoredDomain {
+	return client.MonitoredDomain{ID: d.ID, Domain: d.Domain, Brands: nonNilList(d.Brands), Aliases: nonNilList(d.Aliases),
+		Competitors: nonNilList(d.Competitors), Topics: nonNilList(d.Topics), Prompts: nonNilList(d.Prompts),
+		NextScanAt: optionalTime(d.NextScanAt), LastScanAt: optionalTime(d.LastScanAt), ClientID: optional(d.ClientID),
+		CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt}
+}
+
+func nonNilList(l []string) []string {
+	if l == nil {
+		return []string{}
+	}
+	return l
+}
+
+func (s *Server) createDomain(w http.ResponseWriter, r *http.Request) {
+	var in client.CreateDomain
+	if err := readJSON(r, &in, false); err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	d, err := s.domains.Create(r.Context(), principal(r), in)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	w.Header().Set("Location", "/v1/domains/"+d.ID)
+	writeJSON(w, http.StatusCreated, domainView(d))
+}
+
+func (s *Server) listDomains(w http.ResponseWriter, r *http.Request) {
+	limit, cursor, err := pageParams(r)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	items, next, err := s.domains.List(r.Context(), principal(r), r.URL.Query().Get("client_id"), cursor, limit)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	page := client.List[client.MonitoredDomain]{Items: make([]client.MonitoredDomain, 0, len(items)), HasMore: next != "",
+		NextCursor: optional(next)}
+	for _, d := range items {
+		page.Items = append(page.Items, domainView(d))
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+func (s *Server) getDomain(w http.ResponseWriter, r *http.Request) {
+	d, err := s.domains.Get(r.Context(), principal(r), chi.URLParam(r, "id"))
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, domainView(d))
+}
+
+func (s *Server) updateDomain(w http.ResponseWriter, r *http.Request) {
+	var in client.UpdateDomain
+	if err := readJSON(r, &in, false); err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	d, err := s.domains.Update(r.Context(), principal(r), chi.URLParam(r, "id"), in)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, domainView(d))
+}
+
+func (s *Server) deleteDomain(w http.ResponseWriter, r *http.Request) {
+	if err := s.domains.Delete(r.Context(), principal(r), chi.URLParam(r, "id")); err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
