@@ -13,15 +13,16 @@ import (
 
 const dollar = 1_000_000
 
-// TestTierTableMatchesSpec is service-spec section 8, row by row.
+// TestTierTableMatchesSpec is service-spec section 8, row by row, with the
+// monitored-domain cap and scan interval of docs/api.md.
 func TestTierTableMatchesSpec(t *testing.T) {
 	want := []limits.Tier{
 		{Name: "starter", Title: "Starter", PerMinute: 60, PerHour: 1_000, PerDay: 10_000,
-			ActiveRequests: 5, MaxBudgetPerRequest: 1_000 * dollar, MonthlyBudget: 5_000 * dollar},
+			ActiveRequests: 5, MaxBudgetPerRequest: 1_000 * dollar, MonthlyBudget: 5_000 * dollar, MaxDomains: 5, ScanInterval: 7 * 24 * time.Hour},
 		{Name: "professional", Title: "Professional", PerMinute: 120, PerHour: 5_000, PerDay: 50_000,
-			ActiveRequests: 20, MaxBudgetPerRequest: 5_000 * dollar, MonthlyBudget: 25_000 * dollar},
+			ActiveRequests: 20, MaxBudgetPerRequest: 5_000 * dollar, MonthlyBudget: 25_000 * dollar, MaxDomains: 50, ScanInterval: 24 * time.Hour},
 		{Name: "enterprise", Title: "Enterprise", PerMinute: 300, PerHour: 15_000, PerDay: 150_000,
-			ActiveRequests: 100, MaxBudgetPerRequest: 20_000 * dollar, MonthlyBudget: 100_000 * dollar},
+			ActiveRequests: 100, MaxBudgetPerRequest: 20_000 * dollar, MonthlyBudget: 100_000 * dollar, MaxDomains: 500, ScanInterval: 6 * time.Hour},
 	}
 	for _, w := range want {
 		t.Run(w.Name, func(t *testing.T) {
