@@ -1,6 +1,9 @@
 package client
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // CreateDomain is the body of POST /v1/domains.
 type CreateDomain struct {
@@ -37,4 +40,27 @@ type MonitoredDomain struct {
 	ClientID    *string    `json:"client_id"`
 	CreatedAt   time.Time  `json:"created_at"`
 	UpdatedAt   time.Time  `json:"updated_at"`
+}
+
+// RequestScan is the body of POST /v1/visibility/scans.
+type RequestScan struct {
+	Domain   string `json:"domain"`
+	ClientID string `json:"client_id,omitempty"`
+}
+
+// Scan is a scan of a monitored domain: queued, running, completed or
+// failed, with its result once completed.
+type Scan struct {
+	ID         string          `json:"id"`
+	Domain     string          `json:"domain"`
+	DomainID   string          `json:"domain_id"`
+	Trigger    string          `json:"trigger"`
+	Status     string          `json:"status"`
+	Attempts   int             `json:"attempts"`
+	Result     json.RawMessage `json:"result"`
+	Error      *string         `json:"error"`
+	ClientID   *string         `json:"client_id"`
+	CreatedAt  time.Time       `json:"created_at"`
+	StartedAt  *time.Time      `json:"started_at"`
+	FinishedAt *time.Time      `json:"finished_at"`
 }

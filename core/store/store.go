@@ -164,6 +164,7 @@ type Store interface {
 	Webhooks
 	Plugins
 	Domains
+	Scans
 
 	// DeleteIdempotencyBefore forgets idempotency records made before t.
 	DeleteIdempotencyBefore(ctx context.Context, t time.Time) (int64, error)
@@ -246,6 +247,19 @@ type Tx interface {
 	UpdateDomain(d MonitoredDomain) error
 	DeleteDomain(accountID, id string) error
 	CountDomains(accountID string) (int, error)
+
+	InsertScan(s Scan) error
+	UpdateScan(s Scan) error
+	// ActiveScan is the queued or running scan of a monitored domain
+	// (ErrNotFound when none).
+	ActiveScan(domainID string) (Scan, error)
+	// ClaimScan takes the oldest queued scan, or a running one whose lease
+	// ended before now, and leases it until leaseEnd (ErrNotFound when
+	// none).
+	ClaimScan(now, leaseEnd time.Time) (Scan, error)
+	// DueDomains lists up to limit monitored domains whose next scan is due
+	// at now.
+	DueDomains(now time.Time, limit int) ([]DueDomain, error)
 
 	InsertWebhook(w Webhook) error
 	// Webhook reads a webhook of an account, for update.

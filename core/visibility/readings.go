@@ -81,40 +81,44 @@ func (r *Recorder) Record(ctx context.Context, p auth.Principal, in client.Recor
 // ai_visibility_change when it changes the latest score or sentiment.
 func (r *Recorder) Add(ctx context.Context, rd store.Reading) (store.Reading, *events.Event, error) {
 	var ev *events.Event
-	err := r.Store.Update(ctx, func(tx store.Tx) error {
-		ev = nil
-		prev, err := tx.LatestReading(store.ReadingFilter{AccountID: rd.AccountID, ClientID: rd.ClientID, Domain: rd.Domain})
-		first := errors.Is(err, store.ErrNotFound)
-		if err != nil && !first {
-			return err
-		}
-		if rd, err = tx.InsertReading(rd); err != nil {
-			return err
-		}
-		if !first && (rd.MeasuredAt.Before(prev.MeasuredAt) ||
-			(prev.VisibilityScore == rd.VisibilityScore && prev.Sentiment == rd.Sentiment)) {
-			return nil
-		}
-		data := events.VisibilityChangeData{Domain: rd.Domain, VisibilityScore: rd.VisibilityScore, Sentiment: rd.Sentiment,
-			SentimentScore: rd.SentimentScore, MeasuredAt: rd.MeasuredAt, Source: rd.Source, ClientID: events.Optional(rd.ClientID)}
-		change := -1
-		if !first {
-			change = abs(rd.VisibilityScore - prev.VisibilityScore)
-			ps, pm := prev.Sentiment, prev.MeasuredAt.Format(time.RFC3339Nano)
-			data.PreviousVisibilityScore, data.PreviousSentiment = &prev.VisibilityScore, &ps
-			data.PreviousSentimentScore, data.PreviousMeasuredAt = &prev.SentimentScore, &pm
-			delta := rd.VisibilityScore - prev.VisibilityScore
-			data.ScoreChange = &delta
-		}
-		e, err := events.New(events.VisibilityChange, r.Now(), rd.AccountID, rd.ClientID, rd.Domain, data)
-		if err != nil {
-			return err
-		}
-		e.ScoreChange = change
-		ev = &e
-		return events.Publish(tx, e)
+	err := r.Store.Update(ctx, func(tx store.Tx) (err error) {
+		rd, ev, err = r.AddTx(tx, rd)
+		return err
 	})
 	return rd, ev, err
+}
+
+// AddTx is Add in the caller's transaction.
+func (r *Recorder) AddTx(tx store.Tx, rd store.Reading) (store.Reading, *events.Event, error) {
+	prev, err := tx.LatestReading(store.ReadingFilter{AccountID: rd.AccountID, ClientID: rd.ClientID, Domain: rd.Domain})
+	first := errors.Is(err, store.ErrNotFound)
+	if err != nil && !first {
+		return rd, nil, err
+	}
+	if rd, err = tx.InsertReading(rd); err != nil {
+		return rd, nil, err
+	}
+	if !first && (rd.MeasuredAt.Before(prev.MeasuredAt) ||
+		(prev.VisibilityScore == rd.VisibilityScore && prev.Sentiment == rd.Sentiment)) {
+		return rd, nil, nil
+	}
+	data := events.VisibilityChangeData{Domain: rd.Domain, VisibilityScore: rd.VisibilityScore, Sentiment: rd.Sentiment,
+		SentimentScore: rd.SentimentScore, MeasuredAt: rd.MeasuredAt, Source: rd.Source, ClientID: events.Optional(rd.ClientID)}
+	change := -1
+	if !first {
+		change = abs(rd.VisibilityScore - prev.VisibilityScore)
+		ps, pm := prev.Sentiment, prev.MeasuredAt.Format(time.RFC3339Nano)
+		data.PreviousVisibilityScore, data.PreviousSentiment = &prev.VisibilityScore, &ps
+		data.PreviousSentimentScore, data.PreviousMeasuredAt = &prev.SentimentScore, &pm
+		delta := rd.VisibilityScore - prev.VisibilityScore
+		data.ScoreChange = &delta
+	}
+	e, err := events.New(events.VisibilityChange, r.Now(), rd.AccountID, rd.ClientID, rd.Domain, data)
+	if err != nil {
+		return rd, nil, err
+	}
+	e.ScoreChange = change
+	return rd, &e, events.Publish(tx, e)
 }
 
 func abs(n int) int {

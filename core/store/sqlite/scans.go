@@ -1,0 +1,130 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aivis/aivis/core/store"
+)
+
+const scanColumns = `id, account_id, client_id, domain_id, domain, trigger, status, attempts, lease_until, result, error,
+	created_at, started_at, finished_at`
+
+func scanScan(s scanner) (store.Scan, error) {
+	var sc store.Scan
+	var client, result, errText sql.NullString
+	var lease, created, started, finished sql.NullInt64
+	err := s.Scan(&sc.ID, &sc.AccountID, &client, &sc.DomainID, &sc.Domain, &sc.Trigger, &sc.Status, &sc.Attempts, &lease,
+		&result, &errText, &created, &started, &finished)
+	sc.ClientID, sc.Error = client.String, errText.String
+	if result.Valid {
+		sc.Result = []byte(result.String)
+	}
+	sc.LeaseUntil, sc.CreatedAt, sc.StartedAt, sc.FinishedAt = fromNS(lease), fromNS(created), fromNS(started), fromNS(finished)
+	return sc, err
+}
+
+func scanArgs(s store.Scan) []any {
+	var result any
+	if s.Result != nil {
+		result = string(s.Result)
+	}
+	return []any{s.ID, s.AccountID, nullStr(s.ClientID), s.DomainID, s.Domain, s.Trigger, s.Status, s.Attempts, ns(s.LeaseUntil),
+		result, nullStr(s.Error), ns(s.CreatedAt), ns(s.StartedAt), ns(s.FinishedAt)}
+}
+
+func (t *txn) InsertScan(s store.Scan) error {
+	if _, err := t.tx.Exec(`INSERT INTO scans (`+scanColumns+`) VALUES (`+placeholders(14)+`)`, scanArgs(s)...); err != nil {
+		return fmt.Errorf("sqlite: insert scan: %w", conflict(err))
+	}
+	return nil
+}
+
+func (t *txn) UpdateScan(s store.Scan) error {
+	a := scanArgs(s)
+	res, err := t.tx.Exec(`UPDATE scans SET status = ?, attempts = ?, lease_until = ?, result = ?, error = ?, started_at = ?,
+		finished_at = ? WHERE id = ?`, a[6], a[7], a[8], a[9], a[10], a[12], a[13], s.ID)
+	if err != nil {
+		return fmt.Errorf("sqlite: update scan: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("sqlite: scan %s: %w", s.ID, store.ErrNotFound)
+	}
+	return nil
+}
+
+func (t *txn) ActiveScan(domainID string) (store.Scan, error) {
+	s, err := scanScan(t.tx.QueryRow(`SELECT `+scanColumns+` FROM scans WHERE domain_id = ? AND status IN ('queued', 'running')
+		ORDER BY created_at LIMIT 1`, domainID))
+	if err != nil {
+		return s, fmt.Errorf("sqlite: active scan: %w", notFound(err))
+	}
+	return s, nil
+}
+
+func (t *txn) ClaimScan(now, leaseEnd time.Time) (store.Scan, error) {
+	// The oldest queued scan, else the oldest running one whose lease ended.
+	s, err := scanScan(t.tx.QueryRow(`SELECT `+scanColumns+` FROM scans WHERE status = 'queued' ORDER BY created_at LIMIT 1`))
+	if errors.Is(err, sql.ErrNoRows) {
+		s, err = scanScan(t.tx.QueryRow(`SELECT `+scanColumns+` FROM scans WHERE status = 'running' AND lease_until < ?
+			ORDER BY created_at LIMIT 1`, now.UnixNano()))
+	}
+	if err != nil {
+		return s, fmt.Errorf("sqlite: claim scan: %w", notFound(err))
+	}
+	s.Status, s.LeaseUntil = store.ScanRunning, leaseEnd
+	s.Attempts++
+	if s.StartedAt.IsZero() {
+		s.StartedAt = now
+	}
+	return s, t.UpdateScan(s)
+}
+
+func (t *txn) DueDomains(now time.Time, limit int) ([]store.DueDomain, error) {
+	rows, err := t.tx.Query(`SELECT a.tier, `+prefixed("d.", domainColumns)+` FROM monitored_domains d JOIN accounts a ON a.id = d.account_id
+		WHERE d.next_scan_at <= ? ORDER BY d.next_scan_at LIMIT ?`, now.UnixNano(), limit)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: due domains: %w", err)
+	}
+	defer rows.Close()
+	var out []store.DueDomain
+	for rows.Next() {
+		var tier string
+		d, err := scanDomain(prefixScanner{rows, &tier})
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: due domains: %w", err)
+		}
+		out = append(out, store.DueDomain{MonitoredDomain: d, Tier: tier})
+	}
+	return out, rows.Err()
+}
+
+// prefixScanner scans one leading column into first, the rest as given.
+type prefixScanner struct {
+	s     scanner
+	first any
+}
+
+func (p prefixScanner) Scan(dest ...any) error { return p.s.Scan(append([]any{p.first}, dest...)...) }
+
+// Scan reads a scan of an account.
+func (db *DB) Scan(ctx context.Context, accountID, id string) (store.Scan, error) {
+	s, err := scanScan(db.r.QueryRowContext(ctx, `SELECT `+scanColumns+` FROM scans WHERE account_id = ? AND id = ?`, accountID, id))
+	if err != nil {
+		return s, fmt.Errorf("sqlite: scan %s: %w", id, notFound(err))
+	}
+	return s, nil
+}
+
+// prefixed qualifies each of a comma-separated column list with p.
+func prefixed(p, columns string) string {
+	fields := strings.Split(columns, ",")
+	for i, f := range fields {
+		fields[i] = p + strings.TrimSpace(f)
+	}
+	return strings.Join(fields, ", ")
+}
