@@ -68,7 +68,7 @@ func (t *txn) ActiveScan(domainID string) (store.Scan, error) {
 
 func (t *txn) ClaimScan(now, leaseEnd time.Time) (store.Scan, error) {
 	// The oldest queued scan, else the oldest running one whose lease ended.
-	s, err := scanScan(t.tx.QueryRow(`SELECT `+scanColumns+` FROM scans WHERE status = 'queued' ORDER BY created_at LIMIT 1`))
+	s, err := scanScan(t.tx.QueryRow(`SELECT ` + scanColumns + ` FROM scans WHERE status = 'queued' ORDER BY created_at LIMIT 1`))
 	if errors.Is(err, sql.ErrNoRows) {
 		s, err = scanScan(t.tx.QueryRow(`SELECT `+scanColumns+` FROM scans WHERE status = 'running' AND lease_until < ?
 			ORDER BY created_at LIMIT 1`, now.UnixNano()))
