@@ -1,10 +1,12 @@
-# aivis: `make run` builds everything and serves on https://localhost:8443;
-# `make test` runs every test.
+# aivis: `make run` builds everything, registers the official connectors and
+# serves on https://localhost:8443; `make test` runs every test.
 GO      ?= go
 BIN     ?= bin
 DATA    ?= ./aivis-data
 ADDR    ?= 127.0.0.1:8443
 export CGO_ENABLED := 1
+# The official connectors: one plugin binary per folder of connectors/.
+CONNECTORS := $(notdir $(patsubst %/,%,$(wildcard connectors/*/)))
 
 .PHONY: proto all build run test test-short bench fuzz lint fmt clean
 
@@ -12,8 +14,13 @@ all: build
 
 build:
 	$(GO) build -o $(BIN)/aivis ./cmd/aivis
+	@for c in $(CONNECTORS); do \
+	  $(GO) build -o $(BIN)/connectors/$$c ./connectors/$$c || exit 1; done
 
 run: build
+	@for c in $(CONNECTORS); do \
+	  $(BIN)/aivis plugin register $(BIN)/connectors/$$c --data-dir $(DATA) >/dev/null || exit 1; \
+	  echo "connector $$c registered"; done
 	$(BIN)/aivis serve --data-dir $(DATA) --addr $(ADDR)
 
 test:
