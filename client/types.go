@@ -176,3 +176,24 @@ type VisibilityReading struct {
 	Source          string    `json:"source"`
 	ClientID        *string   `json:"client_id"`
 }
+
+// VisibilityStatus is GET /v1/visibility: the latest reading and how the
+// score moved over 7 and 30 days.
+type VisibilityStatus struct {
+	VisibilityReading
+	Trend VisibilityTrend `json:"trend"`
+}
+
+// VisibilityTrend compares the latest score with the reading as of 7 and
+// 30 days before it; null where there was none yet.
+type VisibilityTrend struct {
+	Days7  *TrendPoint `json:"7d"`
+	Days30 *TrendPoint `json:"30d"`
+}
+
+// TrendPoint is an earlier reading and the change since.
+type TrendPoint struct {
+	VisibilityScore int       `json:"visibility_score"`
+	Change          int       `json:"change"`
+	MeasuredAt      time.Time `json:"measured_at"`
+}

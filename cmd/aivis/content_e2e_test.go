@@ -258,18 +258,42 @@ func TestVisibility(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	for i, score := range []int{40, 72} {
-		_, err := db.AddReading(t.Context(), store.Reading{AccountID: a.ID, Domain: "example.com", VisibilityScore: score,
-			Sentiment: "positive", SentimentScore: 0.6, Source: "api", MeasuredAt: time.Now().Add(time.Duration(i-2) * time.Minute)})
+	now := time.Now()
+	for _, rd := range []struct {
+		score int
+		ago   time.Duration
+	}{{30, 40 * 24 * time.Hour}, {55, 10 * 24 * time.Hour}, {40, 2 * time.Minute}, {72, time.Minute}} {
+		_, err := db.AddReading(t.Context(), store.Reading{AccountID: a.ID, Domain: "example.com", VisibilityScore: rd.score,
+			Sentiment: "positive", SentimentScore: 0.6, Source: "api", MeasuredAt: now.Add(-rd.ago)})
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
 	r := s.do(t, req{method: "GET", path: "/v1/visibility?domain=EXAMPLE.com", header: h})
-	var v client.VisibilityReading
+	var v client.VisibilityStatus
 	r.decode(t, &v)
 	if r.Status != 200 || v.VisibilityScore != 72 || v.Domain != "example.com" || v.Sentiment != "positive" {
 		t.Errorf("latest reading: %d %s", r.Status, r.Body)
+	}
+	// As of 7 days before the latest: the reading 10 days ago (55); as of 30: the one 40 days ago (30).
+	if v.Trend.Days7 == nil || v.Trend.Days7.VisibilityScore != 55 || v.Trend.Days7.Change != 17 ||
+		v.Trend.Days30 == nil || v.Trend.Days30.VisibilityScore != 30 || v.Trend.Days30.Change != 42 {
+		t.Errorf("trend: %s", r.Body)
+	}
+	var page client.List[client.VisibilityReading]
+	var scores []int
+	for path := "/v1/visibility/history?domain=example.com&limit=3"; ; {
+		s.do(t, req{method: "GET", path: path, header: h}).decode(t, &page)
+		for _, it := range page.Items {
+			scores = append(scores, it.VisibilityScore)
+		}
+		if !page.HasMore {
+			break
+		}
+		path = "/v1/visibility/history?domain=example.com&limit=3&cursor=" + *page.NextCursor
+	}
+	if fmt.Sprint(scores) != "[72 40 55 30]" {
+		t.Errorf("history: %v", scores)
 	}
 	if bytes.Contains(r.Body, []byte(`"success"`)) {
 		t.Errorf("the bearer interface must not wrap resources in the envelope: %s", r.Body)

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
 	"strconv"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/aivis/aivis/client"
+	"github.com/aivis/aivis/core/auth"
 	"github.com/aivis/aivis/core/content"
 	"github.com/aivis/aivis/core/domains"
 	"github.com/aivis/aivis/core/fault"
@@ -215,30 +217,88 @@ func (s *Server) listContentRequests(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, envelope(page))
 }
 
-func (s *Server) getVisibility(w http.ResponseWriter, r *http.Request) {
-	p := principal(r)
-	q := r.URL.Query()
+// readingFilter reads the domain and client of a visibility query; ok is
+// false when the key may see nothing of it.
+func readingFilter(p auth.Principal, q url.Values) (store.ReadingFilter, bool, error) {
 	d, err := domains.Normalize(q.Get("domain"))
 	if err != nil {
-		writeError(w, r, s.log, fault.Invalid(fault.FieldError{Field: "domain", Message: err.Error()}))
-		return
+		return store.ReadingFilter{}, false, fault.Invalid(fault.FieldError{Field: "domain", Message: err.Error()})
 	}
 	f := store.ReadingFilter{AccountID: p.AccountID(), ClientID: p.ClientID(), Domain: d}
 	if c := q.Get("client_id"); c != "" && p.ClientID() == "" {
 		f.ClientID = c
 	} else if c != "" && c != p.ClientID() {
-		writeError(w, r, s.log, fault.New(fault.NotFound, "no visibility reading for %s yet", d))
+		return f, false, nil
+	}
+	return f, true, nil
+}
+
+func readingView(rd store.Reading) client.VisibilityReading {
+	return client.VisibilityReading{Domain: rd.Domain, VisibilityScore: rd.VisibilityScore, Sentiment: rd.Sentiment,
+		SentimentScore: rd.SentimentScore, MeasuredAt: rd.MeasuredAt, Source: rd.Source, ClientID: optional(rd.ClientID)}
+}
+
+func (s *Server) getVisibility(w http.ResponseWriter, r *http.Request) {
+	f, ok, err := readingFilter(principal(r), r.URL.Query())
+	if err != nil {
+		writeError(w, r, s.log, err)
 		return
 	}
-	rd, err := s.store.LatestReading(r.Context(), f)
-	if errors.Is(err, store.ErrNotFound) {
-		writeError(w, r, s.log, fault.New(fault.NotFound, "no visibility reading for %s yet", d))
+	var rd store.Reading
+	if ok {
+		rd, err = s.store.LatestReading(r.Context(), f)
+	}
+	if !ok || errors.Is(err, store.ErrNotFound) {
+		writeError(w, r, s.log, fault.New(fault.NotFound, "no visibility reading for %s yet", f.Domain))
 		return
 	} else if err != nil {
 		writeError(w, r, s.log, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, client.VisibilityReading{
-		Domain: rd.Domain, VisibilityScore: rd.VisibilityScore, Sentiment: rd.Sentiment, SentimentScore: rd.SentimentScore,
-		MeasuredAt: rd.MeasuredAt, Source: rd.Source, ClientID: optional(rd.ClientID)})
+	out := client.VisibilityStatus{VisibilityReading: readingView(rd)}
+	for _, tp := range []struct {
+		days int
+		dst  **client.TrendPoint
+	}{{7, &out.Trend.Days7}, {30, &out.Trend.Days30}} {
+		f.AtOrBefore = rd.MeasuredAt.AddDate(0, 0, -tp.days)
+		then, err := s.store.LatestReading(r.Context(), f)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		} else if err != nil {
+			writeError(w, r, s.log, err)
+			return
+		}
+		*tp.dst = &client.TrendPoint{VisibilityScore: then.VisibilityScore, Change: rd.VisibilityScore - then.VisibilityScore,
+			MeasuredAt: then.MeasuredAt}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) visibilityHistory(w http.ResponseWriter, r *http.Request) {
+	limit, cursor, err := pageParams(r)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	f, ok, err := readingFilter(principal(r), r.URL.Query())
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	page := client.List[client.VisibilityReading]{Items: []client.VisibilityReading{}}
+	if ok {
+		items, next, err := s.store.ListReadings(r.Context(), f, cursor, limit)
+		if errors.Is(err, store.ErrMalformed) {
+			err = fault.Invalid(fault.FieldError{Field: "cursor", Message: "is not a cursor this list returned"})
+		}
+		if err != nil {
+			writeError(w, r, s.log, err)
+			return
+		}
+		for _, rd := range items {
+			page.Items = append(page.Items, readingView(rd))
+		}
+		page.HasMore, page.NextCursor = next != "", optional(next)
+	}
+	writeJSON(w, http.StatusOK, page)
 }

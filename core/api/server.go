@@ -120,6 +120,7 @@ func (s *Server) Router() chi.Router {
 		r.MethodNotAllowed(s.methodNotAllowed)
 		r.Get("/visibility", s.scope("visibility:read", s.getVisibility))
 		r.Post("/visibility", s.scope("visibility:write", s.recordReading))
+		r.Get("/visibility/history", s.scope("visibility:read", s.visibilityHistory))
 		r.Get("/domains", s.scope("visibility:read", s.listDomains))
 		r.Post("/domains", s.scope("visibility:write", s.createDomain))
 		r.Get("/domains/{id}", s.scope("visibility:read", s.getDomain))

@@ -134,6 +134,9 @@ type ReadingFilter struct {
 	AccountID string
 	ClientID  string
 	Domain    string
+	// AtOrBefore, when set, bounds measured_at: the latest reading as of
+	// that moment.
+	AtOrBefore time.Time
 }
 
 // Window is a persisted rate-limit window count.
@@ -210,6 +213,9 @@ type Content interface {
 type Readings interface {
 	AddReading(ctx context.Context, r Reading) (Reading, error)
 	LatestReading(ctx context.Context, f ReadingFilter) (Reading, error)
+	// ListReadings returns one page of a domain's readings, newest
+	// measured first, and the next page's cursor ("" on the last).
+	ListReadings(ctx context.Context, f ReadingFilter, cursor string, limit int) ([]Reading, string, error)
 }
 
 // Counters persists rate-limit windows and per-key usage, written behind

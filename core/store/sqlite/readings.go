@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/aivis/aivis/core/store"
@@ -30,17 +31,67 @@ func (db *DB) LatestReading(ctx context.Context, f store.ReadingFilter) (store.R
 		q += ` AND client_id = ?`
 		args = append(args, f.ClientID)
 	}
-	var r store.Reading
-	var client sql.NullString
-	var measured int64
-	err := db.r.QueryRowContext(ctx, q+` ORDER BY measured_at DESC, id DESC LIMIT 1`, args...).Scan(
-		&r.ID, &r.AccountID, &client, &r.Domain, &r.VisibilityScore, &r.Sentiment, &r.SentimentScore, &r.Source, &measured)
+	if !f.AtOrBefore.IsZero() {
+		q += ` AND measured_at <= ?`
+		args = append(args, f.AtOrBefore.UnixNano())
+	}
+	r, err := scanReading(db.r.QueryRowContext(ctx, q+` ORDER BY measured_at DESC, id DESC LIMIT 1`, args...))
 	if err != nil {
 		return r, fmt.Errorf("sqlite: latest reading: %w", notFound(err))
 	}
+	return r, nil
+}
+
+func scanReading(s scanner) (store.Reading, error) {
+	var r store.Reading
+	var client sql.NullString
+	var measured int64
+	err := s.Scan(&r.ID, &r.AccountID, &client, &r.Domain, &r.VisibilityScore, &r.Sentiment, &r.SentimentScore, &r.Source, &measured)
 	r.ClientID = client.String
 	r.MeasuredAt = time.Unix(0, measured).UTC()
-	return r, nil
+	return r, err
+}
+
+// ListReadings pages through a domain's readings, newest measured first.
+func (db *DB) ListReadings(ctx context.Context, f store.ReadingFilter, cursor string, limit int) ([]store.Reading, string, error) {
+	if limit <= 0 {
+		limit = 20
+	}
+	q := `SELECT id, account_id, client_id, domain, visibility_score, sentiment, sentiment_score, source, measured_at
+		FROM visibility_readings WHERE account_id = ? AND domain = ?`
+	args := []any{f.AccountID, f.Domain}
+	if f.ClientID != "" {
+		q += ` AND client_id = ?`
+		args = append(args, f.ClientID)
+	}
+	if cursor != "" {
+		ts, id, err := decodeCursor(cursor)
+		n, perr := strconv.ParseInt(id, 10, 64)
+		if err != nil || perr != nil {
+			return nil, "", store.ErrMalformed
+		}
+		q += ` AND (measured_at, id) < (?, ?)`
+		args = append(args, ts, n)
+	}
+	rows, err := db.r.QueryContext(ctx, q+` ORDER BY measured_at DESC, id DESC LIMIT ?`, append(args, limit+1)...)
+	if err != nil {
+		return nil, "", fmt.Errorf("sqlite: list readings: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Reading
+	for rows.Next() {
+		r, err := scanReading(rows)
+		if err != nil {
+			return nil, "", fmt.Errorf("sqlite: list readings: %w", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil || len(out) <= limit {
+		return out, "", err
+	}
+	out = out[:limit]
+	last := out[limit-1]
+	return out, pageCursor(last.MeasuredAt, strconv.FormatInt(last.ID, 10)), nil
 }
 
 // LoadWindows reads the persisted rate-limit windows that started at or after since.
