@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -36,6 +37,34 @@ type Config struct {
 	AuthFailuresPerMinute int      `json:"auth_failures_per_minute"`
 	CounterFlushInterval  Duration `json:"counter_flush_interval"`
 	ShutdownTimeout       Duration `json:"shutdown_timeout"`
+	// Engines are the AI engines scans probe: OpenAI-compatible
+	// chat-completions endpoints (set in the config file only).
+	Engines []Engine `json:"engines"`
+	// ScanWorkers is how many domain scans run at once.
+	ScanWorkers int `json:"scan_workers"`
+}
+
+// Engine is an OpenAI-compatible chat-completions endpoint: a hosted model
+// or a local one (Ollama, vLLM, llama.cpp). The key is read from the
+// environment variable APIKeyEnv, or given as APIKey.
+type Engine struct {
+	Label              string   `json:"label"`
+	BaseURL            string   `json:"base_url"`
+	Model              string   `json:"model"`
+	APIKey             string   `json:"api_key,omitempty"`
+	APIKeyEnv          string   `json:"api_key_env,omitempty"`
+	InputPricePerMTok  float64  `json:"input_price_per_mtok"`
+	OutputPricePerMTok float64  `json:"output_price_per_mtok"`
+	Concurrency        int      `json:"concurrency"`
+	Timeout            Duration `json:"timeout"`
+}
+
+// Key is the engine's API key: from its environment variable when named.
+func (e Engine) Key() string {
+	if e.APIKeyEnv != "" {
+		return os.Getenv(e.APIKeyEnv)
+	}
+	return e.APIKey
 }
 
 // Duration is a time.Duration written as "1s", "250ms" in files and flags.
@@ -76,6 +105,7 @@ func Default() Config {
 		CounterFlushInterval:  Duration(time.Second),
 		ShutdownTimeout:       Duration(30 * time.Second),
 		WebhookTimeout:        Duration(15 * time.Second),
+		ScanWorkers:           2,
 	}
 }
 
@@ -108,6 +138,7 @@ func (c *Config) fields(serve bool) []field {
 		field{"auth-failures-per-minute", "failed authentications allowed per client address per minute", (*integer)(&c.AuthFailuresPerMinute)},
 		field{"counter-flush-interval", "how often request counts are written to the database", &c.CounterFlushInterval},
 		field{"shutdown-timeout", "how long a graceful shutdown waits for requests in flight", &c.ShutdownTimeout},
+		field{"scan-workers", "how many domain scans run at once", (*integer)(&c.ScanWorkers)},
 	)
 }
 
@@ -228,6 +259,35 @@ func (c *Config) Validate() error {
 	}
 	if c.WebhookTimeout < Duration(100*time.Millisecond) || c.WebhookTimeout > Duration(time.Minute) {
 		errs = append(errs, errors.New("webhook_timeout must be between 100ms and 1m"))
+	}
+	if c.ScanWorkers < 1 || c.ScanWorkers > 64 {
+		errs = append(errs, errors.New("scan_workers must be between 1 and 64"))
+	}
+	labels := map[string]bool{}
+	for i, e := range c.Engines {
+		at := fmt.Sprintf("engines[%d]", i)
+		if e.Label == "" || labels[e.Label] {
+			errs = append(errs, fmt.Errorf("%s.label must be set and unique", at))
+		}
+		labels[e.Label] = true
+		if u, err := url.Parse(e.BaseURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("%s.base_url must be an http(s) URL such as https://api.openai.com/v1", at))
+		}
+		if e.Model == "" {
+			errs = append(errs, fmt.Errorf("%s.model must be set", at))
+		}
+		if e.APIKey != "" && e.APIKeyEnv != "" {
+			errs = append(errs, fmt.Errorf("%s: set api_key or api_key_env, not both", at))
+		}
+		if e.InputPricePerMTok < 0 || e.OutputPricePerMTok < 0 {
+			errs = append(errs, fmt.Errorf("%s: prices must not be negative", at))
+		}
+		if e.Concurrency < 0 || e.Concurrency > 256 {
+			errs = append(errs, fmt.Errorf("%s.concurrency must be between 0 (the default, 4) and 256", at))
+		}
+		if e.Timeout < 0 {
+			errs = append(errs, fmt.Errorf("%s.timeout must not be negative", at))
+		}
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("config: %w", errors.Join(errs...))

@@ -32,7 +32,7 @@ func TestDefaults(t *testing.T) {
 	want := config.Config{
 		DataDir: "./aivis-data", Addr: "127.0.0.1:8443", LogLevel: "info", LogFormat: "text",
 		AuthFailuresPerMinute: 20, CounterFlushInterval: config.Duration(time.Second),
-		ShutdownTimeout: config.Duration(30 * time.Second), WebhookTimeout: config.Duration(15 * time.Second),
+		ShutdownTimeout: config.Duration(30 * time.Second), WebhookTimeout: config.Duration(15 * time.Second), ScanWorkers: 2,
 	}
 	if !reflect.DeepEqual(d, want) {
 		t.Fatalf("Default() = %+v, want %+v", d, want)
@@ -101,6 +101,7 @@ func TestPrecedence(t *testing.T) {
 		AuthFailuresPerMinute: 7,                                           // file, env
 		CounterFlushInterval:  config.Duration(4 * time.Second),            // file, env, flag
 		ShutdownTimeout:       config.Duration(10 * time.Second),           // file only
+		ScanWorkers:           2,                                           // default
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("Load:\n got  %+v\n want %+v", got, want)
@@ -219,6 +220,15 @@ func TestValidate(t *testing.T) {
 		{"flush too often", func(c *config.Config) { c.CounterFlushInterval = config.Duration(9 * time.Millisecond) }, []string{"counter_flush_interval"}},
 		{"zero shutdown", func(c *config.Config) { c.ShutdownTimeout = 0 }, []string{"shutdown_timeout"}},
 		{"negative shutdown", func(c *config.Config) { c.ShutdownTimeout = config.Duration(-time.Second) }, []string{"shutdown_timeout"}},
+		{"an engine", func(c *config.Config) {
+			c.Engines = []config.Engine{{Label: "local", BaseURL: "http://127.0.0.1:11434/v1", Model: "llama3.1", Concurrency: 2}}
+		}, nil},
+		{"bad engines", func(c *config.Config) {
+			c.Engines = []config.Engine{{Label: "a", BaseURL: "ftp://x", APIKey: "k", APIKeyEnv: "K", InputPricePerMTok: -1},
+				{Label: "a", BaseURL: "https://api.example.com/v1", Model: "m", Concurrency: 1000}}
+		}, []string{"engines[0].base_url", "engines[0].model", "engines[0]: set api_key or api_key_env", "engines[0]: prices",
+			"engines[1].label", "engines[1].concurrency"}},
+		{"scan workers", func(c *config.Config) { c.ScanWorkers = 0 }, []string{"scan_workers"}},
 		{"all reported together", func(c *config.Config) {
 			c.DataDir, c.Addr, c.LogLevel, c.LogFormat, c.AuthFailuresPerMinute = "", "", "x", "y", 0
 		}, []string{"data_dir", "addr", "log_level", "log_format", "auth_failures_per_minute"}},
