@@ -116,3 +116,27 @@ func Owner(ctx context.Context, st store.Accounts, p auth.Principal, clientID st
 	}
 	return clientID, nil
 }
+
+// ListScope is whose resources a list shows a principal, given the
+// client_id it asked for: a client key its client's; an account key the
+// account's own, one client's (clientID), or, with "*", the account's and
+// every client's (all). ok is false when the key may see none of them.
+func ListScope(p auth.Principal, clientID string) (owner string, all, ok bool) {
+	switch {
+	case p.ClientID() == "" && clientID == "*":
+		return "", true, true
+	case p.ClientID() == "":
+		return clientID, false, true
+	case clientID != "" && clientID != p.ClientID():
+		return "", false, false
+	}
+	return p.ClientID(), false, true
+}
+
+// CursorError turns a store's malformed cursor into the user's error.
+func CursorError(err error) error {
+	if errors.Is(err, store.ErrMalformed) {
+		return fault.Invalid(fault.FieldError{Field: "cursor", Message: "is not a cursor this list returned"})
+	}
+	return err
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/aivis/aivis/client"
+	"github.com/aivis/aivis/core/accounts"
 	"github.com/aivis/aivis/core/auth"
 	"github.com/aivis/aivis/core/content"
 	"github.com/aivis/aivis/core/domains"
@@ -288,10 +289,7 @@ func (s *Server) visibilityHistory(w http.ResponseWriter, r *http.Request) {
 	page := client.List[client.VisibilityReading]{Items: []client.VisibilityReading{}}
 	if ok {
 		items, next, err := s.store.ListReadings(r.Context(), f, cursor, limit)
-		if errors.Is(err, store.ErrMalformed) {
-			err = fault.Invalid(fault.FieldError{Field: "cursor", Message: "is not a cursor this list returned"})
-		}
-		if err != nil {
+		if err = accounts.CursorError(err); err != nil {
 			writeError(w, r, s.log, err)
 			return
 		}

@@ -233,19 +233,13 @@ func (s *Service) change(ctx context.Context, p auth.Principal, id string, fn fu
 // an account key the account's own, or one client's with clientID (or
 // every client's too with clientID "*").
 func (s *Service) List(ctx context.Context, p auth.Principal, clientID, cursor string, limit int) ([]store.Webhook, string, error) {
-	f := store.WebhookFilter{AccountID: p.AccountID(), ClientID: p.ClientID(), Cursor: cursor, Limit: limit, Connections: s.connections}
-	if p.ClientID() == "" && clientID == "*" {
-		f.AllClients = true
-	} else if p.ClientID() == "" && clientID != "" {
-		f.ClientID = clientID
-	} else if clientID != "" && clientID != p.ClientID() {
+	owner, all, ok := accounts.ListScope(p, clientID)
+	if !ok {
 		return nil, "", nil
 	}
-	ws, next, err := s.Store.ListWebhooks(ctx, f)
-	if errors.Is(err, store.ErrMalformed) {
-		return nil, "", fault.Invalid(fault.FieldError{Field: "cursor", Message: "is not a cursor this list returned"})
-	}
-	return ws, next, err
+	ws, next, err := s.Store.ListWebhooks(ctx, store.WebhookFilter{AccountID: p.AccountID(), ClientID: owner, AllClients: all,
+		Cursor: cursor, Limit: limit, Connections: s.connections})
+	return ws, next, accounts.CursorError(err)
 }
 
 // Update changes events, url, minimum change or enabled. Enabling a
@@ -359,10 +353,7 @@ func (s *Service) Deliveries(ctx context.Context, p auth.Principal, id, status, 
 		return nil, "", fault.Invalid(fault.FieldError{Field: "status", Message: "must be pending, succeeded or failed"})
 	}
 	ds, next, err := s.Store.ListDeliveries(ctx, store.DeliveryFilter{WebhookID: id, Status: status, Cursor: cursor, Limit: limit})
-	if errors.Is(err, store.ErrMalformed) {
-		return nil, "", fault.Invalid(fault.FieldError{Field: "cursor", Message: "is not a cursor this list returned"})
-	}
-	return ds, next, err
+	return ds, next, accounts.CursorError(err)
 }
 
 // Delivery reads one delivery with its attempts.

@@ -132,19 +132,13 @@ func (s *Domains) Get(ctx context.Context, p auth.Principal, id string) (store.M
 // List lists the monitored domains a principal may see (clientID as for
 // webhooks: one client's, or "*" for every one's, on an agency key).
 func (s *Domains) List(ctx context.Context, p auth.Principal, clientID, cursor string, limit int) ([]store.MonitoredDomain, string, error) {
-	f := store.DomainFilter{AccountID: p.AccountID(), ClientID: p.ClientID(), Cursor: cursor, Limit: limit}
-	if p.ClientID() == "" && clientID == "*" {
-		f.AllClients = true
-	} else if p.ClientID() == "" && clientID != "" {
-		f.ClientID = clientID
-	} else if clientID != "" && clientID != p.ClientID() {
+	owner, all, ok := accounts.ListScope(p, clientID)
+	if !ok {
 		return nil, "", nil
 	}
-	ds, next, err := s.Store.ListDomains(ctx, f)
-	if errors.Is(err, store.ErrMalformed) {
-		return nil, "", fault.Invalid(fault.FieldError{Field: "cursor", Message: "is not a cursor this list returned"})
-	}
-	return ds, next, err
+	ds, next, err := s.Store.ListDomains(ctx, store.DomainFilter{AccountID: p.AccountID(), ClientID: owner, AllClients: all,
+		Cursor: cursor, Limit: limit})
+	return ds, next, accounts.CursorError(err)
 }
 
 // Update replaces the lists given.
