@@ -6,7 +6,7 @@ DATA    ?= ./aivis-data
 ADDR    ?= 127.0.0.1:8443
 export CGO_ENABLED := 1
 # The official connectors: one plugin binary per folder of connectors/.
-CONNECTORS := $(notdir $(patsubst %/,%,$(wildcard connectors/*/)))
+CONNECTORS := $(patsubst connectors/%/main.go,%,$(wildcard connectors/*/main.go))
 
 .PHONY: proto all build run test test-short bench fuzz lint fmt clean
 

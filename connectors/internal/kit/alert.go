@@ -1,0 +1,216 @@
+package kit
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aivis/aivis/plugins/sdk"
+)
+
+// Alert is what an aivis event says, read once for every connector that
+// turns it into a message, a CRM note or analytics properties. Fields an
+// event kind does not carry stay zero (nil for numbers).
+type Alert struct {
+	ID, Kind, Domain string
+	Time             time.Time
+	ClientID         string
+
+	Score             *int // visibility score 0-100
+	PreviousScore     *int
+	ScoreChange       *int
+	Sentiment         string
+	PreviousSentiment string
+	SentimentScore    *float64
+	ReadinessScore    *int     // scan_completed
+	ScoreBefore       *int     // content_optimized
+	ScoreAfter        *int     // content_optimized
+	Spent             *float64 // content requests, dollars
+	URL               string   // content requests, disabled webhooks
+	Status            string   // content requests
+	Reason            string   // failures, disabled webhooks and connections
+	Message           string   // webhook_test
+
+	// Data is the event's data object as sent.
+	Data map[string]any
+}
+
+// Parse reads an event. A body that is not the documented JSON still
+// gives an alert with the routing facts.
+func Parse(ev sdk.Event) Alert {
+	a := Alert{ID: ev.ID, Kind: ev.Kind, Domain: ev.Domain, Time: ev.Timestamp.UTC(), ClientID: ev.ClientID}
+	var body struct {
+		Data json.RawMessage `json:"data"`
+	}
+	if json.Unmarshal(ev.Body, &body) != nil || len(body.Data) == 0 {
+		return a
+	}
+	var d struct {
+		Domain            string          `json:"domain"`
+		Score             *int            `json:"visibility_score"`
+		PreviousScore     *int            `json:"previous_visibility_score"`
+		ScoreChange       *int            `json:"score_change"`
+		Sentiment         string          `json:"sentiment"`
+		PreviousSentiment *string         `json:"previous_sentiment"`
+		SentimentScore    *float64        `json:"sentiment_score"`
+		ReadinessScore    *int            `json:"readiness_score"`
+		ScoreBefore       *int            `json:"score_before"`
+		ScoreAfter        *int            `json:"score_after"`
+		Spent             json.RawMessage `json:"spent"`
+		URL               *string         `json:"url"`
+		Status            string          `json:"status"`
+		Reason            string          `json:"reason"`
+		FailureReason     *string         `json:"failure_reason"`
+		Message           string          `json:"message"`
+	}
+	json.Unmarshal(body.Data, &d)
+	json.Unmarshal(body.Data, &a.Data)
+	if a.Domain == "" {
+		a.Domain = d.Domain
+	}
+	a.Score, a.PreviousScore, a.ScoreChange = d.Score, d.PreviousScore, d.ScoreChange
+	if a.ScoreChange == nil && d.Score != nil && d.PreviousScore != nil {
+		c := *d.Score - *d.PreviousScore
+		a.ScoreChange = &c
+	}
+	a.Sentiment, a.SentimentScore = d.Sentiment, d.SentimentScore
+	if d.PreviousSentiment != nil {
+		a.PreviousSentiment = *d.PreviousSentiment
+	}
+	a.ReadinessScore, a.ScoreBefore, a.ScoreAfter = d.ReadinessScore, d.ScoreBefore, d.ScoreAfter
+	if len(d.Spent) > 0 {
+		var f float64
+		if json.Unmarshal(d.Spent, &f) == nil || json.Unmarshal([]byte(strings.Trim(string(d.Spent), `"`)), &f) == nil {
+			a.Spent = &f
+		}
+	}
+	if d.URL != nil {
+		a.URL = *d.URL
+	}
+	a.Status, a.Reason, a.Message = d.Status, d.Reason, d.Message
+	if d.FailureReason != nil {
+		a.Reason = *d.FailureReason
+	}
+	return a
+}
+
+// titles name each event kind for people.
+var titles = map[string]string{
+	"ai_visibility_change":      "AI visibility changed",
+	"scan_completed":            "Visibility scan completed",
+	"content_optimized":         "Content optimized",
+	"content_request_created":   "Content request created",
+	"content_request_failed":    "Content request failed",
+	"content_request_cancelled": "Content request cancelled",
+	"webhook_test":              "Test from aivis",
+	"webhook_disabled":          "Webhook disabled",
+	"connection_disabled":       "Connection disabled",
+}
+
+// Title names the event kind for people: "AI visibility changed".
+func Title(kind string) string {
+	if t, ok := titles[kind]; ok {
+		return t
+	}
+	return strings.ToUpper(kind[:min(1, len(kind))]) + strings.ReplaceAll(kind[min(1, len(kind)):], "_", " ")
+}
+
+// Headline is one line: "AI visibility changed: example.com 72 (+12)".
+func (a Alert) Headline() string {
+	h := Title(a.Kind)
+	if a.Domain != "" {
+		h += ": " + a.Domain
+	}
+	if a.Score != nil {
+		h += fmt.Sprintf(" %d", *a.Score)
+		if a.ScoreChange != nil && a.PreviousScore != nil {
+			h += " (" + Signed(*a.ScoreChange) + ")"
+		}
+	}
+	return h
+}
+
+// Signed writes a change with its sign: +12, -3, 0.
+func Signed(n int) string {
+	if n > 0 {
+		return fmt.Sprintf("+%d", n)
+	}
+	return fmt.Sprint(n)
+}
+
+// Fact is one labelled value of an alert.
+type Fact struct{ Label, Value string }
+
+// Facts are the alert's values for people, in a stable order.
+func (a Alert) Facts() []Fact {
+	var fs []Fact
+	add := func(l, v string) { fs = append(fs, Fact{l, v}) }
+	if a.Domain != "" {
+		add("Domain", a.Domain)
+	}
+	if a.Score != nil {
+		v := fmt.Sprintf("%d/100", *a.Score)
+		if a.PreviousScore != nil {
+			v += fmt.Sprintf(" (%s, was %d)", Signed(*a.ScoreChange), *a.PreviousScore)
+		}
+		add("Visibility score", v)
+	}
+	if a.Sentiment != "" {
+		v := a.Sentiment
+		if a.SentimentScore != nil {
+			v += fmt.Sprintf(" (%.2f)", *a.SentimentScore)
+		}
+		if a.PreviousSentiment != "" && a.PreviousSentiment != a.Sentiment {
+			v += ", was " + a.PreviousSentiment
+		}
+		add("Sentiment", v)
+	}
+	if a.ReadinessScore != nil {
+		add("Readiness score", fmt.Sprintf("%d/100", *a.ReadinessScore))
+	}
+	if a.ScoreBefore != nil && a.ScoreAfter != nil {
+		add("Content score", fmt.Sprintf("%d → %d", *a.ScoreBefore, *a.ScoreAfter))
+	}
+	if a.URL != "" {
+		add("URL", a.URL)
+	}
+	if a.Spent != nil {
+		add("Spent", fmt.Sprintf("$%.2f", *a.Spent))
+	}
+	if a.Reason != "" {
+		add("Reason", a.Reason)
+	}
+	if a.Message != "" {
+		add("Message", a.Message)
+	}
+	if !a.Time.IsZero() {
+		add("When", a.Time.Format("2006-01-02 15:04 MST"))
+	}
+	return fs
+}
+
+// Text is the alert as plain text: the headline and one line per fact.
+func (a Alert) Text() string {
+	var b strings.Builder
+	b.WriteString(a.Headline())
+	for _, f := range a.Facts() {
+		if f.Label == "Domain" {
+			continue
+		}
+		fmt.Fprintf(&b, "\n%s: %s", f.Label, f.Value)
+	}
+	return b.String()
+}
+
+// Truncate cuts s to at most n characters (runes), marking the cut.
+func Truncate(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	if n < 1 {
+		return ""
+	}
+	return string(r[:n-1]) + "…"
+}

@@ -1,0 +1,106 @@
+// Package kittest helps the connector tests: it builds a connector into a
+// plugin binary, starts it as the server does, and makes events.
+package kittest
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/netip"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/aivis/aivis/core/netguard"
+	"github.com/aivis/aivis/plugins/host"
+	"github.com/aivis/aivis/plugins/sdk"
+)
+
+// Loopback lets a plugin reach the local fakes.
+var Loopback = []string{sdk.EnvAllowedTargets + "=127.0.0.0/8"}
+
+// Client is the outbound client of a connector run in process, allowed
+// to reach the local fakes and nothing else private.
+func Client() *http.Client {
+	return netguard.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}.Client(5 * time.Second)
+}
+
+// Build compiles the connector in the current directory into a plugin.
+func Build(t testing.TB) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "connector")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// Start runs a built connector as the server runs it, allowed to reach
+// loopback.
+func Start(t testing.TB, bin string) sdk.Connector {
+	t.Helper()
+	p, err := host.Start(host.Options{Path: bin, Env: Loopback})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Kill)
+	return remote{p.Connector()}
+}
+
+// remote adapts the host's client to sdk.Connector for tests that run the
+// same cases in process and through the plugin.
+type remote struct{ c *sdk.Client }
+
+func (r remote) Info() sdk.Info {
+	i, _ := r.c.Info(context.Background())
+	return i
+}
+func (r remote) ValidateSettings(ctx context.Context, s json.RawMessage) []sdk.FieldError {
+	fes, err := r.c.ValidateSettings(ctx, s)
+	if err != nil {
+		return []sdk.FieldError{{Message: err.Error()}}
+	}
+	return fes
+}
+func (r remote) Deliver(ctx context.Context, s json.RawMessage, evs []sdk.Event) []sdk.Result {
+	rs, err := r.c.Deliver(ctx, s, evs)
+	if err != nil {
+		return []sdk.Result{{Outcome: sdk.Retry, Reason: "plugin call: " + err.Error()}}
+	}
+	return rs
+}
+func (r remote) Test(ctx context.Context, s json.RawMessage, ev sdk.Event) sdk.Result {
+	res, err := r.c.Test(ctx, s, ev)
+	if err != nil {
+		return sdk.Result{Outcome: sdk.Retry, Reason: "plugin call: " + err.Error()}
+	}
+	return res
+}
+
+// Event makes an event of kind about domain with data as its body's data.
+func Event(id, kind, domain string, data map[string]any) sdk.Event {
+	ts := time.Now().UTC().Truncate(time.Millisecond)
+	if data == nil {
+		data = map[string]any{}
+	}
+	if _, ok := data["domain"]; !ok && domain != "" {
+		data["domain"] = domain
+	}
+	body, _ := json.Marshal(map[string]any{"id": id, "event": kind, "timestamp": ts, "data": data})
+	return sdk.Event{ID: id, Kind: kind, Timestamp: ts, Body: body, AccountID: "acct_test", Domain: domain}
+}
+
+// Change is an ai_visibility_change from previous to score.
+func Change(id, domain string, score, previous int, sentiment string) sdk.Event {
+	return Event(id, "ai_visibility_change", domain, map[string]any{
+		"visibility_score": score, "previous_visibility_score": previous, "score_change": score - previous,
+		"sentiment": sentiment, "sentiment_score": 0.4, "previous_sentiment": "neutral", "source": "scan"})
+}
+
+// Ctx is a context for one call.
+func Ctx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
