@@ -31,10 +31,10 @@ type Run struct {
 // Fake is the fake Make and n8n.
 type Fake struct {
 	*fakekit.Server
-	mu    sync.Mutex
+	mu        sync.Mutex
 	makeHooks map[string]bool
-	n8n   map[string]Auth
-	got   []Run
+	n8n       map[string]Auth
+	got       []Run
 }
 
 // New starts the fake.
