@@ -1,0 +1,143 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aivis/aivis/connectors/ga4/ga4fake"
+	"github.com/aivis/aivis/connectors/internal/fakekit"
+	"github.com/aivis/aivis/connectors/internal/kittest"
+	"github.com/aivis/aivis/plugins/sdk"
+	"github.com/aivis/aivis/plugins/sdk/sdktest"
+)
+
+func settingsFor(f *ga4fake.Fake, secret string) json.RawMessage {
+	return json.RawMessage(fmt.Sprintf(`{"measurement_id": %q, "api_secret": %q, "api_url": %q}`, ga4fake.MeasurementID, secret, f.URL()))
+}
+
+func TestBatch(t *testing.T) {
+	f := ga4fake.New()
+	defer f.Close()
+	c := &connector{client: kittest.Client()}
+	evs := make([]sdk.Event, 25)
+	for i := range evs {
+		evs[i] = kittest.Change(fmt.Sprint("evt_", i), "example.com", 60+i, 50, "positive")
+	}
+	// A kind GA4 would refuse as a name fails alone, with the reason.
+	evs[3] = kittest.Event("evt_bad", "bad-kind", "example.com", nil)
+	// Data keys that are no valid param names are left out.
+	evs[4] = kittest.Event("evt_4", "scan_completed", "example.com", map[string]any{"2x": 1, "visibility_score": 64, "nested": map[string]any{}})
+	rs := c.Deliver(kittest.Ctx(t), settingsFor(f, ga4fake.APISecret), evs)
+	for i, r := range rs {
+		want := sdk.Delivered
+		if i == 3 {
+			want = sdk.PermanentFailure
+		}
+		if r.Outcome != want {
+			t.Errorf("event %d: %+v", i, r)
+		}
+	}
+	if !strings.Contains(rs[3].Reason, "GA4 would drop this event") || !strings.Contains(rs[3].Reason, "aivis_bad-kind") {
+		t.Errorf("reason %q", rs[3].Reason)
+	}
+	got := f.Received()
+	if len(f.Requests()) != 1 || len(got) != 24 || f.Dropped != 0 {
+		t.Fatalf("%d requests, %d events kept, %d payloads dropped", len(f.Requests()), len(got), f.Dropped)
+	}
+	h := got[0]
+	if h.Name != "aivis_ai_visibility_change" || h.ClientID != "aivis" || h.Params["domain"] != "example.com" ||
+		h.Params["visibility_score"] != 60.0 || h.Params["event_id"] != "evt_0" || h.Params["sentiment"] != "positive" {
+		t.Errorf("hit %+v", h)
+	}
+	if age := time.Since(time.UnixMicro(h.TimestampMicros)); age < 0 || age > time.Minute {
+		t.Errorf("timestamp_micros %d", h.TimestampMicros)
+	}
+	if p := got[3].Params; p["visibility_score"] != 64.0 || p["2x"] != nil || p["nested"] != nil {
+		t.Errorf("params %+v", p)
+	}
+}
+
+func TestOldEventsAndAnswers(t *testing.T) {
+	f := ga4fake.New()
+	defer f.Close()
+	c := &connector{client: kittest.Client()}
+	old := kittest.Change("evt_old", "example.com", 50, 40, "neutral")
+	old.Timestamp = time.Now().Add(-80 * time.Hour)
+	if rs := c.Deliver(kittest.Ctx(t), settingsFor(f, ga4fake.APISecret), []sdk.Event{old}); rs[0].Outcome != sdk.Delivered {
+		t.Fatalf("%+v", rs)
+	}
+	if got := f.Received(); len(got) != 1 || got[0].TimestampMicros != 0 {
+		t.Errorf("an 80 h old event: %+v (GA4 refuses timestamps past 72 h: it must go without one)", got)
+	}
+	ev := kittest.Change("evt_1", "example.com", 50, 40, "neutral")
+	for _, tc := range []struct {
+		status int
+		want   sdk.Outcome
+	}{{429, sdk.Retry}, {500, sdk.Retry}, {503, sdk.Retry}, {400, sdk.PermanentFailure}} {
+		f.Script(fakekit.Answer{Status: tc.status})
+		if rs := c.Deliver(kittest.Ctx(t), settingsFor(f, ga4fake.APISecret), []sdk.Event{ev}); rs[0].Outcome != tc.want {
+			t.Errorf("%d: %+v", tc.status, rs)
+		}
+	}
+	// A wrong secret: GA4 answers 204 and drops the event; nothing on the
+	// wire tells, which is why the docs point to the Test button.
+	if rs := c.Deliver(kittest.Ctx(t), settingsFor(f, "wrong"), []sdk.Event{ev}); rs[0].Outcome != sdk.Delivered || f.Dropped != 1 {
+		t.Errorf("wrong secret: %+v, %d dropped", rs, f.Dropped)
+	}
+	f.Close()
+	if rs := c.Deliver(kittest.Ctx(t), settingsFor(f, ga4fake.APISecret), []sdk.Event{ev}); rs[0].Outcome != sdk.Retry {
+		t.Errorf("dead: %+v", rs)
+	}
+}
+
+func TestTestUsesValidationServer(t *testing.T) {
+	f := ga4fake.New()
+	defer f.Close()
+	c := &connector{client: kittest.Client()}
+	res := c.Test(kittest.Ctx(t), settingsFor(f, ga4fake.APISecret), kittest.Event("evt_t", "webhook_test", "example.com", map[string]any{"message": "hello"}))
+	if res.Outcome != sdk.Delivered {
+		t.Fatalf("%+v", res)
+	}
+	reqs := f.Requests()
+	if len(reqs) != 2 || reqs[0].Path != "/debug/mp/collect" || reqs[1].Path != "/mp/collect" || len(f.Received()) != 1 {
+		t.Errorf("requests %+v", reqs)
+	}
+	// The validation server's messages come back as the reason, and the
+	// event is not sent.
+	f.Script(fakekit.Answer{Status: 200, Body: `{"validationMessages":[{"fieldPath":"events","description":"Event at index: [0] has invalid name [x-y].","validationCode":"NAME_INVALID"}]}`})
+	res = c.Test(kittest.Ctx(t), settingsFor(f, ga4fake.APISecret), kittest.Event("evt_t2", "webhook_test", "example.com", nil))
+	if res.Outcome != sdk.PermanentFailure || !strings.Contains(res.Reason, "NAME_INVALID") || len(f.Requests()) != 3 {
+		t.Errorf("%+v after %d requests", res, len(f.Requests()))
+	}
+}
+
+func TestSettings(t *testing.T) {
+	c := &connector{}
+	for _, tc := range []struct{ settings, field string }{
+		{`{"api_secret": "s"}`, "measurement_id"},
+		{`{"measurement_id": "UA-1234-1", "api_secret": "s"}`, "measurement_id"},
+		{`{"measurement_id": "G-ABC123"}`, "api_secret"},
+		{`{"measurement_id": "G-ABC123", "api_secret": "s", "event_prefix": "9x"}`, "event_prefix"},
+		{`{"measurement_id": "G-ABC123", "api_secret": "s", "event_prefix": "google_"}`, "event_prefix"},
+	} {
+		fes := c.ValidateSettings(kittest.Ctx(t), json.RawMessage(tc.settings))
+		if len(fes) == 0 || fes[0].Field != tc.field {
+			t.Errorf("%s: %+v, want an error on %s", tc.settings, fes, tc.field)
+		}
+	}
+}
+
+func TestPlugin(t *testing.T) {
+	f := ga4fake.New()
+	defer f.Close()
+	sdktest.Run(t, sdktest.Suite{Binary: kittest.Build(t), Env: kittest.Loopback,
+		Valid:       []json.RawMessage{json.RawMessage(`{"measurement_id": "G-ABC123", "api_secret": "s", "api_url": "https://region1.google-analytics.com"}`)},
+		Invalid:     []json.RawMessage{json.RawMessage(`{"measurement_id": "G-ABC123"}`)},
+		Deliverable: settingsFor(f, ga4fake.APISecret)})
+	if n := len(f.Received()); n != 26 {
+		t.Errorf("%d events kept, want the kit's 25 and its test", n)
+	}
+}
