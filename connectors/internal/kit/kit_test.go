@@ -1,0 +1,82 @@
+package kit
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/aivis/aivis/plugins/sdk"
+)
+
+func TestDecode(t *testing.T) {
+	var s struct {
+		URL   string `json:"url"`
+		Notes *bool  `json:"notes"`
+	}
+	for in, field := range map[string]string{
+		`[]`:                   "",
+		`"x"`:                  "",
+		`{"url": 5}`:           "url",
+		`{"notes": "yes"}`:     "notes",
+		`{"colour": "red"}`:    "colour",
+		`{"url": "a"} {"b":1}`: "",
+		`{"url": `:             "",
+	} {
+		f := Decode(json.RawMessage(in), &s)
+		if len(f) != 1 || f[0].Field != field || f[0].Message == "" {
+			t.Errorf("%s: %+v, want one problem on %q", in, f, field)
+		}
+	}
+	if f := Decode(json.RawMessage(` {"url": "https://x", "notes": false}`), &s); f != nil || s.URL != "https://x" || *s.Notes {
+		t.Errorf("%+v %+v", f, s)
+	}
+	var fs Fields
+	fs.URL("a", "https://user:pw@x", true, false)
+	fs.URL("b", "http://x", true, true)
+	fs.URL("c", "", true, false)
+	fs.URL("d", "", false, false)
+	if len(fs) != 3 || fs[0].Field != "a" || fs[1].Field != "b" || fs[2].Field != "c" {
+		t.Errorf("%+v", fs)
+	}
+}
+
+func TestRetryAfterAndStatus(t *testing.T) {
+	h := http.Header{}
+	if RetryAfter(h) != 0 {
+		t.Error("absent")
+	}
+	h.Set("Retry-After", "2.5")
+	if RetryAfter(h) != 2500*time.Millisecond {
+		t.Error(RetryAfter(h))
+	}
+	h.Set("Retry-After", time.Now().Add(time.Hour).UTC().Format(http.TimeFormat))
+	if d := RetryAfter(h); d < 59*time.Minute || d > time.Hour {
+		t.Error(d)
+	}
+	for status, want := range map[int]sdk.Outcome{200: sdk.Delivered, 204: sdk.Delivered, 302: sdk.PermanentFailure, 404: sdk.PermanentFailure,
+		408: sdk.Retry, 410: sdk.Gone, 429: sdk.Retry, 500: sdk.Retry} {
+		if r := ByStatus(Response{Status: status, Body: []byte("  no\n  way ")}, "X"); r.Outcome != want || (want != sdk.Delivered && r.Reason == "") {
+			t.Errorf("%d: %+v", status, r)
+		}
+	}
+}
+
+func TestParse(t *testing.T) {
+	ev := sdk.Event{ID: "evt_1", Kind: "content_optimized", Timestamp: time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC),
+		Body: []byte(`{"id":"evt_1","event":"content_optimized","data":{"id":"cr_1","domain":"example.com","url":"https://example.com/a","spent":1.25,"score_before":40,"score_after":71}}`)}
+	a := Parse(ev)
+	if a.Domain != "example.com" || *a.ScoreBefore != 40 || *a.ScoreAfter != 71 || *a.Spent != 1.25 || a.URL != "https://example.com/a" {
+		t.Fatalf("%+v", a)
+	}
+	want := "Content optimized: example.com\nContent score: 40 → 71\nURL: https://example.com/a\nSpent: $1.25\nWhen: 2026-01-02 03:04 UTC"
+	if a.Text() != want {
+		t.Errorf("text %q", a.Text())
+	}
+	if got := Parse(sdk.Event{Kind: "x_y", Body: []byte("not json")}); got.Kind != "x_y" || Title("x_y") != "X y" {
+		t.Errorf("%+v %q", got, Title("x_y"))
+	}
+	if Truncate("héllo", 3) != "hé…" || Truncate("hé", 3) != "hé" {
+		t.Error(Truncate("héllo", 3))
+	}
+}
