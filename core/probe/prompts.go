@@ -1,0 +1,88 @@
+package probe
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Intents of prompts.
+const (
+	Custom     = "custom"     // the owner's own
+	Discovery  = "discovery"  // a buyer looking for a kind of product
+	Comparison = "comparison" // the brand against a competitor
+	Branded    = "branded"    // about the brand by name
+)
+
+// Prompt is one question asked of every engine.
+type Prompt struct {
+	Text   string `json:"text"`
+	Intent string `json:"intent"`
+}
+
+// Subject is what a domain's prompts are about.
+type Subject struct {
+	Domain      string
+	Brands      []string // the brand's names, the main one first
+	Aliases     []string
+	Competitors []string
+	Topics      []string
+	Prompts     []string // the owner's own
+}
+
+// Brand is the subject's main name: its first brand, else the domain.
+func (s Subject) Brand() string {
+	if len(s.Brands) > 0 {
+		return s.Brands[0]
+	}
+	return s.Domain
+}
+
+// Prompts is the prompt set of a subject, at most limit: the owner's own
+// first, then generated ones taken in turn from each intent so that a cap
+// keeps a mix. Generated prompts name no brand in discovery (that is how a
+// buyer asks), the competitor in comparison, the brand in branded ones.
+func Prompts(s Subject, limit int) []Prompt {
+	var out []Prompt
+	seen := map[string]bool{}
+	add := func(text, intent string) {
+		key := strings.ToLower(strings.TrimSpace(text))
+		if key == "" || seen[key] || len(out) >= limit {
+			return
+		}
+		seen[key] = true
+		out = append(out, Prompt{Text: strings.TrimSpace(text), Intent: intent})
+	}
+	for _, p := range s.Prompts {
+		add(p, Custom)
+	}
+	brand := s.Brand()
+	topics := s.Topics
+	if len(topics) == 0 {
+		topics = []string{"what " + brand + " offers"}
+	}
+	var discovery, comparison, branded []string
+	for _, t := range topics {
+		discovery = append(discovery,
+			fmt.Sprintf("What are the best options for %s? Name specific companies or products and their websites.", t),
+			fmt.Sprintf("Which companies would you recommend for %s, and why?", t))
+	}
+	for _, c := range s.Competitors {
+		comparison = append(comparison,
+			fmt.Sprintf("How does %s compare to %s?", brand, c),
+			fmt.Sprintf("What are the best alternatives to %s?", c))
+	}
+	branded = append(branded,
+		fmt.Sprintf("What is %s (%s)? What do people say about it?", brand, s.Domain),
+		fmt.Sprintf("Is %s a good choice for %s? What are its strengths and weaknesses?", brand, topics[0]))
+	for i := 0; len(out) < limit && i < max(len(discovery), len(comparison), len(branded)); i++ {
+		for _, list := range []struct {
+			ps     []string
+			intent string
+		}{{discovery, Discovery}, {comparison, Comparison}, {branded, Branded}} {
+			if i < len(list.ps) {
+				add(list.ps[i], list.intent)
+			}
+		}
+	}
+	return out
+}

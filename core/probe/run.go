@@ -1,0 +1,265 @@
+package probe
+
+import (
+	"context"
+	"math"
+	"sort"
+	"sync"
+	"sync/atomic"
+)
+
+// Prober runs a subject's prompt set against every engine.
+type Prober struct {
+	Client  *Client
+	Engines []Engine
+	// Runs is how many times each prompt is asked of each engine
+	// (default 3): answers vary, and rates need more than one.
+	Runs int
+	// MaxPrompts caps the prompt set (default 20).
+	MaxPrompts int
+}
+
+// Probe is one answer (or failure) of the run.
+type Probe struct {
+	Engine  string
+	Prompt  int // index in the prompt set
+	Run     int
+	Finding Finding
+	Err     string
+}
+
+// Stats are the measures of a set of answers.
+type Stats struct {
+	Probes int `json:"probes"`
+	Failed int `json:"failed"`
+	// Mention: answers that name the brand (its names, aliases or domain).
+	Mention Rate `json:"mention_rate"`
+	// Citation: answers that cite a URL of the domain.
+	Citation Rate `json:"citation_rate"`
+	// FirstPosition: answers that name the brand before any competitor.
+	FirstPosition Rate `json:"first_position_rate"`
+	// AveragePosition is the brand's mean rank among the brands an answer
+	// names, over the answers that name it (0: never named).
+	AveragePosition float64 `json:"average_position"`
+	// PositionScore is the mean of 1/rank over those answers, 0 to 1.
+	PositionScore float64 `json:"position_score"`
+	// ShareOfVoice: the brand's share of the brand mentions (the brand's
+	// and each competitor's, one per answer).
+	ShareOfVoice Rate           `json:"share_of_voice"`
+	Competitors  map[string]int `json:"competitor_mentions"`
+	Sentiment    Sentiment      `json:"sentiment"`
+	InputTokens  int            `json:"input_tokens"`
+	OutputTokens int            `json:"output_tokens"`
+	CostUSD      float64        `json:"cost_usd"`
+}
+
+// Sentiment is the tone of the sentences that mention the brand.
+type Sentiment struct {
+	// Score is the mean VADER compound of the sentences, -1 to 1.
+	Score float64 `json:"score"`
+	// Label: positive (mean ≥ 0.05), negative (≤ -0.05), mixed (at least a
+	// quarter of the sentences each way), else neutral.
+	Label     string `json:"label"`
+	Sentences int    `json:"sentences"`
+	Positive  int    `json:"positive"`
+	Negative  int    `json:"negative"`
+	// Confidence grows with the sentences read: n/(n+5), 0 with none.
+	Confidence float64 `json:"confidence"`
+}
+
+// EngineResult is one engine's part of a run.
+type EngineResult struct {
+	Label       string   `json:"label"`
+	Model       string   `json:"model"`
+	Stats                // the engine's answers
+	Errors      []string `json:"errors,omitempty"` // the first few failures
+	MaxInFlight int      `json:"max_in_flight"`
+}
+
+// Result is a whole run.
+type Result struct {
+	Prompts []Prompt       `json:"prompts"`
+	Runs    int            `json:"runs"`
+	Engines []EngineResult `json:"engines"`
+	Overall Stats          `json:"overall"`
+	Probes  []Probe        `json:"-"`
+}
+
+// Run asks every engine every prompt Runs times, each engine with at most
+// its Concurrency requests in flight, all engines at once.
+func (p *Prober) Run(ctx context.Context, s Subject) Result {
+	runs, maxPrompts := p.Runs, p.MaxPrompts
+	if runs <= 0 {
+		runs = 3
+	}
+	if maxPrompts <= 0 {
+		maxPrompts = 20
+	}
+	res := Result{Prompts: Prompts(s, maxPrompts), Runs: runs}
+	probes := make([][]Probe, len(p.Engines))
+	answers := make([][]Answer, len(p.Engines))
+	costs := make([][]float64, len(p.Engines))
+	peaks := make([]int, len(p.Engines))
+	var engines sync.WaitGroup
+	for ei, e := range p.Engines {
+		n := len(res.Prompts) * runs
+		probes[ei], answers[ei], costs[ei] = make([]Probe, n), make([]Answer, n), make([]float64, n)
+		engines.Go(func() {
+			peaks[ei] = p.runEngine(ctx, s, e, res.Prompts, runs, probes[ei], answers[ei], costs[ei])
+		})
+	}
+	engines.Wait()
+	var all []Probe
+	var allAnswers []Answer
+	var allCosts []float64
+	for ei, e := range p.Engines {
+		er := EngineResult{Label: e.Label, Model: e.Model, Stats: measure(s, probes[ei], answers[ei], costs[ei]), MaxInFlight: peaks[ei]}
+		for _, pr := range probes[ei] {
+			if pr.Err != "" && len(er.Errors) < 3 {
+				er.Errors = append(er.Errors, pr.Err)
+			}
+		}
+		res.Engines = append(res.Engines, er)
+		all, allAnswers, allCosts = append(all, probes[ei]...), append(allAnswers, answers[ei]...), append(allCosts, costs[ei]...)
+	}
+	res.Overall = measure(s, all, allAnswers, allCosts)
+	res.Probes = all
+	return res
+}
+
+// runEngine asks one engine every prompt runs times, at most its
+// Concurrency at once, and returns the most it had in flight.
+func (p *Prober) runEngine(ctx context.Context, s Subject, e Engine, prompts []Prompt, runs int, probes []Probe, answers []Answer, costs []float64) int {
+	conc := e.Concurrency
+	if conc <= 0 {
+		conc = 4
+	}
+	sem := make(chan struct{}, conc)
+	var inFlight, peak atomic.Int64
+	var wg sync.WaitGroup
+	for j := range probes {
+		pr := Probe{Engine: e.Label, Prompt: j / runs, Run: j % runs}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			pr.Err = ctx.Err().Error()
+			probes[j] = pr
+			continue
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			now := inFlight.Add(1)
+			for old := peak.Load(); now > old && !peak.CompareAndSwap(old, now); old = peak.Load() {
+			}
+			a, err := p.Client.Ask(ctx, e, prompts[pr.Prompt].Text)
+			inFlight.Add(-1)
+			if err != nil {
+				pr.Err = err.Error()
+			} else {
+				pr.Finding = Analyze(s, a.Text)
+				answers[j], costs[j] = a, e.Cost(a)
+			}
+			probes[j] = pr
+		})
+	}
+	wg.Wait()
+	return int(peak.Load())
+}
+
+// measure computes the stats of a set of probes.
+func measure(s Subject, probes []Probe, answers []Answer, costs []float64) Stats {
+	st := Stats{Probes: len(probes), Competitors: map[string]int{}}
+	var ok, mentioned, cited, first, brandVoice, allVoice int
+	var posSum, invSum float64
+	var sents []float64
+	for i, p := range probes {
+		if p.Err != "" {
+			st.Failed++
+			continue
+		}
+		ok++
+		st.InputTokens += answers[i].InputTokens
+		st.OutputTokens += answers[i].OutputTokens
+		st.CostUSD += costs[i]
+		f := p.Finding
+		allVoice += len(f.Competitors)
+		for _, c := range f.Competitors {
+			st.Competitors[c]++
+		}
+		if f.Cited {
+			cited++
+		}
+		if !f.Mentioned {
+			continue
+		}
+		mentioned++
+		brandVoice++
+		allVoice++
+		posSum += float64(f.Position)
+		invSum += 1 / float64(f.Position)
+		if f.Position == 1 {
+			first++
+		}
+		for _, sn := range f.Sentences {
+			sents = append(sents, sn.Compound)
+		}
+	}
+	st.Mention, st.Citation, st.FirstPosition = NewRate(mentioned, ok), NewRate(cited, ok), NewRate(first, ok)
+	st.ShareOfVoice = NewRate(brandVoice, allVoice)
+	if mentioned > 0 {
+		st.AveragePosition = round(posSum/float64(mentioned), 3)
+		st.PositionScore = round(invSum/float64(mentioned), 4)
+	}
+	st.Sentiment = sentiment(sents)
+	st.CostUSD = round(st.CostUSD, 6)
+	return st
+}
+
+func sentiment(compounds []float64) Sentiment {
+	n := len(compounds)
+	s := Sentiment{Sentences: n, Label: "neutral"}
+	if n == 0 {
+		return s
+	}
+	var sum float64
+	for _, c := range compounds {
+		sum += c
+		switch {
+		case c >= 0.05:
+			s.Positive++
+		case c <= -0.05:
+			s.Negative++
+		}
+	}
+	s.Score = round(sum/float64(n), 4)
+	switch {
+	case n >= 2 && 4*s.Positive >= n && 4*s.Negative >= n:
+		s.Label = "mixed"
+	case s.Score >= 0.05:
+		s.Label = "positive"
+	case s.Score <= -0.05:
+		s.Label = "negative"
+	}
+	s.Confidence = round(float64(n)/float64(n+5), 4)
+	return s
+}
+
+func round(v float64, places int) float64 {
+	p := math.Pow(10, float64(places))
+	return math.Round(v*p) / p
+}
+
+// TopCompetitors are the competitors named most, most first.
+func (st Stats) TopCompetitors() []string {
+	var cs []string
+	for c := range st.Competitors {
+		cs = append(cs, c)
+	}
+	sort.Slice(cs, func(i, j int) bool {
+		if st.Competitors[cs[i]] != st.Competitors[cs[j]] {
+			return st.Competitors[cs[i]] > st.Competitors[cs[j]]
+		}
+		return cs[i] < cs[j]
+	})
+	return cs
+}
