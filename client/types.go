@@ -182,6 +182,17 @@ type VisibilityReading struct {
 type VisibilityStatus struct {
 	VisibilityReading
 	Trend VisibilityTrend `json:"trend"`
+	// LastScan is the domain's last completed scan, with the breakdown its
+	// reading stands on; null when it was never scanned.
+	LastScan *ScanSummary `json:"last_scan"`
+}
+
+// ScanSummary is a completed scan in a visibility status.
+type ScanSummary struct {
+	ID             string          `json:"id"`
+	FinishedAt     time.Time       `json:"finished_at"`
+	ReadinessScore int             `json:"readiness_score"`
+	Breakdown      json.RawMessage `json:"breakdown"`
 }
 
 // VisibilityTrend compares the latest score with the reading as of 7 and

@@ -87,3 +87,41 @@ func (s *Server) deleteDomain(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
+
+func scanView(sc store.Scan) client.Scan {
+	v := client.Scan{ID: sc.ID, Domain: sc.Domain, DomainID: sc.DomainID, Trigger: sc.Trigger, Status: sc.Status,
+		Attempts: sc.Attempts, Result: sc.Result, Error: optional(sc.Error), ClientID: optional(sc.ClientID), CreatedAt: sc.CreatedAt}
+	if !sc.StartedAt.IsZero() {
+		v.StartedAt = &sc.StartedAt
+	}
+	if !sc.FinishedAt.IsZero() {
+		v.FinishedAt = &sc.FinishedAt
+	}
+	return v
+}
+
+// requestScan queues a scan of a monitored domain now (or answers with the
+// one already queued or running): 202, then GET /v1/visibility/scans/{id}.
+func (s *Server) requestScan(w http.ResponseWriter, r *http.Request) {
+	var in client.RequestScan
+	if err := readJSON(r, &in, false); err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	sc, err := s.scans.Request(r.Context(), principal(r), in)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	w.Header().Set("Location", "/v1/visibility/scans/"+sc.ID)
+	writeJSON(w, http.StatusAccepted, scanView(sc))
+}
+
+func (s *Server) getScan(w http.ResponseWriter, r *http.Request) {
+	sc, err := s.scans.Get(r.Context(), principal(r), chi.URLParam(r, "id"))
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, scanView(sc))
+}

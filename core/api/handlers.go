@@ -18,6 +18,7 @@ import (
 	"github.com/aivis/aivis/core/fault"
 	"github.com/aivis/aivis/core/limits"
 	"github.com/aivis/aivis/core/store"
+	"github.com/aivis/aivis/core/visibility"
 )
 
 func (s *Server) budgetStatus(w http.ResponseWriter, r *http.Request) {
@@ -271,6 +272,15 @@ func (s *Server) getVisibility(w http.ResponseWriter, r *http.Request) {
 		}
 		*tp.dst = &client.TrendPoint{VisibilityScore: then.VisibilityScore, Change: rd.VisibilityScore - then.VisibilityScore,
 			MeasuredAt: then.MeasuredAt}
+	}
+	if sc, err := s.store.LatestScan(r.Context(), rd.AccountID, rd.ClientID, rd.Domain); err == nil {
+		var res visibility.ScanResult
+		if json.Unmarshal(sc.Result, &res) == nil {
+			out.LastScan = &client.ScanSummary{ID: sc.ID, FinishedAt: sc.FinishedAt, ReadinessScore: res.ReadinessScore, Breakdown: res.Breakdown}
+		}
+	} else if !errors.Is(err, store.ErrNotFound) {
+		writeError(w, r, s.log, err)
+		return
 	}
 	writeJSON(w, http.StatusOK, out)
 }

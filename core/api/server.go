@@ -49,7 +49,9 @@ type Deps struct {
 	Readings *visibility.Recorder
 	Webhooks *delivery.Service
 	Domains  *visibility.Domains
-	Hub      *hub.Hub
+	// Scans queues and reports visibility scans.
+	Scans *visibility.Scans
+	Hub   *hub.Hub
 }
 
 // Server is the v1 API.
@@ -60,6 +62,7 @@ type Server struct {
 	content  *content.Service
 	readings *visibility.Recorder
 	domains  *visibility.Domains
+	scans    *visibility.Scans
 	webhooks *delivery.Service
 	// connections is webhooks.Connections(): the same service seeing
 	// connections.
@@ -75,7 +78,7 @@ type Server struct {
 
 // New builds the API.
 func New(cfg Config, d Deps) *Server {
-	s := &Server{cfg: cfg, store: d.Store, auth: d.Auth, content: d.Content, readings: d.Readings, domains: d.Domains, webhooks: d.Webhooks, hub: d.Hub, counter: d.Counter,
+	s := &Server{cfg: cfg, store: d.Store, auth: d.Auth, content: d.Content, readings: d.Readings, domains: d.Domains, scans: d.Scans, webhooks: d.Webhooks, hub: d.Hub, counter: d.Counter,
 		guard: d.Guard, log: d.Log, now: d.Now}
 	if s.webhooks != nil {
 		s.connections = s.webhooks.Connections()
@@ -121,6 +124,8 @@ func (s *Server) Router() chi.Router {
 		r.Get("/visibility", s.scope("visibility:read", s.getVisibility))
 		r.Post("/visibility", s.scope("visibility:write", s.recordReading))
 		r.Get("/visibility/history", s.scope("visibility:read", s.visibilityHistory))
+		r.Post("/visibility/scans", s.scope("visibility:write", s.requestScan))
+		r.Get("/visibility/scans/{id}", s.scope("visibility:read", s.getScan))
 		r.Get("/domains", s.scope("visibility:read", s.listDomains))
 		r.Post("/domains", s.scope("visibility:write", s.createDomain))
 		r.Get("/domains/{id}", s.scope("visibility:read", s.getDomain))

@@ -26,6 +26,8 @@ import (
 	"github.com/aivis/aivis/core/hub"
 	"github.com/aivis/aivis/core/limits"
 	"github.com/aivis/aivis/core/netguard"
+	"github.com/aivis/aivis/core/probe"
+	"github.com/aivis/aivis/core/readiness"
 	"github.com/aivis/aivis/core/secrets"
 	"github.com/aivis/aivis/core/store/sqlite"
 	"github.com/aivis/aivis/core/tlsconf"
@@ -157,10 +159,27 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 	webhooks := &delivery.Service{Store: svc.Store, Client: outbound, AllowHTTP: cfg.AllowHTTPTargets, Wake: engine.Wake, Hub: connectors,
 		CheckURL: func(raw string, allowHTTP bool) error { _, err := policy.CheckURL(raw, allowHTTP); return err }}
 
+	// Scans: the readiness audit reads sites through the outbound guard;
+	// the engines are the operator's own endpoints (local models included).
+	recorder := &visibility.Recorder{Store: svc.Store, Now: time.Now}
+	auditor := &readiness.Auditor{Client: policy.Client(0)}
+	scans := &visibility.Scans{Store: svc.Store, Recorder: recorder, Log: log, Now: time.Now, Workers: cfg.ScanWorkers,
+		Scanner: &visibility.EngineScanner{
+			Readiness: func(ctx context.Context, domain string) (int, any, error) {
+				r, err := auditor.Audit(ctx, domain)
+				return r.Score, r, err
+			},
+			Prober: &probe.Prober{Client: &probe.Client{HTTP: &http.Client{}}, Engines: engines(cfg.Engines)},
+		}}
+	scansCtx, stopScans := context.WithCancel(context.Background())
+	scansDone := make(chan struct{})
+	go func() { scans.Run(scansCtx); close(scansDone) }()
+	defer func() { stopScans(); <-scansDone }()
+
 	srv := api.New(api.Config{TrustedProxies: prefixes(cfg.TrustedProxies)}, api.Deps{
 		Store: svc.Store, Auth: svc.Auth, Content: svc.Content, Counter: counter,
 		Guard: limits.NewAuthGuard(cfg.AuthFailuresPerMinute), Log: log,
-		Readings: &visibility.Recorder{Store: svc.Store, Now: time.Now}, Webhooks: webhooks,
+		Readings: recorder, Webhooks: webhooks, Scans: scans,
 		Domains: &visibility.Domains{Store: svc.Store, Now: time.Now}, Hub: connectors,
 	})
 
@@ -210,6 +229,17 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 		err = nil
 	}
 	return err
+}
+
+// engines are the configured AI engines as the prober takes them.
+func engines(cs []config.Engine) []probe.Engine {
+	out := make([]probe.Engine, len(cs))
+	for i, e := range cs {
+		out[i] = probe.Engine{Label: e.Label, BaseURL: e.BaseURL, Model: e.Model, APIKey: e.Key(),
+			InputPricePerMTok: e.InputPricePerMTok, OutputPricePerMTok: e.OutputPricePerMTok,
+			Concurrency: e.Concurrency, Timeout: time.Duration(e.Timeout)}
+	}
+	return out
 }
 
 // NewHTTPServer is the http.Server aivis serves with: timeouts against

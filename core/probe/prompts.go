@@ -39,7 +39,7 @@ func (s Subject) Brand() string {
 
 // Prompts is the prompt set of a subject, at most limit: the owner's own
 // first, then generated ones taken in turn from each intent so that a cap
-// keeps a mix. Generated prompts name no brand in discovery (that is how a
+// keeps a mix. Discovery prompts need the subject's topics. Generated prompts name no brand in discovery (that is how a
 // buyer asks), the competitor in comparison, the brand in branded ones.
 func Prompts(s Subject, limit int) []Prompt {
 	var out []Prompt
@@ -56,12 +56,8 @@ func Prompts(s Subject, limit int) []Prompt {
 		add(p, Custom)
 	}
 	brand := s.Brand()
-	topics := s.Topics
-	if len(topics) == 0 {
-		topics = []string{"what " + brand + " offers"}
-	}
 	var discovery, comparison, branded []string
-	for _, t := range topics {
+	for _, t := range s.Topics {
 		discovery = append(discovery,
 			fmt.Sprintf("What are the best options for %s? Name specific companies or products and their websites.", t),
 			fmt.Sprintf("Which companies would you recommend for %s, and why?", t))
@@ -71,9 +67,12 @@ func Prompts(s Subject, limit int) []Prompt {
 			fmt.Sprintf("How does %s compare to %s?", brand, c),
 			fmt.Sprintf("What are the best alternatives to %s?", c))
 	}
-	branded = append(branded,
-		fmt.Sprintf("What is %s (%s)? What do people say about it?", brand, s.Domain),
-		fmt.Sprintf("Is %s a good choice for %s? What are its strengths and weaknesses?", brand, topics[0]))
+	branded = append(branded, fmt.Sprintf("What is %s (%s)? What do people say about it?", brand, s.Domain))
+	if len(s.Topics) > 0 {
+		branded = append(branded, fmt.Sprintf("Is %s a good choice for %s? What are its strengths and weaknesses?", brand, s.Topics[0]))
+	} else {
+		branded = append(branded, fmt.Sprintf("Is %s a good choice? What are its strengths and weaknesses?", brand))
+	}
 	for i := 0; len(out) < limit && i < max(len(discovery), len(comparison), len(branded)); i++ {
 		for _, list := range []struct {
 			ps     []string

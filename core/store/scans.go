@@ -45,4 +45,7 @@ type DueDomain struct {
 // Scans reads scans outside a write transaction.
 type Scans interface {
 	Scan(ctx context.Context, accountID, id string) (Scan, error)
+	// LatestScan is the last completed scan of an owner's domain
+	// (clientID "" for the account's own).
+	LatestScan(ctx context.Context, accountID, clientID, domain string) (Scan, error)
 }

@@ -120,6 +120,17 @@ func (db *DB) Scan(ctx context.Context, accountID, id string) (store.Scan, error
 	return s, nil
 }
 
+// LatestScan reads the last completed scan of an owner's domain.
+func (db *DB) LatestScan(ctx context.Context, accountID, clientID, domain string) (store.Scan, error) {
+	s, err := scanScan(db.r.QueryRowContext(ctx, `SELECT `+scanColumns+` FROM scans
+		WHERE account_id = ? AND COALESCE(client_id, '') = ? AND domain = ? AND status = ?
+		ORDER BY finished_at DESC, id DESC LIMIT 1`, accountID, clientID, domain, store.ScanCompleted))
+	if err != nil {
+		return s, fmt.Errorf("sqlite: latest scan of %s: %w", domain, notFound(err))
+	}
+	return s, nil
+}
+
 // prefixed qualifies each of a comma-separated column list with p.
 func prefixed(p, columns string) string {
 	fields := strings.Split(columns, ",")
