@@ -113,7 +113,7 @@ func (p *Prober) Run(ctx context.Context, s Subject) Result {
 	var allAnswers []Answer
 	var allCosts []float64
 	for ei, e := range p.Engines {
-		er := EngineResult{Label: e.Label, Model: e.Model, Stats: measure(s, probes[ei], answers[ei], costs[ei]), MaxInFlight: peaks[ei]}
+		er := EngineResult{Label: e.Label, Model: e.Model, Stats: measure(probes[ei], answers[ei], costs[ei]), MaxInFlight: peaks[ei]}
 		for _, pr := range probes[ei] {
 			if pr.Err != "" && len(er.Errors) < 3 {
 				er.Errors = append(er.Errors, pr.Err)
@@ -122,7 +122,7 @@ func (p *Prober) Run(ctx context.Context, s Subject) Result {
 		res.Engines = append(res.Engines, er)
 		all, allAnswers, allCosts = append(all, probes[ei]...), append(allAnswers, answers[ei]...), append(allCosts, costs[ei]...)
 	}
-	res.Overall = measure(s, all, allAnswers, allCosts)
+	res.Overall = measure(all, allAnswers, allCosts)
 	res.Probes = all
 	return res
 }
@@ -167,7 +167,7 @@ func (p *Prober) runEngine(ctx context.Context, s Subject, e Engine, prompts []P
 }
 
 // measure computes the stats of a set of probes.
-func measure(s Subject, probes []Probe, answers []Answer, costs []float64) Stats {
+func measure(probes []Probe, answers []Answer, costs []float64) Stats {
 	st := Stats{Probes: len(probes), Competitors: map[string]int{}}
 	var ok, mentioned, cited, first, brandVoice, allVoice int
 	var posSum, invSum float64
