@@ -26,17 +26,43 @@ const UserAgent = "aivis-readiness/1 (+https://aivis.dev/docs/visibility)"
 // Crawlers are the AI crawlers whose access is checked.
 var Crawlers = []string{"GPTBot", "OAI-SearchBot", "ChatGPT-User", "ClaudeBot", "Claude-SearchBot", "PerplexityBot", "Google-Extended", "CCBot"}
 
-// The score's parts, in points of 100 (docs/visibility.md gives the
-// reasons): access decides whether anything else matters; then what
-// helps a crawler find, read and attribute the content.
+// The score is a weighted sum of six parts, in points of 100
+// (docs/visibility.md gives the reasons). Access comes first, because a
+// crawler that is refused reads nothing else; then what the HTML says
+// without JavaScript (content, metadata, structured data: how a page
+// says who it is and ties the brand to its other presences); llms.txt
+// and the sitemap only help crawlers find pages, so they weigh least.
+//
+//	score = round(PointsCrawlers × allowed/len(Crawlers)
+//	            + PointsLLMsTxtPresent + PointsLLMsTxtWellFormed
+//	            + PointsSitemap
+//	            + PointsPerMetadata × (title, description, canonical, lang, Open Graph present)
+//	            + PointsOrganizationSameAs + PointsRichType + PointsValidJSONLD
+//	            + PointsContent)
+//
+// A site whose home page cannot be fetched at all scores 0.
 const (
 	PointsCrawlers   = 35 // shared equally among the crawlers allowed to fetch /
-	PointsLLMsTxt    = 10 // 5 present, 5 well-formed
+	PointsLLMsTxt    = PointsLLMsTxtPresent + PointsLLMsTxtWellFormed
 	PointsSitemap    = 10 // present and readable, with at least one URL
-	PointsMetadata   = 20 // home page: title, description, canonical, lang, Open Graph, 4 each
-	PointsStructured = 15 // JSON-LD: Organization with sameAs 7, FAQPage/Article/Product 4, any valid 4
+	PointsMetadata   = 5 * PointsPerMetadata
+	PointsStructured = PointsOrganizationSameAs + PointsRichType + PointsValidJSONLD
 	PointsContent    = 10 // the home page's text is in its HTML (at least MinWords words)
+
+	PointsLLMsTxtPresent    = 5 // /llms.txt answers 200 with text
+	PointsLLMsTxtWellFormed = 5 // and follows the llms.txt proposal
+	PointsPerMetadata       = 4 // home page: title, description, canonical, lang, Open Graph
+	// JSON-LD on the pages audited.
+	PointsOrganizationSameAs = 7 // an Organization with sameAs
+	PointsRichType           = 4 // a FAQPage, Article or Product
+	PointsValidJSONLD        = 4 // any valid JSON-LD with a @type
+
+	// PointsTotal is the best score; the parts above add up to it.
+	PointsTotal = PointsCrawlers + PointsLLMsTxt + PointsSitemap + PointsMetadata + PointsStructured + PointsContent
 )
+
+// The weights must add up to 100: this fails to compile otherwise.
+var _ = [1]struct{}{}[PointsTotal-100]
 
 // MinWords is the least text a server-rendered home page should carry.
 const MinWords = 50
@@ -71,17 +97,27 @@ type Sitemap struct {
 	URLs    int    `json:"urls"`
 }
 
+// Robots is the check of /robots.txt.
+type Robots struct {
+	URL      string   `json:"url"`
+	Status   int      `json:"status"` // 0: no answer
+	Present  bool     `json:"present"`
+	Sitemaps []string `json:"sitemaps"`
+}
+
 // Report is an audit's result.
 type Report struct {
-	Domain    string             `json:"domain"`
-	Score     int                `json:"score"`
+	Domain string `json:"domain"`
+	Score  int    `json:"score"`
+	// Points are the score's parts before rounding: crawlers, llms_txt,
+	// sitemap, metadata, structured_data, content.
 	Points    map[string]float64 `json:"points"`
 	Findings  []Finding          `json:"findings"`
 	Crawlers  []CrawlerAccess    `json:"crawlers"`
-	RobotsTxt int                `json:"robots_txt_status"` // 0: no answer
+	Robots    Robots             `json:"robots"`
 	LLMsTxt   LLMsTxt            `json:"llms_txt"`
 	Sitemap   Sitemap            `json:"sitemap"`
-	Pages     []Page             `json:"pages"`
+	Pages     []PageReport       `json:"pages"`
 	FetchedAt time.Time          `json:"fetched_at"`
 }
 
@@ -118,7 +154,8 @@ func (a *Auditor) Audit(ctx context.Context, domain string) (Report, error) {
 		scheme = "https"
 	}
 	root := scheme + "://" + domain
-	r := Report{Domain: domain, Points: map[string]float64{}, Findings: []Finding{}, Pages: []Page{}, FetchedAt: now().UTC()}
+	r := Report{Domain: domain, Points: map[string]float64{}, Findings: []Finding{}, Pages: []PageReport{}, FetchedAt: now().UTC(),
+		Robots: Robots{URL: root + "/robots.txt", Sitemaps: []string{}}}
 
 	home, homeErr := a.fetch(ctx, root+"/")
 	if err := ctx.Err(); err != nil {
@@ -141,7 +178,9 @@ func (a *Auditor) Audit(ctx context.Context, domain string) (Report, error) {
 		r.fetchFinding("robots_txt", root+"/robots.txt", err, Critical)
 		rd, _ = robotstxt.FromStatusAndBytes(http.StatusServiceUnavailable, nil)
 	default:
-		r.RobotsTxt = robots.Status
+		r.Robots.Status = robots.Status
+		r.Robots.Present = robots.Status == http.StatusOK && !robots.isHTML()
+		r.truncated(robots, a.maxBytes())
 		body := robots.Body
 		if robots.Status == http.StatusOK && robots.isHTML() {
 			body = nil // an app's fallback page, not rules
@@ -156,6 +195,7 @@ func (a *Auditor) Audit(ctx context.Context, domain string) (Report, error) {
 				"Serve robots.txt with 200 (or 404 when you have no rules).", root+"/robots.txt")
 		}
 		sitemaps = rd.Sitemaps
+		r.Robots.Sitemaps = append(r.Robots.Sitemaps, rd.Sitemaps...)
 	}
 	var blocked []string
 	for _, agent := range Crawlers {
@@ -188,6 +228,20 @@ func (a *Auditor) Audit(ctx context.Context, domain string) (Report, error) {
 	}
 	r.Score = int(math.Round(total))
 	return r, nil
+}
+
+// truncated reports a body cut at max bytes.
+func (r *Report) truncated(f fetched, max int64) {
+	if !f.Truncated {
+		return
+	}
+	if f.isHTML() {
+		r.add("page_too_large", Warning, fmt.Sprintf("%s is larger than %d bytes; what follows is not read", f.URL, max),
+			"Keep pages lean (move inline data and scripts to separate files): crawlers read only the start of a large page.", f.URL)
+		return
+	}
+	r.add("file_too_large", Warning, fmt.Sprintf("%s is larger than %d bytes; what follows is not read", f.URL, max),
+		"Keep the file small (split a large sitemap into several listed by a <sitemapindex>).", f.URL)
 }
 
 func crawlersAll(allowed bool) []CrawlerAccess {
@@ -225,8 +279,9 @@ func (a *Auditor) checkLLMsTxt(ctx context.Context, root string, r *Report) {
 		r.add("llms_txt_missing", Warning, "No llms.txt", fix, root+"/llms.txt")
 		return
 	}
+	r.truncated(f, a.maxBytes())
 	r.LLMsTxt = checkLLMsTxt(string(f.Body))
-	r.Points["llms_txt"] = PointsLLMsTxt / 2
+	r.Points["llms_txt"] = PointsLLMsTxtPresent
 	if r.LLMsTxt.WellFormed {
 		r.Points["llms_txt"] = PointsLLMsTxt
 	} else {
@@ -251,6 +306,7 @@ func (a *Auditor) checkSitemap(ctx context.Context, root string, declared []stri
 		return
 	}
 	r.Sitemap.Present = true
+	r.truncated(f, a.maxBytes())
 	var doc struct {
 		XMLName  xml.Name
 		URLs     []struct{} `xml:"url"`
@@ -270,10 +326,7 @@ func (a *Auditor) checkSitemap(ctx context.Context, root string, declared []stri
 }
 
 func (a *Auditor) checkPages(ctx context.Context, root string, home fetched, r *Report) {
-	if home.Truncated {
-		r.add("page_too_large", Warning, fmt.Sprintf("The home page is larger than %d bytes; what follows is not read", a.maxBytes()),
-			"Keep pages lean: crawlers read only the start of a large page.", home.URL)
-	}
+	r.truncated(home, a.maxBytes())
 	if home.Status != http.StatusOK {
 		r.add("home_status", Critical, fmt.Sprintf("The home page answers %d", home.Status), "Make the home page answer 200.", home.URL)
 		return
@@ -287,7 +340,7 @@ func (a *Auditor) checkPages(ctx context.Context, root string, home fetched, r *
 	var meta float64
 	check := func(ok bool, id, sev, title, fix string) {
 		if ok {
-			meta += PointsMetadata / 5
+			meta += PointsPerMetadata
 		} else {
 			r.add(id, sev, title, fix, home.URL)
 		}
@@ -323,10 +376,30 @@ func (a *Auditor) checkPages(ctx context.Context, root string, home fetched, r *
 		}
 		seen[link] = true
 		f, err := a.fetch(ctx, link)
-		if err != nil || f.Status != http.StatusOK || !f.isHTML() {
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			r.fetchFinding("page", link, err, Warning)
+			continue
+		case f.Status != http.StatusOK:
+			r.add("page_status", Warning, fmt.Sprintf("%s, linked from the home page, answers %d", link, f.Status),
+				"Fix or remove the link: crawlers follow links from the home page.", link)
+			continue
+		case !f.isHTML():
+			r.add("page_not_html", Info, fmt.Sprintf("%s, linked from the home page, is not HTML (%s)", link, f.ContentType),
+				"Link to an HTML page that describes the document, or serve it as text/html if it is a page.", link)
 			continue
 		}
-		r.Pages = append(r.Pages, parsePage(f.URL, f.Status, f.Body))
+		r.truncated(f, a.maxBytes())
+		p := parsePage(f.URL, f.Status, f.Body)
+		if p.Title == "" {
+			r.add("page_title_missing", Info, f.URL+" has no <title>", "Give every page a <title> that says what it is about.", f.URL)
+		}
+		if p.Description == "" {
+			r.add("page_description_missing", Info, f.URL+" has no meta description", `Add <meta name="description" content="..."> to every page.`, f.URL)
+		}
+		r.Pages = append(r.Pages, p)
 	}
 	var org, orgSameAs, rich, valid, invalid bool
 	for _, p := range r.Pages {
@@ -340,19 +413,19 @@ func (a *Auditor) checkPages(ctx context.Context, root string, home fetched, r *
 	var sd float64
 	switch {
 	case orgSameAs:
-		sd += 7
+		sd += PointsOrganizationSameAs
 	case org:
 		r.add("organization_without_same_as", Warning, "The Organization JSON-LD has no sameAs", `List your official profiles in "sameAs" (LinkedIn, Wikipedia, Crunchbase, GitHub...) so AI systems tie them to you.`, home.URL)
 	default:
 		r.add("organization_missing", Warning, "No Organization JSON-LD", `Add a <script type="application/ld+json"> Organization with name, url, logo and sameAs on the home page.`, home.URL)
 	}
 	if rich {
-		sd += 4
+		sd += PointsRichType
 	} else {
 		r.add("rich_types_missing", Info, "No FAQPage, Article or Product JSON-LD on the pages audited", "Mark up your FAQ, articles or products with their schema.org types.", home.URL)
 	}
 	if valid {
-		sd += 4
+		sd += PointsValidJSONLD
 	}
 	if invalid {
 		r.add("json_ld_invalid", Warning, "A JSON-LD block is not valid JSON", "Fix the JSON of the ld+json script: crawlers ignore a block they cannot parse.", home.URL)

@@ -10,9 +10,9 @@ import (
 	"golang.org/x/net/html"
 )
 
-// Page is what an audited page shows AI crawlers in its server-rendered
+// PageReport is what an audited page shows AI crawlers in its server-rendered
 // HTML.
-type Page struct {
+type PageReport struct {
 	URL         string   `json:"url"`
 	Status      int      `json:"status"`
 	Title       string   `json:"title"`
@@ -27,14 +27,16 @@ type Page struct {
 	OrganizationSameAs bool `json:"organization_same_as"`
 	InvalidJSONLD      int  `json:"invalid_json_ld"`
 	Words              int  `json:"words"`
-	// AppShell: an empty root element of a JavaScript app.
+	// AppShell: the page has the root element of a JavaScript app
+	// (id root, app, __next, __nuxt, svelte), which with few words means
+	// the content is rendered by scripts.
 	AppShell bool     `json:"app_shell"`
 	links    []string // same-host links, in order
 }
 
 // parsePage reads an HTML page.
-func parsePage(pageURL string, status int, body []byte) Page {
-	p := Page{URL: pageURL, Status: status, JSONLDTypes: []string{}}
+func parsePage(pageURL string, status int, body []byte) PageReport {
+	p := PageReport{URL: pageURL, Status: status, JSONLDTypes: []string{}}
 	doc, err := html.Parse(bytes.NewReader(body))
 	if err != nil {
 		return p
@@ -52,7 +54,7 @@ func parsePage(pageURL string, status int, body []byte) Page {
 			case "html":
 				p.Lang = attr(n, "lang")
 			case "title":
-				if p.Title == "" && n.FirstChild != nil {
+				if p.Title == "" && n.Namespace == "" && n.FirstChild != nil {
 					p.Title = strings.TrimSpace(n.FirstChild.Data)
 				}
 			case "meta":
@@ -60,12 +62,15 @@ func parsePage(pageURL string, status int, body []byte) Page {
 				if name == "description" {
 					p.Description = strings.TrimSpace(attr(n, "content"))
 				}
+				if prop == "" {
+					prop = name // a common mistake that Open Graph readers accept
+				}
 				if prop == "og:title" || prop == "og:description" {
-					og[prop] = strings.TrimSpace(attr(n, "content")) != ""
+					og[prop] = og[prop] || strings.TrimSpace(attr(n, "content")) != ""
 				}
 			case "link":
-				if strings.EqualFold(attr(n, "rel"), "canonical") {
-					p.Canonical = attr(n, "href")
+				if slices.ContainsFunc(strings.Fields(attr(n, "rel")), func(s string) bool { return strings.EqualFold(s, "canonical") }) && p.Canonical == "" {
+					p.Canonical = strings.TrimSpace(attr(n, "href"))
 				}
 			case "script":
 				if strings.EqualFold(strings.TrimSpace(attr(n, "type")), "application/ld+json") && n.FirstChild != nil {
@@ -77,9 +82,12 @@ func parsePage(pageURL string, status int, body []byte) Page {
 					u.Fragment = ""
 					p.links = append(p.links, u.String())
 				}
-			case "div", "main", "body":
-				id := attr(n, "id")
-				if (id == "root" || id == "app" || id == "__next" || id == "__nuxt" || id == "svelte") && n.FirstChild == nil {
+			case "div", "main", "body", "app-root":
+				switch attr(n, "id") {
+				case "root", "app", "__next", "__nuxt", "svelte", "___gatsby":
+					p.AppShell = true
+				}
+				if n.Data == "app-root" || hasAttr(n, "data-reactroot") {
 					p.AppShell = true
 				}
 			}
@@ -97,6 +105,10 @@ func parsePage(pageURL string, status int, body []byte) Page {
 	return p
 }
 
+func hasAttr(n *html.Node, key string) bool {
+	return slices.ContainsFunc(n.Attr, func(a html.Attribute) bool { return strings.EqualFold(a.Key, key) })
+}
+
 func attr(n *html.Node, key string) string {
 	for _, a := range n.Attr {
 		if strings.EqualFold(a.Key, key) {
@@ -108,7 +120,7 @@ func attr(n *html.Node, key string) string {
 
 // readJSONLD collects the @types of a JSON-LD block: an object, an array
 // of them, or an @graph.
-func (p *Page) readJSONLD(b []byte) {
+func (p *PageReport) readJSONLD(b []byte) {
 	var v any
 	if err := json.Unmarshal(b, &v); err != nil {
 		p.InvalidJSONLD++
@@ -134,6 +146,8 @@ func (p *Page) readJSONLD(b []byte) {
 				}
 			}
 			for _, t := range types {
+				// "schema:Organization", "https://schema.org/Organization"
+				t = t[strings.LastIndexAny(t, ":/")+1:]
 				p.JSONLDTypes = append(p.JSONLDTypes, t)
 				if t == "Organization" || t == "Corporation" || t == "LocalBusiness" || t == "OnlineStore" {
 					p.Organization = true

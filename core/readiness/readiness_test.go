@@ -2,8 +2,10 @@ package readiness
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -46,7 +48,7 @@ func goodHome(extraHead string) string {
 func perfect() map[string]http.HandlerFunc {
 	return map[string]http.HandlerFunc{
 		"/":            text("text/html; charset=utf-8", goodHome("")),
-		"/about":       text("text/html", `<html><body><p>About us</p></body></html>`),
+		"/about":       text("text/html", `<html><head><title>About Acme</title><meta name="description" content="Who we are."></head><body><p>About us</p></body></html>`),
 		"/robots.txt":  text("text/plain", "User-agent: *\nAllow: /\nSitemap: /sitemap.xml\n"),
 		"/llms.txt":    text("text/plain", goodLLMs),
 		"/sitemap.xml": text("application/xml", `<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>https://acme.example/</loc></url></urlset>`),
@@ -68,13 +70,33 @@ func TestPerfectSite(t *testing.T) {
 	if err != nil || r.Score != 100 {
 		t.Fatalf("score %d (%v), points %v, findings %+v", r.Score, err, r.Points, r.Findings)
 	}
-	for _, f := range r.Findings {
-		if f.Severity != Info {
-			t.Errorf("finding on a perfect site: %+v", f)
+	want := map[string]float64{"crawlers": 35, "llms_txt": 10, "sitemap": 10, "metadata": 20, "structured_data": 15, "content": 10}
+	if !maps.Equal(r.Points, want) {
+		t.Errorf("points %v", r.Points)
+	}
+	if len(r.Findings) != 0 {
+		t.Errorf("findings on a perfect site: %+v", r.Findings)
+	}
+	for _, c := range r.Crawlers {
+		if !c.Allowed {
+			t.Errorf("%+v", c)
 		}
 	}
-	if len(r.Pages) != 2 || !r.Pages[0].OrganizationSameAs || r.Pages[0].Words != 181 || !r.LLMsTxt.WellFormed || r.Sitemap.URLs != 1 {
-		t.Errorf("%+v", r)
+	if len(r.Crawlers) != 8 || r.Robots.Status != 200 || !r.Robots.Present || !slices.Equal(r.Robots.Sitemaps, []string{"/sitemap.xml"}) {
+		t.Errorf("robots %+v, crawlers %+v", r.Robots, r.Crawlers)
+	}
+	if len(r.Pages) != 2 || !r.Pages[0].OrganizationSameAs || r.Pages[0].Words != 181 || r.Pages[1].Title != "About Acme" ||
+		!slices.Equal(r.Pages[0].JSONLDTypes, []string{"FAQPage", "Organization"}) {
+		t.Errorf("pages %+v", r.Pages)
+	}
+	if l := r.LLMsTxt; !l.Present || !l.WellFormed || l.Sections != 1 || l.Links != 1 || len(l.Problems) != 0 {
+		t.Errorf("llms.txt %+v", r.LLMsTxt)
+	}
+	if r.Sitemap != (Sitemap{URL: "http://" + host + "/sitemap.xml", Present: true, Valid: true, URLs: 1}) {
+		t.Errorf("sitemap %+v", r.Sitemap)
+	}
+	if r.FetchedAt.IsZero() {
+		t.Error("no fetched_at")
 	}
 }
 
@@ -111,30 +133,54 @@ func TestBrokenSites(t *testing.T) {
 		auditor func(*Auditor)
 		finding string
 		sev     string
+		score   int
 		check   func(t *testing.T, r Report)
 	}{
-		{name: "JavaScript shell", finding: "content_needs_javascript", sev: Critical, edit: func(m map[string]http.HandlerFunc) {
-			m["/"] = text("text/html", `<html lang="en"><head><title>App</title></head><body><div id="root"></div><script src="/app.js"></script></body></html>`)
+		{name: "JavaScript shell", finding: "content_needs_javascript", sev: Critical, score: 63, // 35+10+10, metadata 8 (title, lang)
+			edit: func(m map[string]http.HandlerFunc) {
+				m["/"] = text("text/html", `<html lang="en"><head><title>App</title></head><body><div id="root"></div><script src="/app.js"></script></body></html>`)
+			}, check: func(t *testing.T, r Report) {
+				if r.Points["content"] != 0 || r.Points["metadata"] != 8 || len(r.Pages) != 1 || r.Pages[0].Words != 0 || !r.Pages[0].AppShell {
+					t.Errorf("points %v, pages %+v", r.Points, r.Pages)
+				}
+			}},
+		{name: "Next.js shell with a loading text", finding: "content_needs_javascript", sev: Critical, score: 55, // 35+10+10, no metadata
+			edit: func(m map[string]http.HandlerFunc) {
+				m["/"] = text("text/html", `<!doctype html><div id="__next"> <p>Loading…</p> </div><script>window.__DATA__={}</script>`)
+			}, check: func(t *testing.T, r Report) {
+				if r.Pages[0].Words != 1 || !r.Pages[0].AppShell {
+					t.Errorf("pages %+v", r.Pages)
+				}
+			}},
+		{name: "at most Pages linked pages", score: 100, auditor: func(a *Auditor) { a.Pages = 2 }, edit: func(m map[string]http.HandlerFunc) {
+			links := ""
+			for _, p := range []string{"/a", "/b", "/c", "/a#x", "https://elsewhere.example/d"} {
+				links += `<a href="` + p + `">x</a>`
+				if !strings.Contains(p, "#") && !strings.HasPrefix(p, "https:") {
+					m[p] = m["/about"]
+				}
+			}
+			m["/"] = text("text/html", strings.Replace(goodHome(""), `<a href="/about">About</a>`, links, 1))
 		}, check: func(t *testing.T, r Report) {
-			if r.Points["content"] != 0 {
-				t.Errorf("points %v", r.Points)
+			if len(r.Pages) != 3 || !strings.HasSuffix(r.Pages[1].URL, "/a") || !strings.HasSuffix(r.Pages[2].URL, "/b") {
+				t.Errorf("pages %+v", r.Pages)
 			}
 		}},
-		{name: "redirect loop", finding: "home_redirect_loop", sev: Critical, edit: func(m map[string]http.HandlerFunc) {
+		{name: "redirect loop", finding: "home_redirect_loop", sev: Critical, score: 0, edit: func(m map[string]http.HandlerFunc) {
 			m["/"] = func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/a", http.StatusFound) }
 			m["/a"] = func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/", http.StatusMovedPermanently) }
 		}, check: func(t *testing.T, r Report) {
-			if r.Score != 0 || has(r, "site_unreachable") == nil {
-				t.Errorf("an unreadable site: score %d", r.Score)
+			if has(r, "site_unreachable") == nil || len(r.Crawlers) != 8 || r.Crawlers[0].Allowed || len(r.Pages) != 0 {
+				t.Errorf("an unreadable site: %+v", r)
 			}
 		}},
-		{name: "too many redirects", finding: "home_too_many_redirects", sev: Critical, edit: func(m map[string]http.HandlerFunc) {
+		{name: "too many redirects", finding: "home_too_many_redirects", sev: Critical, score: 0, edit: func(m map[string]http.HandlerFunc) {
 			for i := range 7 {
 				p := "/" + strings.Repeat("r", i)
 				m[p] = func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, p+"r", http.StatusFound) }
 			}
 		}},
-		{name: "page that never answers", finding: "home_timeout", sev: Critical, auditor: func(a *Auditor) { a.Timeout = 200 * time.Millisecond },
+		{name: "page that never answers", finding: "home_timeout", sev: Critical, score: 0, auditor: func(a *Auditor) { a.Timeout = 300 * time.Millisecond },
 			edit: func(m map[string]http.HandlerFunc) {
 				m["/"] = func(w http.ResponseWriter, r *http.Request) {
 					select {
@@ -143,28 +189,34 @@ func TestBrokenSites(t *testing.T) {
 					}
 				}
 			}},
-		{name: "huge page", finding: "page_too_large", sev: Warning, auditor: func(a *Auditor) { a.MaxBytes = 1 << 20 },
+		{name: "huge page", finding: "page_too_large", sev: Warning, score: 100, auditor: func(a *Auditor) { a.MaxBytes = 1 << 20 },
 			edit: func(m map[string]http.HandlerFunc) {
 				m["/"] = text("text/html", goodHome("")+strings.Repeat("<p>filler</p>", 400_000))
 			}, check: func(t *testing.T, r Report) {
-				if r.Points["metadata"] != 20 {
-					t.Errorf("the head of a huge page was not read: %v", r.Points)
+				if r.Points["metadata"] != 20 || len(r.Findings) != 1 {
+					t.Errorf("the head of a huge page was not read: %v %+v", r.Points, r.Findings)
 				}
 			}},
-		{name: "not HTML", finding: "home_not_html", sev: Critical, edit: func(m map[string]http.HandlerFunc) {
+		{name: "not HTML", finding: "home_not_html", sev: Critical, score: 55, edit: func(m map[string]http.HandlerFunc) {
 			m["/"] = text("application/pdf", "%PDF-1.7")
+		}, check: func(t *testing.T, r Report) {
+			if len(r.Pages) != 0 || r.Points["metadata"] != 0 || r.Points["content"] != 0 {
+				t.Errorf("points %v, pages %+v", r.Points, r.Pages)
+			}
 		}},
-		{name: "malformed llms.txt", finding: "llms_txt_malformed", sev: Warning, edit: func(m map[string]http.HandlerFunc) {
+		{name: "malformed llms.txt", finding: "llms_txt_malformed", sev: Warning, score: 95, edit: func(m map[string]http.HandlerFunc) {
 			m["/llms.txt"] = text("text/plain", "Acme\n## Docs\n- Guide at https://acme.example/guide\n")
 		}, check: func(t *testing.T, r Report) {
-			if r.LLMsTxt.WellFormed || len(r.LLMsTxt.Problems) != 2 || r.Points["llms_txt"] != 5 {
+			want := []string{"the first line must be an H1 with the site's name (# Name)",
+				"line 3: a list item of a section must be a link: - [title](url): notes"}
+			if !r.LLMsTxt.Present || r.LLMsTxt.WellFormed || !slices.Equal(r.LLMsTxt.Problems, want) || r.Points["llms_txt"] != 5 {
 				t.Errorf("%+v %v", r.LLMsTxt, r.Points)
 			}
 		}},
-		{name: "llms.txt served by an app's fallback", finding: "llms_txt_missing", sev: Warning, edit: func(m map[string]http.HandlerFunc) {
+		{name: "llms.txt served by an app's fallback", finding: "llms_txt_missing", sev: Warning, score: 90, edit: func(m map[string]http.HandlerFunc) {
 			m["/llms.txt"] = text("text/html", "<!doctype html><html><body>app</body></html>")
 		}},
-		{name: "robots.txt 503", finding: "robots_txt_server_error", sev: Critical, edit: func(m map[string]http.HandlerFunc) {
+		{name: "robots.txt 503", finding: "robots_txt_server_error", sev: Critical, score: 65, edit: func(m map[string]http.HandlerFunc) {
 			m["/robots.txt"] = func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) }
 		}, check: func(t *testing.T, r Report) {
 			for _, c := range r.Crawlers {
@@ -172,12 +224,50 @@ func TestBrokenSites(t *testing.T) {
 					t.Errorf("%s allowed while robots.txt answers 503", c.Agent)
 				}
 			}
-			if r.Points["crawlers"] != 0 || r.Score != 65 {
+			if r.Points["crawlers"] != 0 || r.Robots.Status != 503 || r.Robots.Present {
 				t.Errorf("score %d, points %v", r.Score, r.Points)
 			}
 		}},
-		{name: "no robots.txt", finding: "", edit: func(m map[string]http.HandlerFunc) { delete(m, "/robots.txt") },
+		{name: "robots.txt in a redirect loop", finding: "robots_txt_redirect_loop", sev: Critical, score: 65, // 100 - 35: crawlers forbidden
+			edit: func(m map[string]http.HandlerFunc) {
+				m["/robots.txt"] = func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/robots.txt", http.StatusFound) }
+			}, check: func(t *testing.T, r Report) {
+				if r.Points["crawlers"] != 0 || r.Crawlers[3].Allowed || r.Robots.Status != 0 {
+					t.Errorf("points %v, robots %+v", r.Points, r.Robots)
+				}
+			}},
+		{name: "sitemap named in robots.txt", score: 100, edit: func(m map[string]http.HandlerFunc) {
+			m["/robots.txt"] = text("text/plain", "User-agent: *\nDisallow: /private/\nSitemap: /maps/index.xml\n")
+			m["/maps/index.xml"] = text("application/xml", `<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><sitemap><loc>/a.xml</loc></sitemap><sitemap><loc>/b.xml</loc></sitemap></sitemapindex>`)
+			delete(m, "/sitemap.xml")
+		}, check: func(t *testing.T, r Report) {
+			if !strings.HasSuffix(r.Sitemap.URL, "/maps/index.xml") || r.Sitemap.URLs != 2 || !r.Sitemap.Valid || len(r.Findings) != 0 {
+				t.Errorf("sitemap %+v, findings %+v", r.Sitemap, r.Findings)
+			}
+		}},
+		{name: "sitemap that is not XML", finding: "sitemap_invalid", sev: Warning, score: 90, edit: func(m map[string]http.HandlerFunc) {
+			m["/sitemap.xml"] = text("application/xml", "https://acme.example/\n")
+		}},
+		{name: "linked page not HTML", finding: "page_not_html", sev: Info, score: 100, edit: func(m map[string]http.HandlerFunc) {
+			m["/"] = text("text/html", strings.Replace(goodHome(""), `href="/about"`, `href="/brochure.pdf"`, 1))
+			m["/brochure.pdf"] = text("application/pdf", "%PDF-1.7")
+		}, check: func(t *testing.T, r Report) {
+			if len(r.Pages) != 1 || len(r.Findings) != 1 || !strings.HasSuffix(r.Findings[0].URL, "/brochure.pdf") {
+				t.Errorf("pages %+v, findings %+v", r.Pages, r.Findings)
+			}
+		}},
+		{name: "JSON-LD array on a linked page", finding: "", score: 100, edit: func(m map[string]http.HandlerFunc) {
+			m["/"] = text("text/html", strings.Replace(goodHome(""), `<script type="application/ld+json">`, `<script type="text/plain">`, 1))
+			m["/about"] = text("text/html", `<html><head><title>About</title><meta name="description" content="Us">
+<script type="application/ld+json">[{"@type":"https://schema.org/Organization","sameAs":"https://github.com/acme"},{"@type":["Product","Thing"]}]</script></head></html>`)
+		}, check: func(t *testing.T, r Report) {
+			if len(r.Pages) != 2 || !slices.Equal(r.Pages[1].JSONLDTypes, []string{"Organization", "Product", "Thing"}) || len(r.Findings) != 0 {
+				t.Errorf("pages %+v, findings %+v", r.Pages, r.Findings)
+			}
+		}},
+		{name: "no robots.txt", finding: "", score: 100, edit: func(m map[string]http.HandlerFunc) { delete(m, "/robots.txt") },
 			check: func(t *testing.T, r Report) {
+				// A 404 allows all; /sitemap.xml is found without a Sitemap: line.
 				if r.Points["crawlers"] != 35 || has(r, "sitemap_invalid") != nil {
 					t.Errorf("a 404 robots.txt allows all: %v", r.Points)
 				}
@@ -195,7 +285,10 @@ func TestBrokenSites(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if time.Since(start) > 4*time.Second {
+			if r.Score != tc.score {
+				t.Errorf("score %d, want %d; points %v, findings %+v", r.Score, tc.score, r.Points, r.Findings)
+			}
+			if time.Since(start) > 2*time.Second {
 				t.Errorf("the audit took %v", time.Since(start))
 			}
 			if tc.finding != "" {
