@@ -126,8 +126,31 @@ func (db *DB) Close() error {
 }
 
 func migrate(ctx context.Context, w *sql.DB) error {
-	if _, err := w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL) STRICT`); err != nil {
+	// Several processes may open the same new file at once. Turning it to
+	// WAL on the first connection takes a lock for which SQLite does not
+	// always wait (busy timeout or not), so the first statement is retried
+	// on SQLITE_BUSY for a while. It runs in a transaction begun IMMEDIATE,
+	// which waits for the write lock instead of upgrading a stale snapshot.
+	var err error
+	for attempt, wait := 1, 10*time.Millisecond; ; attempt, wait = attempt+1, min(2*wait, 500*time.Millisecond) {
+		err = inTx(ctx, w, func(tx *sql.Tx) error {
+			_, err := tx.Exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+				version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL) STRICT`)
+			return err
+		})
+		var se sqlite3.Error
+		if err == nil || !errors.As(err, &se) || se.Code != sqlite3.ErrBusy || attempt == 20 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait):
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("sqlite: migrations table: %w", err)
 	}
 	files, err := fs.Glob(migrations, "migrations/*.sql")
