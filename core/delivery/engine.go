@@ -821,6 +821,10 @@ func (e *Engine) connect(ctx context.Context, cs []claimed) []outcome {
 	if err == nil && len(rs) != len(cs) {
 		err = fmt.Errorf("it returned %d results for %d events", len(rs), len(cs))
 	}
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		// Said plainly: gRPC words a deadline in several ways.
+		err = fmt.Errorf("no answer within the %s deadline (%v)", e.opt.Timeout, err)
+	}
 	latency := time.Since(start)
 	out := make([]outcome, len(cs))
 	for i, c := range cs {
