@@ -36,6 +36,7 @@ import (
 
 	"github.com/aivis/aivis/core/events"
 	"github.com/aivis/aivis/core/randid"
+	"github.com/aivis/aivis/core/retryafter"
 	"github.com/aivis/aivis/core/store"
 	"github.com/aivis/aivis/plugins/sdk"
 	"github.com/aivis/aivis/webhook"
@@ -591,7 +592,7 @@ func (e *Engine) sign(ctx context.Context, c claimed) outcome {
 	case http.StatusGone:
 		o.gone = true
 	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-		o.retryIn = parseRetryAfter(h.Get("Retry-After"), now)
+		o.retryIn = retryafter.Header(h, now)
 	}
 	return o
 }

@@ -2,8 +2,6 @@ package delivery
 
 import (
 	"math/rand/v2"
-	"net/http"
-	"strconv"
 	"time"
 )
 
@@ -28,21 +26,6 @@ func retryDelay(step int, retryAfter time.Duration) time.Duration {
 		d += time.Duration((rand.Float64()*2 - 1) * Jitter * float64(d))
 	}
 	return max(d, min(retryAfter, MaxRetryAfter))
-}
-
-// parseRetryAfter reads Retry-After as seconds or an HTTP date; 0 when
-// absent or unreadable.
-func parseRetryAfter(v string, now time.Time) time.Duration {
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.Atoi(v); err == nil {
-		return max(time.Duration(s)*time.Second, 0)
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(t.Sub(now), 0)
-	}
-	return 0
 }
 
 // DisableAfter is how long an endpoint may fail without a success before

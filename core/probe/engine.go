@@ -14,9 +14,10 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/aivis/aivis/core/retryafter"
 )
 
 // Engine is one configured AI engine.
@@ -145,7 +146,7 @@ func (c *Client) once(ctx context.Context, e Engine, body []byte) (Answer, time.
 	}
 	switch {
 	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500 || resp.StatusCode == http.StatusRequestTimeout:
-		return Answer{}, retryAfter(resp.Header), fmt.Errorf("the engine answered %s", resp.Status)
+		return Answer{}, retryafter.Header(resp.Header, time.Now()), fmt.Errorf("the engine answered %s", resp.Status)
 	case resp.StatusCode != http.StatusOK:
 		return Answer{}, 0, fmt.Errorf("%w: the engine answered %s: %.200s", ErrPermanent, resp.Status, b)
 	}
@@ -154,11 +155,4 @@ func (c *Client) once(ctx context.Context, e Engine, body []byte) (Answer, time.
 		return Answer{}, 0, fmt.Errorf("the engine's answer is not a chat completion: %.200s", b)
 	}
 	return Answer{Text: cr.Choices[0].Message.Content, InputTokens: cr.Usage.PromptTokens, OutputTokens: cr.Usage.CompletionTokens}, 0, nil
-}
-
-func retryAfter(h http.Header) time.Duration {
-	if s, err := strconv.ParseFloat(strings.TrimSpace(h.Get("Retry-After")), 64); err == nil && s >= 0 {
-		return time.Duration(s * float64(time.Second))
-	}
-	return 0
 }

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/aivis/aivis/core/retryafter"
 	"github.com/aivis/aivis/plugins/sdk"
 )
 
@@ -67,19 +67,7 @@ func Retryable(status int) bool {
 
 // RetryAfter reads Retry-After, in seconds or as an HTTP date; 0 when
 // absent or unreadable.
-func RetryAfter(h http.Header) time.Duration {
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0
-	}
-	if n, err := strconv.ParseFloat(v, 64); err == nil && n >= 0 {
-		return time.Duration(n * float64(time.Second))
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(time.Until(t), 0)
-	}
-	return 0
-}
+func RetryAfter(h http.Header) time.Duration { return retryafter.Header(h, time.Now()) }
 
 // ByStatus is the usual reading of an HTTP destination's answer: 2xx
 // delivered; 410 gone; 408, 429 and 5xx retried after Retry-After; 3xx
