@@ -237,29 +237,16 @@ func hint(code string) string {
 
 // webhookResult reads the answer of an incoming webhook: plain-text errors
 // with 400 invalid_payload, 403 action_prohibited, 404 channel_not_found
-// and 410 channel_is_archived.
+// and 410 channel_is_archived; the last two mean the channel is gone.
 func webhookResult(err error) sdk.Result {
-	var rl *slack.RateLimitedError
 	var sc slack.StatusCodeError
-	switch {
-	case err == nil:
-		return sdk.DeliveredResult()
-	case errors.As(err, &rl):
-		return sdk.RetryResult(rl.RetryAfter, "Slack is throttling: retry after "+rl.RetryAfter.String())
-	case errors.As(err, &sc):
-		switch {
-		case sc.Code == http.StatusGone:
-			return sdk.GoneResult("the Slack channel is archived (410)")
-		case sc.Code == http.StatusNotFound:
-			return sdk.GoneResult("the Slack webhook or its channel no longer exists (404)")
-		case kit.Retryable(sc.Code):
-			return sdk.RetryResult(0, "Slack answered "+sc.Status)
-		default:
-			return sdk.FailedResult("Slack refused the message: " + sc.Status)
-		}
-	default:
-		return kit.Unreachable("Slack", err)
+	if errors.As(err, &sc) && sc.Code == http.StatusGone {
+		return sdk.GoneResult("the Slack channel is archived (410)")
 	}
+	if errors.As(err, &sc) && sc.Code == http.StatusNotFound {
+		return sdk.GoneResult("the Slack webhook or its channel no longer exists (404)")
+	}
+	return apiResult(err)
 }
 
 // pacer spaces messages to one channel.
