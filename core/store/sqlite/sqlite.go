@@ -38,6 +38,7 @@ type DB struct {
 	fresh     *fresh
 	leases    leases
 	claimMu   sync.Mutex
+	writer    *writer
 	box       *secrets.Box // seals stored secrets; see SetSecrets
 }
 
@@ -97,6 +98,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	r.SetMaxIdleConns(n)
 	r.SetConnMaxIdleTime(0)
 	db := &DB{w: w, r: r, leases: leases{end: make(map[string]time.Time)}}
+	db.writer = newWriter(db)
 	db.keyByHash, err = r.PrepareContext(ctx, `SELECT `+keyColumns+`, `+accountColumns+`
 		FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.key_hash = ?`)
 	if err == nil {
@@ -115,6 +117,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 // Close closes both pools.
 func (db *DB) Close() error {
 	var c *commits
+	db.writer.stop()
 	if db.fresh != nil {
 		c = db.fresh.close()
 	}
@@ -202,24 +205,6 @@ func inTx(ctx context.Context, db *sql.DB, fn func(*sql.Tx) error) error {
 		return err
 	}
 	return tx.Commit()
-}
-
-// Update runs fn in one immediate write transaction.
-func (db *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
-	t := &txn{db: db}
-	err := inTx(ctx, db.w, func(tx *sql.Tx) error {
-		t.tx, t.topics, t.released = tx, t.topics[:0], t.released[:0] // fn may run again on a retry
-		return fn(t)
-	})
-	if err == nil {
-		for _, topic := range t.topics {
-			bus.Notify(topic)
-		}
-		for _, id := range t.released {
-			db.leases.release(id)
-		}
-	}
-	return err
 }
 
 // Pools are the writer (one connection) and the readers, for the event
