@@ -84,7 +84,8 @@ type Engine struct {
 	mu        sync.Mutex
 	inflight  int
 	endpoints map[string]*endpoint
-	runCtx    context.Context // the dispatcher's, for attempts the fan-out hands over
+	waiting   map[*endpoint]struct{} // with queued deliveries, stopped by Workers
+	runCtx    context.Context        // the dispatcher's, for attempts the fan-out hands over
 	sends     *sync.WaitGroup
 	backlog   atomic.Bool // due deliveries may wait in the store for a claim
 }
@@ -93,8 +94,17 @@ type endpoint struct {
 	inflight int // deliveries
 	queue    []claimed
 	batch    int // deliveries per attempt: 1 for a webhook
-	limit    int // deliveries in flight or queued: PerEndpoint attempts' worth
+	limit    int // deliveries in flight: PerEndpoint attempts' worth
 }
+
+// queueRounds is how many rounds of an endpoint's attempts may wait in
+// memory, leased, behind those in flight: a fast endpoint is fed from
+// memory as new events come, without a claim from the store per attempt.
+const queueRounds = 3
+
+// held is how many deliveries an endpoint or the engine holds (in flight
+// or queued) at most, for a limit of in-flight ones.
+func held(limit int) int { return limit * (1 + queueRounds) }
 
 func (e *Engine) newEndpoint(w store.Webhook) *endpoint {
 	ep := &endpoint{batch: 1}
@@ -106,7 +116,7 @@ func (e *Engine) newEndpoint(w store.Webhook) *endpoint {
 }
 
 // full reports that an endpoint has its share.
-func (ep *endpoint) full() bool { return ep.inflight+len(ep.queue) >= ep.limit }
+func (ep *endpoint) full() bool { return ep.inflight+len(ep.queue) >= held(ep.limit) }
 
 type claimed struct {
 	d store.Delivery
@@ -143,13 +153,13 @@ func New(st store.Store, sub message.Subscriber, client *http.Client, log *slog.
 	}
 	return &Engine{store: st, sub: sub, client: client, log: log, opt: opt,
 		// A claimed delivery may wait behind a full endpoint for as long
-		// as one round of its attempts.
-		lease:     3*opt.Timeout + 5*time.Second,
+		// as its queued rounds of attempts, then take its own.
+		lease:     time.Duration(queueRounds+2)*opt.Timeout + 5*time.Second,
 		wake:      make(chan struct{}, 1),
 		outcomes:  make(chan outcome, 1024),
 		inserts:   make(chan insertion),
 		stopped:   make(chan struct{}),
-		endpoints: make(map[string]*endpoint)}
+		endpoints: make(map[string]*endpoint), waiting: make(map[*endpoint]struct{})}
 }
 
 // BusLogger is Watermill's logger for the product: its routine messages
@@ -434,7 +444,7 @@ func (e *Engine) dispatch(ctx context.Context, sends *sync.WaitGroup) {
 // that no capacity is left.
 func (e *Engine) claim(ctx context.Context, sends *sync.WaitGroup) (n int, full bool, err error) {
 	e.mu.Lock()
-	free := e.opt.Workers - e.inflight
+	free := held(e.opt.Workers) - e.inflight
 	var skip []string // endpoints with a full share: their turn comes later
 	for id, ep := range e.endpoints {
 		free -= len(ep.queue)
@@ -447,7 +457,7 @@ func (e *Engine) claim(ctx context.Context, sends *sync.WaitGroup) (n int, full 
 		return 0, true, nil
 	}
 	now := e.opt.Now()
-	ds, hooks, err := e.store.ClaimDeliveries(ctx, now, now.Add(e.lease), min(free, 256), e.opt.PerEndpoint, skip)
+	ds, hooks, err := e.store.ClaimDeliveries(ctx, now, now.Add(e.lease), min(free, 1024), held(e.opt.PerEndpoint), skip)
 	if err != nil {
 		return 0, false, err
 	}
@@ -470,7 +480,7 @@ func (e *Engine) claim(ctx context.Context, sends *sync.WaitGroup) (n int, full 
 	e.mu.Unlock()
 	if len(got) == 0 && len(skip) == 0 {
 		// Nothing due is left in the store. (A claim that took some may
-		// have left more: it takes at most PerEndpoint of a target.)
+		// have left more: it takes at most an endpoint's share of a target.)
 		e.backlog.Store(false)
 	}
 	return len(got), len(got) >= free, nil
@@ -500,7 +510,7 @@ func (e *Engine) offer(cs []claimed) {
 			ep = e.newEndpoint(c.w)
 			e.endpoints[c.w.ID] = ep
 		}
-		if ep.full() || e.inflight+queued+len(take) >= e.opt.Workers {
+		if ep.full() || e.inflight+queued+len(take) >= held(e.opt.Workers) {
 			e.backlog.Store(true)
 			continue
 		}
@@ -514,8 +524,15 @@ func (e *Engine) offer(cs []claimed) {
 	}
 	for _, c := range take {
 		ep := e.endpoints[c.w.ID]
-		if !leased[c.d.ID] { // a claim has it already
-			ep.queue = slices.DeleteFunc(ep.queue, func(q claimed) bool { return q.d.ID == c.d.ID })
+		if !leased[c.d.ID] {
+			// A claim has it already, and may have queued it too: drop the
+			// copy queued above (the last), not the claim's.
+			for i, q := range slices.Backward(ep.queue) {
+				if q.d.ID == c.d.ID {
+					ep.queue = slices.Delete(ep.queue, i, i+1)
+					break
+				}
+			}
 		}
 	}
 	for _, c := range cs {
@@ -532,10 +549,15 @@ func (e *Engine) offer(cs []claimed) {
 	}
 }
 
-// startLocked starts queued attempts of an endpoint within its limit,
-// each carrying up to the endpoint's batch of deliveries.
+// startLocked starts queued attempts of an endpoint within its limit and
+// the engine's, each carrying up to the endpoint's batch of deliveries.
+// An endpoint stopped by the engine's limit waits for the next free slot.
 func (e *Engine) startLocked(ctx context.Context, ep *endpoint, sends *sync.WaitGroup) {
 	for ep.inflight < ep.limit && len(ep.queue) > 0 {
+		if e.inflight >= e.opt.Workers {
+			e.waiting[ep] = struct{}{}
+			return
+		}
 		n := min(len(ep.queue), ep.batch, ep.limit-ep.inflight)
 		cs := slices.Clone(ep.queue[:n])
 		ep.queue = ep.queue[n:]
@@ -551,9 +573,17 @@ func (e *Engine) startLocked(ctx context.Context, ep *endpoint, sends *sync.Wait
 			e.inflight -= n
 			if ctx.Err() == nil {
 				e.startLocked(ctx, ep, sends)
+				for w := range e.waiting {
+					if e.inflight >= e.opt.Workers {
+						break
+					}
+					delete(e.waiting, w)
+					e.startLocked(ctx, w, sends)
+				}
 			}
 			if ep.inflight == 0 && len(ep.queue) == 0 {
 				delete(e.endpoints, cs[0].w.ID)
+				delete(e.waiting, ep)
 			}
 			e.mu.Unlock()
 			if e.backlog.Load() { // deliveries wait in the store for room

@@ -236,12 +236,14 @@ func (p Policy) Dialer(timeout time.Duration) *net.Dialer {
 // server offers it, and bounded waits and idle connections.
 func (p Policy) Transport() *http.Transport {
 	return &http.Transport{
-		Proxy:                  nil,
-		DialContext:            p.Dialer(10 * time.Second).DialContext,
-		TLSClientConfig:        &tls.Config{MinVersion: tls.VersionTLS12},
-		ForceAttemptHTTP2:      true,
-		MaxIdleConns:           256,
-		MaxIdleConnsPerHost:    16,
+		Proxy:             nil,
+		DialContext:       p.Dialer(10 * time.Second).DialContext,
+		TLSClientConfig:   &tls.Config{MinVersion: tls.VersionTLS12},
+		ForceAttemptHTTP2: true,
+		// Many endpoints share a host (an automation platform's hooks,
+		// say): as many idle connections to one host as attempts in flight.
+		MaxIdleConns:           1024,
+		MaxIdleConnsPerHost:    256,
 		IdleConnTimeout:        90 * time.Second,
 		TLSHandshakeTimeout:    10 * time.Second,
 		ResponseHeaderTimeout:  30 * time.Second,
