@@ -102,9 +102,13 @@ type endpoint struct {
 // memory as new events come, without a claim from the store per attempt.
 const queueRounds = 3
 
-// held is how many deliveries an endpoint or the engine holds (in flight
-// or queued) at most, for a limit of in-flight ones.
+// held is how many deliveries an endpoint holds (in flight or queued) at
+// most, for a limit of in-flight ones.
 func held(limit int) int { return limit * (1 + queueRounds) }
+
+// maxHeld is how many deliveries the engine holds at most: enough for the
+// queues of many endpoints at once, and still a few MB.
+func (e *Engine) maxHeld() int { return 16 * e.opt.Workers }
 
 func (e *Engine) newEndpoint(w store.Webhook) *endpoint {
 	ep := &endpoint{batch: 1}
@@ -275,7 +279,7 @@ func (e *Engine) fanout(msg *message.Message) error {
 	now := e.opt.Now()
 	ds := make([]claimed, 0, len(targets))
 	for _, w := range targets {
-		d := store.Delivery{ID: randid.New("dlv"), WebhookID: w.ID, AccountID: w.AccountID,
+		d := store.Delivery{ID: randid.Sorted("dlv", now), WebhookID: w.ID, AccountID: w.AccountID,
 			EventID: ev.ID, Event: ev.Event, Payload: msg.Payload, Status: store.DeliveryPending,
 			NextAttemptAt: now, CreatedAt: now, UpdatedAt: now}
 		if !w.Enabled {
@@ -444,7 +448,7 @@ func (e *Engine) dispatch(ctx context.Context, sends *sync.WaitGroup) {
 // that no capacity is left.
 func (e *Engine) claim(ctx context.Context, sends *sync.WaitGroup) (n int, full bool, err error) {
 	e.mu.Lock()
-	free := held(e.opt.Workers) - e.inflight
+	free := e.maxHeld() - e.inflight
 	var skip []string // endpoints with a full share: their turn comes later
 	for id, ep := range e.endpoints {
 		free -= len(ep.queue)
@@ -510,7 +514,7 @@ func (e *Engine) offer(cs []claimed) {
 			ep = e.newEndpoint(c.w)
 			e.endpoints[c.w.ID] = ep
 		}
-		if ep.full() || e.inflight+queued+len(take) >= held(e.opt.Workers) {
+		if ep.full() || e.inflight+queued+len(take) >= e.maxHeld() {
 			e.backlog.Store(true)
 			continue
 		}

@@ -172,7 +172,7 @@ func (s *Service) Create(ctx context.Context, p auth.Principal, in client.Create
 		if err := tx.InsertWebhook(w); err != nil {
 			return err
 		}
-		dl := store.Delivery{ID: randid.New("dlv"), WebhookID: w.ID, AccountID: w.AccountID, EventID: ev.ID, Event: ev.Event,
+		dl := store.Delivery{ID: randid.Sorted("dlv", now), WebhookID: w.ID, AccountID: w.AccountID, EventID: ev.ID, Event: ev.Event,
 			Payload: m.Payload, Status: store.DeliveryPending, CreatedAt: now, UpdatedAt: now}
 		if _, err := tx.InsertDelivery(dl); err != nil {
 			return err

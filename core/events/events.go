@@ -77,7 +77,7 @@ func New(kind string, at time.Time, accountID, clientID, domain string, data any
 		return Event{}, fmt.Errorf("events: %s data: %w", kind, err)
 	}
 	return Event{
-		Body:      Body{ID: randid.New("evt"), Event: kind, Timestamp: at.UTC().Truncate(time.Microsecond), Data: raw},
+		Body:      Body{ID: randid.Sorted("evt", at), Event: kind, Timestamp: at.UTC().Truncate(time.Microsecond), Data: raw},
 		AccountID: accountID, ClientID: clientID, Domain: domain,
 	}, nil
 }

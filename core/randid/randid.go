@@ -1,7 +1,10 @@
 // Package randid makes random identifiers and credentials from crypto/rand.
 package randid
 
-import "crypto/rand"
+import (
+	"crypto/rand"
+	"time"
+)
 
 const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 
@@ -24,3 +27,23 @@ func String(n int) string {
 
 // New returns prefix + "_" + 20 random characters (119 bits).
 func New(prefix string) string { return prefix + "_" + String(20) }
+
+// sortable is base 62 in byte order, so that encoded times sort as they
+// compare.
+const sortable = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+// Sorted returns prefix + "_" + 20 characters that sort by creation time:
+// 9 for the microseconds since the Unix epoch (good until the year 2398),
+// then 11 random ones (65 bits). Records keyed by such ids are appended to
+// their indexes instead of scattered over them, which keeps a batch of
+// inserts on few pages. Only for records whose creation time is no secret.
+func Sorted(prefix string, t time.Time) string {
+	var b [20]byte
+	us := uint64(max(t.UnixMicro(), 0))
+	for i := 8; i >= 0; i-- {
+		b[i] = sortable[us%62]
+		us /= 62
+	}
+	copy(b[9:], String(11))
+	return prefix + "_" + string(b[:])
+}

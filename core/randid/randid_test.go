@@ -1,0 +1,31 @@
+package randid
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestSortedFollowsTime(t *testing.T) {
+	base := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	var ids []string
+	for i := range 1000 {
+		ids = append(ids, Sorted("dlv", base.Add(time.Duration(i*i)*time.Microsecond)))
+	}
+	if !slices.IsSorted(ids) {
+		t.Error("ids of increasing times do not sort in that order")
+	}
+	for _, id := range ids[:3] {
+		rest, ok := strings.CutPrefix(id, "dlv_")
+		if !ok || len(rest) != 20 || strings.Trim(rest, sortable) != "" {
+			t.Errorf("id %q: want dlv_ and 20 characters of [0-9A-Za-z]", id)
+		}
+	}
+	if a, b := Sorted("x", base), Sorted("x", base); a == b {
+		t.Errorf("two ids of one microsecond are equal: %s", a)
+	}
+	if late := Sorted("x", time.Date(2398, 1, 1, 0, 0, 0, 0, time.UTC)); late < Sorted("x", base) {
+		t.Errorf("an id of 2398 sorts before one of 2026: %s", late)
+	}
+}
