@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -31,19 +33,22 @@ import (
 )
 
 var (
-	deliveryEvents = flag.Int("delivery-events", 20000, "events recorded in the 1-endpoint throughput phase")
-	deliveryPhase  = flag.Duration("delivery-phase", 5*time.Second, "length of the open-loop latency phase")
+	deliveryEvents  = flag.Int("delivery-events", 20000, "events recorded in the 1-endpoint throughput phase")
+	fiftyEvents     = flag.Int("delivery-fifty-events", 0, "events of the 50-endpoint phase (default: delivery-events / 50)")
+	deliveryWriters = flag.Int("delivery-writers", 8, "domains (one writer each) in the 1-endpoint phase")
+	deliveryPhase   = flag.Duration("delivery-phase", 5*time.Second, "length of the open-loop latency phase")
 )
 
-// hookSink is the local receiver: it verifies every delivery's signature,
-// as a real receiver must, and notes when each event id arrived.
+// hookSink is the local receiver: it verifies every delivery's signature
+// with its webhook's secret, as a real receiver must, and notes when each
+// event id arrived.
 type hookSink struct {
-	srv      *httptest.Server
-	mu       sync.Mutex
-	verifier *webhook.Verifier
-	arrived  map[string]time.Time
-	count    atomic.Int64
-	bad      atomic.Int64
+	srv       *httptest.Server
+	mu        sync.Mutex
+	verifiers verifiers
+	arrived   map[string]time.Time
+	count     atomic.Int64
+	bad       atomic.Int64
 }
 
 func newHookSink(b *testing.B) *hookSink {
@@ -51,9 +56,15 @@ func newHookSink(b *testing.B) *hookSink {
 	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		h.mu.Lock()
-		v := h.verifier
+		vs := h.verifiers
 		h.mu.Unlock()
-		if v != nil {
+		if vs != nil {
+			v := vs.of(r, body)
+			if v == nil {
+				h.bad.Add(1)
+				w.WriteHeader(http.StatusNotFound)
+				return
+			}
 			if err := v.Verify(r.Header, body); err != nil {
 				h.bad.Add(1)
 				w.WriteHeader(http.StatusUnauthorized)
@@ -73,9 +84,26 @@ func newHookSink(b *testing.B) *hookSink {
 	return h
 }
 
-func (h *hookSink) reset(v *webhook.Verifier) {
+// verifiers are the receiver's secrets: by path, and for the webhooks of
+// several domains that share a path, by the event's domain.
+type verifiers map[string]*webhook.Verifier
+
+func (vs verifiers) of(r *http.Request, body []byte) *webhook.Verifier {
+	if v, ok := vs[r.URL.Path]; ok {
+		return v
+	}
+	var ev struct {
+		Data struct {
+			Domain string `json:"domain"`
+		} `json:"data"`
+	}
+	json.Unmarshal(body, &ev)
+	return vs[r.URL.Path+" "+ev.Data.Domain]
+}
+
+func (h *hookSink) reset(v verifiers) {
 	h.mu.Lock()
-	h.verifier = v
+	h.verifiers = v
 	h.arrived = make(map[string]time.Time)
 	h.mu.Unlock()
 	h.count.Store(0)
@@ -87,6 +115,7 @@ type deliveryStack struct {
 	db       *sqlite.DB
 	recorder *visibility.Recorder
 	svc      *delivery.Service
+	engine   *delivery.Engine
 	p        auth.Principal
 	stop     func()
 }
@@ -116,7 +145,7 @@ func newDeliveryStack(b *testing.B) *deliveryStack {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- engine.Run(ctx) }()
-	s := &deliveryStack{db: db, recorder: &visibility.Recorder{Store: db, Now: time.Now},
+	s := &deliveryStack{db: db, engine: engine, recorder: &visibility.Recorder{Store: db, Now: time.Now},
 		svc: &delivery.Service{Store: db, Client: hc, AllowHTTP: true, Wake: engine.Wake,
 			CheckURL: func(raw string, allowHTTP bool) error { _, err := policy.CheckURL(raw, allowHTTP); return err }},
 		p: auth.Principal{Principal: store.Principal{Key: store.Key{ID: "key_bench", AccountID: a.ID}, Account: a}}}
@@ -132,27 +161,29 @@ func newDeliveryStack(b *testing.B) *deliveryStack {
 
 // hooks creates a webhook on the sink for each domain, n per domain (each
 // at its own path when n > 1, all at /hook when n is 1: one endpoint), and
-// returns a verifier that knows their secrets.
-func (s *deliveryStack) hooks(b *testing.B, sink *hookSink, domains []string, n int) *webhook.Verifier {
-	var secrets []string
+// returns the receiver's verifiers of their secrets.
+func (s *deliveryStack) hooks(b *testing.B, sink *hookSink, domains []string, n int) verifiers {
+	vs := verifiers{}
 	for i := range n * len(domains) {
 		sink.reset(nil)
-		url := sink.srv.URL + "/hook"
+		path, key := "/hook", "/hook "+domains[i/n]
 		if n > 1 {
-			url = fmt.Sprintf("%s/hook/%d", sink.srv.URL, i)
+			path = fmt.Sprintf("/hook/%d", i)
+			key = path
 		}
+		url := sink.srv.URL + path
 		w, err := s.svc.Create(context.Background(), s.p, client.CreateWebhook{Domain: domains[i/n],
 			Events: []string{"ai_visibility_change"}, URL: url})
 		if err != nil {
 			b.Fatal(err)
 		}
-		secrets = append(secrets, w.Secret)
+		v, err := webhook.NewVerifier(w.Secret)
+		if err != nil {
+			b.Fatal(err)
+		}
+		vs[key] = v
 	}
-	v, err := webhook.NewVerifier(secrets...)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return v
+	return vs
 }
 
 // record stores a reading and returns the id of the event it caused and
@@ -174,7 +205,7 @@ func (s *deliveryStack) record(b *testing.B, domain string, i int) (string, time
 // has reached each of the domain's hooks; it returns deliveries per second
 // from the first commit.
 func (s *deliveryStack) burst(b *testing.B, sink *hookSink, domains []string, n, hooks int) float64 {
-	start := time.Now()
+	start, cpu := time.Now(), cpuTime()
 	var events atomic.Int64
 	var wg sync.WaitGroup
 	for _, d := range domains {
@@ -196,7 +227,16 @@ func (s *deliveryStack) burst(b *testing.B, sink *hookSink, domains []string, n,
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
+	fmt.Printf("%d deliveries: %.0f µs of CPU each (the receiver's included)\n", want,
+		float64((cpuTime()-cpu).Microseconds())/float64(want))
 	return float64(want) / time.Since(start).Seconds()
+}
+
+// cpuTime is the CPU time this process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // ceiling is the rate at which a plain Go client POSTs signed bodies to
@@ -204,7 +244,7 @@ func (s *deliveryStack) burst(b *testing.B, sink *hookSink, domains []string, n,
 func ceiling(b *testing.B, sink *hookSink, d time.Duration) float64 {
 	secret, _ := webhook.NewSecret()
 	v, _ := webhook.NewVerifier(secret)
-	sink.reset(v)
+	sink.reset(verifiers{"/raw": v})
 	signer, _ := webhook.NewSigner(secret)
 	body := []byte(`{"id":"evt_x","event":"ai_visibility_change","timestamp":"2026-11-22T10:00:00Z","data":{"domain":"example.com","visibility_score":72}}`)
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
@@ -304,7 +344,7 @@ func BenchmarkDelivery(b *testing.B) {
 	// writer per domain (readings of one domain are ordered, so writers of
 	// one domain would mostly wait for each other).
 	var oneDomains []string
-	for i := range 8 {
+	for i := range *deliveryWriters {
 		oneDomains = append(oneDomains, fmt.Sprintf("d%d.one.example", i))
 	}
 	v1 := s.hooks(b, sink, oneDomains, 1)
@@ -314,6 +354,9 @@ func BenchmarkDelivery(b *testing.B) {
 	v50 := s.hooks(b, sink, []string{"fifty.example"}, 50)
 	sink.reset(v50)
 	events50 := *deliveryEvents / 50
+	if *fiftyEvents > 0 {
+		events50 = *fiftyEvents
+	}
 	fifty := s.burst(b, sink, []string{"fifty.example"}, events50, 50)
 
 	sink.reset(v1)
