@@ -100,7 +100,7 @@ type endpoint struct {
 // queueRounds is how many rounds of an endpoint's attempts may wait in
 // memory, leased, behind those in flight: a fast endpoint is fed from
 // memory as new events come, without a claim from the store per attempt.
-const queueRounds = 3
+const queueRounds = 7
 
 // held is how many deliveries an endpoint holds (in flight or queued) at
 // most, for a limit of in-flight ones.
@@ -108,7 +108,7 @@ func held(limit int) int { return limit * (1 + queueRounds) }
 
 // maxHeld is how many deliveries the engine holds at most: enough for the
 // queues of many endpoints at once, and still a few MB.
-func (e *Engine) maxHeld() int { return 16 * e.opt.Workers }
+func (e *Engine) maxHeld() int { return 32 * e.opt.Workers }
 
 func (e *Engine) newEndpoint(w store.Webhook) *endpoint {
 	ep := &endpoint{batch: 1}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -263,14 +264,6 @@ func (l *leases) held(now time.Time) []string {
 	return out
 }
 
-func (l *leases) take(ids []string, end time.Time) {
-	l.mu.Lock()
-	for _, id := range ids {
-		l.end[id] = end
-	}
-	l.mu.Unlock()
-}
-
 // takeFree leases the ids not leased at now and returns them.
 func (l *leases) takeFree(ids []string, now, end time.Time) []string {
 	l.mu.Lock()
@@ -286,10 +279,10 @@ func (l *leases) takeFree(ids []string, now, end time.Time) []string {
 	return out
 }
 
-// LeaseDeliveries leases, in memory, deliveries no claim holds.
+// LeaseDeliveries leases, in memory, deliveries no claim holds. It never
+// waits for a claim's query: a claim leases what it read the same way, so
+// whichever comes second finds the lease taken.
 func (db *DB) LeaseDeliveries(ids []string, leaseEnd time.Time) []string {
-	db.claimMu.Lock() // not between a claim's read and its leases
-	defer db.claimMu.Unlock()
 	return db.leases.takeFree(ids, time.Now(), leaseEnd)
 }
 
@@ -301,7 +294,7 @@ func (l *leases) release(id string) {
 
 // ClaimDeliveries reads due deliveries on a reader and leases them in memory.
 func (db *DB) ClaimDeliveries(ctx context.Context, now, leaseEnd time.Time, limit, perWebhook int, skip []string) ([]store.Delivery, map[string]store.Webhook, error) {
-	db.claimMu.Lock() // one claim at a time: two must not read the same rows
+	db.claimMu.Lock() // one claim at a time
 	defer db.claimMu.Unlock()
 	skipJSON, err := json.Marshal(nonNil(skip))
 	if err != nil {
@@ -338,20 +331,30 @@ func (db *DB) ClaimDeliveries(ctx context.Context, now, leaseEnd time.Time, limi
 		}
 		out = append(out, d)
 		ids = append(ids, d.ID)
-		hooks[d.WebhookID] = store.Webhook{}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, nil, err
 	}
 	rows.Close()
+	// The fan-out may have leased some since they were read: keep the rest.
+	free := make(map[string]bool, len(ids))
+	for _, id := range db.leases.takeFree(ids, now, leaseEnd) {
+		free[id] = true
+	}
+	out = slices.DeleteFunc(out, func(d store.Delivery) bool { return !free[d.ID] })
+	for _, d := range out {
+		hooks[d.WebhookID] = store.Webhook{}
+	}
 	for id := range hooks {
 		w, err := db.scanWebhook(db.r.QueryRowContext(ctx, `SELECT `+webhookColumns+` FROM webhooks WHERE id = ?`, id))
 		if err != nil {
+			for _, d := range out {
+				db.leases.release(d.ID)
+			}
 			return nil, nil, fmt.Errorf("sqlite: claim deliveries: webhook %s: %w", id, notFound(err))
 		}
 		hooks[id] = w
 	}
-	db.leases.take(ids, leaseEnd)
 	return out, hooks, nil
 }
 
