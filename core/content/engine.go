@@ -137,9 +137,10 @@ func (e *Engine) work(ctx context.Context) {
 func (e *Engine) claim(ctx context.Context) (store.ContentRequest, error) {
 	for {
 		var cr store.ContentRequest
-		now := e.Now().UTC()
 		exhausted := false
 		err := e.Store.Update(ctx, func(tx store.Tx) (err error) {
+			// Read inside the transaction: claims are ordered as their times.
+			now := e.Now().UTC()
 			cr, err = tx.ClaimContentRequest(now, now.Add(e.Lease))
 			if err != nil || cr.Attempts <= e.MaxAttempts {
 				return err
@@ -169,9 +170,10 @@ func (e *Engine) run(ctx context.Context, cr store.ContentRequest) {
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	watched := make(chan struct{})
+	claimed := cr // the watcher's copy: process changes cr
 	go func() {
 		defer close(watched)
-		e.watch(runCtx, stop, cr)
+		e.watch(runCtx, stop, claimed)
 	}()
 	err := e.process(runCtx, &cr)
 	stop()

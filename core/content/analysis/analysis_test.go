@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"encoding/json"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -11,20 +12,13 @@ import (
 // paragraph that opens with "This", subheadings that miss the target query,
 // two statistics without a source, no links, quotations, definitions or
 // JSON-LD, and one question answered under a subheading.
-const defective = `<!doctype html><html><head><title>Widgets guide</title></head><body>
-<nav><a href="/">Home</a> <a href="https://twitter.com/acme">Twitter</a></nav>
-<main>
-<h1>Widgets</h1>
-<p>Welcome to our blog! Before we get to the point, let us tell you the long story of our company, founded by two friends
-in a garage who loved tinkering with every kind of gadget they could find, and who, after many years of trial and error,
-eventually decided that the world needed better tools than the ones sold in shops at that time.</p>
-<h2>Our history</h2>
-<p>This is why we care about quality in everything we make for our customers every day.</p>
-<h2>Why choose us?</h2>
-<p>Widgets from Acme last 3 times longer than other widgets and 87% of buyers come back.</p>
-</main>
-<footer>Copyright Acme</footer>
-</body></html>`
+var defective = func() string {
+	b, err := os.ReadFile("testdata/defective.html")
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}()
 
 func TestAnalyzeDefectivePage(t *testing.T) {
 	d := ParseHTML("https://acme.example/widgets", []byte(defective))
