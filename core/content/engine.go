@@ -183,9 +183,26 @@ func (e *Engine) run(ctx context.Context, cr store.ContentRequest) {
 	case errors.Is(err, errLost):
 		e.Log.Info("content: request left", "request", cr.ID, "reason", "cancelled or claimed again")
 	case ctx.Err() != nil:
-		// Shutting down: the lease ends and the next start resumes it.
+		// Shutting down: the next start resumes it at once.
+		e.handBack(cr)
 	default:
 		e.Log.Error("content: processing", "request", cr.ID, "err", err)
+	}
+}
+
+// handBack ends this worker's lease at once, the request still
+// processing with its work saved, for the next start to take.
+func (e *Engine) handBack(cr store.ContentRequest) {
+	err := e.Store.Update(context.Background(), func(tx store.Tx) error {
+		cur, err := e.mine(tx, cr)
+		if err != nil {
+			return err
+		}
+		cur.LeaseUntil = e.Now().UTC()
+		return tx.UpdateContentRequest(cur)
+	})
+	if err != nil && !errors.Is(err, errLost) {
+		e.Log.Warn("content: hand back", "request", cr.ID, "err", err)
 	}
 }
 

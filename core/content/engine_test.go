@@ -473,7 +473,7 @@ func TestEngineResumesWithoutPayingTwice(t *testing.T) {
 	if cur.Status != client.StatusProcessing || cur.Spent != base || cur.Attempts != 1 {
 		t.Fatalf("after the stop: %s, spent %d, attempts %d", cur.Status, cur.Spent, cur.Attempts)
 	}
-	// A new engine claims it once the lease ends and finishes it without
+	// The stop handed it back: a new engine claims it and finishes it without
 	// fetching or analysing again.
 	fast := probefake.New()
 	defer fast.Close()
