@@ -44,7 +44,9 @@ type Config struct {
 	Engines []Engine `json:"engines"`
 	// ScanWorkers is how many domain scans run at once.
 	ScanWorkers int `json:"scan_workers"`
-	// ContentWorkers is how many content requests are processed at once.
+	// ContentWorkers is how many content requests are processed at once;
+	// 0: this server processes none (requests stay queued for another
+	// server on the same data directory).
 	ContentWorkers int `json:"content_workers"`
 	// ContentEngine is the label of the engine content requests use
 	// (default: the first of Engines; none configured: the built-in
@@ -167,7 +169,7 @@ func (c *Config) fields(serve bool) []field {
 		field{"counter-flush-interval", "how often request counts are written to the database", &c.CounterFlushInterval},
 		field{"shutdown-timeout", "how long a graceful shutdown waits for requests in flight", &c.ShutdownTimeout},
 		field{"scan-workers", "how many domain scans run at once", (*integer)(&c.ScanWorkers)},
-		field{"content-workers", "how many content requests are processed at once", (*integer)(&c.ContentWorkers)},
+		field{"content-workers", "how many content requests are processed at once (0: none)", (*integer)(&c.ContentWorkers)},
 		field{"content-engine", "label of the engine content requests use (default: the first engine)", (*str)(&c.ContentEngine)},
 		field{"content-lease", "how long a content request's claim holds without renewal (a crashed one is retaken after it)", &c.ContentLease},
 	)
@@ -294,8 +296,8 @@ func (c *Config) Validate() error {
 	if c.ScanWorkers < 1 || c.ScanWorkers > 64 {
 		errs = append(errs, errors.New("scan_workers must be between 1 and 64"))
 	}
-	if c.ContentWorkers < 1 || c.ContentWorkers > 64 {
-		errs = append(errs, errors.New("content_workers must be between 1 and 64"))
+	if c.ContentWorkers < 0 || c.ContentWorkers > 64 {
+		errs = append(errs, errors.New("content_workers must be between 0 and 64"))
 	}
 	if c.ContentLease < Duration(time.Second) || c.ContentLease > Duration(time.Hour) {
 		errs = append(errs, errors.New("content_lease must be between 1s and 1h"))

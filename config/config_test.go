@@ -235,7 +235,7 @@ func TestValidate(t *testing.T) {
 			"engines[1].label", "engines[1].concurrency"}},
 		{"scan workers", func(c *config.Config) { c.ScanWorkers = 0 }, []string{"scan_workers"}},
 		{"content settings", func(c *config.Config) {
-			c.ContentWorkers, c.ContentMaxTokens, c.ContentPrices.Analysis, c.ContentEngine = 65, 1, -1, "nope"
+			c.ContentWorkers, c.ContentMaxTokens, c.ContentPrices.Analysis, c.ContentEngine = -1, 1, -1, "nope"
 			c.ContentLease = config.Duration(time.Millisecond)
 		}, []string{"content_workers", "content_lease", "content_max_tokens", "content_prices", `content_engine "nope"`}},
 		{"all reported together", func(c *config.Config) {

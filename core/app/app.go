@@ -182,11 +182,13 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 	if err != nil {
 		return err
 	}
-	svc.Content.Queued = contents.Wake
-	contentCtx, stopContent := context.WithCancel(context.Background())
-	contentDone := make(chan struct{})
-	go func() { contents.Run(contentCtx); close(contentDone) }()
-	defer func() { stopContent(); <-contentDone }()
+	if cfg.ContentWorkers > 0 {
+		svc.Content.Queued = contents.Wake
+		contentCtx, stopContent := context.WithCancel(context.Background())
+		contentDone := make(chan struct{})
+		go func() { contents.Run(contentCtx); close(contentDone) }()
+		defer func() { stopContent(); <-contentDone }()
+	}
 
 	srv := api.New(api.Config{TrustedProxies: prefixes(cfg.TrustedProxies)}, api.Deps{
 		Store: svc.Store, Auth: svc.Auth, Content: svc.Content, Counter: counter,

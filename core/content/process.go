@@ -317,7 +317,7 @@ Answer with JSON only, in this shape: {"faq":[{"question":"...","answer":"..."}]
 	if err := json.Unmarshal([]byte(stripFence(a.Text)), &got); err != nil || (len(got.FAQ) == 0 && got.Summary == "") {
 		w.note("The AI engine's drafts were not the JSON asked for: the drafts from the page are kept.")
 	} else {
-		var faq []analysis.QA
+		faq := []analysis.QA{}
 		for _, qa := range got.FAQ {
 			q, f1 := analysis.Check(w.Result.OriginalText, opts.Queries, strings.TrimSpace(qa.Question))
 			ans, f2 := analysis.Check(w.Result.OriginalText, opts.Queries, strings.TrimSpace(qa.Answer))

@@ -47,6 +47,9 @@ func DraftFromPage(d Doc, o Options) Drafts {
 	if len(faq) > MaxFAQ {
 		faq = faq[:MaxFAQ]
 	}
+	if faq == nil {
+		faq = []QA{}
+	}
 	return Drafts{FAQ: faq, FAQJSONLD: FAQJSONLD(faq), LLMsTxtLine: LLMsTxtEntry(d, o.Domain, ""), Source: "page"}
 }
 
