@@ -241,6 +241,18 @@ func TestEngineContentAndAnalyzeType(t *testing.T) {
 	}
 }
 
+func TestEngineNothingToAnalyse(t *testing.T) {
+	e := newEnv(t)
+	start(t, e.engine(nil))
+	cr := e.waitEnded(t, e.starter, e.create(t, e.starter, req(client.Dollars(1))).ID)
+	if cr.Status != client.StatusFailed || cr.Spent != 0 || !strings.HasPrefix(cr.FailureReason, "the request has neither a url nor content") {
+		t.Errorf("%s, spent %d, %q", cr.Status, cr.Spent, cr.FailureReason)
+	}
+	if b, _ := e.ledger(t, "acct_starter", cr.BudgetMonth); b.Spent != 0 || b.Reserved != 0 {
+		t.Errorf("ledger %+v", b)
+	}
+}
+
 func TestEngineBudgetBelowFirstStep(t *testing.T) {
 	e := newEnv(t)
 	s := newSite(t)

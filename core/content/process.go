@@ -127,6 +127,9 @@ func (e *Engine) process(ctx context.Context, cr *store.ContentRequest) error {
 // analyze is the first step: the page (or the content), the rubric and
 // the drafts from the page. done: the request ended (it failed).
 func (e *Engine) analyze(ctx context.Context, cr *store.ContentRequest, w *work, opts analysis.Options) (done bool, err error) {
+	if cr.URL == "" && strings.TrimSpace(cr.Content) == "" {
+		return true, e.fail(ctx, cr, "the request has neither a url nor content: there is nothing to analyse; nothing was spent")
+	}
 	first := e.Prices.Analysis
 	if cr.URL != "" {
 		first += e.Prices.Fetch

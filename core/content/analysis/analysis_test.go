@@ -185,3 +185,35 @@ func TestDraftFromPage(t *testing.T) {
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+func TestStatistics(t *testing.T) {
+	for text, want := range map[string]string{
+		"87% of buyers and 3 times longer":              "87%|3 times",
+		"Founded in 2019 with 12 staff":                 "",
+		"1,200 shops, 12,500,000 visits, 1,20 no":       "1,200|12,500,000",
+		"It costs $49.99 and 2.5 million people use it": "$49.99|2.5 million",
+		"The W2 model, 3rd edition, 45 percent off":     "45 percent",
+		"A 10x gain in 123456 runs; 5xl is a size":      "10x|123456",
+		"Uptime of 99.9 % across 4 thousand servers":    "99.9 %|4 thousand",
+	} {
+		if got := strings.Join(statistics(text), "|"); got != want {
+			t.Errorf("statistics(%q) = %q, want %q", text, got, want)
+		}
+	}
+}
+
+func TestDefines(t *testing.T) {
+	for sentence, want := range map[string]bool{
+		"A home widget is a small device.":                                                         true,
+		"Widgets are the tools of the trade.":                                                      true,
+		"GEO refers to optimizing for AI answers.":                                                 true,
+		"We think this is a great product for you.":                                                true,
+		"Buy now, this is the best deal of the year.":                                              false, // a comma before the verb: not a term
+		"Our widgets last longer.":                                                                 false,
+		"An extremely long subject that goes on and on for more than sixty characters is a thing.": false,
+	} {
+		if got := defines(sentence); got != want {
+			t.Errorf("defines(%q) = %v", sentence, got)
+		}
+	}
+}

@@ -216,9 +216,7 @@ func (w *walker) children(n *html.Node) {
 	}
 }
 
-var spaces = regexp.MustCompile(`\s+`)
-
-func collapse(s string) string { return strings.TrimSpace(spaces.ReplaceAllString(s, " ")) }
+func collapse(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 var (
 	mdHeading = regexp.MustCompile(`^(#{1,6})\s+(.*?)\s*#*$`)

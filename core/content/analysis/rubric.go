@@ -83,15 +83,9 @@ type Options struct {
 }
 
 var (
-	// A statistic: a percentage, a multiplier, a count in millions, or a
-	// number of four or more digits that is not a year.
-	statistic   = regexp.MustCompile(`(?i)\b\d+(?:[.,]\d+)?\s?(?:%|percent\b|per cent\b|x\b|times\b|million\b|billion\b|thousand\b)|\b\d{1,3}(?:,\d{3})+\b|\b\d{5,}\b|\$\d+(?:[.,]\d+)*`)
-	attribution = regexp.MustCompile(`(?i)\baccording to\b|\bsources?:|\breported by\b|\bdata from\b|\bpublished (?:by|in)\b|\bstudy by\b|\bsurvey by\b|\bcites?\b`)
-	quoted      = regexp.MustCompile(`[“"]([^”"]{12,})[”"]`)
-	saidBy      = regexp.MustCompile(`(?i)\b(?:said|says|wrote|writes|explains|explained|according to)\b|[—–-]\s*[A-Z][a-z]+`)
-	definition  = regexp.MustCompile(`(?i)^[\p{L}\p{N}][\p{L}\p{N} '’-]{0,60}? (?:is|are) (?:a|an|the)\b|\b(?:refers to|is defined as|means)\b`)
-	backRef     = regexp.MustCompile(`(?i)^(?:this|that|these|those|it|they|he|she|its|their|here|also|as (?:mentioned|noted|discussed|shown)|the (?:above|former|latter)|above|below)\b`)
-	wordRE      = regexp.MustCompile(`[\p{L}\p{N}]+(?:['’][\p{L}]+)?`)
+	quoted  = regexp.MustCompile(`[“"]([^”"]{12,})[”"]`)
+	saidBy  = regexp.MustCompile(`(?i)\b(?:said|says|wrote|writes|explains|explained|according to)\b|[—–-]\s*[A-Z][a-z]+`)
+	backRef = regexp.MustCompile(`(?i)^(?:this|that|these|those|it|they|he|she|its|their|here|also|as (?:mentioned|noted|discussed|shown)|the (?:above|former|latter)|above|below)\b`)
 )
 
 // stopwords are left out of query terms and word counts for stuffing.
@@ -105,10 +99,19 @@ func init() {
 	}
 }
 
+// tokens are a text's words, lower-cased: runs of letters and digits,
+// with an apostrophe inside.
+func tokens(s string) []string {
+	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsNumber(r) && r != '\'' && r != '’'
+	})
+}
+
 // terms are a text's significant words, lower-cased, a plural's s dropped.
 func terms(s string) []string {
 	var out []string
-	for _, w := range wordRE.FindAllString(strings.ToLower(s), -1) {
+	for _, w := range tokens(s) {
+		w = strings.Trim(w, "'’")
 		if stopwords[w] || len([]rune(w)) < 2 {
 			continue
 		}
@@ -274,12 +277,13 @@ func Analyze(d Doc, o Options) Report {
 		if !isText(b) {
 			continue
 		}
-		n := len(statistic.FindAllString(b.Text, -1))
+		found := statistics(b.Text)
+		n := len(found)
 		stats += n
-		if n > 0 && (external(b.Links, o.Domain) > 0 || attribution.MatchString(b.Text)) {
+		if n > 0 && (external(b.Links, o.Domain) > 0 || attributions(b.Text) > 0) {
 			sourced += n
 		} else if n > 0 && sample == "" {
-			sample = statistic.FindString(b.Text)
+			sample = found[0]
 		}
 	}
 	pts = 0
@@ -304,7 +308,7 @@ func Analyze(d Doc, o Options) Report {
 	cites := 0
 	for _, b := range d.Blocks {
 		if isText(b) {
-			cites += external(b.Links, o.Domain) + len(attribution.FindAllString(b.Text, -1))
+			cites += external(b.Links, o.Domain) + attributions(b.Text)
 		}
 	}
 	pts = 0
@@ -355,7 +359,7 @@ func Analyze(d Doc, o Options) Report {
 	// Definitions.
 	defs := d.Definitions
 	for _, b := range d.Blocks {
-		if isText(b) && definition.MatchString(firstSentence(b.Text)) {
+		if isText(b) && defines(firstSentence(b.Text)) {
 			defs++
 		}
 	}
@@ -499,4 +503,113 @@ func capital(s string) string {
 		out += "?"
 	}
 	return out
+}
+
+// attributionPhrases name a source in the sentence that uses it.
+var attributionPhrases = []string{"according to ", "source:", "sources:", "reported by ", "data from ", "published by ",
+	"published in ", "study by ", "survey by "}
+
+// attributions counts the phrases that attribute a claim to a source.
+func attributions(text string) int {
+	lower := strings.ToLower(text)
+	n := 0
+	for _, p := range attributionPhrases {
+		n += strings.Count(lower, p)
+	}
+	return n
+}
+
+// statUnits make a number a statistic when they follow it.
+var statUnits = []string{"%", "percent", "per cent", "x", "times", "million", "billion", "thousand"}
+
+// statistics finds a text's statistics: a percentage, a multiplier, a
+// count in thousands, millions or billions, an amount in dollars, a
+// number written with thousands separators (1,200), or a number of five
+// or more digits. Years and small counts are not statistics.
+func statistics(text string) []string {
+	var out []string
+	for i := 0; i < len(text); {
+		if !isDigit(text[i]) || (i > 0 && isWordByte(text[i-1])) {
+			i++
+			continue
+		}
+		start := i
+		for i < len(text) && (isDigit(text[i]) || ((text[i] == ',' || text[i] == '.') && i+1 < len(text) && isDigit(text[i+1]))) {
+			i++
+		}
+		num := text[start:i]
+		rest := text[i:]
+		sep := ""
+		if strings.HasPrefix(rest, " ") {
+			sep, rest = " ", rest[1:]
+		}
+		unit := unitOf(rest)
+		switch {
+		case unit != "":
+			out = append(out, num+sep+unit)
+			i += len(sep) + len(unit)
+		case i < len(text) && isWordByte(text[i]):
+			// part of a word such as "3rd" or "W2"
+		case start > 0 && text[start-1] == '$':
+			out = append(out, "$"+num)
+		case thousands(num) || (len(num) >= 5 && strings.IndexAny(num, ",.") < 0):
+			out = append(out, num)
+		}
+	}
+	return out
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+func isWordByte(c byte) bool {
+	return isDigit(c) || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80
+}
+
+// thousands reports whether a number is written with thousands
+// separators: 1,200 or 12,500,000.
+func thousands(num string) bool {
+	groups := strings.Split(num, ",")
+	if len(groups) < 2 || len(groups[0]) > 3 || strings.Contains(num, ".") {
+		return false
+	}
+	for _, g := range groups[1:] {
+		if len(g) != 3 {
+			return false
+		}
+	}
+	return true
+}
+
+// unitOf is the unit s starts with, as a whole word, or "".
+func unitOf(s string) string {
+	for _, u := range statUnits {
+		if len(s) >= len(u) && strings.EqualFold(s[:len(u)], u) && (u == "%" || len(s) == len(u) || !isWordByte(s[len(u)])) {
+			return u
+		}
+	}
+	return ""
+}
+
+// defines reports whether a sentence defines something: "X is a ...",
+// "X are the ..." with X of at most 60 characters, or a sentence with
+// "refers to", "is defined as" or "means".
+func defines(sentence string) bool {
+	lower := strings.ToLower(sentence) + " "
+	for _, m := range []string{" refers to ", " is defined as ", " means "} {
+		if strings.Contains(lower, m) {
+			return true
+		}
+	}
+	for _, m := range []string{" is a ", " is an ", " is the ", " are a ", " are an ", " are the "} {
+		i := strings.Index(lower, m)
+		if i < 1 || i > 61 {
+			continue
+		}
+		if strings.IndexFunc(lower[:i], func(r rune) bool {
+			return !unicode.IsLetter(r) && !unicode.IsNumber(r) && r != ' ' && r != '\'' && r != '’' && r != '-'
+		}) < 0 {
+			return true
+		}
+	}
+	return false
 }
