@@ -286,7 +286,7 @@ Answer with the rewritten text in Markdown and nothing else.`,
 	if err != nil || !ok {
 		return err
 	}
-	out, flags := analysis.Check(w.Result.OriginalText, opts.Queries, stripFence(a.Text))
+	out, flags := analysis.NewChecker(w.Result.OriginalText, opts.Queries).Check(stripFence(a.Text))
 	w.Rewritten = true
 	w.Result.OptimizedText = &out
 	w.Result.Flags = append(w.Result.Flags, flags...)
@@ -321,9 +321,10 @@ Answer with JSON only, in this shape: {"faq":[{"question":"...","answer":"..."}]
 		w.note("The AI engine's drafts were not the JSON asked for: the drafts from the page are kept.")
 	} else {
 		faq := []analysis.QA{}
+		checker := analysis.NewChecker(w.Result.OriginalText, opts.Queries)
 		for _, qa := range got.FAQ {
-			q, f1 := analysis.Check(w.Result.OriginalText, opts.Queries, strings.TrimSpace(qa.Question))
-			ans, f2 := analysis.Check(w.Result.OriginalText, opts.Queries, strings.TrimSpace(qa.Answer))
+			q, f1 := checker.Check(strings.TrimSpace(qa.Question))
+			ans, f2 := checker.Check(strings.TrimSpace(qa.Answer))
 			if q == "" || ans == "" {
 				continue
 			}
@@ -333,7 +334,7 @@ Answer with JSON only, in this shape: {"faq":[{"question":"...","answer":"..."}]
 		if len(faq) > analysis.MaxFAQ {
 			faq = faq[:analysis.MaxFAQ]
 		}
-		summary, f := analysis.Check(w.Result.OriginalText, opts.Queries, strings.TrimSpace(got.Summary))
+		summary, f := checker.Check(strings.TrimSpace(got.Summary))
 		w.Result.Flags = append(w.Result.Flags, f...)
 		w.Result.Drafts = analysis.Drafts{FAQ: faq, FAQJSONLD: analysis.FAQJSONLD(faq),
 			LLMsTxtLine: analysis.LLMsTxtEntry(*w.Doc, opts.Domain, summary), Source: "engine"}

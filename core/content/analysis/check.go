@@ -25,12 +25,28 @@ var (
 // visible placeholder, and lists what it replaced. Placeholders the
 // rewrite left itself ("[SOURCE NEEDED: …]") are kept as they are.
 func Check(source string, queries []string, rewrite string) (string, []Flag) {
-	allowed := source + "\n" + strings.Join(queries, "\n")
-	numbers := map[string]bool{}
-	for _, n := range number.FindAllString(allowed, -1) {
-		numbers[normNumber(n)] = true
+	return NewChecker(source, queries).Check(rewrite)
+}
+
+// Checker checks texts against one source: what it holds is read once.
+type Checker struct {
+	allowed, norm string
+	numbers       map[string]bool
+}
+
+// NewChecker reads a source and the target queries for Check.
+func NewChecker(source string, queries []string) *Checker {
+	c := &Checker{allowed: source + "\n" + strings.Join(queries, "\n"), numbers: map[string]bool{}}
+	for _, n := range number.FindAllString(c.allowed, -1) {
+		c.numbers[normNumber(n)] = true
 	}
-	norm := strings.ToLower(collapse(allowed))
+	c.norm = strings.ToLower(collapse(c.allowed))
+	return c
+}
+
+// Check is the package's Check against the checker's source.
+func (c *Checker) Check(rewrite string) (string, []Flag) {
+	allowed, norm, numbers := c.allowed, c.norm, c.numbers
 	var flags []Flag
 	// Placeholders are set aside so that nothing inside them is replaced.
 	var kept []string

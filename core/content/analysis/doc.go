@@ -314,7 +314,7 @@ func (d Doc) Markdown() string {
 func (d Doc) Words() int {
 	n := 0
 	for _, b := range d.Blocks {
-		n += len(strings.Fields(b.Text))
+		n += words(b.Text)
 	}
 	return n
 }

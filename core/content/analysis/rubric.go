@@ -147,7 +147,19 @@ func covers(text string, query string) bool {
 	return n*2 >= len(q)
 }
 
-func words(s string) int { return len(strings.Fields(s)) }
+// words counts the words of a text as strings.Fields splits them,
+// without making the slice.
+func words(s string) int {
+	n, in := 0, false
+	for _, r := range s {
+		space := unicode.IsSpace(r)
+		if !space && !in {
+			n++
+		}
+		in = !space
+	}
+	return n
+}
 
 func firstSentence(s string) string {
 	for i, r := range s {
