@@ -35,7 +35,7 @@ func TestAnalyzeDefectivePage(t *testing.T) {
 		"sources/warning/10/The text cites 0 sources",
 		"quotations/info/10/The text quotes no one",
 		"definitions/info/5/The text defines nothing",
-		"faq/warning/5/The text has 1 answered questions and no FAQPage markup",
+		"faq/warning/5/The text answers 1 question under subheadings and has no FAQPage markup",
 		"json_ld/warning/10/The page has no JSON-LD",
 	}
 	if !reflect.DeepEqual(got, want) {

@@ -380,12 +380,8 @@ func Analyze(d Doc, o Options) Report {
 		pts = PointsDefinitions
 	}
 	add("definitions", pts, PointsDefinitions)
-	subject := "the subject"
-	if len(o.Queries) > 0 {
-		subject = quoteAll(o.Queries[:1])[0]
-	}
 	lose("definitions", Info, PointsDefinitions-pts, "The text defines nothing",
-		"Define "+subject+" in one sentence of the form \"X is a ... that ...\" near the top.", "")
+		"Define the subject in one sentence of the form \"X is a ... that ...\" near the top: answers quote definitions.", "")
 
 	// FAQ.
 	questions := 0
@@ -406,7 +402,7 @@ func Analyze(d Doc, o Options) Report {
 	if queries != "" {
 		fix = "Add an FAQ section answering " + queries + " (questions as subheadings, each answered in its first sentence) and mark it up as FAQPage (the draft below)."
 	}
-	lose("faq", Warning, PointsFAQ-pts, fmt.Sprintf("The text has %d answered questions and no FAQPage markup", questions), fix, "")
+	lose("faq", Warning, PointsFAQ-pts, fmt.Sprintf("The text answers %s under subheadings and has no FAQPage markup", plural(questions, "question")), fix, "")
 
 	// JSON-LD.
 	pts = 0
@@ -624,4 +620,11 @@ func defines(sentence string) bool {
 		}
 	}
 	return false
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }
