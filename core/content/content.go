@@ -334,7 +334,8 @@ func end(tx store.Tx, cr store.ContentRequest, to string, now time.Time) (store.
 		return cr, err
 	}
 	unspent := cr.Budget - cr.Spent
-	cr.Status, cr.UpdatedAt, cr.EndedAt, cr.LeaseUntil = to, now, now, time.Time{}
+	// The work between steps is of no use once the request has ended.
+	cr.Status, cr.UpdatedAt, cr.EndedAt, cr.LeaseUntil, cr.Work = to, now, now, time.Time{}, nil
 	if err := tx.UpdateContentRequest(cr); err != nil {
 		return cr, err
 	}
