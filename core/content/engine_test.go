@@ -635,3 +635,35 @@ func TestEngineThousandRequests(t *testing.T) {
 		t.Errorf("first starts: %v", order)
 	}
 }
+
+func TestEngineFailingAIIsNotCharged(t *testing.T) {
+	e := newEnv(t)
+	s := newSite(t)
+	fake := probefake.New()
+	defer fake.Close()
+	fake.Answer("m", rewriteAnswer)
+	fake.Fail("m", http.StatusUnauthorized) // permanent: not retried
+	start(t, e.engine(aiEngine(fake)))
+	cr := e.waitEnded(t, e.starter, e.create(t, e.starter, pageRequest(s, client.Dollars(1), client.TypeOptimize)).ID)
+	r := result(t, cr)
+	if cr.Status != client.StatusCompleted || cr.Spent != base || r.OptimizedText != nil || fake.Requests() != 1 ||
+		len(r.Notes) != 1 || !strings.HasPrefix(r.Notes[0], "The AI engine fake failed at the rewrite step") || r.Drafts.Source != "page" {
+		t.Errorf("%s, spent %d, engine requests %d, notes %q", cr.Status, cr.Spent, fake.Requests(), r.Notes)
+	}
+}
+
+func TestEngineFallsBackToContent(t *testing.T) {
+	e := newEnv(t)
+	s := newSite(t)
+	start(t, e.engine(nil))
+	in := pageRequest(s, client.Dollars(1), client.TypeAnalyze)
+	in.URL = strings.Replace(in.URL, "/widgets", "/gone", 1)
+	in.Content = "# Widgets\n\nA widget is a small device that automates one chore at home."
+	cr := e.waitEnded(t, e.starter, e.create(t, e.starter, in).ID)
+	r := result(t, cr)
+	// The fetch got no page: not charged; the content is analysed.
+	if cr.Status != client.StatusCompleted || cr.Spent != content.DefaultPrices.Analysis || r.Source.Kind != "content" ||
+		len(r.Notes) != 1 || !strings.Contains(r.Notes[0], "answered 404") || r.Analysis.Words != 13 {
+		t.Errorf("%s, spent %d, source %+v, notes %q, words %d", cr.Status, cr.Spent, r.Source, r.Notes, r.Analysis.Words)
+	}
+}
