@@ -24,6 +24,7 @@ import (
 	"github.com/aivis/aivis/core/probe/probefake"
 	"github.com/aivis/aivis/core/readiness"
 	"github.com/aivis/aivis/core/store"
+	"github.com/aivis/aivis/core/store/sqlite"
 	_ "github.com/mattn/go-sqlite3"
 )
 
@@ -539,7 +540,8 @@ func TestEngineFailsAfterMaxAttempts(t *testing.T) {
 
 // TestEngineThousandRequests: 1,000 requests of four owners (an agency's
 // two clients among them), created one owner after another, are all
-// processed exactly once, and the owners take turns from the start.
+// processed exactly once by two engines sharing the file, never more at
+// once than their workers, and the owners take turns from the start.
 func TestEngineThousandRequests(t *testing.T) {
 	if testing.Short() {
 		t.Skip("1,000 requests")
@@ -568,16 +570,25 @@ func TestEngineThousandRequests(t *testing.T) {
 			return nil
 		}))
 	}
-	en := e.engine(nil)
-	en.Workers = 4
+	// Two engines on two connections to the file, as two servers sharing
+	// a data directory would be, two workers each.
+	other, err := sqlite.Open(ctx, e.path)
+	must(t, err)
+	defer other.Close()
 	began := time.Now()
-	start(t, en)
+	start(t, e.engine(nil))
+	second := e.engine(nil)
+	second.Store = other
+	start(t, second)
 	db, err := sql.Open("sqlite3", "file:"+e.path+"?mode=ro")
 	must(t, err)
 	defer db.Close()
+	peak := 0
 	for {
-		var left int
-		must(t, db.QueryRow(`SELECT count(*) FROM content_requests WHERE status IN ('queued', 'processing')`).Scan(&left))
+		var left, processing int
+		must(t, db.QueryRow(`SELECT count(*), count(*) FILTER (WHERE status = 'processing') FROM content_requests
+			WHERE status IN ('queued', 'processing')`).Scan(&left, &processing))
+		peak = max(peak, processing)
 		if left == 0 {
 			break
 		}
@@ -586,7 +597,10 @@ func TestEngineThousandRequests(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Logf("1,000 requests in %v", time.Since(began))
+	t.Logf("1,000 requests in %v, at most %d processing at once", time.Since(began), peak)
+	if peak > 4 {
+		t.Errorf("%d requests processing at once; 4 workers in all", peak)
+	}
 	var completed, once int
 	must(t, db.QueryRow(`SELECT count(*), count(*) FILTER (WHERE attempts = 1) FROM content_requests WHERE status = 'completed' AND spent = ?`,
 		content.DefaultPrices.Analysis).Scan(&completed, &once))
