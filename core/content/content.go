@@ -1,6 +1,7 @@
 // Package content manages content requests: their validation, their budgets
 // and their states (queued -> processing -> completed | failed;
-// queued | processing -> cancelled).
+// queued | processing -> cancelled), and the Engine that processes them
+// (docs/content-requests.md).
 package content
 
 import (
