@@ -139,6 +139,7 @@ type CreateContentRequest struct {
 type ContentRequest struct {
 	ID            string            `json:"id"`
 	Status        string            `json:"status"`
+	Step          *string           `json:"step"` // the step processing is at; null until it starts
 	Type          string            `json:"type"`
 	Domain        string            `json:"domain"`
 	URL           *string           `json:"url"`

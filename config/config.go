@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/aivis/aivis/client"
 )
 
 // Config is the server's configuration.
@@ -42,6 +44,30 @@ type Config struct {
 	Engines []Engine `json:"engines"`
 	// ScanWorkers is how many domain scans run at once.
 	ScanWorkers int `json:"scan_workers"`
+	// ContentWorkers is how many content requests are processed at once;
+	// 0: this server processes none (requests stay queued for another
+	// server on the same data directory).
+	ContentWorkers int `json:"content_workers"`
+	// ContentEngine is the label of the engine content requests use
+	// (default: the first of Engines; none configured: the built-in
+	// analysis only).
+	ContentEngine string `json:"content_engine"`
+	// ContentMaxTokens caps each answer of the engine to a content
+	// request: the output part of a call's worst case.
+	ContentMaxTokens int `json:"content_max_tokens"`
+	// ContentLease is how long a worker's claim on a content request holds
+	// without renewal: after a crash, the restarted server takes the
+	// request again once it has ended.
+	ContentLease Duration `json:"content_lease"`
+	// ContentPrices are the fixed prices of content requests' steps.
+	ContentPrices ContentPrices `json:"content_prices"`
+}
+
+// ContentPrices are what a content request is charged for a page fetched
+// and for an analysis, in dollars (at most six decimals).
+type ContentPrices struct {
+	Fetch    client.USD `json:"fetch"`
+	Analysis client.USD `json:"analysis"`
 }
 
 // Engine is an OpenAI-compatible chat-completions endpoint: a hosted model
@@ -106,6 +132,10 @@ func Default() Config {
 		ShutdownTimeout:       Duration(30 * time.Second),
 		WebhookTimeout:        Duration(15 * time.Second),
 		ScanWorkers:           2,
+		ContentWorkers:        2,
+		ContentMaxTokens:      2048,
+		ContentLease:          Duration(time.Minute),
+		ContentPrices:         ContentPrices{Fetch: client.Dollars(0.001), Analysis: client.Dollars(0.002)},
 	}
 }
 
@@ -139,6 +169,9 @@ func (c *Config) fields(serve bool) []field {
 		field{"counter-flush-interval", "how often request counts are written to the database", &c.CounterFlushInterval},
 		field{"shutdown-timeout", "how long a graceful shutdown waits for requests in flight", &c.ShutdownTimeout},
 		field{"scan-workers", "how many domain scans run at once", (*integer)(&c.ScanWorkers)},
+		field{"content-workers", "how many content requests are processed at once (0: none)", (*integer)(&c.ContentWorkers)},
+		field{"content-engine", "label of the engine content requests use (default: the first engine)", (*str)(&c.ContentEngine)},
+		field{"content-lease", "how long a content request's claim holds without renewal (a crashed one is retaken after it)", &c.ContentLease},
 	)
 }
 
@@ -263,6 +296,18 @@ func (c *Config) Validate() error {
 	if c.ScanWorkers < 1 || c.ScanWorkers > 64 {
 		errs = append(errs, errors.New("scan_workers must be between 1 and 64"))
 	}
+	if c.ContentWorkers < 0 || c.ContentWorkers > 64 {
+		errs = append(errs, errors.New("content_workers must be between 0 and 64"))
+	}
+	if c.ContentLease < Duration(time.Second) || c.ContentLease > Duration(time.Hour) {
+		errs = append(errs, errors.New("content_lease must be between 1s and 1h"))
+	}
+	if c.ContentMaxTokens < 16 || c.ContentMaxTokens > 200_000 {
+		errs = append(errs, errors.New("content_max_tokens must be between 16 and 200000"))
+	}
+	if c.ContentPrices.Fetch < 0 || c.ContentPrices.Analysis < 0 {
+		errs = append(errs, errors.New("content_prices must not be negative"))
+	}
 	labels := map[string]bool{}
 	for i, e := range c.Engines {
 		at := fmt.Sprintf("engines[%d]", i)
@@ -288,6 +333,9 @@ func (c *Config) Validate() error {
 		if e.Timeout < 0 {
 			errs = append(errs, fmt.Errorf("%s.timeout must not be negative", at))
 		}
+	}
+	if c.ContentEngine != "" && !labels[c.ContentEngine] {
+		errs = append(errs, fmt.Errorf("content_engine %q is not the label of an engine", c.ContentEngine))
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("config: %w", errors.Join(errs...))

@@ -33,6 +33,7 @@ func TestDefaults(t *testing.T) {
 		DataDir: "./aivis-data", Addr: "127.0.0.1:8443", LogLevel: "info", LogFormat: "text",
 		AuthFailuresPerMinute: 20, CounterFlushInterval: config.Duration(time.Second),
 		ShutdownTimeout: config.Duration(30 * time.Second), WebhookTimeout: config.Duration(15 * time.Second), ScanWorkers: 2,
+		ContentWorkers: 2, ContentMaxTokens: 2048, ContentLease: config.Duration(time.Minute), ContentPrices: config.ContentPrices{Fetch: 1_000, Analysis: 2_000},
 	}
 	if !reflect.DeepEqual(d, want) {
 		t.Fatalf("Default() = %+v, want %+v", d, want)
@@ -102,6 +103,10 @@ func TestPrecedence(t *testing.T) {
 		CounterFlushInterval:  config.Duration(4 * time.Second),            // file, env, flag
 		ShutdownTimeout:       config.Duration(10 * time.Second),           // file only
 		ScanWorkers:           2,                                           // default
+		ContentWorkers:        2,                                           // default
+		ContentMaxTokens:      2048,                                        // default
+		ContentLease:          config.Duration(time.Minute),                // default
+		ContentPrices:         config.ContentPrices{Fetch: 1_000, Analysis: 2_000},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("Load:\n got  %+v\n want %+v", got, want)
@@ -229,6 +234,10 @@ func TestValidate(t *testing.T) {
 		}, []string{"engines[0].base_url", "engines[0].model", "engines[0]: set api_key or api_key_env", "engines[0]: prices",
 			"engines[1].label", "engines[1].concurrency"}},
 		{"scan workers", func(c *config.Config) { c.ScanWorkers = 0 }, []string{"scan_workers"}},
+		{"content settings", func(c *config.Config) {
+			c.ContentWorkers, c.ContentMaxTokens, c.ContentPrices.Analysis, c.ContentEngine = -1, 1, -1, "nope"
+			c.ContentLease = config.Duration(time.Millisecond)
+		}, []string{"content_workers", "content_lease", "content_max_tokens", "content_prices", `content_engine "nope"`}},
 		{"all reported together", func(c *config.Config) {
 			c.DataDir, c.Addr, c.LogLevel, c.LogFormat, c.AuthFailuresPerMinute = "", "", "x", "y", 0
 		}, []string{"data_dir", "addr", "log_level", "log_format", "auth_failures_per_minute"}},
@@ -379,5 +388,24 @@ func TestFileEdgeCases(t *testing.T) {
 				t.Fatalf("error %v, want one mentioning %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestContentSettings: prices are exact dollars; a price left out keeps
+// its default; the content engine must be a configured engine's label.
+func TestContentSettings(t *testing.T) {
+	file := writeFile(t, `{"content_prices": {"analysis": 0.005}, "content_workers": 3, "content_max_tokens": 4096,
+		"content_engine": "local", "engines": [{"label": "local", "base_url": "http://127.0.0.1:11434/v1", "model": "llama3.1"}]}`)
+	got, _, err := config.Load([]string{"--content-workers", "4"}, env(map[string]string{"AIVIS_CONFIG": file}), true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ContentPrices != (config.ContentPrices{Fetch: 1_000, Analysis: 5_000}) || got.ContentWorkers != 4 ||
+		got.ContentMaxTokens != 4096 || got.ContentEngine != "local" {
+		t.Errorf("content settings %+v %d %d %q", got.ContentPrices, got.ContentWorkers, got.ContentMaxTokens, got.ContentEngine)
+	}
+	bad := writeFile(t, `{"content_prices": {"fetch": 0.0000001}}`)
+	if _, _, err := config.Load(nil, env(map[string]string{"AIVIS_CONFIG": bad}), true, nil); err == nil || !strings.Contains(err.Error(), "six decimal") {
+		t.Errorf("a price below the micro-dollar: %v", err)
 	}
 }

@@ -20,6 +20,10 @@ import (
 
 const crPath = "/api/v1/ai/content-requests"
 
+// queueOnly starts a server that processes no content request: the tests
+// of the queue itself (limits, states, pages) see requests stay queued.
+var queueOnly = []string{"--content-workers", "0"}
+
 func create(t *testing.T, s *server, h map[string]string, body string) (client.ContentRequest, resp) {
 	t.Helper()
 	r := s.do(t, req{method: "POST", path: crPath, header: h, body: body})
@@ -45,7 +49,7 @@ func TestContentRequests(t *testing.T) {
 	dir := t.TempDir()
 	a := newAccount(t, dir, "starter", false)
 	k := newKey(t, dir, a.ID)
-	s := start(t, dir)
+	s := start(t, dir, queueOnly...)
 	h := keyed(k)
 
 	cr, r := create(t, s, h, `{"domain":"Example.COM","budget":12.5,"url":"https://blog.example.com/post","target_queries":["best widgets"],"metadata":{"team":"seo"}}`)
@@ -144,7 +148,7 @@ func TestMonthlyBudgetAndIdempotency(t *testing.T) {
 	dir := t.TempDir()
 	a := newAccount(t, dir, "professional", false)
 	k := newKey(t, dir, a.ID)
-	s := start(t, dir)
+	s := start(t, dir, queueOnly...)
 	h := keyed(k)
 	for i := range 5 {
 		if _, r := create(t, s, h, `{"domain":"example.com","budget":5000}`); r.Status != 201 {
@@ -196,7 +200,7 @@ func TestAgencyClients(t *testing.T) {
 		t.Errorf("client on a standard account: %s", msg)
 	}
 	ks := newKey(t, dir, std.ID)
-	s := start(t, dir)
+	s := start(t, dir, queueOnly...)
 
 	cr1, r := create(t, s, keyed(k1), `{"domain":"one.example","budget":10}`)
 	if r.Status != 201 || cr1.ClientID == nil || *cr1.ClientID != c1.ID {
@@ -241,7 +245,7 @@ func TestVisibility(t *testing.T) {
 	dir := t.TempDir()
 	a := newAccount(t, dir, "starter", false)
 	k := newKey(t, dir, a.ID)
-	s := start(t, dir)
+	s := start(t, dir, queueOnly...)
 	h := bearer(k)
 	for _, q := range []string{"", "?domain=", "?domain=http://example.com", "?domain=localhost", "?domain=10.0.0.1", "?domain=" + strings.Repeat("a", 300) + ".com"} {
 		if r := s.do(t, req{method: "GET", path: "/v1/visibility" + q, header: h}); r.Status != 400 || r.errorCode(t) != "VALIDATION_ERROR" {
@@ -305,7 +309,7 @@ func TestBadInput(t *testing.T) {
 	dir := t.TempDir()
 	a := newAccount(t, dir, "starter", false)
 	k := newKey(t, dir, a.ID)
-	s := start(t, dir)
+	s := start(t, dir, queueOnly...)
 	h := keyed(k)
 	long := strings.Repeat("x", 5000)
 	cases := []struct {

@@ -314,7 +314,7 @@ func TestBudgetStatus(t *testing.T) {
 	dir := t.TempDir()
 	a := newAccount(t, dir, "enterprise", false)
 	k := newKey(t, dir, a.ID)
-	s := start(t, dir)
+	s := start(t, dir, queueOnly...) // the request stays queued, its budget reserved
 	awayFromMinuteEnd(5 * time.Second)
 	s.do(t, req{method: "GET", path: "/v1/visibility?domain=example.com", header: bearer(k)})
 	st := budgetStatus(t, s, k)

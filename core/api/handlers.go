@@ -61,7 +61,7 @@ func optional(s string) *string {
 
 func contentView(cr store.ContentRequest, withContent bool) client.ContentRequest {
 	v := client.ContentRequest{
-		ID: cr.ID, Status: cr.Status, Type: cr.Type, Domain: cr.Domain, URL: optional(cr.URL),
+		ID: cr.ID, Status: cr.Status, Step: optional(cr.Step), Type: cr.Type, Domain: cr.Domain, URL: optional(cr.URL),
 		TargetQueries: cr.TargetQueries, ClientID: optional(cr.ClientID), Currency: "usd",
 		Budget: client.USD(cr.Budget), Spent: client.USD(cr.Spent), Reserved: client.USD(content.Reserved(cr)),
 		Metadata: cr.Metadata, FailureReason: optional(cr.FailureReason), Result: cr.Result,

@@ -176,6 +176,20 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 	go func() { scans.Run(scansCtx); close(scansDone) }()
 	defer func() { stopScans(); <-scansDone }()
 
+	// Content requests: pages are fetched through the outbound guard as
+	// the audit fetches them; the engine is the operator's own.
+	contents, err := contentEngine(cfg, svc.Store, auditor, log)
+	if err != nil {
+		return err
+	}
+	if cfg.ContentWorkers > 0 {
+		svc.Content.Queued = contents.Wake
+		contentCtx, stopContent := context.WithCancel(context.Background())
+		contentDone := make(chan struct{})
+		go func() { contents.Run(contentCtx); close(contentDone) }()
+		defer func() { stopContent(); <-contentDone }()
+	}
+
 	srv := api.New(api.Config{TrustedProxies: prefixes(cfg.TrustedProxies)}, api.Deps{
 		Store: svc.Store, Auth: svc.Auth, Content: svc.Content, Counter: counter,
 		Guard: limits.NewAuthGuard(cfg.AuthFailuresPerMinute), Log: log,
@@ -240,6 +254,24 @@ func engines(cs []config.Engine) []probe.Engine {
 			Concurrency: e.Concurrency, Timeout: time.Duration(e.Timeout)}
 	}
 	return out
+}
+
+// contentEngine builds the engine of content requests from the settings.
+func contentEngine(cfg config.Config, db *sqlite.DB, fetcher content.Fetcher, log *slog.Logger) (*content.Engine, error) {
+	e := &content.Engine{Store: db, Fetcher: fetcher, Client: &probe.Client{HTTP: &http.Client{}}, Log: log, Now: time.Now,
+		Workers: cfg.ContentWorkers, MaxTokens: cfg.ContentMaxTokens, Lease: time.Duration(cfg.ContentLease),
+		Prices: content.Prices{Fetch: int64(cfg.ContentPrices.Fetch), Analysis: int64(cfg.ContentPrices.Analysis)}}
+	all := engines(cfg.Engines)
+	for i, c := range cfg.Engines {
+		if cfg.ContentEngine == "" || c.Label == cfg.ContentEngine {
+			e.AI = &all[i]
+			break
+		}
+	}
+	if cfg.ContentEngine != "" && e.AI == nil {
+		return nil, fmt.Errorf("content_engine %q is not the label of an engine", cfg.ContentEngine)
+	}
+	return e, nil
 }
 
 // NewHTTPServer is the http.Server aivis serves with: timeouts against

@@ -1,6 +1,7 @@
 // Package content manages content requests: their validation, their budgets
 // and their states (queued -> processing -> completed | failed;
-// queued | processing -> cancelled).
+// queued | processing -> cancelled), and the Engine that processes them
+// (docs/content-requests.md).
 package content
 
 import (
@@ -44,6 +45,9 @@ type Service struct {
 	Store   store.Store
 	Clients store.Accounts
 	Now     func() time.Time
+	// Queued, when set, is called after a request is queued (it wakes
+	// the workers).
+	Queued func()
 }
 
 // Idempotency ties a create or cancel to an Idempotency-Key: Hash identifies
@@ -185,6 +189,14 @@ func (s *Service) Create(ctx context.Context, p auth.Principal, in client.Create
 	if err := validate(&in); err != nil {
 		return store.ContentRequest{}, nil, err
 	}
+	cr, replay, err := s.create(ctx, p, in, idem)
+	if err == nil && replay == nil && s.Queued != nil {
+		s.Queued()
+	}
+	return cr, replay, err
+}
+
+func (s *Service) create(ctx context.Context, p auth.Principal, in client.CreateContentRequest, idem *Idempotency) (store.ContentRequest, *Replay, error) {
 	// A repeat of a request that succeeded replays its response, whatever
 	// has changed since (a lower tier, say), so the limits are checked
 	// after the idempotency record is looked up.
@@ -308,15 +320,30 @@ func (s *Service) Cancel(ctx context.Context, p auth.Principal, id string, idem 
 			return cr, err
 		}
 		now := s.Now().UTC()
-		cr.Status, cr.UpdatedAt, cr.EndedAt = client.StatusCancelled, now, now
-		if err := tx.UpdateContentRequest(cr); err != nil {
-			return cr, err
-		}
-		if err := tx.AddToBudgetMonth(cr.AccountID, cr.BudgetMonth, 0, -(cr.Budget - cr.Spent)); err != nil {
+		if cr, err = end(tx, cr, client.StatusCancelled, now); err != nil {
 			return cr, err
 		}
 		return cr, Emit(tx, events.ContentRequestCancelled, now, cr)
 	})
+}
+
+// end moves a request to a final state in tx and releases what it did not
+// spend to its month: the one way a request ends (cancelled, completed or
+// failed). The caller emits the event in the same transaction.
+func end(tx store.Tx, cr store.ContentRequest, to string, now time.Time) (store.ContentRequest, error) {
+	if err := Transition(cr, to); err != nil {
+		return cr, err
+	}
+	unspent := cr.Budget - cr.Spent
+	// The work between steps is of no use once the request has ended.
+	cr.Status, cr.UpdatedAt, cr.EndedAt, cr.LeaseUntil, cr.Work = to, now, now, time.Time{}, nil
+	if err := tx.UpdateContentRequest(cr); err != nil {
+		return cr, err
+	}
+	if err := tx.AddToBudgetMonth(cr.AccountID, cr.BudgetMonth, 0, -unspent); err != nil {
+		return cr, err
+	}
+	return cr, nil
 }
 
 // Emit publishes a content request's event in the transaction of its

@@ -43,6 +43,7 @@ func (c *clock) Add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unloc
 // env is a real database with accounts, clients and principals made from
 // real keys.
 type env struct {
+	path  string
 	db    *sqlite.DB
 	clock *clock
 	auth  *auth.Service
@@ -53,13 +54,14 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "aivis.db"))
+	path := filepath.Join(t.TempDir(), "aivis.db")
+	db, err := sqlite.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
 	c := &clock{t: t0}
-	e := &env{db: db, clock: c, auth: &auth.Service{Keys: db, Accounts: db, Now: c.Now},
+	e := &env{path: path, db: db, clock: c, auth: &auth.Service{Keys: db, Accounts: db, Now: c.Now},
 		svc: &content.Service{Store: db, Clients: db, Now: c.Now}}
 	for _, a := range []store.Account{
 		{ID: "acct_starter", Name: "S", Tier: "starter", Type: store.AccountStandard, CreatedAt: t0},

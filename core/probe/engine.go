@@ -66,6 +66,16 @@ type chatRequest struct {
 	Model       string    `json:"model"`
 	Messages    []message `json:"messages"`
 	Temperature float64   `json:"temperature"`
+	MaxTokens   int       `json:"max_tokens,omitempty"`
+}
+
+// Request is one chat completion: an optional system message, the user's
+// prompt, and a cap on the answer's tokens (0: the engine's own).
+type Request struct {
+	System      string
+	Prompt      string
+	MaxTokens   int
+	Temperature float64
 }
 
 type message struct {
@@ -85,6 +95,11 @@ type chatResponse struct {
 
 // Ask sends one prompt as a user message and returns the answer.
 func (c *Client) Ask(ctx context.Context, e Engine, prompt string) (Answer, error) {
+	return c.Complete(ctx, e, Request{Prompt: prompt, Temperature: 0.7})
+}
+
+// Complete sends one request and returns the answer.
+func (c *Client) Complete(ctx context.Context, e Engine, r Request) (Answer, error) {
 	attempts, backoff, maxWait := c.MaxAttempts, c.Backoff, c.MaxWait
 	if attempts <= 0 {
 		attempts = 4
@@ -95,7 +110,11 @@ func (c *Client) Ask(ctx context.Context, e Engine, prompt string) (Answer, erro
 	if maxWait <= 0 {
 		maxWait = 30 * time.Second
 	}
-	body, _ := json.Marshal(chatRequest{Model: e.Model, Messages: []message{{Role: "user", Content: prompt}}, Temperature: 0.7})
+	msgs := []message{{Role: "user", Content: r.Prompt}}
+	if r.System != "" {
+		msgs = append([]message{{Role: "system", Content: r.System}}, msgs...)
+	}
+	body, _ := json.Marshal(chatRequest{Model: e.Model, Messages: msgs, Temperature: r.Temperature, MaxTokens: r.MaxTokens})
 	var last error
 	for i := 1; i <= attempts; i++ {
 		a, wait, err := c.once(ctx, e, body)

@@ -2,8 +2,11 @@ package probe
 
 import (
 	"context"
+	"encoding/json"
 	"math"
 	"net/http"
+	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -171,5 +174,37 @@ func TestAskErrors(t *testing.T) {
 	cancel()
 	if _, err := c.Ask(ctx, Engine{Label: "E", BaseURL: f.URL(), Model: "m", APIKey: "sk-right"}, "hi"); err == nil {
 		t.Error("a cancelled ask answered")
+	}
+}
+
+// TestComplete: the request carries the system message first, the answer
+// cap and the temperature; Ask sends the user message alone.
+func TestComplete(t *testing.T) {
+	var got []chatRequest
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var cr chatRequest
+		if err := json.NewDecoder(r.Body).Decode(&cr); err != nil {
+			t.Error(err)
+		}
+		got = append(got, cr)
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"choices":[{"message":{"role":"assistant","content":"ok"}}],"usage":{"prompt_tokens":7,"completion_tokens":1}}`))
+	}))
+	defer srv.Close()
+	c := &Client{HTTP: srv.Client()}
+	e := Engine{Label: "E", BaseURL: srv.URL + "/v1", Model: "m"}
+	a, err := c.Complete(context.Background(), e, Request{System: "rules", Prompt: "text", MaxTokens: 512, Temperature: 0.2})
+	if err != nil || a.Text != "ok" || a.InputTokens != 7 || a.OutputTokens != 1 {
+		t.Fatalf("%+v %v", a, err)
+	}
+	if _, err := c.Ask(context.Background(), e, "hi"); err != nil {
+		t.Fatal(err)
+	}
+	want := []chatRequest{
+		{Model: "m", Messages: []message{{"system", "rules"}, {"user", "text"}}, Temperature: 0.2, MaxTokens: 512},
+		{Model: "m", Messages: []message{{"user", "hi"}}, Temperature: 0.7},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("requests %+v, want %+v", got, want)
 	}
 }

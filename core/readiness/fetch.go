@@ -114,3 +114,23 @@ func (f fetched) isHTML() bool {
 	head := strings.ToLower(strings.TrimSpace(string(f.Body[:min(len(f.Body), 512)])))
 	return strings.HasPrefix(head, "<!doctype html") || strings.HasPrefix(head, "<html")
 }
+
+// Page is a page fetched as the audit fetches: through the Auditor's
+// client, redirects followed by hand, the body cut at MaxBytes.
+type Page struct {
+	URL         string // after redirects
+	Status      int
+	ContentType string
+	Body        []byte
+	Truncated   bool
+	HTML        bool
+}
+
+// Fetch GETs one page the way the audit does.
+func (a *Auditor) Fetch(ctx context.Context, raw string) (Page, error) {
+	f, err := a.fetch(ctx, raw)
+	if err != nil {
+		return Page{}, err
+	}
+	return Page{URL: f.URL, Status: f.Status, ContentType: f.ContentType, Body: f.Body, Truncated: f.Truncated, HTML: f.isHTML()}, nil
+}

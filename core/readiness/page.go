@@ -166,3 +166,8 @@ func (p *PageReport) readJSONLD(b []byte) {
 	}
 	visit(v)
 }
+
+// ParsePage reads an HTML page's metadata and JSON-LD as the audit does.
+func ParsePage(pageURL string, status int, body []byte) PageReport {
+	return parsePage(pageURL, status, body)
+}

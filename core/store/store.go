@@ -82,10 +82,19 @@ type ContentRequest struct {
 	BudgetMonth   string // YYYY-MM of the month its budget is committed to
 	FailureReason string
 	Result        []byte // JSON, nil until processed
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
-	StartedAt     time.Time
-	EndedAt       time.Time
+	// Step is the step a processing request is at ("" while queued).
+	Step string
+	// Attempts counts the claims of the request by a worker; LeaseUntil is
+	// when a processing request's claim ends unless renewed.
+	Attempts   int
+	LeaseUntil time.Time
+	// Work is what the paid steps produced so far (JSON, the content
+	// engine's), so that a retry pays for no step twice.
+	Work      []byte
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	StartedAt time.Time
+	EndedAt   time.Time
 }
 
 // ContentFilter selects content requests for a list page. Empty fields do
@@ -231,6 +240,13 @@ type Tx interface {
 	InsertContentRequest(cr ContentRequest) error
 	UpdateContentRequest(cr ContentRequest) error
 	ActiveContentRequests(accountID string) (int, error)
+	// ClaimContentRequest moves the next request to process to processing
+	// with a lease until leaseEnd: a processing one whose lease ended
+	// before now (its worker died), else a queued one of the account, and
+	// within it the client, with the fewest processing and the longest
+	// wait since their last start (fair shares), oldest first.
+	// ErrNotFound when there is none.
+	ClaimContentRequest(now, leaseEnd time.Time) (ContentRequest, error)
 	BudgetMonth(accountID, month string) (BudgetMonth, error)
 	AddToBudgetMonth(accountID, month string, spent, reserved int64) error
 	Idempotency(scope, key string, notBefore time.Time) (Idempotency, error)

@@ -1,17 +1,19 @@
 // Command api-client shows the aivis Go client at work: it reads the budget
-// status, creates a content request, lists requests, cancels the one it
-// made and reads the domain's visibility.
+// status, creates a content request, lists requests, waits for the one it
+// made to be analysed and reads the domain's visibility.
 //
 //	AIVIS_API_KEY=svc_... AIVIS_API_SECRET=... go run ./examples/api-client -domain example.com
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"time"
 
 	"github.com/aivis/aivis/client"
 	"github.com/aivis/aivis/core/randid"
@@ -56,7 +58,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		st.QuotaTier, st.Remaining.ThisMinute, st.RateLimits.PerMinute, st.Budget.Remaining, st.Budget.MonthlyLimit)
 
 	cr, err := c.CreateContentRequest(ctx, client.CreateContentRequest{
-		Domain: *domain, Budget: client.Dollars(*budget), TargetQueries: []string{"what is " + *domain},
+		Domain: *domain, Budget: client.Dollars(*budget), Type: client.TypeAnalyze,
+		Content: Content, TargetQueries: []string{"what is " + *domain},
 	}, client.IdempotencyKey("api-client-"+randid.String(16)))
 	if err != nil {
 		return err
@@ -73,11 +76,32 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	fmt.Fprintf(stdout, "%d content requests\n", n)
 
-	cancelled, err := c.CancelContentRequest(ctx, cr.ID)
-	if err != nil {
-		return err
+	// The server analyses it in the background: wait until it has ended.
+	for cr.Status == client.StatusQueued || cr.Status == client.StatusProcessing {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+		if cr, err = c.GetContentRequest(ctx, cr.ID); err != nil {
+			return err
+		}
 	}
-	fmt.Fprintf(stdout, "%s is %s; $%s reserved\n", cancelled.ID, cancelled.Status, cancelled.Reserved)
+	fmt.Fprintf(stdout, "%s is %s; spent $%s, $%s reserved\n", cr.ID, cr.Status, cr.Spent, cr.Reserved)
+	var res struct {
+		Score    int `json:"score_before"`
+		Analysis struct {
+			Findings []struct {
+				Fix string `json:"fix"`
+			} `json:"findings"`
+		} `json:"analysis"`
+	}
+	if err := json.Unmarshal(cr.Result, &res); err == nil && cr.Status == client.StatusCompleted {
+		fmt.Fprintf(stdout, "AI-citability score %d/100, %d findings\n", res.Score, len(res.Analysis.Findings))
+		if len(res.Analysis.Findings) > 0 {
+			fmt.Fprintf(stdout, "first fix: %s\n", res.Analysis.Findings[0].Fix)
+		}
+	}
 
 	v, err := c.Visibility(ctx, *domain)
 	switch {
@@ -90,3 +114,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	return nil
 }
+
+// Content is the text the example asks aivis to analyse.
+const Content = `# Example Domain
+
+This domain is for use in illustrative examples in documents. You may use it
+in literature without prior coordination or asking for permission.`

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/aivis/aivis/config"
 	"github.com/aivis/aivis/core/app"
 	"github.com/aivis/aivis/core/auth"
+	"github.com/aivis/aivis/core/content/analysis"
 )
 
 type syncBuffer struct {
@@ -84,8 +86,12 @@ func TestAgainstRunningServer(t *testing.T) {
 		t.Fatalf("run: %v\n%s", err, out.String())
 	}
 	got := out.String()
+	// What the server's analysis must find in the example's text.
+	want := analysis.Analyze(analysis.ParseText("", Content), analysis.Options{Domain: "example.com", Queries: []string{"what is example.com"}})
 	for _, want := range []string{"tier Starter: 59 of 60 requests left this minute; $5000 of $5000 left this month",
-		"with a budget of $12.5 (queued)", "1 content requests", "is cancelled; $0 reserved", "example.com: no reading yet"} {
+		"with a budget of $12.5 (queued)", "1 content requests", "is completed; spent $0.002, $0 reserved",
+		fmt.Sprintf("AI-citability score %d/100, %d findings", want.Score, len(want.Findings)), "first fix: " + want.Findings[0].Fix,
+		"example.com: no reading yet"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q:\n%s", want, got)
 		}

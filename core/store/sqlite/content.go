@@ -21,24 +21,31 @@ type querier interface {
 }
 
 const crColumns = `id, account_id, client_id, key_id, type, status, domain, url, content, target_queries, metadata,
-	budget, spent, budget_month, failure_reason, result, created_at, updated_at, started_at, ended_at`
+	budget, spent, budget_month, failure_reason, result, created_at, updated_at, started_at, ended_at,
+	step, attempts, lease_until, work`
 
-// crListColumns leaves the content out: list pages do not carry it.
-var crListColumns = strings.Replace(crColumns, "content,", "NULL,", 1)
+// crListColumns leaves the content and the work out: list pages do not
+// carry them.
+var crListColumns = strings.Replace(strings.Replace(crColumns, "content,", "NULL,", 1), "work", "NULL", 1)
 
 func scanCR(s scanner) (store.ContentRequest, error) {
 	var c store.ContentRequest
-	var client, key, url, content, reason, result sql.NullString
+	var client, key, url, content, reason, result, step, work sql.NullString
 	var queries, meta string
-	var created, updated, started, ended sql.NullInt64
+	var created, updated, started, ended, lease sql.NullInt64
 	err := s.Scan(&c.ID, &c.AccountID, &client, &key, &c.Type, &c.Status, &c.Domain, &url, &content, &queries, &meta,
-		&c.Budget, &c.Spent, &c.BudgetMonth, &reason, &result, &created, &updated, &started, &ended)
+		&c.Budget, &c.Spent, &c.BudgetMonth, &reason, &result, &created, &updated, &started, &ended,
+		&step, &c.Attempts, &lease, &work)
 	if err != nil {
 		return c, err
 	}
 	c.ClientID, c.KeyID, c.URL, c.Content, c.FailureReason = client.String, key.String, url.String, content.String, reason.String
+	c.Step, c.LeaseUntil = step.String, fromNS(lease)
 	if result.Valid {
 		c.Result = []byte(result.String)
+	}
+	if work.Valid {
+		c.Work = []byte(work.String)
 	}
 	if err := json.Unmarshal([]byte(queries), &c.TargetQueries); err != nil {
 		return c, fmt.Errorf("target_queries: %w", err)
@@ -249,13 +256,17 @@ func crArgs(c store.ContentRequest) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	var result any
+	var result, work any
 	if c.Result != nil {
 		result = string(c.Result)
 	}
+	if c.Work != nil {
+		work = string(c.Work)
+	}
 	return []any{c.ID, c.AccountID, nullStr(c.ClientID), nullStr(c.KeyID), c.Type, c.Status, c.Domain, nullStr(c.URL),
 		nullStr(c.Content), string(queries), string(meta), c.Budget, c.Spent, c.BudgetMonth, nullStr(c.FailureReason), result,
-		c.CreatedAt.UnixNano(), c.UpdatedAt.UnixNano(), ns(c.StartedAt), ns(c.EndedAt)}, nil
+		c.CreatedAt.UnixNano(), c.UpdatedAt.UnixNano(), ns(c.StartedAt), ns(c.EndedAt),
+		nullStr(c.Step), c.Attempts, ns(c.LeaseUntil), work}, nil
 }
 
 func nonNil(s []string) []string {
@@ -270,7 +281,7 @@ func (t *txn) InsertContentRequest(c store.ContentRequest) error {
 	if err != nil {
 		return err
 	}
-	_, err = t.tx.Exec(`INSERT INTO content_requests (`+crColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...)
+	_, err = t.tx.Exec(`INSERT INTO content_requests (`+crColumns+`) VALUES (`+placeholders(24)+`)`, args...)
 	if err != nil {
 		return fmt.Errorf("sqlite: insert content request: %w", conflict(err))
 	}
@@ -282,7 +293,7 @@ func (t *txn) UpdateContentRequest(c store.ContentRequest) error {
 	if err != nil {
 		return err
 	}
-	res, err := t.tx.Exec(`UPDATE content_requests SET (`+crColumns+`) = (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	res, err := t.tx.Exec(`UPDATE content_requests SET (`+crColumns+`) = (`+placeholders(24)+`)
 		WHERE id = ?`, append(args, c.ID)...)
 	if err != nil {
 		return fmt.Errorf("sqlite: update content request: %w", err)
