@@ -275,15 +275,13 @@ func createKey(ctx context.Context, svc *app.Services, f adminFlags, out printer
 	return out.value(j, fmt.Sprintf("id:     %s\nkey:    %s\nsecret: %s\nThe secret is shown only now: store it safely.\n", c.Key.ID, c.APIKey, c.Secret))
 }
 
-// parseExpiry reads YYYY-MM-DD (the start of that day, UTC) or RFC 3339.
+// parseExpiry reads --expires as the dashboard's form does.
 func parseExpiry(s string) (time.Time, error) {
-	if t, err := time.Parse(time.DateOnly, s); err == nil {
-		return t.UTC(), nil
+	t, err := auth.ParseExpiry(s)
+	if err != nil {
+		return t, fmt.Errorf("--expires %q: %w", s, err)
 	}
-	if t, err := time.Parse(time.RFC3339, s); err == nil {
-		return t.UTC(), nil
-	}
-	return time.Time{}, fmt.Errorf("--expires %q: give a date YYYY-MM-DD or an RFC 3339 time", s)
+	return t, nil
 }
 
 // explain makes a service error read well on a terminal.
