@@ -182,14 +182,15 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 	defer func() { stopScans(); <-scansDone }()
 
 	domainsSvc := &visibility.Domains{Store: svc.Store, Now: time.Now}
+	guard := limits.NewAuthGuard(cfg.AuthFailuresPerMinute)
 	dash, err := dashboard.New(dashboard.Deps{Store: svc.Store, People: svc.People, Auth: svc.Auth, Accounts: svc.Accounts,
-		Counter: counter, Webhooks: webhooks, Hub: connectors, Domains: domainsSvc, Scans: scans, Content: svc.Content, Log: log})
+		Counter: counter, Webhooks: webhooks, Hub: connectors, Domains: domainsSvc, Scans: scans, Content: svc.Content, Guard: guard, Log: log})
 	if err != nil {
 		return err
 	}
 	srv := api.New(api.Config{TrustedProxies: prefixes(cfg.TrustedProxies)}, api.Deps{
 		Store: svc.Store, Auth: svc.Auth, Content: svc.Content, Counter: counter,
-		Guard: limits.NewAuthGuard(cfg.AuthFailuresPerMinute), Log: log,
+		Guard: guard, Log: log,
 		Readings: recorder, Webhooks: webhooks, Scans: scans,
 		Domains: domainsSvc, Hub: connectors, Dashboard: dash,
 	})

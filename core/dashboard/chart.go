@@ -52,10 +52,7 @@ func (c Chart) SVG() template.HTML {
 			}
 			hi = math.Max(hi, sum)
 		}
-		if hi == 0 {
-			hi = 1
-		}
-		hi = niceCeil(hi)
+		hi = niceCeil(max(hi, 4)) // at least 4: whole numbers on the axis
 	}
 	plotW, plotH := float64(chartW-padL-padR), float64(chartH-padT-padB)
 	y := func(v float64) float64 { return padT + plotH - (v-lo)/(hi-lo)*plotH }
@@ -144,4 +141,12 @@ func short(v float64) string {
 	default:
 		return fmt.Sprintf("%.2f", v)
 	}
+}
+
+// Latest is the last value of a series.
+func (s Series) Latest() float64 {
+	if len(s.Values) == 0 {
+		return 0
+	}
+	return s.Values[len(s.Values)-1]
 }

@@ -73,7 +73,10 @@ type Deps struct {
 	Domains  *visibility.Domains
 	Scans    *visibility.Scans
 	Content  *content.Service
-	Log      *slog.Logger
+	// Guard limits failed sign-ins per client address (the API's guard
+	// of failed authentications, shared).
+	Guard *limits.AuthGuard
+	Log   *slog.Logger
 	Now      func() time.Time
 }
 

@@ -2,6 +2,7 @@ package dashboard_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -21,6 +22,7 @@ import (
 	"github.com/aivis/aivis/core/delivery"
 	"github.com/aivis/aivis/core/limits"
 	"github.com/aivis/aivis/core/people"
+	"github.com/aivis/aivis/core/secrets"
 	"github.com/aivis/aivis/core/store"
 	"github.com/aivis/aivis/core/store/sqlite"
 	"github.com/aivis/aivis/core/visibility"
@@ -44,14 +46,24 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	box, _, err := secrets.Load(filepath.Join(t.TempDir(), secrets.KeyFile), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetSecrets(box)
+	log := slog.New(slog.NewTextHandler(testWriter{t}, nil))
 	accts := &accounts.Service{Store: db, Now: time.Now}
 	e := &env{t: t, db: db, accts: accts, auth: &auth.Service{Keys: db, Accounts: db, Now: time.Now},
 		people: &people.Service{Store: db, Accounts: accts, Now: time.Now}}
-	webhooks := &delivery.Service{Store: db, Client: http.DefaultClient, CheckURL: func(string, bool) error { return nil }}
+	webhooks := &delivery.Service{Store: db, Client: http.DefaultClient, AllowHTTP: true, CheckURL: func(raw string, allowHTTP bool) error {
+		if u, err := url.Parse(raw); err != nil || u.Host == "" || (u.Scheme != "https" && !(allowHTTP && u.Scheme == "http")) {
+			return errors.New("must be an https URL")
+		}
+		return nil
+	}}
 	d, err := dashboard.New(dashboard.Deps{Store: db, People: e.people, Auth: e.auth, Accounts: accts,
 		Counter: limits.NewMemory(nil, log), Webhooks: webhooks, Domains: &visibility.Domains{Store: db, Now: time.Now},
-		Content: &content.Service{Store: db, Clients: db, Now: time.Now}, Log: log})
+		Content: &content.Service{Store: db, Clients: db, Now: time.Now}, Guard: limits.NewAuthGuard(5), Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -493,4 +505,13 @@ func TestBootstrapLinkWorksOnce(t *testing.T) {
 	if again, _ := e.people.Bootstrap(context.Background()); again != "" {
 		t.Error("a new bootstrap link is made although a user exists")
 	}
+}
+
+// testWriter sends the dashboard's log to the test's.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Helper()
+	w.t.Log(strings.TrimSpace(string(b)))
+	return len(b), nil
 }

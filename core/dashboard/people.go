@@ -3,6 +3,7 @@ package dashboard
 import (
 	"errors"
 	"net/http"
+	"net/netip"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
@@ -38,12 +39,31 @@ func (s *Dashboard) signInPage(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, http.StatusOK, "signin", page{Title: "Sign in", D: signInData{Next: safeNext(r.URL.Query().Get("next"))}})
 }
 
+func remoteAddr(r *http.Request) netip.Addr {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return netip.IPv6Unspecified()
+	}
+	return ap.Addr().Unmap()
+}
+
 func (s *Dashboard) signIn(w http.ResponseWriter, r *http.Request) {
 	email, next := r.PostFormValue("email"), safeNext(r.PostFormValue("next"))
+	addr, now := remoteAddr(r), s.Now()
+	if s.Guard != nil {
+		if _, _, err := s.Guard.Check(addr, now); err != nil {
+			p, status := s.problemOf(r, err)
+			s.render(w, r, status, "signin", page{Title: "Sign in", Problem: p, D: signInData{Email: email, Next: next}})
+			return
+		}
+	}
 	in, err := s.People.SignIn(r.Context(), email, r.PostFormValue("password"))
 	if err != nil {
 		status := http.StatusUnauthorized
 		msg := "The email or password is wrong."
+		if errors.Is(err, people.ErrSignIn) && s.Guard != nil {
+			s.Guard.Fail(addr, now)
+		}
 		if !errors.Is(err, people.ErrSignIn) {
 			s.Log.Error("dashboard: sign in", "err", err)
 			status, msg = http.StatusInternalServerError, "Something went wrong on our side. Try again."
