@@ -77,7 +77,7 @@ type Deps struct {
 	// of failed authentications, shared).
 	Guard *limits.AuthGuard
 	Log   *slog.Logger
-	Now      func() time.Time
+	Now   func() time.Time
 }
 
 // Dashboard serves the pages.
