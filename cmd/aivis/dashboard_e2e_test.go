@@ -288,6 +288,25 @@ func TestDashboardInBrowser(t *testing.T) {
 		if len(got) != 1 || !strings.Contains(got[0], "webhook_test") || !strings.Contains(got[0], "aivis bot") {
 			t.Fatalf("the chat endpoint got %q", got)
 		}
+		// Edit: the secret left empty keeps its saved value.
+		var secretValue string
+		run("edit", chromedp.Click(`details.card summary`, chromedp.ByQuery),
+			chromedp.WaitVisible(`#f-username`, chromedp.ByQuery),
+			chromedp.Value(`#f-webhook_url`, &secretValue, chromedp.ByQuery),
+			chromedp.SetValue(`#f-username`, "renamed bot", chromedp.ByQuery),
+			chromedp.Submit(`#f-username`, chromedp.ByQuery),
+			chromedp.WaitVisible(`.notice`, chromedp.ByQuery),
+			chromedp.Click(`#test-connection`, chromedp.ByQuery),
+			chromedp.WaitVisible(`#test-result`, chromedp.ByQuery))
+		if secretValue != "" {
+			t.Errorf("the edit form shows the secret %q", secretValue)
+		}
+		if r := text(`#test-result h2`); r != "Test result: delivered" {
+			t.Fatalf("after the edit the test result reads %q", r)
+		}
+		if got := chat.got(); len(got) != 2 || !strings.Contains(got[1], "renamed bot") {
+			t.Fatalf("after the edit the chat endpoint got %q", got)
+		}
 	})
 
 	t.Run("a domain's score chart", func(t *testing.T) {

@@ -148,9 +148,10 @@ func toString(v any) string {
 }
 
 // settingsFromForm turns the form's inputs into a settings object, by the
-// schema's types; empty inputs are left out (a secret left empty keeps its
-// saved value on an update).
-func settingsFromForm(r *http.Request, fs []field) (json.RawMessage, error) {
+// schema's types; empty inputs are left out, or, with clear (an update,
+// a merge patch), empty non-secret inputs become null and remove the
+// saved value; a secret left empty keeps it.
+func settingsFromForm(r *http.Request, fs []field, clear bool) (json.RawMessage, error) {
 	m := map[string]any{}
 	for _, f := range fs {
 		key := "s." + f.Name
@@ -162,6 +163,9 @@ func settingsFromForm(r *http.Request, fs []field) (json.RawMessage, error) {
 		}
 		v := strings.TrimSpace(r.PostFormValue(key))
 		if v == "" {
+			if _, sent := r.PostForm[key]; clear && sent && !f.Secret {
+				m[f.Name] = nil
+			}
 			continue
 		}
 		switch f.Type {
@@ -272,7 +276,7 @@ func (s *Dashboard) createConnection(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusNotFound, "No such connector is installed.")
 		return
 	}
-	settings, err := settingsFromForm(r, c.Fields)
+	settings, err := settingsFromForm(r, c.Fields, false)
 	if err != nil {
 		s.failWith(w, r, err)
 		return
@@ -319,6 +323,36 @@ func (s *Dashboard) setConnectionEnabled(w http.ResponseWriter, r *http.Request)
 	id := chi.URLParam(r, "id")
 	if _, err := s.connections.UpdateConnection(r.Context(), principal(r), id, client.UpdateConnection{Enabled: &on}); err != nil {
 		s.failWith(w, r, err)
+		return
+	}
+	redirect(w, r, "/connections/"+id, "enabled")
+}
+
+func (s *Dashboard) updateConnection(w http.ResponseWriter, r *http.Request) {
+	_ = r.ParseForm()
+	id := chi.URLParam(r, "id")
+	cur, err := s.connections.Get(r.Context(), principal(r), id)
+	if err != nil {
+		s.failWith(w, r, err)
+		return
+	}
+	c, ok := s.connector(cur.Connector)
+	if !ok {
+		s.fail(w, r, http.StatusServiceUnavailable, "The "+cur.Connector+" connector is not installed.")
+		return
+	}
+	// A merge patch: a field left empty keeps its saved value (a secret
+	// is never sent back to the browser, so it stays unless retyped).
+	settings, err := settingsFromForm(r, c.Fields, true)
+	if err != nil {
+		s.failWith(w, r, err)
+		return
+	}
+	name := r.PostFormValue("name")
+	in := client.UpdateConnection{Name: &name, Settings: settings, Events: r.PostForm["events"]}
+	if _, err := s.connections.UpdateConnection(r.Context(), principal(r), id, in); err != nil {
+		p, status := s.problemOf(r, err)
+		s.showTarget(w, r, true, status, page{Problem: p}, targetData{})
 		return
 	}
 	redirect(w, r, "/connections/"+id, "enabled")

@@ -167,6 +167,7 @@ func (s *Dashboard) routes() chi.Router {
 		r.Get("/connectors/{name}", s.connectorPage)
 		r.Post("/connectors/{name}", s.need(people.Build, s.createConnection))
 		r.Get("/connections/{id}", s.connectionPage)
+		r.Post("/connections/{id}", s.need(people.Build, s.updateConnection))
 		r.Post("/connections/{id}/test", s.need(people.Build, s.testConnection))
 		r.Post("/connections/{id}/enabled", s.need(people.Build, s.setConnectionEnabled))
 		r.Post("/connections/{id}/replay", s.need(people.Build, s.replay(true)))

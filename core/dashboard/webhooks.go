@@ -98,6 +98,7 @@ type targetData struct {
 	Since      string
 	Until      string
 	Base       string // the target's page
+	Kinds      []string
 }
 
 func (s *Dashboard) target(conn bool) *delivery.Service {
@@ -141,8 +142,10 @@ func (s *Dashboard) showTarget(w http.ResponseWriter, r *http.Request, conn bool
 	if conn {
 		name, p.Nav, p.Title = "connection", "connectors", "Connection "+t.Name
 		if c, ok := s.connector(t.Connector); ok {
+			c.Fields = fields(c.Connector, t.PublicSettings)
 			d.Connector = &c
 		}
+		d.Kinds = events.Kinds
 	}
 	p.D = d
 	s.render(w, r, status, name, p)
