@@ -2,6 +2,7 @@ package dashboard_test
 
 import (
 	"context"
+	"html"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -210,7 +211,7 @@ func TestWebhookPages(t *testing.T) {
 	// Rotate: a new secret, shown once, the old one signing for the grace.
 	p = e.post(c, "/webhooks/"+id+"/rotate", url.Values{"csrf": {tok}, "grace": {"1h"}})
 	w2, _ := e.db.Webhook(context.Background(), u.AccountID, id)
-	if p.status != http.StatusOK || !strings.Contains(p.body, w2.Secret) || w2.PrevSecret != ws[0].Secret {
+	if p.status != http.StatusOK || !strings.Contains(html.UnescapeString(p.body), w2.Secret) || w2.PrevSecret != ws[0].Secret {
 		t.Fatalf("rotate: %d", p.status)
 	}
 	// Disable and enable.
