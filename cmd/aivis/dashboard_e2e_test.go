@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -372,4 +374,71 @@ func TestDashboardInBrowser(t *testing.T) {
 	})
 	raw, _ := json.Marshal(map[string]any{"screenshots": shots, "seconds": time.Since(began).Seconds()})
 	t.Logf("%s", raw)
+}
+
+// TestOperatorInvitesAUser gives an account made on the command line its
+// first dashboard user, who joins with the printed link (plain HTTPS, no
+// browser needed).
+func TestOperatorInvitesAUser(t *testing.T) {
+	dir := t.TempDir()
+	a := newAccount(t, dir, "starter", false)
+	k := newKey(t, dir, a.ID)
+	s := start(t, dir)
+	if strings.Contains(s.Stdout.String(), "/join?token=") == false {
+		t.Fatalf("no user exists, yet the banner prints no bootstrap link:\n%s", s.Stdout)
+	}
+	var inv struct {
+		Link string `json:"link"`
+		Role string `json:"role"`
+	}
+	cli(t, dir, &inv, "user", "invite", "--account", a.ID, "--email", "Ops@Example.com", "--role", "admin", "--url", s.URL)
+	if inv.Role != "admin" || !strings.HasPrefix(inv.Link, s.URL+"/join?token=") {
+		t.Fatalf("invite printed %+v", inv)
+	}
+	if msg := cliFails(t, dir, "user", "invite", "--account", "acct_missing", "--email", "x@example.com"); !strings.Contains(msg, "no account") {
+		t.Fatalf("inviting to a missing account: %s", msg)
+	}
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Transport: s.HTTP.Transport, Jar: jar}
+	get := func(u string) string {
+		res, err := c.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		if res.StatusCode != 200 {
+			t.Fatalf("GET %s: %d\n%s", u, res.StatusCode, b)
+		}
+		return string(b)
+	}
+	page := get(inv.Link)
+	m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("no form on the invitation page:\n%s", page)
+	}
+	token := strings.TrimPrefix(inv.Link, s.URL+"/join?token=")
+	res, err := c.PostForm(s.URL+"/join", url.Values{"csrf": {m[1]}, "token": {token}, "email": {"ops@example.com"},
+		"password": {"twelve characters"}, "password_again": {"twelve characters"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	keys := get(s.URL + "/keys")
+	if !strings.Contains(keys, "ops@example.com") || !strings.Contains(keys, "admin") || !strings.Contains(keys, k.ID) {
+		t.Fatalf("after joining, the keys page does not show the user and the account's key:\n%s", keys)
+	}
+	var users []map[string]any
+	cli(t, dir, &users, "user", "list", "--account", a.ID)
+	if len(users) != 1 || users[0]["email"] != "ops@example.com" || users[0]["role"] != "admin" {
+		t.Fatalf("user list: %v", users)
+	}
+	// The API is unchanged beside the dashboard: unknown API paths still
+	// answer the JSON error, and /openapi.json is the document.
+	if r := s.do(t, req{method: "GET", path: "/v1/nothing-here", header: bearer(k)}); r.Status != 404 || r.errorCode(t) != "NOT_FOUND" {
+		t.Errorf("GET /v1/nothing-here: %d %s", r.Status, r.Body)
+	}
+	if r := s.do(t, req{method: "GET", path: "/openapi.json"}); r.Status != 200 || !strings.Contains(string(r.Body), `"openapi"`) {
+		t.Errorf("GET /openapi.json: %d", r.Status)
+	}
 }

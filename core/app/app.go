@@ -274,7 +274,9 @@ func NewHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
 	}
 }
 
-// displayAddr turns a listen address into one a user can open.
+// DisplayAddr turns a listen address into one a user can open.
+func DisplayAddr(addr string) string { return displayAddr(addr) }
+
 func displayAddr(addr string) string {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -313,7 +315,9 @@ its owner (it works once, for 7 days; each start without users makes a new one):
   %s/join?token=%s
 Your browser will warn about the self-signed certificate unless you trust
 %s (its fingerprint is above).
-`, url, bootstrap, mat.CertFile)
+For an account made with "aivis account create", invite its first user instead:
+  %s user invite --data-dir %s --account <account id> --email <email>
+`, url, bootstrap, mat.CertFile, os.Args[0], cfg.DataDir)
 	}
 	fmt.Fprintf(out, "data directory: %s\n", cfg.DataDir)
 	fmt.Fprintf(out, `

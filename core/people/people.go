@@ -355,3 +355,14 @@ func (s *Service) Withdraw(ctx context.Context, actor store.User, tokenHash []by
 	}
 	return s.Store.DeleteInvitation(ctx, actor.AccountID, tokenHash)
 }
+
+// OperatorInvite is an invitation made by the operator (aivis user
+// invite), with any role, to an account that exists.
+func (s *Service) OperatorInvite(ctx context.Context, accountID, email, role string) (string, error) {
+	if _, err := s.Accounts.Store.Account(ctx, accountID); errors.Is(err, store.ErrNotFound) {
+		return "", fault.New(fault.NotFound, "no account %s", accountID)
+	} else if err != nil {
+		return "", err
+	}
+	return s.Invite(ctx, store.User{AccountID: accountID, Role: store.RoleOwner}, email, role)
+}
