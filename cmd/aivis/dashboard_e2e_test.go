@@ -336,6 +336,35 @@ func TestDashboardInBrowser(t *testing.T) {
 		}
 	})
 
+	t.Run("team and agency clients", func(t *testing.T) {
+		var link string
+		run("invite", chromedp.Navigate(s.URL+"/members"), chromedp.WaitVisible(`#invite-email`, chromedp.ByQuery),
+			chromedp.SendKeys(`#invite-email`, "dev@acme.example", chromedp.ByQuery),
+			chromedp.SetValue(`#invite-role`, "developer", chromedp.ByQuery),
+			chromedp.Submit(`#invite-email`, chromedp.ByQuery),
+			chromedp.WaitVisible(`#invite-link`, chromedp.ByQuery),
+			chromedp.Value(`#invite-link`, &link, chromedp.ByQuery), shot("13-members"))
+		if !strings.HasPrefix(link, s.URL+"/join?token=") {
+			t.Fatalf("the invitation link reads %q", link)
+		}
+		var clientURL string
+		run("client", chromedp.Navigate(s.URL+"/clients"), chromedp.WaitVisible(`#client-name`, chromedp.ByQuery),
+			chromedp.SendKeys(`#client-name`, "Globex", chromedp.ByQuery),
+			chromedp.Submit(`#client-name`, chromedp.ByQuery),
+			chromedp.WaitVisible(`.notice`, chromedp.ByQuery),
+			chromedp.Location(&clientURL))
+		clientID := strings.TrimSuffix(strings.TrimPrefix(clientURL, s.URL+"/clients/"), "?done=client")
+		// A key for the client, made on the keys page, shows on the client's page.
+		run("client key", chromedp.Navigate(s.URL+"/keys"), chromedp.WaitVisible(`#key-client`, chromedp.ByQuery),
+			chromedp.SendKeys(`#key-name`, "globex site", chromedp.ByQuery),
+			chromedp.SetValue(`#key-client`, clientID, chromedp.ByQuery),
+			chromedp.Submit(`#key-name`, chromedp.ByQuery), chromedp.WaitVisible(`#new-key`, chromedp.ByQuery),
+			chromedp.Navigate(clientURL), chromedp.WaitVisible(`svg.chart`, chromedp.ByQuery), shot("14-client"))
+		if body := text("main"); !strings.Contains(body, "globex site") || strings.Contains(body, "browser key") {
+			t.Fatalf("the client's page lists keys %q: want its own only", body)
+		}
+	})
+
 	t.Run("phone-sized screen", func(t *testing.T) {
 		for _, path := range []string{"/keys", "/usage", "/webhooks"} {
 			var scrollW, clientW int

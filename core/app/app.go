@@ -194,6 +194,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 		Readings: recorder, Webhooks: webhooks, Scans: scans,
 		Domains: domainsSvc, Hub: connectors, Dashboard: dash,
 	})
+	dash.ClientAddr = srv.ClientAddr
 	// The first start without users prints a one-time link that creates
 	// the first owner.
 	bootstrap, err := svc.People.Bootstrap(ctx)

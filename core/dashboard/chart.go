@@ -38,6 +38,7 @@ func (c Chart) SVG() template.HTML {
 	var b strings.Builder
 	n := len(c.Labels)
 	lo, hi := c.Min, c.Max
+	intervals := 4
 	if lo == 0 && hi == 0 {
 		for i := range n {
 			sum := 0.0
@@ -52,14 +53,14 @@ func (c Chart) SVG() template.HTML {
 			}
 			hi = math.Max(hi, sum)
 		}
-		hi = niceCeil(max(hi, 4)) // at least 4: whole numbers on the axis
+		hi, intervals = niceCeil(max(hi, 4)) // at least 4: whole numbers on the axis
 	}
 	plotW, plotH := float64(chartW-padL-padR), float64(chartH-padT-padB)
 	y := func(v float64) float64 { return padT + plotH - (v-lo)/(hi-lo)*plotH }
 	fmt.Fprintf(&b, `<svg class="chart" viewBox="0 0 %d %d" role="img" aria-labelledby="%s" preserveAspectRatio="xMidYMid meet">`, chartW, chartH, id(c.Title))
 	fmt.Fprintf(&b, `<title id="%s">%s</title>`, id(c.Title), template.HTMLEscapeString(c.Title))
-	for i := 0; i <= 4; i++ {
-		v := lo + (hi-lo)*float64(i)/4
+	for i := 0; i <= intervals; i++ {
+		v := lo + (hi-lo)*float64(i)/float64(intervals)
 		fmt.Fprintf(&b, `<line class="grid" x1="%d" x2="%d" y1="%.1f" y2="%.1f"/>`, padL, chartW-padR, y(v), y(v))
 		fmt.Fprintf(&b, `<text class="axis" x="%d" y="%.1f" text-anchor="end">%s</text>`, padL-4, y(v)+4, short(v))
 	}
@@ -120,14 +121,19 @@ func id(title string) string {
 	return b.String()
 }
 
-func niceCeil(v float64) float64 {
+// niceCeil is the round number at or above v that the value axis ends at,
+// and how many intervals divide it into round steps.
+func niceCeil(v float64) (float64, int) {
 	p := math.Pow(10, math.Floor(math.Log10(v)))
-	for _, m := range []float64{1, 2, 2.5, 5, 10} {
+	for _, m := range []float64{1, 2, 4, 5, 10} {
 		if m*p >= v {
-			return m * p
+			if m == 2 || m == 4 {
+				return m * p, 4
+			}
+			return m * p, 5
 		}
 	}
-	return 10 * p
+	return 10 * p, 5
 }
 
 func short(v float64) string {

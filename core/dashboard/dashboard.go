@@ -15,6 +15,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -76,7 +77,10 @@ type Deps struct {
 	// Guard limits failed sign-ins per client address (the API's guard
 	// of failed authentications, shared).
 	Guard *limits.AuthGuard
-	Log   *slog.Logger
+	// ClientAddr is the client's address behind trusted proxies (default:
+	// the peer's).
+	ClientAddr func(*http.Request) netip.Addr
+	Log        *slog.Logger
 	Now   func() time.Time
 }
 
@@ -95,6 +99,9 @@ func New(d Deps) (*Dashboard, error) {
 	}
 	if d.Log == nil {
 		d.Log = slog.Default()
+	}
+	if d.ClientAddr == nil {
+		d.ClientAddr = remoteAddr
 	}
 	s := &Dashboard{Deps: d}
 	if d.Webhooks != nil {

@@ -63,3 +63,20 @@ func TestFormFromSchema(t *testing.T) {
 		}
 	}
 }
+
+func TestChartAxisIsRound(t *testing.T) {
+	for v, want := range map[float64][2]float64{0: {4, 4}, 3: {4, 4}, 5: {5, 5}, 7: {10, 5}, 19: {20, 4}, 33: {40, 4}, 1234: {2000, 4}} {
+		hi, n := niceCeil(max(v, 4))
+		if hi != want[0] || n != int(want[1]) {
+			t.Errorf("niceCeil(%v) = %v, %d; want %v, %v", v, hi, n, want[0], want[1])
+		}
+		if step := hi / float64(n); step != float64(int(step)) {
+			t.Errorf("%v: a step of %v is not whole", v, step)
+		}
+	}
+	c := Chart{Title: "t", Labels: []string{"a", "b"}, Series: []Series{{Name: "k", Values: []float64{1, 3}, Class: "s0"}}}
+	svg := string(c.SVG())
+	if strings.Count(svg, "<rect ") != 2 || !strings.Contains(svg, `role="img"`) || !strings.Contains(svg, "<title") {
+		t.Errorf("the bar chart:\n%s", svg)
+	}
+}

@@ -49,7 +49,7 @@ func remoteAddr(r *http.Request) netip.Addr {
 
 func (s *Dashboard) signIn(w http.ResponseWriter, r *http.Request) {
 	email, next := r.PostFormValue("email"), safeNext(r.PostFormValue("next"))
-	addr, now := remoteAddr(r), s.Now()
+	addr, now := s.ClientAddr(r), s.Now()
 	if s.Guard != nil {
 		if _, _, err := s.Guard.Check(addr, now); err != nil {
 			p, status := s.problemOf(r, err)

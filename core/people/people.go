@@ -9,6 +9,7 @@ import (
 	"net/mail"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -79,7 +80,8 @@ type Service struct {
 	Now      func() time.Time
 	// dummy is a hash checked when the email is unknown, so that a
 	// sign-in takes as long whether or not the account exists.
-	dummy string
+	dummyOnce sync.Once
+	dummy     string
 }
 
 func (s *Service) now() time.Time {
@@ -220,9 +222,7 @@ type SignedIn struct {
 
 // SignIn checks an email and password and starts a new session.
 func (s *Service) SignIn(ctx context.Context, email, password string) (SignedIn, error) {
-	if s.dummy == "" {
-		s.dummy, _ = HashPassword(randid.String(20))
-	}
+	s.dummyOnce.Do(func() { s.dummy, _ = HashPassword(randid.String(20)) })
 	u, err := s.Store.UserByEmail(ctx, strings.TrimSpace(email))
 	if errors.Is(err, store.ErrNotFound) {
 		_, _ = CheckPassword(s.dummy, password)
