@@ -81,7 +81,7 @@ type Deps struct {
 	// the peer's).
 	ClientAddr func(*http.Request) netip.Addr
 	Log        *slog.Logger
-	Now   func() time.Time
+	Now        func() time.Time
 }
 
 // Dashboard serves the pages.
