@@ -15,10 +15,12 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 )
 
@@ -127,6 +129,14 @@ func TestDashboardInBrowser(t *testing.T) {
 	defer cancel()
 	ctx, cancelTimeout := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancelTimeout()
+	// Confirmations (revoke, delete) are accepted, and counted.
+	var dialogs atomic.Int32
+	chromedp.ListenTarget(ctx, func(ev any) {
+		if _, ok := ev.(*page.EventJavascriptDialogOpening); ok {
+			dialogs.Add(1)
+			go chromedp.Run(ctx, page.HandleJavaScriptDialog(true))
+		}
+	})
 
 	run := func(what string, actions ...chromedp.Action) {
 		t.Helper()
@@ -222,6 +232,9 @@ func TestDashboardInBrowser(t *testing.T) {
 			chromedp.WaitVisible(`button[aria-label="Revoke browser key"]`, chromedp.ByQuery),
 			chromedp.Click(`button[aria-label="Revoke browser key"]`, chromedp.ByQuery),
 			chromedp.WaitVisible(`.notice`, chromedp.ByQuery), shot("05-key-revoked"))
+		if dialogs.Load() != 1 {
+			t.Errorf("revoking asked %d confirmations, want 1", dialogs.Load())
+		}
 		if st := text(`#keys .state`); st != "revoked" {
 			t.Fatalf("the key's state reads %q after revoking", st)
 		}

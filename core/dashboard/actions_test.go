@@ -41,7 +41,7 @@ func TestRolesLimitTheHandlers(t *testing.T) {
 	dev, _ := e.member(u.AccountID, "dev@example.com", store.RoleDeveloper)
 	admin, _ := e.member(u.AccountID, "admin@example.com", store.RoleAdmin)
 	build := []string{"/keys", "/keys/key_x/revoke", "/keys/key_x/roll", "/webhooks", "/webhooks/wh_x/enabled", "/webhooks/wh_x/rotate",
-		"/webhooks/wh_x/test", "/webhooks/wh_x/replay", "/webhooks/wh_x/deliveries/dlv_x/redeliver", "/connectors/slack",
+		"/webhooks/wh_x/test", "/webhooks/wh_x/replay", "/webhooks/wh_x/delete", "/connections/con_x/delete", "/connections/con_x", "/webhooks/wh_x/deliveries/dlv_x/redeliver", "/connectors/slack",
 		"/connections/con_x/test", "/connections/con_x/enabled", "/connections/con_x/replay", "/domains", "/domains/a.example/scan"}
 	manage := []string{"/members/invite", "/members/usr_x/role", "/members/usr_x/remove", "/clients", "/webhooks/default"}
 	check := func(who string, c *http.Client, paths []string) {
@@ -243,5 +243,12 @@ func TestWebhookPages(t *testing.T) {
 	p = e.post(c, "/webhooks/"+id+"/replay", url.Values{"csrf": {tok}, "since": {"2099-01-01T00:00"}, "until": {"2000-01-01T00:00"}})
 	if p.status != http.StatusBadRequest && p.status != http.StatusUnprocessableEntity {
 		t.Errorf("replay of an empty range: %d", p.status)
+	}
+	// Delete: gone with its deliveries.
+	if p := e.post(c, "/webhooks/"+id+"/delete", url.Values{"csrf": {tok}}); p.status != http.StatusSeeOther {
+		t.Fatalf("delete: %d", p.status)
+	}
+	if p := e.get(c, "/webhooks/"+id); p.status != http.StatusNotFound {
+		t.Errorf("the deleted webhook's page: %d", p.status)
 	}
 }

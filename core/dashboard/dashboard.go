@@ -168,6 +168,7 @@ func (s *Dashboard) routes() chi.Router {
 		r.Post("/webhooks/{id}/enabled", s.need(people.Build, s.setWebhookEnabled))
 		r.Post("/webhooks/{id}/rotate", s.need(people.Build, s.rotateWebhook))
 		r.Post("/webhooks/{id}/test", s.need(people.Build, s.testWebhook))
+		r.Post("/webhooks/{id}/delete", s.need(people.Build, s.deleteTarget(false)))
 		r.Post("/webhooks/{id}/replay", s.need(people.Build, s.replay(false)))
 		r.Post("/webhooks/{id}/deliveries/{did}/redeliver", s.need(people.Build, s.redeliver(false)))
 		r.Get("/connectors", s.connectorsPage)
@@ -176,6 +177,7 @@ func (s *Dashboard) routes() chi.Router {
 		r.Get("/connections/{id}", s.connectionPage)
 		r.Post("/connections/{id}", s.need(people.Build, s.updateConnection))
 		r.Post("/connections/{id}/test", s.need(people.Build, s.testConnection))
+		r.Post("/connections/{id}/delete", s.need(people.Build, s.deleteTarget(true)))
 		r.Post("/connections/{id}/enabled", s.need(people.Build, s.setConnectionEnabled))
 		r.Post("/connections/{id}/replay", s.need(people.Build, s.replay(true)))
 		r.Post("/connections/{id}/deliveries/{did}/redeliver", s.need(people.Build, s.redeliver(true)))
@@ -389,6 +391,7 @@ var notices = map[string]string{
 	"rotated":   "The signing secret is rotated.",
 	"test":      "A test event is on its way; its delivery appears below.",
 	"redeliver": "The delivery is scheduled again.",
+	"deleted":   "Deleted, with its deliveries.",
 	"client":    "The client is created.",
 	"domain":    "The domain is monitored.",
 	"scan":      "A scan is queued.",

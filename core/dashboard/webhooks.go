@@ -222,3 +222,17 @@ func (s *Dashboard) redeliver(conn bool) http.HandlerFunc {
 		redirect(w, r, base+id, "redeliver")
 	}
 }
+
+func (s *Dashboard) deleteTarget(conn bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := s.target(conn).Delete(r.Context(), principal(r), chi.URLParam(r, "id")); err != nil {
+			s.failWith(w, r, err)
+			return
+		}
+		if conn {
+			redirect(w, r, "/connectors", "deleted")
+			return
+		}
+		redirect(w, r, "/webhooks", "deleted")
+	}
+}

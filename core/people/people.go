@@ -240,6 +240,10 @@ func (s *Service) SignIn(ctx context.Context, email, password string) (SignedIn,
 func (s *Service) startSession(ctx context.Context, u store.User) (SignedIn, error) {
 	token, hash := newToken()
 	now := s.now()
+	// Expired records go as new sessions come: no other sweeper is needed.
+	if err := s.Store.DeleteExpired(ctx, now); err != nil {
+		return SignedIn{}, fmt.Errorf("people: %w", err)
+	}
 	sess := store.Session{TokenHash: hash, UserID: u.ID, CSRF: randid.String(43), CreatedAt: now, ExpiresAt: now.Add(SessionLifetime)}
 	if err := s.Store.CreateSession(ctx, sess); err != nil {
 		return SignedIn{}, fmt.Errorf("people: %w", err)

@@ -63,6 +63,8 @@ type People interface {
 	// SessionByHash finds an unexpired session at now, with its user.
 	SessionByHash(ctx context.Context, hash []byte, now time.Time) (Session, User, error)
 	DeleteSession(ctx context.Context, hash []byte) error
+	// DeleteExpired forgets sessions and invitations expired at now.
+	DeleteExpired(ctx context.Context, now time.Time) error
 
 	CreateInvitation(ctx context.Context, inv Invitation) error
 	// Invitation finds an unexpired invitation at now.

@@ -13,3 +13,11 @@ document.addEventListener("click", function (e) {
     done();
   }
 });
+
+// Buttons with data-confirm ask before their form is sent.
+document.addEventListener("submit", function (e) {
+  var b = e.submitter;
+  if (b && b.hasAttribute("data-confirm") && !window.confirm(b.getAttribute("data-confirm"))) {
+    e.preventDefault();
+  }
+});

@@ -146,6 +146,19 @@ func (db *DB) DeleteSession(ctx context.Context, hash []byte) error {
 	return nil
 }
 
+// DeleteExpired forgets expired sessions and invitations.
+func (db *DB) DeleteExpired(ctx context.Context, now time.Time) error {
+	return inTx(ctx, db.w, func(tx *sql.Tx) error {
+		if _, err := tx.Exec(`DELETE FROM sessions WHERE expires_at <= ?`, now.UnixNano()); err != nil {
+			return fmt.Errorf("sqlite: delete expired sessions: %w", err)
+		}
+		if _, err := tx.Exec(`DELETE FROM invitations WHERE expires_at <= ?`, now.UnixNano()); err != nil {
+			return fmt.Errorf("sqlite: delete expired invitations: %w", err)
+		}
+		return nil
+	})
+}
+
 const invitationColumns = `token_hash, account_id, email, role, invited_by, created_at, expires_at`
 
 func scanInvitation(s scanner) (store.Invitation, error) {
