@@ -243,6 +243,15 @@ func TestSessionCookieIsSecureHttpOnlySameSite(t *testing.T) {
 	if !found {
 		t.Fatal("no session cookie set on sign-in")
 	}
+	for h, want := range map[string]string{"X-Frame-Options": "DENY", "Referrer-Policy": "no-referrer", "X-Content-Type-Options": "nosniff"} {
+		if got := res.Header.Get(h); got != want {
+			t.Errorf("%s: %q, want %q", h, got, want)
+		}
+	}
+	if csp := res.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") || !strings.Contains(csp, "frame-ancestors 'none'") ||
+		strings.Contains(csp, "unsafe-inline") {
+		t.Errorf("Content-Security-Policy %q", csp)
+	}
 	// Only a hash of the token is stored.
 	if _, _, err := e.db.SessionByHash(context.Background(), []byte(sessionCookie(c, e.srv.URL)), time.Now()); err == nil {
 		t.Error("the session token itself finds a session: it must be stored hashed")
