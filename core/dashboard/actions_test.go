@@ -252,3 +252,19 @@ func TestWebhookPages(t *testing.T) {
 		t.Errorf("the deleted webhook's page: %d", p.status)
 	}
 }
+
+func TestInvitingDoesNotRevealOtherAccountsUsers(t *testing.T) {
+	e := newEnv(t)
+	a, _ := e.owner("a@example.com", false)
+	e.owner("b@example.com", false)
+	tok := csrf(t, e.get(a, "/members"))
+	// b@example.com signs in to another account: the invitation is made
+	// as for anyone (accepting it would then fail for the address).
+	if p := e.post(a, "/members/invite", url.Values{"csrf": {tok}, "email": {"b@example.com"}, "role": {"viewer"}}); p.status != http.StatusOK {
+		t.Errorf("inviting another account's user: %d", p.status)
+	}
+	// A member of this account is refused.
+	if p := e.post(a, "/members/invite", url.Values{"csrf": {tok}, "email": {"a@example.com"}, "role": {"viewer"}}); p.status != http.StatusBadRequest {
+		t.Errorf("inviting a member: %d, want 400", p.status)
+	}
+}

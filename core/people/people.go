@@ -293,14 +293,20 @@ func (s *Service) Invite(ctx context.Context, actor store.User, email, role stri
 	if err := f.Err(); err != nil {
 		return "", err
 	}
-	if _, err := s.Store.UserByEmail(ctx, email); err == nil {
-		return "", fault.Invalid(fault.FieldError{Field: "email", Message: "already has a user"})
-	} else if !errors.Is(err, store.ErrNotFound) {
+	// Only this account's members are looked at: whether an address signs
+	// in to another account is not this account's business.
+	us, err := s.Store.ListUsers(ctx, actor.AccountID)
+	if err != nil {
 		return "", err
+	}
+	for _, u := range us {
+		if u.Email == email {
+			return "", fault.Invalid(fault.FieldError{Field: "email", Message: "is already a member"})
+		}
 	}
 	token, hash := newToken()
 	now := s.now()
-	err := s.Store.CreateInvitation(ctx, store.Invitation{TokenHash: hash, AccountID: actor.AccountID, Email: email, Role: role,
+	err = s.Store.CreateInvitation(ctx, store.Invitation{TokenHash: hash, AccountID: actor.AccountID, Email: email, Role: role,
 		InvitedBy: actor.ID, CreatedAt: now, ExpiresAt: now.Add(InvitationLifetime)})
 	return token, err
 }
