@@ -80,8 +80,11 @@ type Deps struct {
 	// ClientAddr is the client's address behind trusted proxies (default:
 	// the peer's).
 	ClientAddr func(*http.Request) netip.Addr
-	Log        *slog.Logger
-	Now        func() time.Time
+	// PublicURL is the base of links the dashboard hands out (default:
+	// https:// and the request's host).
+	PublicURL string
+	Log       *slog.Logger
+	Now       func() time.Time
 }
 
 // Dashboard serves the pages.

@@ -193,7 +193,12 @@ func (s *Dashboard) membersPage(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, http.StatusOK, "members", page{Title: "Members", Nav: "members", D: d})
 }
 
-func origin(r *http.Request) string { return "https://" + r.Host }
+func (s *Dashboard) origin(r *http.Request) string {
+	if s.PublicURL != "" {
+		return strings.TrimSuffix(s.PublicURL, "/")
+	}
+	return "https://" + r.Host
+}
 
 func (s *Dashboard) invite(w http.ResponseWriter, r *http.Request) {
 	token, err := s.People.Invite(r.Context(), viewerOf(r).User, r.PostFormValue("email"), r.PostFormValue("role"))
@@ -207,7 +212,7 @@ func (s *Dashboard) invite(w http.ResponseWriter, r *http.Request) {
 		s.render(w, r, status, "members", page{Title: "Members", Nav: "members", Problem: p, D: d})
 		return
 	}
-	d.Link = origin(r) + "/join?token=" + token
+	d.Link = s.origin(r) + "/join?token=" + token
 	s.render(w, r, http.StatusOK, "members", page{Title: "Members", Nav: "members", Notice: "The invitation is made: send this link to the new member (it is shown once and works for 7 days).", D: d})
 }
 
