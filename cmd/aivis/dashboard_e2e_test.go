@@ -30,6 +30,9 @@ import (
 func chromium(t *testing.T) string {
 	t.Helper()
 	if p := os.Getenv("AIVIS_CHROMIUM"); p != "" {
+		if _, err := exec.LookPath(p); err != nil {
+			t.Fatalf("AIVIS_CHROMIUM=%s: %v: the dashboard's browser tests need Chromium", p, err)
+		}
 		return p
 	}
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
