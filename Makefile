@@ -1,5 +1,7 @@
 # aivis: `make run` builds everything, registers the official connectors and
-# serves on https://localhost:8443; `make test` runs every test.
+# serves on https://localhost:8443 (the dashboard at /; the first start
+# prints a one-time link that creates the first owner); `make test` runs
+# every test, the dashboard's in headless Chromium among them.
 GO      ?= go
 BIN     ?= bin
 DATA    ?= ./aivis-data
@@ -8,7 +10,7 @@ export CGO_ENABLED := 1
 # The official connectors: one plugin binary per folder of connectors/.
 CONNECTORS := $(patsubst connectors/%/main.go,%,$(wildcard connectors/*/main.go))
 
-.PHONY: proto all build run test test-short bench fuzz lint fmt clean
+.PHONY: proto all build run test test-short bench fuzz lint fmt clean screenshots
 
 all: build
 
@@ -26,6 +28,11 @@ run: build
 test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 15m ./...
+
+# Runs the dashboard's browser test (needs Chromium) and keeps its
+# screenshots in docs/dashboard/.
+screenshots:
+	AIVIS_SCREENSHOTS=$(CURDIR)/docs/dashboard $(GO) test -count=1 -run '^TestDashboardInBrowser$$' ./cmd/aivis
 
 test-short:
 	$(GO) test -count=1 -short ./...

@@ -27,6 +27,7 @@ type adminFlags struct {
 	name, tier, account, client, expires string
 	scopes                               string
 	agency                               bool
+	email, role, url                     string
 }
 
 // parse reads flags and positional arguments in any order.
@@ -41,6 +42,9 @@ func (f *adminFlags) parse(args []string, getenv func(string) string) (config.Co
 		fs.StringVar(&f.expires, "expires", "", "expiry date")
 		fs.StringVar(&f.scopes, "scopes", "", "scopes")
 		fs.BoolVar(&f.agency, "agency", false, "agency account")
+		fs.StringVar(&f.email, "email", "", "email address")
+		fs.StringVar(&f.role, "role", "owner", "role: owner, admin, developer or viewer")
+		fs.StringVar(&f.url, "url", "", "the dashboard's address in invitation links (default the public URL, else https://<addr>)")
 	}
 	// Flags may follow positional arguments: parse, take one positional, repeat.
 	var rest []string
@@ -170,6 +174,39 @@ func admin(ctx context.Context, noun, verb string, args []string, getenv func(st
 		}
 		tw.Flush()
 		return out.value(rows, b.String())
+	case "user invite":
+		if err := need(0, "no arguments"); err != nil {
+			return err
+		}
+		token, err := svc.People.OperatorInvite(ctx, f.account, f.email, f.role)
+		if err != nil {
+			return explain(err)
+		}
+		base := strings.TrimSuffix(f.url, "/")
+		if base == "" {
+			base = cfg.PublicURL
+		}
+		if base == "" {
+			base = "https://" + app.DisplayAddr(cfg.Addr)
+		}
+		link := base + "/join?token=" + token
+		return out.value(map[string]any{"account_id": f.account, "email": strings.ToLower(f.email), "role": f.role, "link": link},
+			fmt.Sprintf("Send this one-time link to %s (it works for 7 days):\n  %s\n", f.email, link))
+	case "user list":
+		us, err := svc.Store.ListUsers(ctx, f.account)
+		if err != nil {
+			return err
+		}
+		rows := make([]any, len(us))
+		var b strings.Builder
+		tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tEMAIL\tROLE\tCREATED")
+		for i, u := range us {
+			rows[i] = map[string]any{"id": u.ID, "account_id": u.AccountID, "email": u.Email, "role": u.Role, "created_at": u.CreatedAt}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", u.ID, u.Email, u.Role, u.CreatedAt.Format(time.RFC3339))
+		}
+		tw.Flush()
+		return out.value(rows, b.String())
 	case "plugin register":
 		if err := need(1, "the path of a plugin binary"); err != nil {
 			return err
@@ -275,15 +312,13 @@ func createKey(ctx context.Context, svc *app.Services, f adminFlags, out printer
 	return out.value(j, fmt.Sprintf("id:     %s\nkey:    %s\nsecret: %s\nThe secret is shown only now: store it safely.\n", c.Key.ID, c.APIKey, c.Secret))
 }
 
-// parseExpiry reads YYYY-MM-DD (the start of that day, UTC) or RFC 3339.
+// parseExpiry reads --expires as the dashboard's form does.
 func parseExpiry(s string) (time.Time, error) {
-	if t, err := time.Parse(time.DateOnly, s); err == nil {
-		return t.UTC(), nil
+	t, err := auth.ParseExpiry(s)
+	if err != nil {
+		return t, fmt.Errorf("--expires %q: %w", s, err)
 	}
-	if t, err := time.Parse(time.RFC3339, s); err == nil {
-		return t.UTC(), nil
-	}
-	return time.Time{}, fmt.Errorf("--expires %q: give a date YYYY-MM-DD or an RFC 3339 time", s)
+	return t, nil
 }
 
 // explain makes a service error read well on a terminal.

@@ -29,6 +29,8 @@ Usage:
   aivis key create --account ID [--client ID] --name N [--expires YYYY-MM-DD|RFC3339] [--scopes a,b]
   aivis key revoke KEY_ID
   aivis key list --account ID
+  aivis user invite --account ID --email E [--role owner|admin|developer|viewer] [--url URL]
+  aivis user list --account ID
   aivis plugin register PATH
   aivis plugin list
   aivis plugin remove NAME
@@ -48,7 +50,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	switch args[0] {
 	case "serve":
 		err = serve(ctx, args[1:], getenv, stdout, stderr)
-	case "account", "client", "key", "plugin":
+	case "account", "client", "key", "plugin", "user":
 		if len(args) < 2 {
 			err = usageError("%s needs a subcommand", args[0])
 			break

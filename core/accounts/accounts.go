@@ -38,8 +38,9 @@ func tier(name string) (limits.Tier, error) {
 	return t, nil
 }
 
-// Create makes an account of a tier, an agency account when agency is set.
-func (s *Service) Create(ctx context.Context, name, tierName string, agency bool) (store.Account, error) {
+// New validates and makes an account record without storing it, for a
+// caller that stores it with more in one transaction.
+func (s *Service) New(name, tierName string, agency bool) (store.Account, error) {
 	name, err := checkName(name)
 	if err != nil {
 		return store.Account{}, err
@@ -51,6 +52,15 @@ func (s *Service) Create(ctx context.Context, name, tierName string, agency bool
 	a := store.Account{ID: randid.New("acct"), Name: name, Tier: t.Name, Type: store.AccountStandard, CreatedAt: s.Now().UTC()}
 	if agency {
 		a.Type = store.AccountAgency
+	}
+	return a, nil
+}
+
+// Create makes an account of a tier, an agency account when agency is set.
+func (s *Service) Create(ctx context.Context, name, tierName string, agency bool) (store.Account, error) {
+	a, err := s.New(name, tierName, agency)
+	if err != nil {
+		return a, err
 	}
 	if err := s.Store.CreateAccount(ctx, a); err != nil {
 		return a, fmt.Errorf("accounts: %w", err)

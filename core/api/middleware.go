@@ -99,6 +99,9 @@ func (s *Server) base(next http.Handler) http.Handler {
 	})
 }
 
+// ClientAddr is the address of the client, as the API's guard sees it.
+func (s *Server) ClientAddr(r *http.Request) netip.Addr { return s.clientAddr(r) }
+
 // clientAddr is the address of the client: the peer, or, when the peer is
 // a trusted proxy, the nearest untrusted address in X-Forwarded-For.
 func (s *Server) clientAddr(r *http.Request) netip.Addr {

@@ -52,6 +52,9 @@ type Deps struct {
 	// Scans queues and reports visibility scans.
 	Scans *visibility.Scans
 	Hub   *hub.Hub
+	// Dashboard, when set, serves every path the API does not (the web
+	// application users sign in to).
+	Dashboard http.Handler
 }
 
 // Server is the v1 API.
@@ -74,12 +77,13 @@ type Server struct {
 	now         func() time.Time
 	router      chi.Router
 	handler     http.Handler
+	dashboard   http.Handler
 }
 
 // New builds the API.
 func New(cfg Config, d Deps) *Server {
 	s := &Server{cfg: cfg, store: d.Store, auth: d.Auth, content: d.Content, readings: d.Readings, domains: d.Domains, scans: d.Scans, webhooks: d.Webhooks, hub: d.Hub, counter: d.Counter,
-		guard: d.Guard, log: d.Log, now: d.Now}
+		guard: d.Guard, log: d.Log, now: d.Now, dashboard: d.Dashboard}
 	if s.webhooks != nil {
 		s.connections = s.webhooks.Connections()
 	}
@@ -157,6 +161,9 @@ func (s *Server) Router() chi.Router {
 		r.Post("/zapier/hooks", s.scope("connectors:write", s.zapierSubscribe))
 		r.Delete("/zapier/hooks/{id}", s.scope("connectors:write", s.zapierUnsubscribe))
 	})
+	if s.dashboard != nil {
+		r.Mount("/", s.dashboard)
+	}
 	return r
 }
 

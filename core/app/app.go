@@ -22,10 +22,12 @@ import (
 	"github.com/aivis/aivis/core/auth"
 	bus "github.com/aivis/aivis/core/bus/sqlite"
 	"github.com/aivis/aivis/core/content"
+	"github.com/aivis/aivis/core/dashboard"
 	"github.com/aivis/aivis/core/delivery"
 	"github.com/aivis/aivis/core/hub"
 	"github.com/aivis/aivis/core/limits"
 	"github.com/aivis/aivis/core/netguard"
+	"github.com/aivis/aivis/core/people"
 	"github.com/aivis/aivis/core/probe"
 	"github.com/aivis/aivis/core/readiness"
 	"github.com/aivis/aivis/core/secrets"
@@ -46,6 +48,7 @@ type Services struct {
 	Auth             *auth.Service
 	Accounts         *accounts.Service
 	Content          *content.Service
+	People           *people.Service
 }
 
 // Open opens the data directory's database and builds the services on it.
@@ -64,12 +67,14 @@ func Open(ctx context.Context, dataDir string) (*Services, error) {
 	}
 	db.SetSecrets(box)
 	now := time.Now
+	accts := &accounts.Service{Store: db, Now: now}
 	return &Services{
 		MasterKeyCreated: created,
 		Store:            db,
 		Auth:             &auth.Service{Keys: db, Accounts: db, Now: now},
-		Accounts:         &accounts.Service{Store: db, Now: now},
+		Accounts:         accts,
 		Content:          &content.Service{Store: db, Clients: db, Now: now},
+		People:           &people.Service{Store: db, Accounts: accts, Now: now},
 	}, nil
 }
 
@@ -190,12 +195,26 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 		defer func() { stopContent(); <-contentDone }()
 	}
 
+	domainsSvc := &visibility.Domains{Store: svc.Store, Now: time.Now}
+	guard := limits.NewAuthGuard(cfg.AuthFailuresPerMinute)
+	dash, err := dashboard.New(dashboard.Deps{Store: svc.Store, People: svc.People, Auth: svc.Auth, Accounts: svc.Accounts,
+		Counter: counter, Webhooks: webhooks, Hub: connectors, Domains: domainsSvc, Scans: scans, Content: svc.Content, Guard: guard, PublicURL: cfg.PublicURL, Log: log})
+	if err != nil {
+		return err
+	}
 	srv := api.New(api.Config{TrustedProxies: prefixes(cfg.TrustedProxies)}, api.Deps{
 		Store: svc.Store, Auth: svc.Auth, Content: svc.Content, Counter: counter,
-		Guard: limits.NewAuthGuard(cfg.AuthFailuresPerMinute), Log: log,
+		Guard: guard, Log: log,
 		Readings: recorder, Webhooks: webhooks, Scans: scans,
-		Domains: &visibility.Domains{Store: svc.Store, Now: time.Now}, Hub: connectors,
+		Domains: domainsSvc, Hub: connectors, Dashboard: dash,
 	})
+	dash.ClientAddr = srv.ClientAddr
+	// The first start without users prints a one-time link that creates
+	// the first owner.
+	bootstrap, err := svc.People.Bootstrap(ctx)
+	if err != nil {
+		return fmt.Errorf("bootstrap owner: %w", err)
+	}
 
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -218,7 +237,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 	if url == "" {
 		url = "https://" + displayAddr(ln.Addr().String())
 	}
-	banner(out, url, cfg, mat, listeners, svc.MasterKeyCreated)
+	banner(out, url, cfg, mat, listeners, svc.MasterKeyCreated, bootstrap)
 
 	errc := make(chan error, len(servers))
 	for i, s := range servers {
@@ -288,7 +307,9 @@ func NewHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
 	}
 }
 
-// displayAddr turns a listen address into one a user can open.
+// DisplayAddr turns a listen address into one a user can open.
+func DisplayAddr(addr string) string { return displayAddr(addr) }
+
 func displayAddr(addr string) string {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -300,7 +321,7 @@ func displayAddr(addr string) string {
 	return net.JoinHostPort(host, port)
 }
 
-func banner(out io.Writer, url string, cfg config.Config, mat *tlsconf.Material, lns []net.Listener, keyMade bool) {
+func banner(out io.Writer, url string, cfg config.Config, mat *tlsconf.Material, lns []net.Listener, keyMade bool, bootstrap string) {
 	fmt.Fprintf(out, "aivis listening on %s\n", url)
 	if len(lns) > 1 {
 		fmt.Fprintf(out, "plain HTTP on %s answers 403 HTTPS_REQUIRED\n", lns[1].Addr())
@@ -319,9 +340,22 @@ func banner(out io.Writer, url string, cfg config.Config, mat *tlsconf.Material,
 		fmt.Fprintf(out, "master key: %s (made now; back it up with the database: stored secrets need it)\n",
 			filepath.Join(cfg.DataDir, secrets.KeyFile))
 	}
+	fmt.Fprintf(out, "dashboard: %s/\n", url)
+	if bootstrap != "" {
+		fmt.Fprintf(out, `
+No one can sign in yet. Open this one-time link to create your account and
+its owner (it works once, for 7 days; each start without users makes a new one):
+  %s/join?token=%s
+Your browser will warn about the self-signed certificate unless you trust
+%s (its fingerprint is above).
+For an account made with "aivis account create", invite its first user instead:
+  %s user invite --data-dir %s --account <account id> --email <email>
+`, url, bootstrap, mat.CertFile, os.Args[0], cfg.DataDir)
+	}
 	fmt.Fprintf(out, "data directory: %s\n", cfg.DataDir)
 	fmt.Fprintf(out, `
-To get credentials, in another terminal:
+Sign in at %[3]s/ to generate keys in the browser, or get credentials
+from another terminal:
   %[4]s account create --data-dir %[1]s --name "My company" --tier starter
   %[4]s key create --data-dir %[1]s --account <account id> --name "my first key"
 Then call the API (the secret is shown once):

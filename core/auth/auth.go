@@ -218,3 +218,64 @@ func (s *Service) Revoke(ctx context.Context, keyID string) (store.Key, error) {
 	}
 	return k, err
 }
+
+// owned reads a key of an account: another account's is NOT_FOUND.
+func (s *Service) owned(ctx context.Context, accountID, keyID string) (store.Key, error) {
+	k, err := s.Keys.Key(ctx, keyID)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && k.AccountID != accountID) {
+		return store.Key{}, fault.New(fault.NotFound, "no key %s", keyID)
+	}
+	return k, err
+}
+
+// RevokeOwned revokes an account's key from now on.
+func (s *Service) RevokeOwned(ctx context.Context, accountID, keyID string) (store.Key, error) {
+	if _, err := s.owned(ctx, accountID, keyID); err != nil {
+		return store.Key{}, err
+	}
+	return s.Revoke(ctx, keyID)
+}
+
+// MaxRollGrace bounds how long a rolled key keeps working.
+const MaxRollGrace = 30 * 24 * time.Hour
+
+// Roll makes a new key like an account's key (name, client, scopes,
+// expiry) and revokes the old one once grace has passed.
+func (s *Service) Roll(ctx context.Context, accountID, keyID string, grace time.Duration) (Created, error) {
+	if grace < 0 || grace > MaxRollGrace {
+		return Created{}, fault.Invalid(fault.FieldError{Field: "grace_period",
+			Message: fmt.Sprintf("must be between 0 and %d days", int(MaxRollGrace.Hours()/24))})
+	}
+	old, err := s.owned(ctx, accountID, keyID)
+	if err != nil {
+		return Created{}, err
+	}
+	now := s.Now()
+	if !old.RevokedAt.IsZero() && !now.Before(old.RevokedAt) {
+		return Created{}, fault.New(fault.InvalidState, "key %s is revoked: generate a new key instead", keyID)
+	}
+	exp := old.ExpiresAt
+	if !exp.IsZero() && !exp.After(now) {
+		exp = time.Time{}
+	}
+	c, err := s.CreateKey(ctx, NewKey{AccountID: old.AccountID, ClientID: old.ClientID, Name: old.Name, ExpiresAt: exp, Scopes: old.Scopes})
+	if err != nil {
+		return c, err
+	}
+	if _, err := s.Keys.RevokeKey(ctx, keyID, now.Add(grace).UTC()); err != nil {
+		return c, fmt.Errorf("auth: roll: %w", err)
+	}
+	return c, nil
+}
+
+// ParseExpiry reads an expiry as YYYY-MM-DD (the start of that day, UTC)
+// or an RFC 3339 time.
+func ParseExpiry(s string) (time.Time, error) {
+	if t, err := time.Parse(time.DateOnly, s); err == nil {
+		return t.UTC(), nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t.UTC(), nil
+	}
+	return time.Time{}, errors.New("give a date YYYY-MM-DD or an RFC 3339 time")
+}

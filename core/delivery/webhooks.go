@@ -413,3 +413,24 @@ func (s *Service) Replay(ctx context.Context, p auth.Principal, id string, since
 	}
 	return n, err
 }
+
+// SetDefaultURL sets the owner's default endpoint, used by webhooks
+// created without a url; "" clears it. It is checked like any endpoint.
+func (s *Service) SetDefaultURL(ctx context.Context, p auth.Principal, clientID, url string) error {
+	owner, err := accounts.Owner(ctx, s.Store, p, clientID)
+	if err != nil {
+		return err
+	}
+	if url != "" {
+		var f fault.Fields
+		s.checkURL(&f, url)
+		if err := f.Err(); err != nil {
+			return err
+		}
+	}
+	err = s.Store.SetDefaultWebhookURL(ctx, p.AccountID(), owner, url)
+	if errors.Is(err, store.ErrNotFound) {
+		return fault.New(fault.NotFound, "no account %s", p.AccountID())
+	}
+	return err
+}

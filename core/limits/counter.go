@@ -272,3 +272,26 @@ func (m *Memory) prune(now time.Time) {
 		sh.mu.Unlock()
 	}
 }
+
+// Peek is the decision a request at now would see, without counting one.
+func (m *Memory) Peek(accountID string, limits [3]int, now time.Time) Decision {
+	sh := m.shard(accountID)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	e, ok := sh.m[accountID]
+	if !ok {
+		e = &entry{account: accountID}
+	} else {
+		cp := *e
+		e = &cp
+	}
+	e.roll(WindowStarts(now))
+	d := decision(e, limits, now)
+	d.Allowed = true
+	for i := range 3 {
+		if d.Count[i] >= limits[i] {
+			d.Allowed = false
+		}
+	}
+	return d
+}

@@ -889,3 +889,29 @@ func TestTakeConcurrentAtMinuteBoundary(t *testing.T) {
 		}
 	}
 }
+
+func TestPeekCountsNothing(t *testing.T) {
+	m := limits.NewMemory(nil, nil)
+	now := time.Date(2026, 5, 1, 12, 30, 30, 0, time.UTC)
+	lim := [3]int{2, 10, 100}
+	for range 2 {
+		if _, err := m.Take(context.Background(), limits.Use{AccountID: "a", KeyID: "k", At: now}, lim); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 3 {
+		d := m.Peek("a", lim, now)
+		if d.Count != [3]int{2, 2, 2} || d.Allowed {
+			t.Fatalf("peek: %+v, want 2 in each window and the minute full", d)
+		}
+	}
+	if d := m.Peek("a", lim, now.Add(time.Minute)); d.Count != [3]int{0, 2, 2} || !d.Allowed {
+		t.Fatalf("peek in the next minute: %+v", d)
+	}
+	if d := m.Peek("unknown", lim, now); d.Count != [3]int{} || !d.Allowed {
+		t.Fatalf("peek of an account never seen: %+v", d)
+	}
+	if d, _ := m.Take(context.Background(), limits.Use{AccountID: "a", At: now}, lim); d.Allowed {
+		t.Fatal("peeking made room in the full minute")
+	}
+}

@@ -141,6 +141,9 @@ type Webhooks interface {
 	ListDeliveries(ctx context.Context, f DeliveryFilter) ([]Delivery, string, error)
 	// DefaultWebhookURL is the owner's default endpoint, "" when unset.
 	DefaultWebhookURL(ctx context.Context, accountID, clientID string) (string, error)
+	// SetDefaultWebhookURL sets (or, with "", clears) the owner's default
+	// endpoint.
+	SetDefaultWebhookURL(ctx context.Context, accountID, clientID, url string) error
 
 	// ClaimDeliveries leases up to limit pending deliveries of enabled
 	// webhooks due at now, oldest first, at most perWebhook of one webhook

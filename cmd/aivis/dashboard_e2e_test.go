@@ -1,0 +1,489 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+)
+
+// chromium finds the browser the dashboard tests drive (AIVIS_CHROMIUM,
+// else Debian's chromium on the PATH). Without one the tests fail: CI
+// installs it (.ci/run).
+func chromium(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("AIVIS_CHROMIUM"); p != "" {
+		if _, err := exec.LookPath(p); err != nil {
+			t.Fatalf("AIVIS_CHROMIUM=%s: %v: the dashboard's browser tests need Chromium", p, err)
+		}
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Fatal("the dashboard's browser tests need Chromium: apt-get install -y chromium (or set AIVIS_CHROMIUM to a Chromium binary)")
+	return ""
+}
+
+// screenshotDir is where the browser tests save screenshots:
+// AIVIS_SCREENSHOTS (make screenshots sets docs/dashboard), else a
+// directory under the system's temporary directory.
+func screenshotDir(t *testing.T) string {
+	dir := os.Getenv("AIVIS_SCREENSHOTS")
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), "aivis-dashboard-screenshots")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// recorder is a local endpoint that answers 200 and keeps what it got.
+type recorder struct {
+	*httptest.Server
+	mu     sync.Mutex
+	bodies []string
+}
+
+func newRecorder(t *testing.T) *recorder {
+	r := &recorder{}
+	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		b, _ := io.ReadAll(req.Body)
+		r.mu.Lock()
+		r.bodies = append(r.bodies, string(b))
+		r.mu.Unlock()
+		w.WriteHeader(http.StatusOK)
+		io.WriteString(w, "ok")
+	}))
+	t.Cleanup(r.Close)
+	return r
+}
+
+func (r *recorder) got() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.bodies...)
+}
+
+var bootstrapLink = regexp.MustCompile(`(https://\S+/join\?token=[A-Za-z0-9]+)`)
+
+// TestDashboardInBrowser drives headless Chromium through the dashboard
+// served by the real binary: the bootstrap owner, a key used against the
+// API and revoked, the usage charts, a webhook verified by a local
+// endpoint, a connector configured and tested, a domain's chart.
+func TestDashboardInBrowser(t *testing.T) {
+	browser := chromium(t)
+	shots := screenshotDir(t)
+	began := time.Now()
+
+	hooks := newRecorder(t)
+	chat := newRecorder(t)
+	dir := t.TempDir()
+	plugin := filepath.Join(t.TempDir(), "partner-connector")
+	if out, err := exec.Command("go", "build", "-o", plugin, "../../examples/partner-connector").CombinedOutput(); err != nil {
+		t.Fatalf("build the partner connector: %v\n%s", err, out)
+	}
+	cli(t, dir, nil, "plugin", "register", plugin)
+	s := start(t, dir, "--allowed-targets", "127.0.0.1/32", "--allow-http-targets", "--counter-flush-interval", "200ms")
+	m := bootstrapLink.FindStringSubmatch(s.Stdout.String())
+	if m == nil {
+		t.Fatalf("the banner prints no one-time sign-in link:\n%s", s.Stdout)
+	}
+	link := m[1]
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(browser),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("headless", true),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		// The server's certificate is self-signed, made for this run.
+		chromedp.Flag("ignore-certificate-errors", true),
+		chromedp.WindowSize(1280, 900),
+	)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	ctx, cancelTimeout := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancelTimeout()
+	// Confirmations (revoke, delete) are accepted, and counted.
+	var dialogs atomic.Int32
+	chromedp.ListenTarget(ctx, func(ev any) {
+		if _, ok := ev.(*page.EventJavascriptDialogOpening); ok {
+			dialogs.Add(1)
+			go chromedp.Run(ctx, page.HandleJavaScriptDialog(true))
+		}
+	})
+
+	run := func(what string, actions ...chromedp.Action) {
+		t.Helper()
+		if err := chromedp.Run(ctx, actions...); err != nil {
+			var html string
+			_ = chromedp.Run(ctx, chromedp.OuterHTML("main", &html, chromedp.ByQuery))
+			t.Fatalf("%s: %v\npage:\n%s\nserver:\n%s", what, err, html, s.Stderr)
+		}
+	}
+	shot := func(name string) chromedp.Action {
+		return chromedp.ActionFunc(func(ctx context.Context) error {
+			var buf []byte
+			if err := chromedp.FullScreenshot(&buf, 100).Do(ctx); err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(shots, name+".png"), buf, 0o644)
+		})
+	}
+	text := func(sel string) string {
+		t.Helper()
+		var s string
+		run("read "+sel, chromedp.Text(sel, &s, chromedp.ByQuery))
+		return s
+	}
+
+	t.Run("bootstrap owner signs in", func(t *testing.T) {
+		run("join", chromedp.Navigate(link),
+			chromedp.WaitVisible(`#account_name`, chromedp.ByQuery), shot("01-join"),
+			chromedp.SendKeys(`#account_name`, "Acme Browsers", chromedp.ByQuery),
+			chromedp.Click(`#agency`, chromedp.ByQuery),
+			chromedp.SendKeys(`#email`, "owner@acme.example", chromedp.ByQuery),
+			chromedp.SendKeys(`#password`, "a long owner password", chromedp.ByQuery),
+			chromedp.SendKeys(`#password_again`, "a long owner password", chromedp.ByQuery),
+			chromedp.Submit(`#password_again`, chromedp.ByQuery),
+			chromedp.WaitVisible(`svg.chart`, chromedp.ByQuery))
+		if h := text("h1"); h != "Overview" {
+			t.Fatalf("after joining the page is %q, want Overview", h)
+		}
+		if who := text(".who"); !strings.Contains(who, "owner@acme.example") || !strings.Contains(who, "owner") {
+			t.Fatalf("signed in as %q", who)
+		}
+		run("shot", shot("02-overview"))
+	})
+
+	var apiKey, secret string
+	t.Run("generate a key and use it against the API", func(t *testing.T) {
+		run("keys", chromedp.Navigate(s.URL+"/keys"),
+			chromedp.WaitVisible(`#key-name`, chromedp.ByQuery),
+			chromedp.SendKeys(`#key-name`, "browser key", chromedp.ByQuery),
+			chromedp.Click(`#scope-content\:write`, chromedp.ByQuery), // leave one scope out
+			chromedp.Submit(`#key-name`, chromedp.ByQuery),
+			chromedp.WaitVisible(`#new-secret`, chromedp.ByQuery),
+			chromedp.Value(`#new-key`, &apiKey, chromedp.ByQuery),
+			chromedp.Value(`#new-secret`, &secret, chromedp.ByQuery),
+			shot("03-key-created"))
+		if !strings.HasPrefix(apiKey, "svc_") || len(apiKey) != 44 || len(secret) != 64 {
+			t.Fatalf("the page shows key %q secret %q", apiKey, secret)
+		}
+		r := s.do(t, req{method: "GET", path: "/api/v1/ai/budget-status", header: keyed(key{Key: apiKey, Secret: secret})})
+		if r.Status != 200 {
+			t.Fatalf("budget-status with the dashboard's key: %d %s", r.Status, r.Body)
+		}
+		// The scope left out is refused by the API.
+		r = s.do(t, req{method: "POST", path: "/api/v1/ai/content-requests", header: keyed(key{Key: apiKey, Secret: secret}),
+			body: `{"domain":"acme.example","budget":1}`})
+		if r.Status != 403 || r.errorCode(t) != "INSUFFICIENT_SCOPE" {
+			t.Fatalf("content:write left out, create answered %d %s", r.Status, r.Body)
+		}
+		// The secret is not shown again.
+		var html string
+		run("reload", chromedp.Navigate(s.URL+"/keys"), chromedp.WaitVisible(`#keys`, chromedp.ByQuery),
+			chromedp.OuterHTML("body", &html, chromedp.ByQuery))
+		if strings.Contains(html, secret) || strings.Contains(html, apiKey) {
+			t.Fatal("the keys page shows the credentials again")
+		}
+	})
+
+	t.Run("usage chart", func(t *testing.T) {
+		time.Sleep(500 * time.Millisecond) // the counter's flush interval
+		var bars int
+		run("usage", chromedp.Navigate(s.URL+"/usage"), chromedp.WaitVisible(`svg.chart`, chromedp.ByQuery),
+			chromedp.Evaluate(`document.querySelectorAll("svg.chart rect.bar").length`, &bars), shot("04-usage"))
+		if bars == 0 {
+			t.Fatal("the usage charts draw no bar after the key's requests")
+		}
+		if w := text(".grid .card:nth-child(4) .big"); !strings.HasPrefix(w, "2") && !strings.HasPrefix(w, "3") {
+			t.Errorf("requests today shows %q, want the 2 requests made", w)
+		}
+	})
+
+	t.Run("revoke the key and the API refuses it", func(t *testing.T) {
+		run("revoke", chromedp.Navigate(s.URL+"/keys"),
+			chromedp.WaitVisible(`button[aria-label="Revoke browser key"]`, chromedp.ByQuery),
+			chromedp.Click(`button[aria-label="Revoke browser key"]`, chromedp.ByQuery),
+			chromedp.WaitVisible(`.notice`, chromedp.ByQuery), shot("05-key-revoked"))
+		if dialogs.Load() != 1 {
+			t.Errorf("revoking asked %d confirmations, want 1", dialogs.Load())
+		}
+		if st := text(`#keys .state`); st != "revoked" {
+			t.Fatalf("the key's state reads %q after revoking", st)
+		}
+		r := s.do(t, req{method: "GET", path: "/api/v1/ai/budget-status", header: keyed(key{Key: apiKey, Secret: secret})})
+		if r.Status != 401 || r.errorCode(t) != "KEY_REVOKED" {
+			t.Fatalf("the revoked key: %d %s, want 401 KEY_REVOKED", r.Status, r.Body)
+		}
+	})
+
+	t.Run("webhook with its test delivery", func(t *testing.T) {
+		run("webhook", chromedp.Navigate(s.URL+"/webhooks"),
+			chromedp.WaitVisible(`#wh-domain`, chromedp.ByQuery),
+			chromedp.SendKeys(`#wh-domain`, "acme.example", chromedp.ByQuery),
+			chromedp.SendKeys(`#wh-url`, hooks.URL+"/aivis", chromedp.ByQuery),
+			chromedp.Submit(`#wh-domain`, chromedp.ByQuery),
+			chromedp.WaitVisible(`#test-outcome`, chromedp.ByQuery), shot("06-webhook-created"))
+		if o := text("#test-outcome"); !strings.Contains(o, "200") {
+			t.Fatalf("the test outcome reads %q", o)
+		}
+		got := hooks.got()
+		if len(got) != 1 || !strings.Contains(got[0], `"event":"webhook_test"`) {
+			t.Fatalf("the endpoint got %q, want one webhook_test", got)
+		}
+		var secretShown string
+		run("secret", chromedp.Value(`#wh-secret`, &secretShown, chromedp.ByQuery))
+		if !strings.HasPrefix(secretShown, "whsec_") {
+			t.Fatalf("the webhook's secret reads %q", secretShown)
+		}
+		run("deliveries", chromedp.Click(`a[href^="/webhooks/wh_"]`, chromedp.ByQuery),
+			chromedp.WaitVisible(`#deliveries`, chromedp.ByQuery), shot("07-webhook-deliveries"))
+		if d := text(`#deliveries tbody`); !strings.Contains(d, "webhook_test") || !strings.Contains(d, "succeeded") || !strings.Contains(d, "HTTP 200") {
+			t.Fatalf("the deliveries read %q", d)
+		}
+	})
+
+	t.Run("configure a connector and press Test", func(t *testing.T) {
+		run("connectors", chromedp.Navigate(s.URL+"/connectors"),
+			chromedp.WaitVisible(`a[href="/connectors/partner-chat"]`, chromedp.ByQuery), shot("08-connectors"))
+		if h := text(`ul.cards`); !strings.Contains(h, "running") {
+			t.Fatalf("the connector's health reads %q", h)
+		}
+		var inputType string
+		run("form", chromedp.Click(`a[href="/connectors/partner-chat"]`, chromedp.ByQuery),
+			chromedp.WaitVisible(`#f-webhook_url`, chromedp.ByQuery),
+			chromedp.AttributeValue(`#f-webhook_url`, "type", &inputType, nil, chromedp.ByQuery),
+			chromedp.SendKeys(`#con-name`, "Team chat", chromedp.ByQuery),
+			chromedp.SendKeys(`#f-webhook_url`, chat.URL+"/incoming", chromedp.ByQuery),
+			chromedp.SendKeys(`#f-username`, "aivis bot", chromedp.ByQuery),
+			shot("09-connector-form"),
+			chromedp.Submit(`#con-name`, chromedp.ByQuery),
+			chromedp.WaitVisible(`#test-connection`, chromedp.ByQuery))
+		if inputType != "password" {
+			t.Errorf("the secret field's input is %q, want password (write-only)", inputType)
+		}
+		var html string
+		run("saved", chromedp.OuterHTML("main", &html, chromedp.ByQuery))
+		if strings.Contains(html, chat.URL) {
+			t.Fatal("the connection page shows the secret webhook_url")
+		}
+		run("test", chromedp.Click(`#test-connection`, chromedp.ByQuery),
+			chromedp.WaitVisible(`#test-result`, chromedp.ByQuery), shot("10-connection-tested"))
+		if r := text(`#test-result h2`); r != "Test result: delivered" {
+			t.Fatalf("the test result reads %q", r)
+		}
+		got := chat.got()
+		if len(got) != 1 || !strings.Contains(got[0], "webhook_test") || !strings.Contains(got[0], "aivis bot") {
+			t.Fatalf("the chat endpoint got %q", got)
+		}
+		// Edit: the secret left empty keeps its saved value.
+		var secretValue string
+		run("edit", chromedp.Click(`details.card summary`, chromedp.ByQuery),
+			chromedp.WaitVisible(`#f-username`, chromedp.ByQuery),
+			chromedp.Value(`#f-webhook_url`, &secretValue, chromedp.ByQuery),
+			chromedp.SetValue(`#f-username`, "renamed bot", chromedp.ByQuery),
+			chromedp.Submit(`#f-username`, chromedp.ByQuery),
+			chromedp.WaitVisible(`.notice`, chromedp.ByQuery),
+			chromedp.Click(`#test-connection`, chromedp.ByQuery),
+			chromedp.WaitVisible(`#test-result`, chromedp.ByQuery))
+		if secretValue != "" {
+			t.Errorf("the edit form shows the secret %q", secretValue)
+		}
+		if r := text(`#test-result h2`); r != "Test result: delivered" {
+			t.Fatalf("after the edit the test result reads %q", r)
+		}
+		if got := chat.got(); len(got) != 2 || !strings.Contains(got[1], "renamed bot") {
+			t.Fatalf("after the edit the chat endpoint got %q", got)
+		}
+	})
+
+	t.Run("a domain's score chart", func(t *testing.T) {
+		var k2 string
+		run("key", chromedp.Navigate(s.URL+"/keys"), chromedp.WaitVisible(`#key-name`, chromedp.ByQuery),
+			chromedp.SendKeys(`#key-name`, "readings", chromedp.ByQuery), chromedp.Submit(`#key-name`, chromedp.ByQuery),
+			chromedp.WaitVisible(`#new-key`, chromedp.ByQuery), chromedp.Value(`#new-key`, &k2, chromedp.ByQuery))
+		now := time.Now().UTC()
+		for i, score := range []int{41, 55, 62, 70} {
+			at := now.Add(time.Duration(i-4) * 24 * time.Hour).Format(time.RFC3339)
+			body := fmt.Sprintf(`{"domain":"acme.example","visibility_score":%d,"sentiment":"positive","sentiment_score":0.%d,"measured_at":%q}`, score, 2+i, at)
+			if r := s.do(t, req{method: "POST", path: "/v1/visibility", header: bearer(key{Key: k2}), body: body}); r.Status != 201 && r.Status != 200 {
+				t.Fatalf("record a reading: %d %s", r.Status, r.Body)
+			}
+		}
+		var points string
+		run("domain", chromedp.Navigate(s.URL+"/domains/acme.example"),
+			chromedp.WaitVisible(`svg.chart polyline`, chromedp.ByQuery),
+			chromedp.AttributeValue(`svg.chart polyline`, "points", &points, nil, chromedp.ByQuery), shot("11-domain"))
+		if n := len(strings.Fields(points)); n != 4 {
+			t.Fatalf("the score line has %d points (%q), want 4", n, points)
+		}
+		if big := text(".grid .card .big"); !strings.HasPrefix(big, "70") {
+			t.Errorf("the latest score reads %q", big)
+		}
+	})
+
+	t.Run("team and agency clients", func(t *testing.T) {
+		var link string
+		run("invite", chromedp.Navigate(s.URL+"/members"), chromedp.WaitVisible(`#invite-email`, chromedp.ByQuery),
+			chromedp.SendKeys(`#invite-email`, "dev@acme.example", chromedp.ByQuery),
+			chromedp.SetValue(`#invite-role`, "developer", chromedp.ByQuery),
+			chromedp.Submit(`#invite-email`, chromedp.ByQuery),
+			chromedp.WaitVisible(`#invite-link`, chromedp.ByQuery),
+			chromedp.Value(`#invite-link`, &link, chromedp.ByQuery), shot("13-members"))
+		if !strings.HasPrefix(link, s.URL+"/join?token=") {
+			t.Fatalf("the invitation link reads %q", link)
+		}
+		var clientURL string
+		run("client", chromedp.Navigate(s.URL+"/clients"), chromedp.WaitVisible(`#client-name`, chromedp.ByQuery),
+			chromedp.SendKeys(`#client-name`, "Globex", chromedp.ByQuery),
+			chromedp.Submit(`#client-name`, chromedp.ByQuery),
+			chromedp.WaitVisible(`.notice`, chromedp.ByQuery),
+			chromedp.Location(&clientURL))
+		clientID := strings.TrimSuffix(strings.TrimPrefix(clientURL, s.URL+"/clients/"), "?done=client")
+		// A key for the client, made on the keys page, shows on the client's page.
+		run("client key", chromedp.Navigate(s.URL+"/keys"), chromedp.WaitVisible(`#key-client`, chromedp.ByQuery),
+			chromedp.SendKeys(`#key-name`, "globex site", chromedp.ByQuery),
+			chromedp.SetValue(`#key-client`, clientID, chromedp.ByQuery),
+			chromedp.Submit(`#key-name`, chromedp.ByQuery), chromedp.WaitVisible(`#new-key`, chromedp.ByQuery),
+			chromedp.Navigate(clientURL), chromedp.WaitVisible(`svg.chart`, chromedp.ByQuery), shot("14-client"))
+		if body := text("main"); !strings.Contains(body, "globex site") || strings.Contains(body, "browser key") {
+			t.Fatalf("the client's page lists keys %q: want its own only", body)
+		}
+	})
+
+	t.Run("phone-sized screen", func(t *testing.T) {
+		for _, path := range []string{"/keys", "/usage", "/webhooks"} {
+			var scrollW, clientW int
+			var wide []string
+			run("phone", emulation.SetDeviceMetricsOverride(390, 844, 2, true),
+				chromedp.Navigate(s.URL+path), chromedp.WaitVisible(`main`, chromedp.ByQuery),
+				chromedp.Evaluate(`document.documentElement.scrollWidth`, &scrollW),
+				chromedp.Evaluate(`document.documentElement.clientWidth`, &clientW),
+				chromedp.Evaluate(`Array.from(document.querySelectorAll("body *")).filter(e => !e.closest(".scroll") &&
+					e.getBoundingClientRect().right > document.documentElement.clientWidth + 1).map(e => e.tagName + "." + e.className + "#" + e.id)`, &wide),
+				shot("12-phone"+strings.ReplaceAll(path, "/", "-")), emulation.ClearDeviceMetricsOverride())
+			if scrollW > clientW+1 {
+				t.Errorf("on a phone %s is %d px wide in a %d px screen; too wide: %v", path, scrollW, clientW, wide)
+			}
+		}
+	})
+
+	t.Run("keyboard", func(t *testing.T) {
+		var skip, outline string
+		run("tab", chromedp.Navigate(s.URL+"/"), chromedp.WaitVisible(`main`, chromedp.ByQuery),
+			chromedp.KeyEvent("\t"),
+			chromedp.Evaluate(`document.activeElement.textContent`, &skip),
+			chromedp.Evaluate(`getComputedStyle(document.activeElement).outlineStyle`, &outline))
+		if skip != "Skip to content" || outline == "none" {
+			t.Errorf("the first Tab focuses %q with outline %q: want the skip link, visibly", skip, outline)
+		}
+	})
+
+	t.Run("sign out", func(t *testing.T) {
+		run("signout", chromedp.Navigate(s.URL+"/"), chromedp.WaitVisible(`.who button`, chromedp.ByQuery),
+			chromedp.Click(`.who button`, chromedp.ByQuery), chromedp.WaitVisible(`#password`, chromedp.ByQuery),
+			chromedp.Navigate(s.URL+"/keys"), chromedp.WaitVisible(`#password`, chromedp.ByQuery))
+		if h := text("h1"); h != "Sign in" {
+			t.Fatalf("after signing out /keys shows %q", h)
+		}
+	})
+	raw, _ := json.Marshal(map[string]any{"screenshots": shots, "seconds": time.Since(began).Seconds()})
+	t.Logf("%s", raw)
+}
+
+// TestOperatorInvitesAUser gives an account made on the command line its
+// first dashboard user, who joins with the printed link (plain HTTPS, no
+// browser needed).
+func TestOperatorInvitesAUser(t *testing.T) {
+	dir := t.TempDir()
+	a := newAccount(t, dir, "starter", false)
+	k := newKey(t, dir, a.ID)
+	s := start(t, dir)
+	if strings.Contains(s.Stdout.String(), "/join?token=") == false {
+		t.Fatalf("no user exists, yet the banner prints no bootstrap link:\n%s", s.Stdout)
+	}
+	var inv struct {
+		Link string `json:"link"`
+		Role string `json:"role"`
+	}
+	cli(t, dir, &inv, "user", "invite", "--account", a.ID, "--email", "Ops@Example.com", "--role", "admin", "--url", s.URL)
+	if inv.Role != "admin" || !strings.HasPrefix(inv.Link, s.URL+"/join?token=") {
+		t.Fatalf("invite printed %+v", inv)
+	}
+	if msg := cliFails(t, dir, "user", "invite", "--account", "acct_missing", "--email", "x@example.com"); !strings.Contains(msg, "no account") {
+		t.Fatalf("inviting to a missing account: %s", msg)
+	}
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Transport: s.HTTP.Transport, Jar: jar}
+	get := func(u string) string {
+		res, err := c.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		if res.StatusCode != 200 {
+			t.Fatalf("GET %s: %d\n%s", u, res.StatusCode, b)
+		}
+		return string(b)
+	}
+	page := get(inv.Link)
+	m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("no form on the invitation page:\n%s", page)
+	}
+	token := strings.TrimPrefix(inv.Link, s.URL+"/join?token=")
+	res, err := c.PostForm(s.URL+"/join", url.Values{"csrf": {m[1]}, "token": {token}, "email": {"ops@example.com"},
+		"password": {"twelve characters"}, "password_again": {"twelve characters"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	keys := get(s.URL + "/keys")
+	if !strings.Contains(keys, "ops@example.com") || !strings.Contains(keys, "admin") || !strings.Contains(keys, k.ID) {
+		t.Fatalf("after joining, the keys page does not show the user and the account's key:\n%s", keys)
+	}
+	var users []map[string]any
+	cli(t, dir, &users, "user", "list", "--account", a.ID)
+	if len(users) != 1 || users[0]["email"] != "ops@example.com" || users[0]["role"] != "admin" {
+		t.Fatalf("user list: %v", users)
+	}
+	// The API is unchanged beside the dashboard: unknown API paths still
+	// answer the JSON error, and /openapi.json is the document.
+	if r := s.do(t, req{method: "GET", path: "/v1/nothing-here", header: bearer(k)}); r.Status != 404 || r.errorCode(t) != "NOT_FOUND" {
+		t.Errorf("GET /v1/nothing-here: %d %s", r.Status, r.Body)
+	}
+	if r := s.do(t, req{method: "GET", path: "/openapi.json"}); r.Status != 200 || !strings.Contains(string(r.Body), `"openapi"`) {
+		t.Errorf("GET /openapi.json: %d", r.Status)
+	}
+}

@@ -1,0 +1,270 @@
+package dashboard_test
+
+import (
+	"context"
+	"html"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/aivis/aivis/core/store"
+)
+
+func TestSignInFailuresLimitedPerAddress(t *testing.T) {
+	e := newEnv(t)
+	e.owner("owner@example.com", false)
+	c := e.browser()
+	tok := csrf(t, e.get(c, "/signin"))
+	for i := range 5 {
+		p := e.post(c, "/signin", url.Values{"csrf": {tok}, "email": {"owner@example.com"}, "password": {"not the password"}})
+		if p.status != http.StatusUnauthorized {
+			t.Fatalf("failure %d: %d", i+1, p.status)
+		}
+	}
+	p := e.post(c, "/signin", url.Values{"csrf": {tok}, "email": {"owner@example.com"}, "password": {password}})
+	if p.status != http.StatusTooManyRequests || sessionCookie(c, e.srv.URL) != "" {
+		t.Fatalf("after 5 failures the right password: %d, want 429 and no session", p.status)
+	}
+}
+
+// Every state-changing page handler refuses a role below the one it
+// needs, whatever the page shows.
+func TestRolesLimitTheHandlers(t *testing.T) {
+	e := newEnv(t)
+	_, u := e.owner("owner@example.com", true)
+	viewer, _ := e.member(u.AccountID, "viewer@example.com", store.RoleViewer)
+	dev, _ := e.member(u.AccountID, "dev@example.com", store.RoleDeveloper)
+	admin, _ := e.member(u.AccountID, "admin@example.com", store.RoleAdmin)
+	build := []string{"/keys", "/keys/key_x/revoke", "/keys/key_x/roll", "/webhooks", "/webhooks/wh_x/enabled", "/webhooks/wh_x/rotate",
+		"/webhooks/wh_x/test", "/webhooks/wh_x/replay", "/webhooks/wh_x/delete", "/connections/con_x/delete", "/connections/con_x", "/webhooks/wh_x/deliveries/dlv_x/redeliver", "/connectors/slack",
+		"/connections/con_x/test", "/connections/con_x/enabled", "/connections/con_x/replay", "/domains", "/domains/a.example/scan"}
+	manage := []string{"/members/invite", "/members/usr_x/role", "/members/usr_x/remove", "/clients", "/webhooks/default"}
+	check := func(who string, c *http.Client, paths []string) {
+		tok := csrf(t, e.get(c, "/account"))
+		for _, path := range paths {
+			if p := e.post(c, path, url.Values{"csrf": {tok}, "name": {"x"}}); p.status != http.StatusForbidden {
+				t.Errorf("%s POST %s: %d, want 403", who, path, p.status)
+			}
+		}
+	}
+	check("viewer", viewer, append(build, manage...))
+	check("developer", dev, manage)
+	// The admin passes the role check (then the service answers: not found).
+	tok := csrf(t, e.get(admin, "/account"))
+	for _, path := range append(build, manage...) {
+		if p := e.post(admin, path, url.Values{"csrf": {tok}}); p.status == http.StatusForbidden {
+			t.Errorf("admin POST %s: 403", path)
+		}
+	}
+	// An admin cannot make an owner.
+	if p := e.post(admin, "/members/invite", url.Values{"csrf": {tok}, "email": {"boss@example.com"}, "role": {"owner"}}); p.status != http.StatusForbidden {
+		t.Errorf("admin invites an owner: %d, want 403", p.status)
+	}
+}
+
+func TestInviteJoinAndChangeRole(t *testing.T) {
+	e := newEnv(t)
+	owner, u := e.owner("owner@example.com", false)
+	p := e.post(owner, "/members/invite", url.Values{"csrf": {csrf(t, e.get(owner, "/members"))}, "email": {"new@example.com"}, "role": {"developer"}})
+	if p.status != http.StatusOK {
+		t.Fatalf("invite: %d\n%s", p.status, p.body)
+	}
+	m := regexp.MustCompile(`value="https://[^"]+(/join\?token=[A-Za-z0-9]+)"`).FindStringSubmatch(p.body)
+	if m == nil {
+		t.Fatalf("no invitation link shown:\n%s", p.body)
+	}
+	c := e.browser()
+	jp := e.get(c, m[1])
+	if jp.status != http.StatusOK || !strings.Contains(jp.body, "developer") {
+		t.Fatalf("the invitation page: %d", jp.status)
+	}
+	token := strings.TrimPrefix(m[1], "/join?token=")
+	// Another address than the invited one is refused.
+	bad := e.post(c, "/join", url.Values{"csrf": {csrf(t, jp)}, "token": {token}, "email": {"other@example.com"}, "password": {password}, "password_again": {password}})
+	if bad.status != http.StatusBadRequest {
+		t.Fatalf("join with another email: %d", bad.status)
+	}
+	ok := e.post(c, "/join", url.Values{"csrf": {csrf(t, jp)}, "token": {token}, "email": {"new@example.com"}, "password": {password}, "password_again": {password}})
+	if ok.status != http.StatusSeeOther {
+		t.Fatalf("join: %d\n%s", ok.status, ok.body)
+	}
+	nu, err := e.db.UserByEmail(context.Background(), "new@example.com")
+	if err != nil || nu.Role != store.RoleDeveloper || nu.AccountID != u.AccountID {
+		t.Fatalf("the new member: %+v %v", nu, err)
+	}
+	// Demoted to viewer: their session ends, and they may no longer build.
+	if p := e.post(owner, "/members/"+nu.ID+"/role", url.Values{"csrf": {csrf(t, e.get(owner, "/members"))}, "role": {"viewer"}}); p.status != http.StatusSeeOther {
+		t.Fatalf("set role: %d\n%s", p.status, p.body)
+	}
+	if p := e.get(c, "/keys"); p.status != http.StatusSeeOther {
+		t.Errorf("the demoted member's session survived: %d", p.status)
+	}
+	c = e.signIn("new@example.com")
+	if p := e.post(c, "/keys", url.Values{"csrf": {csrf(t, e.get(c, "/keys"))}, "name": {"k"}}); p.status != http.StatusForbidden {
+		t.Errorf("the demoted member makes a key: %d", p.status)
+	}
+	// Removed: gone.
+	if p := e.post(owner, "/members/"+nu.ID+"/remove", url.Values{"csrf": {csrf(t, e.get(owner, "/members"))}}); p.status != http.StatusSeeOther {
+		t.Fatalf("remove: %d", p.status)
+	}
+	if p := e.get(c, "/keys"); p.status != http.StatusSeeOther {
+		t.Errorf("the removed member still signs in: %d", p.status)
+	}
+}
+
+func TestKeysRollAndClientKeys(t *testing.T) {
+	e := newEnv(t)
+	c, u := e.owner("owner@example.com", true)
+	p := e.post(c, "/clients", url.Values{"csrf": {csrf(t, e.get(c, "/clients"))}, "name": {"Client One"}})
+	if p.status != http.StatusSeeOther || !strings.HasPrefix(p.loc, "/clients/cli_") {
+		t.Fatalf("create client: %d %q\n%s", p.status, p.loc, p.body)
+	}
+	clientID := strings.TrimSuffix(strings.TrimPrefix(p.loc, "/clients/"), "?done=client")
+	tok := csrf(t, e.get(c, "/keys"))
+	p = e.post(c, "/keys", url.Values{"csrf": {tok}, "name": {"client key"}, "client_id": {clientID}, "expires": {"2099-01-01"},
+		"scopes": {"budget:read", "visibility:read"}})
+	if p.status != http.StatusCreated {
+		t.Fatalf("create key: %d\n%s", p.status, p.body)
+	}
+	ks, _ := e.db.ListKeys(context.Background(), u.AccountID)
+	if len(ks) != 1 || ks[0].ClientID != clientID || len(ks[0].Scopes) != 2 || ks[0].ExpiresAt.Year() != 2099 {
+		t.Fatalf("the key made: %+v", ks)
+	}
+	// The same rules as the CLI and API: an unknown scope, a past expiry.
+	for _, bad := range []url.Values{{"scopes": {"root"}}, {"expires": {"2001-01-01"}}, {"name": {""}}} {
+		f := url.Values{"csrf": {tok}, "name": {"x"}}
+		for k, v := range bad {
+			f[k] = v
+		}
+		if p := e.post(c, "/keys", f); p.status != http.StatusUnprocessableEntity && p.status != http.StatusBadRequest {
+			t.Errorf("POST /keys %v: %d, want a refusal", bad, p.status)
+		}
+	}
+	if cp := e.get(c, "/clients/"+clientID); cp.status != http.StatusOK || !strings.Contains(cp.body, "client key") {
+		t.Errorf("the client's page does not list its key (%d)", cp.status)
+	}
+	// Roll: a new key like the old, which expires after the grace period.
+	p = e.post(c, "/keys/"+ks[0].ID+"/roll", url.Values{"csrf": {tok}, "grace": {"1h"}})
+	if p.status != http.StatusCreated || !strings.Contains(p.body, `id="new-secret"`) {
+		t.Fatalf("roll: %d\n%s", p.status, p.body)
+	}
+	ks, _ = e.db.ListKeys(context.Background(), u.AccountID)
+	if len(ks) != 2 || ks[0].RevokedAt.IsZero() || ks[1].ClientID != clientID || len(ks[1].Scopes) != 2 || ks[1].Name != "client key" {
+		t.Fatalf("after the roll: %+v", ks)
+	}
+	if d := ks[0].RevokedAt.Sub(ks[1].CreatedAt); d < 59*60e9 || d > 61*60e9 {
+		t.Errorf("the old key ends %v after the roll, want 1h", d)
+	}
+	if !strings.Contains(e.get(c, "/keys").body, "expiring") {
+		t.Error("the keys page does not show the old key as expiring")
+	}
+}
+
+func TestWebhookPages(t *testing.T) {
+	e := newEnv(t)
+	c, u := e.owner("owner@example.com", false)
+	var hits atomic.Int32
+	var status atomic.Int32
+	status.Store(200)
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		hits.Add(1)
+		w.WriteHeader(int(status.Load()))
+	}))
+	defer recv.Close()
+	tok := csrf(t, e.get(c, "/webhooks"))
+	// The default endpoint is checked like any endpoint, then used.
+	if p := e.post(c, "/webhooks/default", url.Values{"csrf": {tok}, "url": {"ftp://nope"}}); p.status != http.StatusBadRequest && p.status != http.StatusUnprocessableEntity {
+		t.Errorf("a bad default URL: %d", p.status)
+	}
+	if p := e.post(c, "/webhooks/default", url.Values{"csrf": {tok}, "url": {recv.URL + "/default"}}); p.status != http.StatusSeeOther {
+		t.Fatalf("set default: %d\n%s", p.status, p.body)
+	}
+	if got, _ := e.db.DefaultWebhookURL(context.Background(), u.AccountID, ""); got != recv.URL+"/default" {
+		t.Fatalf("default URL stored %q", got)
+	}
+	p := e.post(c, "/webhooks", url.Values{"csrf": {tok}, "domain": {"acme.example"}, "events": {"ai_visibility_change"}})
+	if p.status != http.StatusCreated || !strings.Contains(p.body, "whsec_") || !strings.Contains(p.body, `id="test-outcome"`) {
+		t.Fatalf("create with the default URL: %d\n%s", p.status, p.body)
+	}
+	ws, _, _ := e.db.ListWebhooks(context.Background(), store.WebhookFilter{AccountID: u.AccountID})
+	if len(ws) != 1 || ws[0].URL != recv.URL+"/default" {
+		t.Fatalf("webhooks: %+v", ws)
+	}
+	id := ws[0].ID
+	// Verification failing keeps nothing and says why.
+	status.Store(500)
+	p = e.post(c, "/webhooks", url.Values{"csrf": {tok}, "domain": {"other.example"}, "url": {recv.URL}, "events": {"ai_visibility_change"}})
+	if p.status != http.StatusUnprocessableEntity || !strings.Contains(p.body, "500") {
+		t.Fatalf("a failing endpoint: %d", p.status)
+	}
+	status.Store(200)
+	page := e.get(c, "/webhooks/"+id)
+	if !strings.Contains(page.body, "webhook_test") || !strings.Contains(page.body, "succeeded") {
+		t.Fatalf("the webhook page shows no test delivery:\n%s", page.body)
+	}
+	// Rotate: a new secret, shown once, the old one signing for the grace.
+	p = e.post(c, "/webhooks/"+id+"/rotate", url.Values{"csrf": {tok}, "grace": {"1h"}})
+	w2, _ := e.db.Webhook(context.Background(), u.AccountID, id)
+	if p.status != http.StatusOK || !strings.Contains(html.UnescapeString(p.body), w2.Secret) || w2.PrevSecret != ws[0].Secret {
+		t.Fatalf("rotate: %d", p.status)
+	}
+	// Disable and enable.
+	if p := e.post(c, "/webhooks/"+id+"/enabled", url.Values{"csrf": {tok}, "enabled": {"false"}}); p.status != http.StatusSeeOther {
+		t.Fatalf("disable: %d", p.status)
+	}
+	if w, _ := e.db.Webhook(context.Background(), u.AccountID, id); w.Enabled {
+		t.Fatal("still enabled")
+	}
+	if p := e.post(c, "/webhooks/"+id+"/enabled", url.Values{"csrf": {tok}, "enabled": {"true"}}); p.status != http.StatusSeeOther {
+		t.Fatalf("enable: %d", p.status)
+	}
+	// Redeliver the test delivery: pending again.
+	ds, _, _ := e.db.ListDeliveries(context.Background(), store.DeliveryFilter{WebhookID: id, Limit: 10})
+	if len(ds) != 1 {
+		t.Fatalf("deliveries: %d", len(ds))
+	}
+	if p := e.post(c, "/webhooks/"+id+"/deliveries/"+ds[0].ID+"/redeliver", url.Values{"csrf": {tok}}); p.status != http.StatusSeeOther {
+		t.Fatalf("redeliver: %d\n%s", p.status, p.body)
+	}
+	if d, _, _ := e.db.Delivery(context.Background(), id, ds[0].ID); d.Status != store.DeliveryPending {
+		t.Errorf("after redeliver the delivery is %s", d.Status)
+	}
+	// Replay a range: the service answers how many.
+	p = e.post(c, "/webhooks/"+id+"/replay", url.Values{"csrf": {tok}, "since": {"2000-01-01T00:00"}, "until": {"2099-01-01T00:00"}})
+	if p.status != http.StatusOK || !strings.Contains(p.body, "failed deliveries are scheduled again") {
+		t.Errorf("replay: %d", p.status)
+	}
+	p = e.post(c, "/webhooks/"+id+"/replay", url.Values{"csrf": {tok}, "since": {"2099-01-01T00:00"}, "until": {"2000-01-01T00:00"}})
+	if p.status != http.StatusBadRequest && p.status != http.StatusUnprocessableEntity {
+		t.Errorf("replay of an empty range: %d", p.status)
+	}
+	// Delete: gone with its deliveries.
+	if p := e.post(c, "/webhooks/"+id+"/delete", url.Values{"csrf": {tok}}); p.status != http.StatusSeeOther {
+		t.Fatalf("delete: %d", p.status)
+	}
+	if p := e.get(c, "/webhooks/"+id); p.status != http.StatusNotFound {
+		t.Errorf("the deleted webhook's page: %d", p.status)
+	}
+}
+
+func TestInvitingDoesNotRevealOtherAccountsUsers(t *testing.T) {
+	e := newEnv(t)
+	a, _ := e.owner("a@example.com", false)
+	e.owner("b@example.com", false)
+	tok := csrf(t, e.get(a, "/members"))
+	// b@example.com signs in to another account: the invitation is made
+	// as for anyone (accepting it would then fail for the address).
+	if p := e.post(a, "/members/invite", url.Values{"csrf": {tok}, "email": {"b@example.com"}, "role": {"viewer"}}); p.status != http.StatusOK {
+		t.Errorf("inviting another account's user: %d", p.status)
+	}
+	// A member of this account is refused.
+	if p := e.post(a, "/members/invite", url.Values{"csrf": {tok}, "email": {"a@example.com"}, "role": {"viewer"}}); p.status != http.StatusBadRequest {
+		t.Errorf("inviting a member: %d, want 400", p.status)
+	}
+}

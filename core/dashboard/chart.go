@@ -1,0 +1,158 @@
+package dashboard
+
+import (
+	"fmt"
+	"html/template"
+	"math"
+	"strings"
+)
+
+// Series is one line (or stack of bars) of a chart.
+type Series struct {
+	Name   string
+	Values []float64
+	Class  string // the CSS class that colours it: s0..s5
+}
+
+// Chart is a chart drawn as inline SVG on the server: bars (stacked) or
+// lines over the same labels. It is an image with a title for screen
+// readers, and the page shows its numbers in a table beside it.
+type Chart struct {
+	Title  string
+	Labels []string
+	Series []Series
+	Lines  bool
+	// Min and Max fix the value axis (both zero: from 0 to the data's
+	// highest value).
+	Min, Max float64
+}
+
+const (
+	chartW, chartH = 640, 240
+	padL, padR     = 44, 8
+	padT, padB     = 10, 28
+)
+
+// SVG draws the chart.
+func (c Chart) SVG() template.HTML {
+	var b strings.Builder
+	n := len(c.Labels)
+	lo, hi := c.Min, c.Max
+	intervals := 4
+	if lo == 0 && hi == 0 {
+		for i := range n {
+			sum := 0.0
+			for _, s := range c.Series {
+				if i < len(s.Values) {
+					if c.Lines {
+						hi = math.Max(hi, s.Values[i])
+					} else {
+						sum += s.Values[i]
+					}
+				}
+			}
+			hi = math.Max(hi, sum)
+		}
+		hi, intervals = niceCeil(max(hi, 4)) // at least 4: whole numbers on the axis
+	}
+	plotW, plotH := float64(chartW-padL-padR), float64(chartH-padT-padB)
+	y := func(v float64) float64 { return padT + plotH - (v-lo)/(hi-lo)*plotH }
+	fmt.Fprintf(&b, `<svg class="chart" viewBox="0 0 %d %d" role="img" aria-labelledby="%s" preserveAspectRatio="xMidYMid meet">`, chartW, chartH, id(c.Title))
+	fmt.Fprintf(&b, `<title id="%s">%s</title>`, id(c.Title), template.HTMLEscapeString(c.Title))
+	for i := 0; i <= intervals; i++ {
+		v := lo + (hi-lo)*float64(i)/float64(intervals)
+		fmt.Fprintf(&b, `<line class="grid" x1="%d" x2="%d" y1="%.1f" y2="%.1f"/>`, padL, chartW-padR, y(v), y(v))
+		fmt.Fprintf(&b, `<text class="axis" x="%d" y="%.1f" text-anchor="end">%s</text>`, padL-4, y(v)+4, short(v))
+	}
+	if n > 0 {
+		step := plotW / float64(n)
+		every := max(1, n/8)
+		for i, l := range c.Labels {
+			if i%every == 0 {
+				fmt.Fprintf(&b, `<text class="axis" x="%.1f" y="%d" text-anchor="middle">%s</text>`, padL+step*(float64(i)+0.5), chartH-8, template.HTMLEscapeString(l))
+			}
+		}
+		if c.Lines {
+			for _, s := range c.Series {
+				var pts []string
+				for i, v := range s.Values {
+					if math.IsNaN(v) {
+						continue
+					}
+					pts = append(pts, fmt.Sprintf("%.1f,%.1f", padL+step*(float64(i)+0.5), y(v)))
+				}
+				fmt.Fprintf(&b, `<polyline class="line %s" points="%s"/>`, s.Class, strings.Join(pts, " "))
+				for _, p := range pts {
+					xy := strings.Split(p, ",")
+					fmt.Fprintf(&b, `<circle class="dot %s" cx="%s" cy="%s" r="3"/>`, s.Class, xy[0], xy[1])
+				}
+			}
+		} else {
+			bw := math.Max(step*0.8, 1)
+			for i := range n {
+				base := lo
+				for _, s := range c.Series {
+					if i >= len(s.Values) || s.Values[i] == 0 {
+						continue
+					}
+					top := base + s.Values[i]
+					fmt.Fprintf(&b, `<rect class="bar %s" x="%.1f" y="%.1f" width="%.1f" height="%.1f"><title>%s %s: %s</title></rect>`,
+						s.Class, padL+step*float64(i)+(step-bw)/2, y(top), bw, y(base)-y(top),
+						template.HTMLEscapeString(s.Name), template.HTMLEscapeString(c.Labels[i]), short(s.Values[i]))
+					base = top
+				}
+			}
+		}
+	}
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String())
+}
+
+func id(title string) string {
+	var b strings.Builder
+	b.WriteString("chart-")
+	for _, r := range strings.ToLower(title) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('-')
+		}
+	}
+	return b.String()
+}
+
+// niceCeil is the round number at or above v that the value axis ends at,
+// and how many intervals divide it into round steps.
+func niceCeil(v float64) (float64, int) {
+	p := math.Pow(10, math.Floor(math.Log10(v)))
+	for _, m := range []float64{1, 2, 4, 5, 10} {
+		if m*p >= v {
+			if m == 2 || m == 4 {
+				return m * p, 4
+			}
+			return m * p, 5
+		}
+	}
+	return 10 * p, 5
+}
+
+func short(v float64) string {
+	switch {
+	case math.Abs(v) >= 1e6:
+		return fmt.Sprintf("%.1fM", v/1e6)
+	case math.Abs(v) >= 1e4:
+		return fmt.Sprintf("%.0fk", v/1e3)
+	case v == math.Trunc(v):
+		return fmt.Sprintf("%.0f", v)
+	default:
+		return fmt.Sprintf("%.2f", v)
+	}
+}
+
+// Latest is the last value of a series.
+func (s Series) Latest() float64 {
+	if len(s.Values) == 0 {
+		return 0
+	}
+	return s.Values[len(s.Values)-1]
+}

@@ -1,0 +1,48 @@
+package dashboard
+
+import (
+	"fmt"
+	"html/template"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/aivis/aivis/client"
+	"github.com/aivis/aivis/core/store"
+)
+
+var funcs = template.FuncMap{
+	"when": func(t time.Time) string {
+		if t.IsZero() {
+			return "—"
+		}
+		return t.UTC().Format("2006-01-02 15:04 UTC")
+	},
+	"iso":    func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	"usd":    func(u client.USD) string { return "$" + u.String() },
+	"micros": func(m int64) string { return "$" + client.USD(m).String() },
+	"has":    func(list []string, s string) bool { return slices.Contains(list, s) },
+	"join":   strings.Join,
+	"pct":    func(v float64) string { return fmt.Sprintf("%.0f", v) },
+	"signed": func(v float64) string { return fmt.Sprintf("%+.2f", v) },
+	"ms":     func(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d.Microseconds())/1000) },
+	"deref": func(s *string) string {
+		if s == nil {
+			return ""
+		}
+		return *s
+	},
+	"clientName": func(cs any, id string) string {
+		if id == "" {
+			return "Account"
+		}
+		if list, ok := cs.([]store.Client); ok {
+			for _, c := range list {
+				if c.ID == id {
+					return c.Name
+				}
+			}
+		}
+		return id
+	},
+}

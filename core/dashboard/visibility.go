@@ -1,0 +1,264 @@
+package dashboard
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/aivis/aivis/client"
+	"github.com/aivis/aivis/core/domains"
+	"github.com/aivis/aivis/core/readiness"
+	"github.com/aivis/aivis/core/store"
+	"github.com/aivis/aivis/core/visibility"
+)
+
+type clientsData struct {
+	Clients []store.Client
+}
+
+func (s *Dashboard) clientsPage(w http.ResponseWriter, r *http.Request) {
+	cs, err := s.Store.ListClients(r.Context(), viewerOf(r).Account.ID)
+	if err != nil {
+		s.failWith(w, r, err)
+		return
+	}
+	s.render(w, r, http.StatusOK, "clients", page{Title: "Clients", Nav: "clients", D: clientsData{Clients: cs}})
+}
+
+func (s *Dashboard) createClient(w http.ResponseWriter, r *http.Request) {
+	c, err := s.Accounts.CreateClient(r.Context(), viewerOf(r).Account.ID, r.PostFormValue("name"))
+	if err != nil {
+		p, status := s.problemOf(r, err)
+		cs, _ := s.Store.ListClients(r.Context(), viewerOf(r).Account.ID)
+		s.render(w, r, status, "clients", page{Title: "Clients", Nav: "clients", Problem: p, D: clientsData{Clients: cs}})
+		return
+	}
+	redirect(w, r, "/clients/"+c.ID, "client")
+}
+
+type clientData struct {
+	Client      store.Client
+	Keys        []keyRow
+	Usage       usageData
+	Domains     []store.MonitoredDomain
+	Webhooks    []store.Webhook
+	Connections []store.Webhook
+	Events      []store.LoggedEvent
+	DefaultURL  string
+}
+
+func (s *Dashboard) clientPage(w http.ResponseWriter, r *http.Request) {
+	v, pr, id := viewerOf(r), principal(r), chi.URLParam(r, "id")
+	c, err := s.Store.Client(r.Context(), v.Account.ID, id)
+	if errors.Is(err, store.ErrNotFound) {
+		s.fail(w, r, http.StatusNotFound, "There is no such client.")
+		return
+	} else if err != nil {
+		s.failWith(w, r, err)
+		return
+	}
+	d := clientData{Client: c}
+	var errs []error
+	var e error
+	d.Keys, _, e = s.keyRows(r, v.Account.ID, id)
+	errs = append(errs, e)
+	d.Usage, e = s.usage(r, v.Account, id)
+	errs = append(errs, e)
+	d.Domains, _, e = s.Domains.List(r.Context(), pr, id, "", 100)
+	errs = append(errs, e)
+	d.Webhooks, _, e = s.Webhooks.List(r.Context(), pr, id, "", 100)
+	errs = append(errs, e)
+	d.Connections, _, e = s.connections.List(r.Context(), pr, id, "", 100)
+	errs = append(errs, e)
+	d.Events, e = s.Webhooks.RecentEvents(r.Context(), pr, "", id, 20)
+	errs = append(errs, e)
+	d.DefaultURL, e = s.Store.DefaultWebhookURL(r.Context(), v.Account.ID, id)
+	errs = append(errs, e)
+	if err := errors.Join(errs...); err != nil {
+		s.failWith(w, r, err)
+		return
+	}
+	s.render(w, r, http.StatusOK, "client", page{Title: "Client " + c.Name, Nav: "clients", D: d})
+}
+
+type domainsData struct {
+	Domains []store.MonitoredDomain
+	Clients []store.Client
+	Scores  map[string]*store.Reading // by monitored domain id
+	Form    struct{ Domain, Competitors, ClientID string }
+}
+
+func (s *Dashboard) showDomains(w http.ResponseWriter, r *http.Request, status int, p page, d domainsData) {
+	pr := principal(r)
+	ds, _, err := s.Domains.List(r.Context(), pr, "*", "", 100)
+	if err != nil {
+		s.failWith(w, r, err)
+		return
+	}
+	cs, err := s.Store.ListClients(r.Context(), pr.AccountID())
+	if err != nil {
+		s.failWith(w, r, err)
+		return
+	}
+	d.Domains, d.Clients, d.Scores = ds, cs, map[string]*store.Reading{}
+	for _, md := range ds {
+		rd, err := s.Store.LatestReading(r.Context(), store.ReadingFilter{AccountID: pr.AccountID(), ClientID: md.ClientID, Domain: md.Domain})
+		if err == nil {
+			d.Scores[md.ID] = &rd
+		}
+	}
+	p.Title, p.Nav, p.D = "Domains", "domains", d
+	s.render(w, r, status, "domains", p)
+}
+
+func (s *Dashboard) domainsPage(w http.ResponseWriter, r *http.Request) {
+	s.showDomains(w, r, http.StatusOK, page{}, domainsData{})
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (s *Dashboard) createDomain(w http.ResponseWriter, r *http.Request) {
+	var d domainsData
+	d.Form.Domain, d.Form.Competitors, d.Form.ClientID = r.PostFormValue("domain"), r.PostFormValue("competitors"), r.PostFormValue("client_id")
+	_, err := s.Domains.Create(r.Context(), principal(r), client.CreateDomain{Domain: d.Form.Domain, Competitors: splitList(d.Form.Competitors), ClientID: d.Form.ClientID})
+	if err != nil {
+		p, status := s.problemOf(r, err)
+		s.showDomains(w, r, status, page{Problem: p}, d)
+		return
+	}
+	redirect(w, r, "/domains", "domain")
+}
+
+type domainData struct {
+	Domain    string
+	Monitored *store.MonitoredDomain
+	Latest    *store.Reading
+	Readings  []store.Reading
+	Score     Chart
+	Sentiment Chart
+	Scan      *store.Scan
+	Result    *visibility.ScanResult
+	Report    *readiness.Report
+	Parts     []part
+}
+
+type part struct {
+	Name   string
+	Value  float64
+	Weight float64
+}
+
+// domainPage shows one domain by name: the Slack alerts link here.
+func (s *Dashboard) domainPage(w http.ResponseWriter, r *http.Request) {
+	pr := principal(r)
+	name, err := domains.Normalize(chi.URLParam(r, "domain"))
+	if err != nil {
+		s.fail(w, r, http.StatusNotFound, "That is not a domain name.")
+		return
+	}
+	d := domainData{Domain: name}
+	ds, _, err := s.Domains.List(r.Context(), pr, "*", "", 100)
+	if err != nil {
+		s.failWith(w, r, err)
+		return
+	}
+	owner := ""
+	for _, md := range ds {
+		if md.Domain == name {
+			d.Monitored, owner = &md, md.ClientID
+			break
+		}
+	}
+	rs, _, err := s.Store.ListReadings(r.Context(), store.ReadingFilter{AccountID: pr.AccountID(), ClientID: owner, Domain: name}, "", 100)
+	if err != nil {
+		s.failWith(w, r, err)
+		return
+	}
+	if d.Monitored == nil && len(rs) == 0 {
+		s.fail(w, r, http.StatusNotFound, "This account has no readings of "+name+".")
+		return
+	}
+	slices.Reverse(rs) // oldest first
+	d.Readings = rs
+	if len(rs) > 0 {
+		d.Latest = &rs[len(rs)-1]
+	}
+	d.Score = Chart{Title: "Visibility score of " + name, Lines: true, Min: 0, Max: 100}
+	d.Sentiment = Chart{Title: "Sentiment of " + name, Lines: true, Min: -1, Max: 1}
+	var score, sent []float64
+	for _, rd := range rs {
+		label := rd.MeasuredAt.Format("Jan 2 15h")
+		d.Score.Labels = append(d.Score.Labels, label)
+		d.Sentiment.Labels = append(d.Sentiment.Labels, label)
+		score = append(score, float64(rd.VisibilityScore))
+		sent = append(sent, math.Round(rd.SentimentScore*100)/100)
+	}
+	d.Score.Series = []Series{{Name: "Visibility score", Values: score, Class: "s0"}}
+	d.Sentiment.Series = []Series{{Name: "Sentiment score", Values: sent, Class: "s1"}}
+	if sc, err := s.Store.LatestScan(r.Context(), pr.AccountID(), owner, name); err == nil {
+		d.Scan = &sc
+		var res visibility.ScanResult
+		var bd visibility.Breakdown
+		if json.Unmarshal(sc.Result, &res) == nil && json.Unmarshal(res.Breakdown, &bd) == nil {
+			d.Result = &res
+			for k, v := range bd.Components {
+				d.Parts = append(d.Parts, part{Name: k, Value: v, Weight: bd.Weights[k]})
+			}
+			sort.Slice(d.Parts, func(i, j int) bool { return d.Parts[i].Weight > d.Parts[j].Weight })
+			if b, err := json.Marshal(bd.Readiness); err == nil {
+				var rep readiness.Report
+				if json.Unmarshal(b, &rep) == nil && rep.Domain != "" {
+					d.Report = &rep
+				}
+			}
+		}
+	} else if !errors.Is(err, store.ErrNotFound) {
+		s.failWith(w, r, err)
+		return
+	}
+	s.render(w, r, http.StatusOK, "domain", page{Title: name, Nav: "domains", D: d})
+}
+
+func (s *Dashboard) requestScan(w http.ResponseWriter, r *http.Request) {
+	name := chi.URLParam(r, "domain")
+	if s.Scans == nil {
+		s.fail(w, r, http.StatusServiceUnavailable, "This server runs no scans.")
+		return
+	}
+	if _, err := s.Scans.Request(r.Context(), principal(r), client.RequestScan{Domain: name, ClientID: r.PostFormValue("client_id")}); err != nil {
+		s.failWith(w, r, err)
+		return
+	}
+	redirect(w, r, "/domains/"+name, "scan")
+}
+
+type contentData struct {
+	Requests []store.ContentRequest
+	Status   string
+	Statuses []string
+}
+
+func (s *Dashboard) contentPage(w http.ResponseWriter, r *http.Request) {
+	st := r.URL.Query().Get("status")
+	crs, _, err := s.Content.List(r.Context(), principal(r), store.ContentFilter{Status: st, Limit: 100})
+	if err != nil {
+		s.failWith(w, r, err)
+		return
+	}
+	s.render(w, r, http.StatusOK, "content", page{Title: "Content requests", Nav: "content",
+		D: contentData{Requests: crs, Status: st, Statuses: []string{"queued", "processing", "completed", "failed", "cancelled"}}})
+}

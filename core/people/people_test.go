@@ -1,0 +1,114 @@
+package people_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aivis/aivis/core/accounts"
+	"github.com/aivis/aivis/core/people"
+	"github.com/aivis/aivis/core/store"
+	"github.com/aivis/aivis/core/store/sqlite"
+)
+
+func TestPasswordHash(t *testing.T) {
+	h, err := people.HashPassword("correct horse battery")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(h, "$argon2id$v=19$m=65536,t=3,p=2$") || strings.Contains(h, "correct horse") {
+		t.Fatalf("hash %q", h)
+	}
+	h2, _ := people.HashPassword("correct horse battery")
+	if h == h2 {
+		t.Error("two hashes of one password are equal: no salt")
+	}
+	for pw, want := range map[string]bool{"correct horse battery": true, "correct horse batterY": false, "": false} {
+		if ok, err := people.CheckPassword(h, pw); ok != want || err != nil {
+			t.Errorf("CheckPassword(%q) = %v, %v; want %v", pw, ok, err, want)
+		}
+	}
+	for _, bad := range []string{"", "$2a$10$abc", "$argon2id$v=19$m=0,t=3,p=2$AAAA$AAAA", "$argon2i$v=19$m=65536,t=3,p=2$AAAA$AAAA"} {
+		if ok, err := people.CheckPassword(bad, "x"); ok || err == nil {
+			t.Errorf("CheckPassword(%q) accepted a malformed hash", bad)
+		}
+	}
+}
+
+func TestRoles(t *testing.T) {
+	cases := []struct {
+		role                      string
+		read, build, manage, owns bool
+	}{
+		{store.RoleOwner, true, true, true, true},
+		{store.RoleAdmin, true, true, true, false},
+		{store.RoleDeveloper, true, true, false, false},
+		{store.RoleViewer, true, false, false, false},
+		{"", false, false, false, false},
+		{"root", false, false, false, false},
+	}
+	for _, c := range cases {
+		got := []bool{people.Can(c.role, people.Read), people.Can(c.role, people.Build), people.Can(c.role, people.Manage), people.Can(c.role, people.Own)}
+		want := []bool{c.read, c.build, c.manage, c.owns}
+		for i := range got {
+			if got[i] != want[i] {
+				t.Errorf("%q: Can(%d) = %v, want %v", c.role, i, got[i], want[i])
+			}
+		}
+	}
+}
+
+func TestSessionsAndInvitations(t *testing.T) {
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "aivis.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	svc := &people.Service{Store: db, Accounts: &accounts.Service{Store: db, Now: clock}, Now: clock}
+	token, err := svc.Bootstrap(ctx)
+	if err != nil || len(token) != 43 {
+		t.Fatalf("bootstrap %q %v", token, err)
+	}
+	// A second start replaces the link.
+	token2, _ := svc.Bootstrap(ctx)
+	if _, err := svc.Invitation(ctx, token); err == nil {
+		t.Error("the first bootstrap link survived the second")
+	}
+	owner, err := svc.AcceptInvitation(ctx, people.Accept{Token: token2, Email: "Owner@Example.com", Password: "twelve chars!", AccountName: "Acme", Tier: "starter"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if owner.Role != store.RoleOwner || owner.Email != "owner@example.com" {
+		t.Fatalf("owner %+v", owner)
+	}
+	if _, err := svc.AcceptInvitation(ctx, people.Accept{Token: "short", Email: "x@example.com", Password: "twelve chars!"}); err == nil {
+		t.Error("a made-up token was accepted")
+	}
+	// Too short a password is refused by the rule, not by the form.
+	inv, _ := svc.Invite(ctx, owner, "dev@example.com", store.RoleDeveloper)
+	if _, err := svc.AcceptInvitation(ctx, people.Accept{Token: inv, Email: "dev@example.com", Password: "short"}); err == nil {
+		t.Error("an 5-character password was accepted")
+	}
+	in, err := svc.SignIn(ctx, "OWNER@example.com", "twelve chars!")
+	if err != nil {
+		t.Fatalf("sign in (email case differs): %v", err)
+	}
+	if _, u, err := svc.Session(ctx, in.Token); err != nil || u.ID != owner.ID {
+		t.Fatalf("session: %v", err)
+	}
+	// Sessions end after their lifetime.
+	now = now.Add(people.SessionLifetime)
+	if _, _, err := svc.Session(ctx, in.Token); err == nil {
+		t.Error("a session outlived its lifetime")
+	}
+	// Invitations expire.
+	now = now.Add(people.InvitationLifetime)
+	if _, err := svc.Invitation(ctx, inv); err == nil {
+		t.Error("an invitation outlived its lifetime")
+	}
+}
