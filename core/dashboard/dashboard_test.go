@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,6 +37,8 @@ type env struct {
 	auth   *auth.Service
 	accts  *accounts.Service
 	srv    *httptest.Server
+	// frozen, when set, is the dashboard's clock.
+	frozen atomic.Pointer[time.Time]
 }
 
 func newEnv(t *testing.T) *env {
@@ -63,7 +66,13 @@ func newEnv(t *testing.T) *env {
 	}}
 	d, err := dashboard.New(dashboard.Deps{Store: db, People: e.people, Auth: e.auth, Accounts: accts,
 		Counter: limits.NewMemory(nil, log), Webhooks: webhooks, Domains: &visibility.Domains{Store: db, Now: time.Now},
-		Content: &content.Service{Store: db, Clients: db, Now: time.Now}, Guard: limits.NewAuthGuard(5), Log: log})
+		Content: &content.Service{Store: db, Clients: db, Now: time.Now}, Guard: limits.NewAuthGuard(5), Log: log,
+		Now: func() time.Time {
+			if t := e.frozen.Load(); t != nil {
+				return *t
+			}
+			return time.Now()
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
