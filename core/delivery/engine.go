@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -77,6 +78,7 @@ type Engine struct {
 	lease  time.Duration
 
 	wake     chan struct{}
+	refills  chan struct{} // endpoints wait in refill
 	outcomes chan outcome
 	inserts  chan insertion
 	stopped  chan struct{} // closed when the fan-out has stopped
@@ -85,13 +87,17 @@ type Engine struct {
 	inflight  int
 	endpoints map[string]*endpoint
 	waiting   map[*endpoint]struct{} // with queued deliveries, stopped by Workers
+	refill    map[*endpoint]struct{} // spilled, down to half their share
 	runCtx    context.Context        // the dispatcher's, for attempts the fan-out hands over
 	sends     *sync.WaitGroup
 	backlog   atomic.Bool // due deliveries may wait in the store for a claim
 }
 
 type endpoint struct {
-	inflight int // deliveries
+	id       string // the webhook's or connection's
+	account  string
+	spilled  bool // some of its deliveries wait in the store: its queue was full
+	inflight int  // deliveries
 	queue    []claimed
 	batch    int // deliveries per attempt: 1 for a webhook
 	limit    int // deliveries in flight: PerEndpoint attempts' worth
@@ -111,7 +117,7 @@ func held(limit int) int { return limit * (1 + queueRounds) }
 func (e *Engine) maxHeld() int { return 32 * e.opt.Workers }
 
 func (e *Engine) newEndpoint(w store.Webhook) *endpoint {
-	ep := &endpoint{batch: 1}
+	ep := &endpoint{id: w.ID, account: w.AccountID, batch: 1}
 	if w.IsConnection() && e.opt.Connectors != nil {
 		ep.batch = max(1, min(e.opt.Connectors.MaxBatch(w.Connector), e.opt.Workers/e.opt.PerEndpoint))
 	}
@@ -121,6 +127,9 @@ func (e *Engine) newEndpoint(w store.Webhook) *endpoint {
 
 // full reports that an endpoint has its share.
 func (ep *endpoint) full() bool { return ep.inflight+len(ep.queue) >= held(ep.limit) }
+
+// idle reports that an endpoint has nothing to do: it may be forgotten.
+func (ep *endpoint) idle() bool { return ep.inflight == 0 && len(ep.queue) == 0 && !ep.spilled }
 
 type claimed struct {
 	d store.Delivery
@@ -163,7 +172,8 @@ func New(st store.Store, sub message.Subscriber, client *http.Client, log *slog.
 		outcomes:  make(chan outcome, 1024),
 		inserts:   make(chan insertion),
 		stopped:   make(chan struct{}),
-		endpoints: make(map[string]*endpoint), waiting: make(map[*endpoint]struct{})}
+		refills:   make(chan struct{}, 1),
+		endpoints: make(map[string]*endpoint), waiting: make(map[*endpoint]struct{}), refill: make(map[*endpoint]struct{})}
 }
 
 // BusLogger is Watermill's logger for the product: its routine messages
@@ -338,6 +348,7 @@ func (e *Engine) insert() {
 			}
 		}
 		var added []claimed
+		written := time.Now()
 		err := e.store.Update(context.Background(), func(tx store.Tx) error {
 			added = added[:0]
 			for _, req := range batch {
@@ -364,7 +375,7 @@ func (e *Engine) insert() {
 			req.done <- err
 		}
 		if err == nil {
-			e.offer(added)
+			e.offer(added, written)
 		}
 	}
 }
@@ -410,6 +421,9 @@ func (e *Engine) dispatch(ctx context.Context, sends *sync.WaitGroup) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-e.refills:
+			e.refillAll(ctx, sends)
+			continue
 		case <-e.wake:
 		case <-timer.C:
 		}
@@ -442,6 +456,62 @@ func (e *Engine) dispatch(ctx context.Context, sends *sync.WaitGroup) {
 		}
 		timer.Reset(wait)
 	}
+}
+
+// refillAll refills the queues of the spilled endpoints that ran low, each
+// from its own deliveries in the store, oldest first: the cost of a claim
+// of the store-wide due index is not paid for an endpoint that only needs
+// its own backlog.
+func (e *Engine) refillAll(ctx context.Context, sends *sync.WaitGroup) {
+	e.mu.Lock()
+	eps := slices.Collect(maps.Keys(e.refill))
+	clear(e.refill)
+	e.mu.Unlock()
+	for _, ep := range eps {
+		if err := e.refillOne(ctx, ep, sends); err != nil && ctx.Err() == nil {
+			e.log.Error("webhooks: refill deliveries", "target", ep.id, "err", err)
+		}
+	}
+}
+
+func (e *Engine) refillOne(ctx context.Context, ep *endpoint, sends *sync.WaitGroup) error {
+	var got []store.Delivery
+	more := false
+	// The target is read afresh (a new secret, URL or disabling counts).
+	w, err := e.store.Webhook(ctx, ep.account, ep.id)
+	if err == nil && w.Enabled {
+		e.mu.Lock()
+		room, holding := held(ep.limit)-ep.inflight-len(ep.queue), ep.inflight+len(ep.queue)
+		e.mu.Unlock()
+		more = room <= 0 // refilled meanwhile: its turn comes again
+		if room > 0 {
+			now := e.opt.Now()
+			got, more, err = e.store.ClaimWebhookDeliveries(ctx, ep.id, now, now.Add(e.lease), room, holding)
+		}
+	}
+	if errors.Is(err, store.ErrNotFound) {
+		err = nil // deleted meanwhile: its deliveries went with it
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !more {
+		ep.spilled = false
+	} else if len(got) == 0 && ep.inflight+len(ep.queue) == 0 {
+		// Nothing leased and nothing to come back for: the store-wide
+		// claims take what is left.
+		ep.spilled = false
+		e.backlog.Store(true)
+		defer e.Wake()
+	}
+	for _, d := range got {
+		ep.queue = append(ep.queue, claimed{d, w})
+	}
+	e.startLocked(ctx, ep, sends)
+	if ep.idle() && e.endpoints[ep.id] == ep {
+		delete(e.endpoints, ep.id)
+		delete(e.waiting, ep)
+	}
+	return err
 }
 
 // claim leases what the free capacity allows and starts it; full reports
@@ -493,7 +563,7 @@ func (e *Engine) claim(ctx context.Context, sends *sync.WaitGroup) (n int, full 
 // offer hands new deliveries straight to their endpoints' queues where
 // there is room, leased like claimed ones; the rest wait in the store for a
 // claim. The common case, an event on its way at once, costs no query.
-func (e *Engine) offer(cs []claimed) {
+func (e *Engine) offer(cs []claimed, written time.Time) {
 	if len(cs) == 0 {
 		return
 	}
@@ -514,7 +584,11 @@ func (e *Engine) offer(cs []claimed) {
 			ep = e.newEndpoint(c.w)
 			e.endpoints[c.w.ID] = ep
 		}
-		if ep.full() || e.inflight+queued+len(take) >= e.maxHeld() {
+		if ep.full() {
+			ep.spilled = true // a refill takes them when its queue runs low
+			continue
+		}
+		if e.inflight+queued+len(take) >= e.maxHeld() {
 			e.backlog.Store(true)
 			continue
 		}
@@ -523,7 +597,7 @@ func (e *Engine) offer(cs []claimed) {
 		ids = append(ids, c.d.ID)
 	}
 	leased := map[string]bool{}
-	for _, id := range e.store.LeaseDeliveries(ids, e.opt.Now().Add(e.lease)) {
+	for _, id := range e.store.LeaseDeliveries(ids, written, e.opt.Now().Add(e.lease)) {
 		leased[id] = true
 	}
 	for _, c := range take {
@@ -541,7 +615,7 @@ func (e *Engine) offer(cs []claimed) {
 	}
 	for _, c := range cs {
 		if ep := e.endpoints[c.w.ID]; ep != nil {
-			if len(ep.queue) == 0 && ep.inflight == 0 {
+			if ep.idle() {
 				delete(e.endpoints, c.w.ID)
 				continue
 			}
@@ -585,11 +659,20 @@ func (e *Engine) startLocked(ctx context.Context, ep *endpoint, sends *sync.Wait
 					e.startLocked(ctx, w, sends)
 				}
 			}
-			if ep.inflight == 0 && len(ep.queue) == 0 {
+			refill := ep.spilled && ep.inflight+len(ep.queue) <= held(ep.limit)/2
+			if refill {
+				e.refill[ep] = struct{}{}
+			} else if ep.idle() {
 				delete(e.endpoints, cs[0].w.ID)
 				delete(e.waiting, ep)
 			}
 			e.mu.Unlock()
+			if refill {
+				select {
+				case e.refills <- struct{}{}:
+				default:
+				}
+			}
 			if e.backlog.Load() { // deliveries wait in the store for room
 				e.Wake()
 			}

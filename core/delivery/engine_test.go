@@ -603,3 +603,36 @@ func TestCreateRefusesBadSetups(t *testing.T) {
 func ptr[T any](v T) *T { return &v }
 
 var _ = strconv.Itoa
+
+// An endpoint whose queue overflows leaves the rest of its deliveries in
+// the store; its own refills bring them in as its queue runs low, without
+// the store-wide claims (which here only run once an hour).
+func TestSpilledEndpointIsRefilled(t *testing.T) {
+	e := newEnv(t, delivery.Options{PerEndpoint: 1, Idle: time.Hour})
+	var hold atomic.Bool
+	release := make(chan struct{})
+	rc := newReceiver(t, nil)
+	inner := rc.Config.Handler
+	rc.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hold.Load() {
+			<-release // the first attempts wait while the queue overflows
+		}
+		inner.ServeHTTP(w, r)
+	})
+	e.create(t, rc, client.CreateWebhook{Events: []string{events.VisibilityChange}})
+	hold.Store(true)
+	const n = 60 // an endpoint with 1 attempt in flight holds 8
+	for i := range n {
+		e.reading(t, "example.com", i%2*10+i%7)
+	}
+	time.Sleep(100 * time.Millisecond)
+	close(release)
+	eventually(t, "every event delivered", func() bool { return len(rc.events()) >= n })
+	seen := map[string]bool{}
+	for _, ev := range rc.events() {
+		seen[ev.ID] = true
+	}
+	if len(seen) != n {
+		t.Errorf("%d distinct events of %d", len(seen), n)
+	}
+}

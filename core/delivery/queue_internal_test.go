@@ -60,7 +60,7 @@ func TestOfferKeepsTheClaimsCopy(t *testing.T) {
 	if err != nil || n != 1 {
 		t.Fatalf("claim: %d, %v; want the delivery", n, err)
 	}
-	e.offer([]claimed{{d, w}}) // the fan-out's hand-off of the same delivery
+	e.offer([]claimed{{d, w}}, time.Now()) // the fan-out's hand-off of the same delivery
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if len(ep.queue) != 1 || ep.queue[0].d.ID != d.ID {

@@ -151,10 +151,15 @@ type Webhooks interface {
 	// with their webhooks. A lease keeps other claims away while an attempt
 	// is in flight; it ends when Tx.RecordOutcome commits, or at leaseEnd.
 	ClaimDeliveries(ctx context.Context, now, leaseEnd time.Time, limit, perWebhook int, skip []string) ([]Delivery, map[string]Webhook, error)
+	// ClaimWebhookDeliveries leases up to limit pending deliveries of one
+	// webhook due at now, oldest first, until leaseEnd, passing over those
+	// leased already (the webhook holds held of them); more reports that
+	// due ones may remain.
+	ClaimWebhookDeliveries(ctx context.Context, webhookID string, now, leaseEnd time.Time, limit, held int) (ds []Delivery, more bool, err error)
 	// LeaseDeliveries leases deliveries the caller already has (just
-	// inserted) until leaseEnd, and returns those it leased: none that
-	// a claim leased first.
-	LeaseDeliveries(ids []string, leaseEnd time.Time) []string
+	// inserted, at written) until leaseEnd, and returns those it leased:
+	// none that a claim leased first, nor any released since written.
+	LeaseDeliveries(ids []string, written, leaseEnd time.Time) []string
 	// NextDue is the earliest next attempt after now of a pending
 	// delivery; zero when there is none. (Leases that end are found by
 	// polling.)

@@ -97,7 +97,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	r.SetMaxOpenConns(n)
 	r.SetMaxIdleConns(n)
 	r.SetConnMaxIdleTime(0)
-	db := &DB{w: w, r: r, leases: leases{end: make(map[string]time.Time)}}
+	db := &DB{w: w, r: r, leases: newLeases()}
 	db.writer = newWriter(db)
 	db.keyByHash, err = r.PrepareContext(ctx, `SELECT `+keyColumns+`, `+accountColumns+`
 		FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.key_hash = ?`)

@@ -6,9 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -244,58 +244,85 @@ func (t *txn) AddAttempt(a store.Attempt) error {
 // pending delivery is due again at once. (An engine shared by several
 // processes keeps them in the database, e.g. PostgreSQL's FOR UPDATE SKIP
 // LOCKED.)
-type leases struct {
-	mu  sync.Mutex
-	end map[string]time.Time
+// LeaseDeliveries leases, in memory, deliveries no claim holds and none
+// released since written (their outcome may be newer than the caller's
+// copy). It never waits for a claim's query: a claim leases what it read
+// the same way, so whichever comes second finds the lease taken.
+func (db *DB) LeaseDeliveries(ids []string, written, leaseEnd time.Time) []string {
+	return db.leases.take(ids, -1, time.Now(), leaseEnd, written)
 }
 
-// held lists the deliveries leased at now, forgetting ended leases.
-func (l *leases) held(now time.Time) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	out := make([]string, 0, len(l.end))
-	for id, end := range l.end {
-		if end.After(now) {
-			out = append(out, id)
-		} else {
-			delete(l.end, id)
+// ClaimWebhookDeliveries reads the webhook's oldest due deliveries on its
+// own index, a page at a time, and leases the first limit of them that no
+// one holds: those the webhook holds and those whose outcome is being
+// recorded come first and are passed over. It reads at most maxPages pages;
+// more reports that rows it did not read may remain.
+func (db *DB) ClaimWebhookDeliveries(ctx context.Context, webhookID string, now, leaseEnd time.Time, limit, held int) (out []store.Delivery, more bool, err error) {
+	const maxPages = 8
+	page := max(limit+held, 64)
+	after, afterRow := int64(math.MinInt64), int64(0)
+	for range maxPages {
+		read := time.Now() // before the query's snapshot
+		rows, err := db.r.QueryContext(ctx, `SELECT rowid, `+deliveryColumns+` FROM webhook_deliveries INDEXED BY webhook_deliveries_due_by_webhook
+			WHERE webhook_id = ?1 AND status = 'pending' AND next_attempt_at <= ?2
+			AND (next_attempt_at > ?3 OR (next_attempt_at = ?3 AND rowid > ?4))
+			ORDER BY next_attempt_at, rowid LIMIT ?5`,
+			webhookID, now.UnixNano(), after, afterRow, page)
+		if err != nil {
+			return nil, false, fmt.Errorf("sqlite: claim deliveries of %s: %w", webhookID, err)
+		}
+		var ds []store.Delivery
+		var ids []string
+		for rows.Next() {
+			d, err := scanDelivery(rowidScanner{rows, &afterRow})
+			if err != nil {
+				rows.Close()
+				return nil, false, fmt.Errorf("sqlite: claim deliveries of %s: %w", webhookID, err)
+			}
+			after = d.NextAttemptAt.UnixNano()
+			ds = append(ds, d)
+			ids = append(ids, d.ID)
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, false, err
+		}
+		taken := make(map[string]bool)
+		for _, id := range db.leases.take(ids, limit-len(out), now, leaseEnd, read) {
+			taken[id] = true
+		}
+		for _, d := range ds {
+			if taken[d.ID] {
+				out = append(out, d)
+			}
+		}
+		if len(out) == limit {
+			return out, true, nil
+		}
+		if len(ds) < page {
+			return out, false, nil
 		}
 	}
-	return out
+	return out, true, nil
 }
 
-// takeFree leases the ids not leased at now and returns them.
-func (l *leases) takeFree(ids []string, now, end time.Time) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	out := ids[:0:0]
-	for _, id := range ids {
-		if e, ok := l.end[id]; ok && e.After(now) {
-			continue
-		}
-		l.end[id] = end
-		out = append(out, id)
-	}
-	return out
+// rowidScanner scans a row whose first column is the rowid, into *rowid,
+// and the rest as s would.
+type rowidScanner struct {
+	s     scanner
+	rowid *int64
 }
 
-// LeaseDeliveries leases, in memory, deliveries no claim holds. It never
-// waits for a claim's query: a claim leases what it read the same way, so
-// whichever comes second finds the lease taken.
-func (db *DB) LeaseDeliveries(ids []string, leaseEnd time.Time) []string {
-	return db.leases.takeFree(ids, time.Now(), leaseEnd)
-}
-
-func (l *leases) release(id string) {
-	l.mu.Lock()
-	delete(l.end, id)
-	l.mu.Unlock()
+func (r rowidScanner) Scan(dest ...any) error {
+	return r.s.Scan(append([]any{r.rowid}, dest...)...)
 }
 
 // ClaimDeliveries reads due deliveries on a reader and leases them in memory.
 func (db *DB) ClaimDeliveries(ctx context.Context, now, leaseEnd time.Time, limit, perWebhook int, skip []string) ([]store.Delivery, map[string]store.Webhook, error) {
 	db.claimMu.Lock() // one claim at a time
 	defer db.claimMu.Unlock()
+	read := time.Now() // before the held list and the query's snapshot
 	skipJSON, err := json.Marshal(nonNil(skip))
 	if err != nil {
 		return nil, nil, err
@@ -336,9 +363,10 @@ func (db *DB) ClaimDeliveries(ctx context.Context, now, leaseEnd time.Time, limi
 		return nil, nil, err
 	}
 	rows.Close()
-	// The fan-out may have leased some since they were read: keep the rest.
+	// The fan-out may have leased some since they were read, even attempted
+	// them: keep the rest.
 	free := make(map[string]bool, len(ids))
-	for _, id := range db.leases.takeFree(ids, now, leaseEnd) {
+	for _, id := range db.leases.take(ids, -1, now, leaseEnd, read) {
 		free[id] = true
 	}
 	out = slices.DeleteFunc(out, func(d store.Delivery) bool { return !free[d.ID] })
