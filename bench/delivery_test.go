@@ -34,6 +34,7 @@ import (
 
 var (
 	deliveryEvents  = flag.Int("delivery-events", 20000, "events recorded in the 1-endpoint throughput phase")
+	deliveryStages  = flag.Bool("delivery-stages", false, "print, every 250 ms of the 1-endpoint phase, how far each stage of the event path has come")
 	fiftyEvents     = flag.Int("delivery-fifty-events", 0, "events of the 50-endpoint phase (default: delivery-events / 50)")
 	deliveryWriters = flag.Int("delivery-writers", 8, "domains (one writer each) in the 1-endpoint phase")
 	deliveryPhase   = flag.Duration("delivery-phase", 5*time.Second, "length of the open-loop latency phase")
@@ -184,6 +185,30 @@ func (s *deliveryStack) hooks(b *testing.B, sink *hookSink, domains []string, n 
 		vs[key] = v
 	}
 	return vs
+}
+
+// stages prints how far each stage of the event path has come, every
+// 250 ms until stop: readings recorded, events on the bus and fanned out
+// (the consumer group's offset), deliveries pending and succeeded. The
+// stage whose count lags is the one that limits the rate.
+func (s *deliveryStack) stages(stop chan struct{}) {
+	_, r := s.db.Pools()
+	t0 := time.Now()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-time.After(250 * time.Millisecond):
+		}
+		var bus, acked, pending, done, readings int64
+		r.QueryRow(`SELECT coalesce(max(seq), 0) FROM bus_messages`).Scan(&bus)
+		r.QueryRow(`SELECT coalesce(max(acked), 0) FROM bus_offsets`).Scan(&acked)
+		r.QueryRow(`SELECT count(*) FILTER (WHERE status = 'pending'), count(*) FILTER (WHERE status = 'succeeded')
+			FROM webhook_deliveries`).Scan(&pending, &done)
+		r.QueryRow(`SELECT count(*) FROM visibility_readings`).Scan(&readings)
+		fmt.Printf("%5d ms: readings %d, events %d, fanned out %d, deliveries pending %d, succeeded %d\n",
+			time.Since(t0).Milliseconds(), readings, bus, acked, pending, done)
+	}
 }
 
 // record stores a reading and returns the id of the event it caused and
@@ -349,7 +374,12 @@ func BenchmarkDelivery(b *testing.B) {
 	}
 	v1 := s.hooks(b, sink, oneDomains, 1)
 	sink.reset(v1)
+	stopW := make(chan struct{})
+	if *deliveryStages {
+		go s.stages(stopW)
+	}
 	one := s.burst(b, sink, oneDomains, *deliveryEvents, 1)
+	close(stopW)
 
 	v50 := s.hooks(b, sink, []string{"fifty.example"}, 50)
 	sink.reset(v50)
