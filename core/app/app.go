@@ -138,7 +138,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 	outbound := policy.Client(timeout)
 	write, read := svc.Store.Pools()
 	sub, err := bus.NewSubscriber(write, read, bus.SubscriberConfig{ConsumerGroup: "webhooks",
-		MaxInFlight: delivery.FanoutInFlight, Retention: 7 * 24 * time.Hour,
+		MaxInFlight: delivery.FanoutInFlight, BatchSize: delivery.FanoutBatch, Retention: 7 * 24 * time.Hour,
 		// After a crash the restarted server waits this long for the dead
 		// one's lease on the event topic.
 		LeaseDuration: 5 * time.Second}, delivery.BusLogger(log))

@@ -309,7 +309,13 @@ func (e *Engine) fanout(msg *message.Message) error {
 
 // FanoutInFlight is the MaxInFlight to give the fan-out's subscriber: how
 // many events it handles at once, their deliveries committed together.
-const FanoutInFlight = 64
+// FanoutBatch is its BatchSize: the subscriber reads the next messages only
+// once a batch is all acknowledged, so a batch of several windows keeps
+// that pause (the last events' commit) rare.
+const (
+	FanoutInFlight = 256
+	FanoutBatch    = 4 * FanoutInFlight
+)
 
 // insertion is one event's log entry and deliveries, waiting for a
 // transaction.

@@ -78,7 +78,7 @@ func newEnv(t *testing.T, opt delivery.Options) *env {
 	}
 	w, r := db.Pools()
 	sub, err := bus.NewSubscriber(w, r, bus.SubscriberConfig{ConsumerGroup: "webhooks", PollInterval: 20 * time.Millisecond,
-		MaxInFlight: delivery.FanoutInFlight},
+		MaxInFlight: delivery.FanoutInFlight, BatchSize: delivery.FanoutBatch},
 		watermill.NewSlogLogger(quiet))
 	if err != nil {
 		t.Fatal(err)
