@@ -113,7 +113,7 @@ const queueRounds = 7
 func held(limit int) int { return limit * (1 + queueRounds) }
 
 // maxHeld is how many deliveries the engine holds at most: enough for the
-// queues of many endpoints at once, and still a few MB.
+// queues of many endpoints at once (8,192 by default, about 10 MB).
 func (e *Engine) maxHeld() int { return 32 * e.opt.Workers }
 
 func (e *Engine) newEndpoint(w store.Webhook) *endpoint {
