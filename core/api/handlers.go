@@ -194,7 +194,7 @@ func pageParams(r *http.Request) (int, string, error) {
 	}
 	cursor := q.Get("cursor")
 	if len(cursor) > 512 {
-		return 0, "", fault.Invalid(fault.FieldError{Field: "cursor", Message: "is not a cursor this API returned"})
+		return 0, "", fault.Invalid(fault.FieldError{Field: "cursor", Message: "is not a cursor this list returned"})
 	}
 	return limit, cursor, nil
 }

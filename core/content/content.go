@@ -282,10 +282,7 @@ func (s *Service) List(ctx context.Context, p auth.Principal, f store.ContentFil
 		f.ClientID = p.ClientID()
 	}
 	items, next, err := s.Store.ListContentRequests(ctx, f)
-	if errors.Is(err, store.ErrMalformed) {
-		return nil, "", fault.Invalid(fault.FieldError{Field: "cursor", Message: "is not a cursor this API returned"})
-	}
-	return items, next, err
+	return items, next, accounts.CursorError(err)
 }
 
 // transitions is the state machine: the states each state may move to.
