@@ -1093,3 +1093,67 @@ func TestKeyCacheFollowsEveryChange(t *testing.T) {
 		t.Fatalf("deleted key: %v", err)
 	}
 }
+
+// TestContentRequestEpochMovesOnStatusOnly: the store rewrites every
+// column of a content request, so the cache epoch must move only when
+// what the caches read changes (a request's status or account), not on a
+// processing request's lease renewals, steps and saved work, which would
+// empty the key and budget caches of every API request.
+func TestContentRequestEpochMovesOnStatusOnly(t *testing.T) {
+	db, path := newDB(t)
+	account(t, db, "acct_1", store.AccountStandard)
+	r := raw(t, path)
+	epoch := func() int64 {
+		t.Helper()
+		var n int64
+		must(t, r.QueryRow(`SELECT n FROM cache_epoch`).Scan(&n))
+		return n
+	}
+	update := func(f func(*store.ContentRequest)) {
+		t.Helper()
+		must(t, db.Update(ctx, func(tx store.Tx) error {
+			c, err := tx.ContentRequest("acct_1", "cr_1")
+			if err != nil {
+				return err
+			}
+			f(&c)
+			return tx.UpdateContentRequest(c)
+		}))
+	}
+	n := epoch()
+	insert(t, db, cr("cr_1", "acct_1", "", t0))
+	if got := epoch(); got != n+1 {
+		t.Fatalf("insert: epoch %d -> %d, want a move", n, got)
+	}
+	n = epoch()
+	var claimed store.ContentRequest
+	must(t, db.Update(ctx, func(tx store.Tx) (err error) {
+		claimed, err = tx.ClaimContentRequest(t0, t0.Add(time.Minute))
+		return err
+	}))
+	if got := epoch(); claimed.ID != "cr_1" || got != n+1 {
+		t.Fatalf("claim of %q (queued -> processing): epoch %d -> %d, want a move", claimed.ID, n, got)
+	}
+	if _, active, err := db.Budget(ctx, "acct_1", "2025-06"); err != nil || active != 1 {
+		t.Fatalf("active %d, %v; want 1", active, err)
+	}
+	n = epoch()
+	for i := range 5 {
+		update(func(c *store.ContentRequest) {
+			c.LeaseUntil = t0.Add(time.Duration(i+2) * time.Minute)
+			c.Step, c.Work, c.Spent = "rewrite", []byte(fmt.Sprintf(`{"round":%d}`, i)), int64(i)
+			c.UpdatedAt = t0.Add(time.Duration(i) * time.Second)
+		})
+	}
+	if got := epoch(); got != n {
+		t.Fatalf("lease renewals, steps and work of a processing request moved the epoch %d -> %d", n, got)
+	}
+	update(func(c *store.ContentRequest) { c.Status, c.LeaseUntil, c.EndedAt = "completed", time.Time{}, t0 })
+	if got := epoch(); got != n+1 {
+		t.Fatalf("processing -> completed: epoch %d -> %d, want a move", n, got)
+	}
+	// The cached count follows: the account has no active request left.
+	if _, active, err := db.Budget(ctx, "acct_1", "2025-06"); err != nil || active != 0 {
+		t.Fatalf("active %d, %v; want 0", active, err)
+	}
+}
