@@ -1157,3 +1157,71 @@ func TestContentRequestEpochMovesOnStatusOnly(t *testing.T) {
 		t.Fatalf("active %d, %v; want 0", active, err)
 	}
 }
+
+// TestClaimContentRequestIsFair follows the claim's rule step by step:
+// the account with the fewest requests processing, then the one whose
+// last start is oldest (never started first), then the oldest queued
+// request; within an agency its clients by the same rule; a processing
+// request whose lease ended before anything queued.
+func TestClaimContentRequestIsFair(t *testing.T) {
+	db, _ := newDB(t)
+	account(t, db, "acct_a", store.AccountStandard)
+	account(t, db, "acct_b", store.AccountStandard)
+	account(t, db, "acct_c", store.AccountAgency)
+	account(t, db, "acct_d", store.AccountStandard)
+	at := func(i int) time.Time { return t0.Add(time.Duration(i) * time.Second) }
+	insert(t, db, cr("cr_a1", "acct_a", "", at(0)), cr("cr_a2", "acct_a", "", at(1)), cr("cr_a3", "acct_a", "", at(2)),
+		cr("cr_b1", "acct_b", "", at(3)), cr("cr_b2", "acct_b", "", at(4)),
+		cr("cr_c1", "acct_c", "cli_1", at(5)), cr("cr_c1b", "acct_c", "cli_1", at(6)), cr("cr_c2", "acct_c", "cli_2", at(7)))
+	now := t0.Add(time.Hour)
+	claim := func(want string, attempts int) {
+		t.Helper()
+		now = now.Add(time.Second)
+		var got store.ContentRequest
+		err := db.Update(ctx, func(tx store.Tx) (err error) {
+			got, err = tx.ClaimContentRequest(now, now.Add(time.Minute))
+			return err
+		})
+		if want == "" {
+			if !errors.Is(err, store.ErrNotFound) {
+				t.Fatalf("claim: %s, %v; want nothing to claim", got.ID, err)
+			}
+			return
+		}
+		must(t, err)
+		if got.ID != want || got.Status != "processing" || got.Attempts != attempts || !got.LeaseUntil.Equal(now.Add(time.Minute)) {
+			t.Fatalf("claim: %s (%s, attempts %d, lease %v); want %s, attempts %d", got.ID, got.Status, got.Attempts, got.LeaseUntil, want, attempts)
+		}
+	}
+	set := func(id, account string, f func(*store.ContentRequest)) {
+		t.Helper()
+		must(t, db.Update(ctx, func(tx store.Tx) error {
+			c, err := tx.ContentRequest(account, id)
+			if err != nil {
+				return err
+			}
+			f(&c)
+			return tx.UpdateContentRequest(c)
+		}))
+	}
+	claim("cr_a1", 1) // none processing, none started: the oldest queued
+	claim("cr_b1", 1) // acct_a has one processing
+	claim("cr_c1", 1) // then acct_c; within it cli_1's request is older
+	claim("cr_a2", 1) // one each: acct_a started longest ago
+	claim("cr_b2", 1)
+	claim("cr_c2", 1) // cli_1 has one processing, cli_2 none
+	// acct_a ends its requests; acct_d, queued last and never started,
+	// goes before it.
+	for _, id := range []string{"cr_a1", "cr_a2"} {
+		set(id, "acct_a", func(c *store.ContentRequest) { c.Status, c.LeaseUntil, c.EndedAt = "completed", time.Time{}, now })
+	}
+	insert(t, db, cr("cr_d1", "acct_d", "", now))
+	claim("cr_d1", 1)
+	claim("cr_a3", 1)
+	// cr_b1's worker died: once its lease has ended it is claimed again
+	// before cr_c1b, which still waits.
+	set("cr_b1", "acct_b", func(c *store.ContentRequest) { c.LeaseUntil = now.Add(-time.Millisecond) })
+	claim("cr_b1", 2)
+	claim("cr_c1b", 1)
+	claim("", 0)
+}
