@@ -1,16 +1,19 @@
 package content_test
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -668,13 +671,44 @@ func TestEngineFailingAIIsNotCharged(t *testing.T) {
 	defer fake.Close()
 	fake.Answer("m", rewriteAnswer)
 	fake.Fail("m", http.StatusUnauthorized) // permanent: not retried
-	start(t, e.engine(aiEngine(fake)))
+	en := e.engine(aiEngine(fake))
+	var logged syncBuffer
+	en.Log = slog.New(slog.NewTextHandler(&logged, nil))
+	start(t, en)
 	cr := e.waitEnded(t, e.starter, e.create(t, e.starter, pageRequest(s, client.Dollars(1), client.TypeOptimize)).ID)
 	r := result(t, cr)
 	if cr.Status != client.StatusCompleted || cr.Spent != base || r.OptimizedText != nil || fake.Requests() != 1 ||
 		len(r.Notes) != 1 || !strings.HasPrefix(r.Notes[0], "The AI engine fake failed at the rewrite step") || r.Drafts.Source != "page" {
 		t.Errorf("%s, spent %d, engine requests %d, notes %q", cr.Status, cr.Spent, fake.Requests(), r.Notes)
 	}
+	// The engine is the operator's: its error (its answer, its address)
+	// goes to the operator's log, not into the customer's result.
+	host := strings.TrimPrefix(fake.URL(), "http://")
+	host = host[:strings.IndexByte(host, '/')]
+	if strings.Contains(string(cr.Result), "401") || strings.Contains(string(cr.Result), host) {
+		t.Errorf("the result shows the engine's error: %q", r.Notes)
+	}
+	if l := logged.String(); !strings.Contains(l, "AI engine call failed") || !strings.Contains(l, "request="+cr.ID) || !strings.Contains(l, "401") {
+		t.Errorf("log: %s", l)
+	}
+}
+
+// syncBuffer is a log's buffer, written by workers, read by the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 func TestEngineFallsBackToContent(t *testing.T) {

@@ -246,9 +246,12 @@ func (e *Engine) ask(ctx context.Context, cr *store.ContentRequest, w *work, ste
 		return a, 0, false, ctx.Err()
 	}
 	if err != nil {
+		// The error names the operator's engine (its address, its answer):
+		// the log has it, the customer's result only what it means to them.
+		e.Log.Warn("content: AI engine call failed", "request", cr.ID, "step", step, "engine", e.AI.Label, "err", err)
 		w.EngineError = true
-		w.note("The AI engine %s failed at the %s step (%v): nothing was charged for it, and the result holds what was done before.",
-			e.AI.Label, step, err)
+		w.note("The AI engine %s failed at the %s step: nothing was charged for it, and the result holds what was done before.",
+			e.AI.Label, step)
 		return a, 0, false, nil
 	}
 	in, out := a.InputTokens, min(a.OutputTokens, r.MaxTokens)
