@@ -171,16 +171,17 @@ func (e *Engine) run(ctx context.Context, cr store.ContentRequest) {
 	defer stop()
 	watched := make(chan struct{})
 	claimed := cr // the watcher's copy: process changes cr
+	var lost bool // the watcher stopped the run: written before watched closes
 	go func() {
 		defer close(watched)
-		e.watch(runCtx, stop, claimed)
+		lost = e.watch(runCtx, stop, claimed)
 	}()
 	err := e.process(runCtx, &cr)
 	stop()
 	<-watched
 	switch {
 	case err == nil:
-	case errors.Is(err, errLost):
+	case errors.Is(err, errLost) || lost:
 		e.Log.Info("content: request left", "request", cr.ID, "reason", "cancelled or claimed again")
 	case ctx.Err() != nil:
 		// Shutting down: the next start resumes it at once.
@@ -207,21 +208,21 @@ func (e *Engine) handBack(cr store.ContentRequest) {
 }
 
 // watch renews the lease every third of it and stops the run when the
-// request is cancelled or taken over.
-func (e *Engine) watch(ctx context.Context, stop context.CancelFunc, cr store.ContentRequest) {
+// request is cancelled or taken over, which it reports as lost.
+func (e *Engine) watch(ctx context.Context, stop context.CancelFunc, cr store.ContentRequest) (lost bool) {
 	t := time.NewTicker(min(e.CancelPoll, e.Lease/3))
 	defer t.Stop()
 	renewed := e.Now()
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return false
 		case <-t.C:
 		}
 		cur, err := e.Store.ContentRequest(ctx, cr.AccountID, cr.ID)
 		if err == nil && (cur.Status != client.StatusProcessing || cur.Attempts != cr.Attempts) {
 			stop()
-			return
+			return true
 		}
 		if e.Now().Sub(renewed) < e.Lease/3 {
 			continue
@@ -237,7 +238,7 @@ func (e *Engine) watch(ctx context.Context, stop context.CancelFunc, cr store.Co
 		switch {
 		case errors.Is(err, errLost):
 			stop()
-			return
+			return true
 		case err != nil && ctx.Err() == nil:
 			e.Log.Warn("content: renew lease", "request", cr.ID, "err", err)
 		case err == nil:

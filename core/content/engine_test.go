@@ -422,7 +422,10 @@ func TestEngineCancelDuringProcessing(t *testing.T) {
 	defer fake.Close()
 	fake.Answer("m", rewriteAnswer, draftsAnswer)
 	fake.Delay = 3 * time.Second
-	start(t, e.engine(aiEngine(fake)))
+	en := e.engine(aiEngine(fake))
+	var logged syncBuffer
+	en.Log = slog.New(slog.NewTextHandler(&logged, nil))
+	start(t, en)
 	cr := e.create(t, e.starter, pageRequest(s, client.Dollars(1), client.TypeOptimize))
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -457,6 +460,10 @@ func TestEngineCancelDuringProcessing(t *testing.T) {
 	}
 	if fake.Requests() != 1 {
 		t.Errorf("engine requests %d, want 1", fake.Requests())
+	}
+	// A cancel is no processing error: the worker says it left the request.
+	if l := logged.String(); strings.Contains(l, "level=ERROR") || !strings.Contains(l, "content: request left") {
+		t.Errorf("log: %s", l)
 	}
 }
 
