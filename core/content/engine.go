@@ -195,14 +195,9 @@ func (e *Engine) run(ctx context.Context, cr store.ContentRequest) {
 // processing with its work saved, for the next start to take.
 func (e *Engine) handBack(cr store.ContentRequest) {
 	err := e.Store.Update(context.Background(), func(tx store.Tx) error {
-		cur, err := e.mine(tx, cr)
-		if err != nil {
-			return err
-		}
-		cur.LeaseUntil = e.Now().UTC()
-		return tx.UpdateContentRequest(cur)
+		return tx.RenewContentLease(cr.ID, cr.Attempts, e.Now().UTC())
 	})
-	if err != nil && !errors.Is(err, errLost) {
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		e.Log.Warn("content: hand back", "request", cr.ID, "err", err)
 	}
 }
@@ -219,8 +214,8 @@ func (e *Engine) watch(ctx context.Context, stop context.CancelFunc, cr store.Co
 			return false
 		case <-t.C:
 		}
-		cur, err := e.Store.ContentRequest(ctx, cr.AccountID, cr.ID)
-		if err == nil && (cur.Status != client.StatusProcessing || cur.Attempts != cr.Attempts) {
+		status, attempts, err := e.Store.ContentRequestClaim(ctx, cr.AccountID, cr.ID)
+		if err == nil && (status != client.StatusProcessing || attempts != cr.Attempts) {
 			stop()
 			return true
 		}
@@ -228,15 +223,10 @@ func (e *Engine) watch(ctx context.Context, stop context.CancelFunc, cr store.Co
 			continue
 		}
 		err = e.Store.Update(ctx, func(tx store.Tx) error {
-			cur, err := e.mine(tx, cr)
-			if err != nil {
-				return err
-			}
-			cur.LeaseUntil = e.Now().UTC().Add(e.Lease)
-			return tx.UpdateContentRequest(cur)
+			return tx.RenewContentLease(cr.ID, cr.Attempts, e.Now().UTC().Add(e.Lease))
 		})
 		switch {
-		case errors.Is(err, errLost):
+		case errors.Is(err, store.ErrNotFound):
 			stop()
 			return true
 		case err != nil && ctx.Err() == nil:

@@ -210,6 +210,10 @@ type Keys interface {
 // Content reads content requests outside a write transaction.
 type Content interface {
 	ContentRequest(ctx context.Context, accountID, id string) (ContentRequest, error)
+	// ContentRequestClaim reads only a request's status and attempts (not
+	// its content, result or work): what the engine checks every second
+	// of a processing request to notice a cancel or a takeover.
+	ContentRequestClaim(ctx context.Context, accountID, id string) (status string, attempts int, err error)
 	// ListContentRequests returns a page newest first and the cursor of the
 	// next page ("" on the last).
 	ListContentRequests(ctx context.Context, f ContentFilter) ([]ContentRequest, string, error)
@@ -247,6 +251,10 @@ type Tx interface {
 	// wait since their last start (fair shares), oldest first.
 	// ErrNotFound when there is none.
 	ClaimContentRequest(now, leaseEnd time.Time) (ContentRequest, error)
+	// RenewContentLease sets the lease of a request still processing under
+	// the claim that made attempts, writing nothing else; ErrNotFound when
+	// the request is no longer that claim's (cancelled, ended, taken again).
+	RenewContentLease(id string, attempts int, leaseUntil time.Time) error
 	BudgetMonth(accountID, month string) (BudgetMonth, error)
 	AddToBudgetMonth(accountID, month string, spent, reserved int64) error
 	Idempotency(scope, key string, notBefore time.Time) (Idempotency, error)

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -54,4 +55,30 @@ func (t *txn) fairQueued() (store.ContentRequest, error) {
 	}
 	return scanCR(t.tx.QueryRow(`SELECT `+crColumns+` FROM content_requests
 		WHERE status = 'queued' AND account_id = ? AND client_id IS ? ORDER BY created_at, id LIMIT 1`, account, client))
+}
+
+// RenewContentLease moves one claim's lease without rewriting the row (its
+// content and work may weigh megabytes).
+func (t *txn) RenewContentLease(id string, attempts int, leaseUntil time.Time) error {
+	res, err := t.tx.Exec(`UPDATE content_requests SET lease_until = ? WHERE id = ? AND status = 'processing' AND attempts = ?`,
+		ns(leaseUntil), id, attempts)
+	if err != nil {
+		return fmt.Errorf("sqlite: renew content lease: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("sqlite: content request %s is not processing under attempt %d: %w", id, attempts, store.ErrNotFound)
+	}
+	return nil
+}
+
+// ContentRequestClaim reads a request's status and attempts only.
+func (db *DB) ContentRequestClaim(ctx context.Context, accountID, id string) (string, int, error) {
+	var status string
+	var attempts int
+	err := db.r.QueryRowContext(ctx, `SELECT status, attempts FROM content_requests WHERE id = ? AND account_id = ?`, id, accountID).
+		Scan(&status, &attempts)
+	if err != nil {
+		return "", 0, fmt.Errorf("sqlite: content request %s: %w", id, notFound(err))
+	}
+	return status, attempts, nil
 }

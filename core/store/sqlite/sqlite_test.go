@@ -1225,3 +1225,53 @@ func TestClaimContentRequestIsFair(t *testing.T) {
 	claim("cr_c1b", 1)
 	claim("", 0)
 }
+
+// TestRenewContentLease: a renewal moves the lease of the claim that holds
+// the request and nothing else (nor the cache epoch); a stale claim, or a
+// request no longer processing, gets ErrNotFound. ContentRequestClaim
+// reads the status and attempts the engine's watcher checks.
+func TestRenewContentLease(t *testing.T) {
+	db, path := newDB(t)
+	account(t, db, "acct_1", store.AccountStandard)
+	c := cr("cr_1", "acct_1", "", t0)
+	c.Content = strings.Repeat("widgets ", 1000)
+	insert(t, db, c)
+	renew := func(attempts int, until time.Time) error {
+		return db.Update(ctx, func(tx store.Tx) error { return tx.RenewContentLease("cr_1", attempts, until) })
+	}
+	if err := renew(0, t0); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("renewal of a queued request: %v", err)
+	}
+	must(t, db.Update(ctx, func(tx store.Tx) error {
+		_, err := tx.ClaimContentRequest(t0, t0.Add(time.Minute))
+		return err
+	}))
+	if status, attempts, err := db.ContentRequestClaim(ctx, "acct_1", "cr_1"); status != "processing" || attempts != 1 || err != nil {
+		t.Fatalf("claim state %q %d %v", status, attempts, err)
+	}
+	if _, _, err := db.ContentRequestClaim(ctx, "acct_2", "cr_1"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("another account's request: %v", err)
+	}
+	before, err := db.ContentRequest(ctx, "acct_1", "cr_1")
+	must(t, err)
+	var epoch, after int64
+	must(t, raw(t, path).QueryRow(`SELECT n FROM cache_epoch`).Scan(&epoch))
+	must(t, renew(1, t0.Add(5*time.Minute)))
+	if err := renew(2, t0.Add(time.Hour)); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("renewal by another claim: %v", err)
+	}
+	must(t, raw(t, path).QueryRow(`SELECT n FROM cache_epoch`).Scan(&after))
+	got, err := db.ContentRequest(ctx, "acct_1", "cr_1")
+	must(t, err)
+	before.LeaseUntil = t0.Add(5 * time.Minute)
+	if !reflect.DeepEqual(got, before) || after != epoch {
+		t.Fatalf("after the renewal (epoch %d -> %d):\n got  %+v\n want %+v", epoch, after, got, before)
+	}
+	must(t, db.Update(ctx, func(tx store.Tx) error {
+		got.Status, got.LeaseUntil, got.EndedAt = "cancelled", time.Time{}, t0
+		return tx.UpdateContentRequest(got)
+	}))
+	if err := renew(1, t0.Add(time.Hour)); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("renewal of a cancelled request: %v", err)
+	}
+}
