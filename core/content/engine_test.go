@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -731,5 +732,52 @@ func TestEngineFallsBackToContent(t *testing.T) {
 	if cr.Status != client.StatusCompleted || cr.Spent != content.DefaultPrices.Analysis || r.Source.Kind != "content" ||
 		len(r.Notes) != 1 || !strings.Contains(r.Notes[0], "answered 404") || r.Analysis.Words != 13 {
 		t.Errorf("%s, spent %d, source %+v, notes %q, words %d", cr.Status, cr.Spent, r.Source, r.Notes, r.Analysis.Words)
+	}
+}
+
+// TestEngineLongTextKeepsItsRest: a text longer than the engine is given
+// is rewritten at its beginning; the optimized text keeps the rest as it
+// was, so the diff does not show the rest deleted and score_after is the
+// whole page's.
+func TestEngineLongTextKeepsItsRest(t *testing.T) {
+	e := newEnv(t)
+	fake := probefake.New()
+	defer fake.Close()
+	fake.Answer("m", rewriteAnswer, draftsAnswer)
+	start(t, e.engine(aiEngine(fake)))
+	var b strings.Builder
+	b.WriteString("# Widgets\n\nWelcome to our blog! Acme widgets last 3 times longer than other widgets and 87% of buyers come back.")
+	for i := 0; b.Len() < 2*content.MaxEngineText; i++ {
+		fmt.Fprintf(&b, "\n\nAcme widget model %d keeps one chore at home done for years.", i)
+	}
+	b.WriteString("\n\nThe last paragraph of a long page about widgets.")
+	in := req(client.Dollars(1))
+	in.Content, in.TargetQueries = b.String(), []string{"best widgets for home"}
+	cr := e.waitEnded(t, e.starter, e.create(t, e.starter, in).ID)
+	r := result(t, cr)
+	if cr.Status != client.StatusCompleted || r.OptimizedText == nil || r.Diff == nil {
+		t.Fatalf("%s: %s, result %+v", cr.Status, cr.FailureReason, r)
+	}
+	prompts := fake.Prompts()
+	if len(prompts) != 2 || strings.Contains(prompts[0], "last paragraph") || len(prompts[0]) > content.MaxEngineText+4096 {
+		t.Errorf("the engine was given %d bytes", len(prompts[0]))
+	}
+	opt := *r.OptimizedText
+	if !strings.HasPrefix(opt, "# Best widgets for home\n") || !strings.HasSuffix(opt, "\n\nThe last paragraph of a long page about widgets.") {
+		t.Errorf("optimized text: %.200q ... %.200q", opt, opt[max(0, len(opt)-200):])
+	}
+	// The rest is the original's, unchanged: no line of it is removed.
+	given := r.OriginalText[:content.MaxEngineText]
+	for _, l := range strings.Split(*r.Diff, "\n") {
+		if strings.HasPrefix(l, "-") && !strings.HasPrefix(l, "---") && !strings.Contains(given, l[1:]) {
+			t.Fatalf("the diff removes a line of the rest: %q", l)
+		}
+	}
+	rest := len(strings.Fields(r.OriginalText[content.MaxEngineText:]))
+	if r.AnalysisAfter == nil || r.AnalysisAfter.Words < rest || r.AnalysisAfter.Words >= r.Analysis.Words {
+		t.Errorf("score_after covers %d words; the rest has %d, the original %d", r.AnalysisAfter.Words, rest, r.Analysis.Words)
+	}
+	if !slices.ContainsFunc(r.Notes, func(n string) bool { return strings.Contains(n, "keeps the rest as it was") }) {
+		t.Errorf("notes %q", r.Notes)
 	}
 }
