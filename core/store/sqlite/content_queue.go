@@ -16,8 +16,7 @@ import (
 // processing, then the one whose last request started longest ago (never
 // first), then the one whose oldest queued request is oldest.
 func (t *txn) ClaimContentRequest(now, leaseEnd time.Time) (store.ContentRequest, error) {
-	c, err := scanCR(t.tx.QueryRow(`SELECT `+crColumns+` FROM content_requests
-		WHERE status = 'processing' AND lease_until < ? ORDER BY lease_until, id LIMIT 1`, now.UnixNano()))
+	c, err := scanCR(t.tx.QueryRow(`SELECT `+crColumns+` FROM content_requests `+claimExpired, now.UnixNano()))
 	if errors.Is(err, sql.ErrNoRows) {
 		c, err = t.fairQueued()
 	}
@@ -32,29 +31,36 @@ func (t *txn) ClaimContentRequest(now, leaseEnd time.Time) (store.ContentRequest
 	return c, t.UpdateContentRequest(c)
 }
 
-func (t *txn) fairQueued() (store.ContentRequest, error) {
-	var account string
-	err := t.tx.QueryRow(`SELECT q.account_id FROM content_requests q WHERE q.status = 'queued'
+// The claim's queries (migration 0012 indexes each): a processing request
+// whose lease ended; the account, then its client, to serve; its oldest
+// queued request.
+const (
+	claimExpired = `WHERE status = 'processing' AND lease_until < ? ORDER BY lease_until, id LIMIT 1`
+	claimAccount = `SELECT q.account_id FROM content_requests q WHERE q.status = 'queued'
 		GROUP BY q.account_id
 		ORDER BY (SELECT count(*) FROM content_requests p WHERE p.account_id = q.account_id AND p.status = 'processing'),
 		         coalesce((SELECT max(started_at) FROM content_requests p WHERE p.account_id = q.account_id), 0),
 		         min(q.created_at)
-		LIMIT 1`).Scan(&account)
-	if err != nil {
-		return store.ContentRequest{}, err
-	}
-	var client sql.NullString
-	err = t.tx.QueryRow(`SELECT q.client_id FROM content_requests q WHERE q.account_id = ?1 AND q.status = 'queued'
+		LIMIT 1`
+	claimClient = `SELECT q.client_id FROM content_requests q WHERE q.account_id = ?1 AND q.status = 'queued'
 		GROUP BY q.client_id
 		ORDER BY (SELECT count(*) FROM content_requests p WHERE p.account_id = ?1 AND p.client_id IS q.client_id AND p.status = 'processing'),
 		         coalesce((SELECT max(started_at) FROM content_requests p WHERE p.account_id = ?1 AND p.client_id IS q.client_id), 0),
 		         min(q.created_at)
-		LIMIT 1`, account).Scan(&client)
-	if err != nil {
+		LIMIT 1`
+	claimOldest = `WHERE status = 'queued' AND account_id = ? AND client_id IS ? ORDER BY created_at, id LIMIT 1`
+)
+
+func (t *txn) fairQueued() (store.ContentRequest, error) {
+	var account string
+	if err := t.tx.QueryRow(claimAccount).Scan(&account); err != nil {
 		return store.ContentRequest{}, err
 	}
-	return scanCR(t.tx.QueryRow(`SELECT `+crColumns+` FROM content_requests
-		WHERE status = 'queued' AND account_id = ? AND client_id IS ? ORDER BY created_at, id LIMIT 1`, account, client))
+	var client sql.NullString
+	if err := t.tx.QueryRow(claimClient, account).Scan(&client); err != nil {
+		return store.ContentRequest{}, err
+	}
+	return scanCR(t.tx.QueryRow(`SELECT `+crColumns+` FROM content_requests `+claimOldest, account, client))
 }
 
 // RenewContentLease moves one claim's lease without rewriting the row (its
