@@ -1103,12 +1103,26 @@ func TestContentRequestEpochMovesOnStatusOnly(t *testing.T) {
 	db, path := newDB(t)
 	account(t, db, "acct_1", store.AccountStandard)
 	r := raw(t, path)
-	epoch := func() int64 {
+	keys := func() int64 {
 		t.Helper()
 		var n int64
 		must(t, r.QueryRow(`SELECT n FROM cache_epoch`).Scan(&n))
 		return n
 	}
+	// The budgets' counter: the active requests an account's budget reads.
+	epoch := func() int64 {
+		t.Helper()
+		var n int64
+		must(t, r.QueryRow(`SELECT budgets FROM cache_epoch`).Scan(&n))
+		return n
+	}
+	// None of it empties the key cache.
+	k := keys()
+	defer func() {
+		if got := keys(); got != k {
+			t.Errorf("content request changes moved the keys' counter %d -> %d", k, got)
+		}
+	}()
 	update := func(f func(*store.ContentRequest)) {
 		t.Helper()
 		must(t, db.Update(ctx, func(tx store.Tx) error {
@@ -1254,18 +1268,18 @@ func TestRenewContentLease(t *testing.T) {
 	}
 	before, err := db.ContentRequest(ctx, "acct_1", "cr_1")
 	must(t, err)
-	var epoch, after int64
-	must(t, raw(t, path).QueryRow(`SELECT n FROM cache_epoch`).Scan(&epoch))
+	var epoch, after string
+	must(t, raw(t, path).QueryRow(`SELECT n || '/' || budgets FROM cache_epoch`).Scan(&epoch))
 	must(t, renew(1, t0.Add(5*time.Minute)))
 	if err := renew(2, t0.Add(time.Hour)); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("renewal by another claim: %v", err)
 	}
-	must(t, raw(t, path).QueryRow(`SELECT n FROM cache_epoch`).Scan(&after))
+	must(t, raw(t, path).QueryRow(`SELECT n || '/' || budgets FROM cache_epoch`).Scan(&after))
 	got, err := db.ContentRequest(ctx, "acct_1", "cr_1")
 	must(t, err)
 	before.LeaseUntil = t0.Add(5 * time.Minute)
 	if !reflect.DeepEqual(got, before) || after != epoch {
-		t.Fatalf("after the renewal (epoch %d -> %d):\n got  %+v\n want %+v", epoch, after, got, before)
+		t.Fatalf("after the renewal (epoch %s -> %s):\n got  %+v\n want %+v", epoch, after, got, before)
 	}
 	must(t, db.Update(ctx, func(tx store.Tx) error {
 		got.Status, got.LeaseUntil, got.EndedAt = "cancelled", time.Time{}, t0
@@ -1305,5 +1319,42 @@ func TestClaimQueriesSearchIndexes(t *testing.T) {
 			}
 		}
 		t.Logf("claim query %d:\n%s", i, strings.Join(plan, "\n"))
+	}
+}
+
+// TestBudgetChangesKeepKeysCached: the budget ledger and the key cache
+// have their own counters. A charge committed on another handle (the
+// content engine's, the CLI's) is seen by the next budget read and leaves
+// the keys' counter, so the key cache stays warm; a tier change is seen by
+// the next key read.
+func TestBudgetChangesKeepKeysCached(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "aivis.db")
+	server := open(t, path)
+	engine := open(t, path)
+	account(t, engine, "acct_1", store.AccountStandard)
+	k := newKey("key_1", "acct_1", "", t0)
+	must(t, engine.CreateKey(ctx, k))
+	r := raw(t, path)
+	counters := func() (keys, budgets int64) {
+		t.Helper()
+		must(t, r.QueryRow(`SELECT n, budgets FROM cache_epoch`).Scan(&keys, &budgets))
+		return keys, budgets
+	}
+	for i := range 50 {
+		if p, err := server.PrincipalByKeyHash(ctx, k.KeyHash); err != nil || p.Account.Tier != "starter" {
+			t.Fatalf("principal %+v, %v", p, err)
+		}
+		keys, budgets := counters()
+		must(t, engine.Update(ctx, func(tx store.Tx) error { return tx.AddToBudgetMonth("acct_1", "2025-06", 7, 0) }))
+		if b, _, err := server.Budget(ctx, "acct_1", "2025-06"); err != nil || b.Spent != int64(7*(i+1)) {
+			t.Fatalf("charge %d: budget %+v, %v", i, b, err)
+		}
+		if k2, b2 := counters(); k2 != keys || b2 == budgets {
+			t.Fatalf("charge %d: counters %d/%d -> %d/%d; want the keys' unchanged, the budgets' moved", i, keys, budgets, k2, b2)
+		}
+	}
+	must(t, engine.SetTier(ctx, "acct_1", "enterprise"))
+	if p, err := server.PrincipalByKeyHash(ctx, k.KeyHash); err != nil || p.Account.Tier != "enterprise" {
+		t.Fatalf("after the tier change: %+v, %v", p, err)
 	}
 }
