@@ -192,10 +192,12 @@ func (e *Engine) run(ctx context.Context, cr store.ContentRequest) {
 }
 
 // handBack ends this worker's lease at once, the request still
-// processing with its work saved, for the next start to take.
+// processing with its work saved, for the next start to take; the claim
+// does not count against MaxAttempts (nothing went wrong). The run has
+// ended, so no write of this claim can follow.
 func (e *Engine) handBack(cr store.ContentRequest) {
 	err := e.Store.Update(context.Background(), func(tx store.Tx) error {
-		return tx.RenewContentLease(cr.ID, cr.Attempts, e.Now().UTC())
+		return tx.HandBackContentRequest(cr.ID, cr.Attempts, e.Now().UTC())
 	})
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		e.Log.Warn("content: hand back", "request", cr.ID, "err", err)

@@ -468,6 +468,10 @@ func TestEngineCancelDuringProcessing(t *testing.T) {
 	}
 }
 
+// TestEngineResumesWithoutPayingTwice: servers stopped gracefully while the
+// engine rewrites, more times than MaxAttempts, hand the request back each
+// time without counting the claim; the next one finishes it without
+// fetching or analysing again.
 func TestEngineResumesWithoutPayingTwice(t *testing.T) {
 	e := newEnv(t)
 	s := newSite(t)
@@ -475,27 +479,31 @@ func TestEngineResumesWithoutPayingTwice(t *testing.T) {
 	defer fake.Close()
 	fake.Answer("m", rewriteAnswer, draftsAnswer)
 	fake.Delay = 2 * time.Second
-	en := e.engine(aiEngine(fake))
-	stop := start(t, en)
 	cr := e.create(t, e.starter, pageRequest(s, client.Dollars(1), client.TypeOptimize))
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	for i := range 4 {
+		en := e.engine(aiEngine(fake))
+		en.MaxAttempts = 3
+		stop := start(t, en)
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			cur, err := e.svc.Get(ctx, e.starter, cr.ID)
+			must(t, err)
+			if cur.Step == content.StepRewrite && cur.Attempts == 1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("stop %d: never reached the rewrite: %s %q", i, cur.Status, cur.Step)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		// The process stops mid-call: the request stays processing, its
+		// analysis paid for and saved, its lease ended and the claim
+		// uncounted.
+		stop()
 		cur, err := e.svc.Get(ctx, e.starter, cr.ID)
 		must(t, err)
-		if cur.Step == content.StepRewrite {
-			break
+		if cur.Status != client.StatusProcessing || cur.Spent != base || cur.Attempts != 0 || cur.LeaseUntil.After(time.Now()) {
+			t.Fatalf("after stop %d: %s, spent %d, attempts %d, lease until %v", i, cur.Status, cur.Spent, cur.Attempts, cur.LeaseUntil)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("never reached the rewrite: %s %q", cur.Status, cur.Step)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	// The process stops mid-call: the request stays processing, its
-	// analysis paid for and saved.
-	stop()
-	cur, err := e.svc.Get(ctx, e.starter, cr.ID)
-	must(t, err)
-	if cur.Status != client.StatusProcessing || cur.Spent != base || cur.Attempts != 1 {
-		t.Fatalf("after the stop: %s, spent %d, attempts %d", cur.Status, cur.Spent, cur.Attempts)
 	}
 	// The stop handed it back: a new engine claims it and finishes it without
 	// fetching or analysing again.
@@ -503,9 +511,9 @@ func TestEngineResumesWithoutPayingTwice(t *testing.T) {
 	defer fast.Close()
 	fast.Answer("m", rewriteAnswer, draftsAnswer)
 	start(t, e.engine(aiEngine(fast)))
-	cur = e.waitEnded(t, e.starter, cr.ID)
+	cur := e.waitEnded(t, e.starter, cr.ID)
 	r := result(t, cur)
-	if cur.Status != client.StatusCompleted || cur.Attempts != 2 || s.hits.Load() != 1 {
+	if cur.Status != client.StatusCompleted || cur.Attempts != 1 || s.hits.Load() != 1 {
 		t.Fatalf("%s, attempts %d, page fetched %d times", cur.Status, cur.Attempts, s.hits.Load())
 	}
 	analyses := 0

@@ -255,6 +255,12 @@ type Tx interface {
 	// the claim that made attempts, writing nothing else; ErrNotFound when
 	// the request is no longer that claim's (cancelled, ended, taken again).
 	RenewContentLease(id string, attempts int, leaseUntil time.Time) error
+	// HandBackContentRequest ends the lease of a request still processing
+	// under the claim that made attempts, at now, and takes that claim
+	// off its attempts: a server that stops gracefully leaves the request
+	// to the next claim without counting against it. ErrNotFound as for
+	// RenewContentLease.
+	HandBackContentRequest(id string, attempts int, now time.Time) error
 	BudgetMonth(accountID, month string) (BudgetMonth, error)
 	AddToBudgetMonth(accountID, month string, spent, reserved int64) error
 	Idempotency(scope, key string, notBefore time.Time) (Idempotency, error)

@@ -77,6 +77,19 @@ func (t *txn) RenewContentLease(id string, attempts int, leaseUntil time.Time) e
 	return nil
 }
 
+// HandBackContentRequest ends a claim's lease at now and uncounts it.
+func (t *txn) HandBackContentRequest(id string, attempts int, now time.Time) error {
+	res, err := t.tx.Exec(`UPDATE content_requests SET lease_until = ?, attempts = attempts - 1
+		WHERE id = ? AND status = 'processing' AND attempts = ?`, ns(now), id, attempts)
+	if err != nil {
+		return fmt.Errorf("sqlite: hand back content request: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("sqlite: content request %s is not processing under attempt %d: %w", id, attempts, store.ErrNotFound)
+	}
+	return nil
+}
+
 // ContentRequestClaim reads a request's status and attempts only.
 func (db *DB) ContentRequestClaim(ctx context.Context, accountID, id string) (string, int, error) {
 	var status string

@@ -1241,8 +1241,9 @@ func TestClaimContentRequestIsFair(t *testing.T) {
 }
 
 // TestRenewContentLease: a renewal moves the lease of the claim that holds
-// the request and nothing else (nor the cache epoch); a stale claim, or a
-// request no longer processing, gets ErrNotFound. ContentRequestClaim
+// the request and nothing else (nor the cache epoch); a hand-back ends it
+// and uncounts the claim; a stale claim, or a request no longer
+// processing, gets ErrNotFound. ContentRequestClaim
 // reads the status and attempts the engine's watcher checks.
 func TestRenewContentLease(t *testing.T) {
 	db, path := newDB(t)
@@ -1281,11 +1282,24 @@ func TestRenewContentLease(t *testing.T) {
 	if !reflect.DeepEqual(got, before) || after != epoch {
 		t.Fatalf("after the renewal (epoch %s -> %s):\n got  %+v\n want %+v", epoch, after, got, before)
 	}
+	// A hand-back ends the lease and uncounts the claim, once.
+	handBack := func() error {
+		return db.Update(ctx, func(tx store.Tx) error { return tx.HandBackContentRequest("cr_1", 1, t0.Add(time.Second)) })
+	}
+	must(t, handBack())
+	got, err = db.ContentRequest(ctx, "acct_1", "cr_1")
+	must(t, err)
+	if got.Status != "processing" || got.Attempts != 0 || !got.LeaseUntil.Equal(t0.Add(time.Second)) {
+		t.Fatalf("after the hand-back: %s, attempts %d, lease %v", got.Status, got.Attempts, got.LeaseUntil)
+	}
+	if err := handBack(); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("second hand-back: %v", err)
+	}
 	must(t, db.Update(ctx, func(tx store.Tx) error {
 		got.Status, got.LeaseUntil, got.EndedAt = "cancelled", time.Time{}, t0
 		return tx.UpdateContentRequest(got)
 	}))
-	if err := renew(1, t0.Add(time.Hour)); !errors.Is(err, store.ErrNotFound) {
+	if err := renew(0, t0.Add(time.Hour)); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("renewal of a cancelled request: %v", err)
 	}
 }
