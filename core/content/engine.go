@@ -47,7 +47,8 @@ type Engine struct {
 	// without a wake-up (default 2 s); CancelPoll, how often a processing
 	// request is checked for a cancel (default 1 s).
 	Lease, Poll, CancelPoll time.Duration
-	// MaxAttempts bounds the claims of a request before it fails (default 3).
+	// MaxAttempts bounds the claims of a request before it fails (default
+	// 3), less those handed back by a graceful stop.
 	MaxAttempts int
 
 	wake chan struct{}
@@ -142,7 +143,7 @@ func (e *Engine) claim(ctx context.Context) (store.ContentRequest, error) {
 			// Read inside the transaction: claims are ordered as their times.
 			now := e.Now().UTC()
 			cr, err = tx.ClaimContentRequest(now, now.Add(e.Lease))
-			if err != nil || cr.Attempts <= e.MaxAttempts {
+			if err != nil || cr.Attempts-cr.HandBacks <= e.MaxAttempts {
 				return err
 			}
 			exhausted = true
@@ -193,8 +194,7 @@ func (e *Engine) run(ctx context.Context, cr store.ContentRequest) {
 
 // handBack ends this worker's lease at once, the request still
 // processing with its work saved, for the next start to take; the claim
-// does not count against MaxAttempts (nothing went wrong). The run has
-// ended, so no write of this claim can follow.
+// does not count against MaxAttempts (nothing went wrong).
 func (e *Engine) handBack(cr store.ContentRequest) {
 	err := e.Store.Update(context.Background(), func(tx store.Tx) error {
 		return tx.HandBackContentRequest(cr.ID, cr.Attempts, e.Now().UTC())

@@ -487,7 +487,7 @@ func TestEngineResumesWithoutPayingTwice(t *testing.T) {
 		for deadline := time.Now().Add(10 * time.Second); ; {
 			cur, err := e.svc.Get(ctx, e.starter, cr.ID)
 			must(t, err)
-			if cur.Step == content.StepRewrite && cur.Attempts == 1 {
+			if cur.Step == content.StepRewrite && cur.Attempts == i+1 {
 				break
 			}
 			if time.Now().After(deadline) {
@@ -497,12 +497,12 @@ func TestEngineResumesWithoutPayingTwice(t *testing.T) {
 		}
 		// The process stops mid-call: the request stays processing, its
 		// analysis paid for and saved, its lease ended and the claim
-		// uncounted.
+		// counted as handed back.
 		stop()
 		cur, err := e.svc.Get(ctx, e.starter, cr.ID)
 		must(t, err)
-		if cur.Status != client.StatusProcessing || cur.Spent != base || cur.Attempts != 0 || cur.LeaseUntil.After(time.Now()) {
-			t.Fatalf("after stop %d: %s, spent %d, attempts %d, lease until %v", i, cur.Status, cur.Spent, cur.Attempts, cur.LeaseUntil)
+		if cur.Status != client.StatusProcessing || cur.Spent != base || cur.Attempts != i+1 || cur.HandBacks != i+1 || cur.LeaseUntil.After(time.Now()) {
+			t.Fatalf("after stop %d: %s, spent %d, attempts %d, hand-backs %d, lease until %v", i, cur.Status, cur.Spent, cur.Attempts, cur.HandBacks, cur.LeaseUntil)
 		}
 	}
 	// The stop handed it back: a new engine claims it and finishes it without
@@ -513,7 +513,7 @@ func TestEngineResumesWithoutPayingTwice(t *testing.T) {
 	start(t, e.engine(aiEngine(fast)))
 	cur := e.waitEnded(t, e.starter, cr.ID)
 	r := result(t, cur)
-	if cur.Status != client.StatusCompleted || cur.Attempts != 1 || s.hits.Load() != 1 {
+	if cur.Status != client.StatusCompleted || cur.Attempts != 5 || cur.HandBacks != 4 || s.hits.Load() != 1 {
 		t.Fatalf("%s, attempts %d, page fetched %d times", cur.Status, cur.Attempts, s.hits.Load())
 	}
 	analyses := 0

@@ -84,9 +84,12 @@ type ContentRequest struct {
 	Result        []byte // JSON, nil until processed
 	// Step is the step a processing request is at ("" while queued).
 	Step string
-	// Attempts counts the claims of the request by a worker; LeaseUntil is
-	// when a processing request's claim ends unless renewed.
+	// Attempts counts the claims of the request by a worker (each claim's
+	// number is its identity: it never goes down); HandBacks, the claims
+	// handed back by a server that stopped gracefully; LeaseUntil is when
+	// a processing request's claim ends unless renewed.
 	Attempts   int
+	HandBacks  int
 	LeaseUntil time.Time
 	// Work is what the paid steps produced so far (JSON, the content
 	// engine's), so that a retry pays for no step twice.
@@ -256,10 +259,9 @@ type Tx interface {
 	// the request is no longer that claim's (cancelled, ended, taken again).
 	RenewContentLease(id string, attempts int, leaseUntil time.Time) error
 	// HandBackContentRequest ends the lease of a request still processing
-	// under the claim that made attempts, at now, and takes that claim
-	// off its attempts: a server that stops gracefully leaves the request
-	// to the next claim without counting against it. ErrNotFound as for
-	// RenewContentLease.
+	// under the claim that made attempts, at now, and counts a hand-back:
+	// a server that stops gracefully leaves the request to the next claim.
+	// ErrNotFound as for RenewContentLease.
 	HandBackContentRequest(id string, attempts int, now time.Time) error
 	BudgetMonth(accountID, month string) (BudgetMonth, error)
 	AddToBudgetMonth(accountID, month string, spent, reserved int64) error

@@ -77,9 +77,11 @@ func (t *txn) RenewContentLease(id string, attempts int, leaseUntil time.Time) e
 	return nil
 }
 
-// HandBackContentRequest ends a claim's lease at now and uncounts it.
+// HandBackContentRequest ends a claim's lease at now and counts the
+// hand-back (the claim's number stays taken: a worker of that claim still
+// running somewhere must not find it valid again).
 func (t *txn) HandBackContentRequest(id string, attempts int, now time.Time) error {
-	res, err := t.tx.Exec(`UPDATE content_requests SET lease_until = ?, attempts = attempts - 1
+	res, err := t.tx.Exec(`UPDATE content_requests SET lease_until = ?, handbacks = handbacks + 1
 		WHERE id = ? AND status = 'processing' AND attempts = ?`, ns(now), id, attempts)
 	if err != nil {
 		return fmt.Errorf("sqlite: hand back content request: %w", err)

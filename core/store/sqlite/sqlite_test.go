@@ -1242,8 +1242,8 @@ func TestClaimContentRequestIsFair(t *testing.T) {
 
 // TestRenewContentLease: a renewal moves the lease of the claim that holds
 // the request and nothing else (nor the cache epoch); a hand-back ends it
-// and uncounts the claim; a stale claim, or a request no longer
-// processing, gets ErrNotFound. ContentRequestClaim
+// and counts itself; a stale claim, or a request no longer processing,
+// gets ErrNotFound. ContentRequestClaim
 // reads the status and attempts the engine's watcher checks.
 func TestRenewContentLease(t *testing.T) {
 	db, path := newDB(t)
@@ -1282,24 +1282,25 @@ func TestRenewContentLease(t *testing.T) {
 	if !reflect.DeepEqual(got, before) || after != epoch {
 		t.Fatalf("after the renewal (epoch %s -> %s):\n got  %+v\n want %+v", epoch, after, got, before)
 	}
-	// A hand-back ends the lease and uncounts the claim, once.
-	handBack := func() error {
-		return db.Update(ctx, func(tx store.Tx) error { return tx.HandBackContentRequest("cr_1", 1, t0.Add(time.Second)) })
+	// A hand-back ends the lease and counts itself; the claim keeps its
+	// number. One by a stale claim changes nothing.
+	handBack := func(attempts int) error {
+		return db.Update(ctx, func(tx store.Tx) error { return tx.HandBackContentRequest("cr_1", attempts, t0.Add(time.Second)) })
 	}
-	must(t, handBack())
+	if err := handBack(2); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("hand-back by another claim: %v", err)
+	}
+	must(t, handBack(1))
 	got, err = db.ContentRequest(ctx, "acct_1", "cr_1")
 	must(t, err)
-	if got.Status != "processing" || got.Attempts != 0 || !got.LeaseUntil.Equal(t0.Add(time.Second)) {
-		t.Fatalf("after the hand-back: %s, attempts %d, lease %v", got.Status, got.Attempts, got.LeaseUntil)
-	}
-	if err := handBack(); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("second hand-back: %v", err)
+	if got.Status != "processing" || got.Attempts != 1 || got.HandBacks != 1 || !got.LeaseUntil.Equal(t0.Add(time.Second)) {
+		t.Fatalf("after the hand-back: %s, attempts %d, hand-backs %d, lease %v", got.Status, got.Attempts, got.HandBacks, got.LeaseUntil)
 	}
 	must(t, db.Update(ctx, func(tx store.Tx) error {
 		got.Status, got.LeaseUntil, got.EndedAt = "cancelled", time.Time{}, t0
 		return tx.UpdateContentRequest(got)
 	}))
-	if err := renew(0, t0.Add(time.Hour)); !errors.Is(err, store.ErrNotFound) {
+	if err := renew(1, t0.Add(time.Hour)); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("renewal of a cancelled request: %v", err)
 	}
 }
