@@ -788,4 +788,14 @@ func TestEngineLongTextKeepsItsRest(t *testing.T) {
 	if !slices.ContainsFunc(r.Notes, func(n string) bool { return strings.Contains(n, "keeps the rest as it was") }) {
 		t.Errorf("notes %q", r.Notes)
 	}
+
+	// A budget that does not cover the rewrite: no rewrite, and no note
+	// that says the engine rewrote the beginning.
+	in.Budget = client.USD(content.DefaultPrices.Analysis + 1)
+	cr = e.waitEnded(t, e.starter, e.create(t, e.starter, in).ID)
+	r = result(t, cr)
+	if cr.Status != client.StatusCompleted || r.OptimizedText != nil || !r.BudgetExhausted || len(r.Notes) != 1 ||
+		!strings.HasPrefix(r.Notes[0], "The budget left") {
+		t.Errorf("%s, budget exhausted %v, notes %q", cr.Status, r.BudgetExhausted, r.Notes)
+	}
 }

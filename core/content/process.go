@@ -273,7 +273,7 @@ const rules = `Rules you must follow:
 // rewrite asks the engine for the text rewritten toward the target
 // queries, checks it against the original, and scores it.
 func (e *Engine) rewrite(ctx context.Context, cr *store.ContentRequest, w *work, opts analysis.Options) error {
-	text, rest := engineText(w, w.Result.OriginalText)
+	text, rest := engineText(w.Result.OriginalText)
 	var fixes []string
 	for _, f := range w.Result.Analysis.Findings {
 		fixes = append(fixes, "- "+f.Title+": "+f.Fix)
@@ -295,6 +295,7 @@ Answer with the rewritten text in Markdown and nothing else.`,
 		// The page as it would be: its rewritten beginning, then the rest
 		// as it was, so that the diff and score_after cover the whole page.
 		out = strings.TrimRight(out, "\n") + "\n\n" + strings.TrimLeft(rest, "\n")
+		w.note("%s", noteCut)
 	}
 	w.Rewritten = true
 	w.Result.OptimizedText = &out
@@ -311,7 +312,7 @@ func (e *Engine) draft(ctx context.Context, cr *store.ContentRequest, w *work, o
 	if w.Result.OptimizedText != nil {
 		text = *w.Result.OptimizedText
 	}
-	text, _ = engineText(w, text)
+	text, _ = engineText(text)
 	r := probe.Request{Temperature: 0.2,
 		System: "You draft structured data for a web page from its text.\n" + rules + `
 Answer with JSON only, in this shape: {"faq":[{"question":"...","answer":"..."}],"summary":"..."}
@@ -397,7 +398,7 @@ func (e *Engine) finish(ctx context.Context, cr *store.ContentRequest, w *work, 
 
 // engineText is a text as sent to the engine, cut at MaxEngineText on a
 // line boundary, and the rest the engine is not given.
-func engineText(w *work, t string) (string, string) {
+func engineText(t string) (string, string) {
 	if len(t) <= MaxEngineText {
 		return t, ""
 	}
@@ -407,9 +408,6 @@ func engineText(w *work, t string) (string, string) {
 		for cut > 0 && !utf8.RuneStart(t[cut]) {
 			cut--
 		}
-	}
-	if !slices.Contains(w.Result.Notes, noteCut) {
-		w.Result.Notes = append(w.Result.Notes, noteCut)
 	}
 	return t[:cut], t[cut:]
 }
