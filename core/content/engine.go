@@ -47,7 +47,8 @@ type Engine struct {
 	// without a wake-up (default 2 s); CancelPoll, how often a processing
 	// request is checked for a cancel (default 1 s).
 	Lease, Poll, CancelPoll time.Duration
-	// MaxAttempts bounds the claims of a request before it fails (default 3).
+	// MaxAttempts bounds the claims of a request before it fails (default
+	// 3), less those handed back by a graceful stop.
 	MaxAttempts int
 
 	wake chan struct{}
@@ -142,7 +143,7 @@ func (e *Engine) claim(ctx context.Context) (store.ContentRequest, error) {
 			// Read inside the transaction: claims are ordered as their times.
 			now := e.Now().UTC()
 			cr, err = tx.ClaimContentRequest(now, now.Add(e.Lease))
-			if err != nil || cr.Attempts <= e.MaxAttempts {
+			if err != nil || cr.Attempts-cr.HandBacks <= e.MaxAttempts {
 				return err
 			}
 			exhausted = true
@@ -171,16 +172,17 @@ func (e *Engine) run(ctx context.Context, cr store.ContentRequest) {
 	defer stop()
 	watched := make(chan struct{})
 	claimed := cr // the watcher's copy: process changes cr
+	var lost bool // the watcher stopped the run: written before watched closes
 	go func() {
 		defer close(watched)
-		e.watch(runCtx, stop, claimed)
+		lost = e.watch(runCtx, stop, claimed)
 	}()
 	err := e.process(runCtx, &cr)
 	stop()
 	<-watched
 	switch {
 	case err == nil:
-	case errors.Is(err, errLost):
+	case errors.Is(err, errLost) || lost:
 		e.Log.Info("content: request left", "request", cr.ID, "reason", "cancelled or claimed again")
 	case ctx.Err() != nil:
 		// Shutting down: the next start resumes it at once.
@@ -191,53 +193,44 @@ func (e *Engine) run(ctx context.Context, cr store.ContentRequest) {
 }
 
 // handBack ends this worker's lease at once, the request still
-// processing with its work saved, for the next start to take.
+// processing with its work saved, for the next start to take; the claim
+// does not count against MaxAttempts (nothing went wrong).
 func (e *Engine) handBack(cr store.ContentRequest) {
 	err := e.Store.Update(context.Background(), func(tx store.Tx) error {
-		cur, err := e.mine(tx, cr)
-		if err != nil {
-			return err
-		}
-		cur.LeaseUntil = e.Now().UTC()
-		return tx.UpdateContentRequest(cur)
+		return tx.HandBackContentRequest(cr.ID, cr.Attempts, e.Now().UTC())
 	})
-	if err != nil && !errors.Is(err, errLost) {
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		e.Log.Warn("content: hand back", "request", cr.ID, "err", err)
 	}
 }
 
 // watch renews the lease every third of it and stops the run when the
-// request is cancelled or taken over.
-func (e *Engine) watch(ctx context.Context, stop context.CancelFunc, cr store.ContentRequest) {
+// request is cancelled or taken over, which it reports as lost.
+func (e *Engine) watch(ctx context.Context, stop context.CancelFunc, cr store.ContentRequest) (lost bool) {
 	t := time.NewTicker(min(e.CancelPoll, e.Lease/3))
 	defer t.Stop()
 	renewed := e.Now()
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return false
 		case <-t.C:
 		}
-		cur, err := e.Store.ContentRequest(ctx, cr.AccountID, cr.ID)
-		if err == nil && (cur.Status != client.StatusProcessing || cur.Attempts != cr.Attempts) {
+		status, attempts, err := e.Store.ContentRequestClaim(ctx, cr.AccountID, cr.ID)
+		if err == nil && (status != client.StatusProcessing || attempts != cr.Attempts) {
 			stop()
-			return
+			return true
 		}
 		if e.Now().Sub(renewed) < e.Lease/3 {
 			continue
 		}
 		err = e.Store.Update(ctx, func(tx store.Tx) error {
-			cur, err := e.mine(tx, cr)
-			if err != nil {
-				return err
-			}
-			cur.LeaseUntil = e.Now().UTC().Add(e.Lease)
-			return tx.UpdateContentRequest(cur)
+			return tx.RenewContentLease(cr.ID, cr.Attempts, e.Now().UTC().Add(e.Lease))
 		})
 		switch {
-		case errors.Is(err, errLost):
+		case errors.Is(err, store.ErrNotFound):
 			stop()
-			return
+			return true
 		case err != nil && ctx.Err() == nil:
 			e.Log.Warn("content: renew lease", "request", cr.ID, "err", err)
 		case err == nil:

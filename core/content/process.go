@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/aivis/aivis/client"
 	"github.com/aivis/aivis/core/content/analysis"
@@ -246,9 +247,12 @@ func (e *Engine) ask(ctx context.Context, cr *store.ContentRequest, w *work, ste
 		return a, 0, false, ctx.Err()
 	}
 	if err != nil {
+		// The error names the operator's engine (its address, its answer):
+		// the log has it, the customer's result only what it means to them.
+		e.Log.Warn("content: AI engine call failed", "request", cr.ID, "step", step, "engine", e.AI.Label, "err", err)
 		w.EngineError = true
-		w.note("The AI engine %s failed at the %s step (%v): nothing was charged for it, and the result holds what was done before.",
-			e.AI.Label, step, err)
+		w.note("The AI engine %s failed at the %s step: nothing was charged for it, and the result holds what was done before.",
+			e.AI.Label, step)
 		return a, 0, false, nil
 	}
 	in, out := a.InputTokens, min(a.OutputTokens, r.MaxTokens)
@@ -269,7 +273,7 @@ const rules = `Rules you must follow:
 // rewrite asks the engine for the text rewritten toward the target
 // queries, checks it against the original, and scores it.
 func (e *Engine) rewrite(ctx context.Context, cr *store.ContentRequest, w *work, opts analysis.Options) error {
-	text := engineText(w)
+	text, rest := engineText(w.Result.OriginalText)
 	var fixes []string
 	for _, f := range w.Result.Analysis.Findings {
 		fixes = append(fixes, "- "+f.Title+": "+f.Fix)
@@ -287,6 +291,12 @@ Answer with the rewritten text in Markdown and nothing else.`,
 		return err
 	}
 	out, flags := analysis.NewChecker(w.Result.OriginalText, opts.Queries).Check(stripFence(a.Text))
+	if rest != "" {
+		// The page as it would be: its rewritten beginning, then the rest
+		// as it was, so that the diff and score_after cover the whole page.
+		out = strings.TrimRight(out, "\n") + "\n\n" + strings.TrimLeft(rest, "\n")
+		w.note("%s", noteCut)
+	}
 	w.Rewritten = true
 	w.Result.OptimizedText = &out
 	w.Result.Flags = append(w.Result.Flags, flags...)
@@ -298,10 +308,11 @@ Answer with the rewritten text in Markdown and nothing else.`,
 // draft asks the engine for the FAQ and the llms.txt summary, checked
 // against the original like the rewrite.
 func (e *Engine) draft(ctx context.Context, cr *store.ContentRequest, w *work, opts analysis.Options) error {
-	text := engineText(w)
+	text := w.Result.OriginalText
 	if w.Result.OptimizedText != nil {
 		text = *w.Result.OptimizedText
 	}
+	text, _ = engineText(text)
 	r := probe.Request{Temperature: 0.2,
 		System: "You draft structured data for a web page from its text.\n" + rules + `
 Answer with JSON only, in this shape: {"faq":[{"question":"...","answer":"..."}],"summary":"..."}
@@ -385,24 +396,23 @@ func (e *Engine) finish(ctx context.Context, cr *store.ContentRequest, w *work, 
 	return e.complete(ctx, cr, b, res.ScoreBefore, res.ScoreAfter)
 }
 
-// engineText is the original text as sent to the engine, cut at
-// MaxEngineText on a line boundary.
-func engineText(w *work) string {
-	t := w.Result.OriginalText
+// engineText is a text as sent to the engine, cut at MaxEngineText on a
+// line boundary, and the rest the engine is not given.
+func engineText(t string) (string, string) {
 	if len(t) <= MaxEngineText {
-		return t
+		return t, ""
 	}
 	cut := strings.LastIndexByte(t[:MaxEngineText], '\n')
 	if cut <= 0 {
 		cut = MaxEngineText
+		for cut > 0 && !utf8.RuneStart(t[cut]) {
+			cut--
+		}
 	}
-	if !slices.Contains(w.Result.Notes, noteCut) {
-		w.Result.Notes = append(w.Result.Notes, noteCut)
-	}
-	return t[:cut]
+	return t[:cut], t[cut:]
 }
 
-var noteCut = fmt.Sprintf("The text is longer than %d KB: the AI engine was given its beginning.", MaxEngineText>>10)
+var noteCut = fmt.Sprintf("The text is longer than %d KB: the AI engine rewrote its beginning, and the optimized text keeps the rest as it was.", MaxEngineText>>10)
 
 func bullets(qs []string) string {
 	if len(qs) == 0 {

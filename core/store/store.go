@@ -84,9 +84,12 @@ type ContentRequest struct {
 	Result        []byte // JSON, nil until processed
 	// Step is the step a processing request is at ("" while queued).
 	Step string
-	// Attempts counts the claims of the request by a worker; LeaseUntil is
-	// when a processing request's claim ends unless renewed.
+	// Attempts counts the claims of the request by a worker (each claim's
+	// number is its identity: it never goes down); HandBacks, the claims
+	// handed back by a server that stopped gracefully; LeaseUntil is when
+	// a processing request's claim ends unless renewed.
 	Attempts   int
+	HandBacks  int
 	LeaseUntil time.Time
 	// Work is what the paid steps produced so far (JSON, the content
 	// engine's), so that a retry pays for no step twice.
@@ -210,6 +213,10 @@ type Keys interface {
 // Content reads content requests outside a write transaction.
 type Content interface {
 	ContentRequest(ctx context.Context, accountID, id string) (ContentRequest, error)
+	// ContentRequestClaim reads only a request's status and attempts (not
+	// its content, result or work): what the engine checks every second
+	// of a processing request to notice a cancel or a takeover.
+	ContentRequestClaim(ctx context.Context, accountID, id string) (status string, attempts int, err error)
 	// ListContentRequests returns a page newest first and the cursor of the
 	// next page ("" on the last).
 	ListContentRequests(ctx context.Context, f ContentFilter) ([]ContentRequest, string, error)
@@ -247,6 +254,15 @@ type Tx interface {
 	// wait since their last start (fair shares), oldest first.
 	// ErrNotFound when there is none.
 	ClaimContentRequest(now, leaseEnd time.Time) (ContentRequest, error)
+	// RenewContentLease sets the lease of a request still processing under
+	// the claim that made attempts, writing nothing else; ErrNotFound when
+	// the request is no longer that claim's (cancelled, ended, taken again).
+	RenewContentLease(id string, attempts int, leaseUntil time.Time) error
+	// HandBackContentRequest ends the lease of a request still processing
+	// under the claim that made attempts, at now, and counts a hand-back:
+	// a server that stops gracefully leaves the request to the next claim.
+	// ErrNotFound as for RenewContentLease.
+	HandBackContentRequest(id string, attempts int, now time.Time) error
 	BudgetMonth(accountID, month string) (BudgetMonth, error)
 	AddToBudgetMonth(accountID, month string, spent, reserved int64) error
 	Idempotency(scope, key string, notBefore time.Time) (Idempotency, error)

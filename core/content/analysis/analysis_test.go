@@ -217,3 +217,32 @@ func TestDefines(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckBlockquotes: a Markdown blockquote is a quotation without
+// quotation marks (the rubric scores it as one), so one the original does
+// not hold is replaced like a quoted one; the original's own blockquote,
+// an attribution line and short lines are kept.
+func TestCheckBlockquotes(t *testing.T) {
+	src := "# Widgets\n\n> We test every widget twice — Dana Reyes, head of quality\n\nWell-known shops sell Acme widgets."
+	rewrite := "## Why Acme?\n\n> We test every widget twice — Dana Reyes, head of quality\n\n" +
+		"> These widgets changed how I clean my kitchen — a customer\n>> Best purchase I made all year, honestly.\n\n" +
+		"> \"Our widgets never break in daily use\"\n> — Dana Reyes\n\n> Short and sweet.\n\n" +
+		"> Well-known shops sell Acme widgets.\n\n« Acme widgets are loved by every family » said a buyer."
+	out, flags := Check(src, nil, rewrite)
+	want := "## Why Acme?\n\n> We test every widget twice — Dana Reyes, head of quality\n\n" +
+		"> [QUOTE NEEDED: a real quotation; \"These widgets changed how I clean my kitchen\" is not in the original]\n" +
+		">> [QUOTE NEEDED: a real quotation; \"Best purchase I made all year, honestly.\" is not in the original]\n\n" +
+		"> [QUOTE NEEDED: a real quotation; \"Our widgets never break in daily use\" is not in the original]\n> — Dana Reyes\n\n> Short and sweet.\n\n" +
+		"> Well-known shops sell Acme widgets.\n\n[QUOTE NEEDED: a real quotation; \"Acme widgets are loved by every family\" is not in the original] said a buyer."
+	if out != want {
+		t.Errorf("checked:\n%s\nwant:\n%s", out, want)
+	}
+	var kinds []string
+	for _, f := range flags {
+		kinds = append(kinds, f.Kind+":"+f.Value)
+	}
+	if !reflect.DeepEqual(kinds, []string{"quotation:Our widgets never break in daily use", "quotation:Acme widgets are loved by every family",
+		"quotation:These widgets changed how I clean my kitchen", "quotation:Best purchase I made all year, honestly."}) {
+		t.Errorf("flags %q", kinds)
+	}
+}

@@ -17,12 +17,17 @@ var (
 	placeholder = regexp.MustCompile(`\[[A-Z][A-Z ]* NEEDED:[^\]]*\]`)
 	number      = regexp.MustCompile(`\d+(?:[.,]\d+)*`)
 	marker      = regexp.MustCompile(`\x00[a-z]+\x01`)
-	quotation   = regexp.MustCompile(`[“"]([^”"\n]+)[”"]`)
+	quotation   = regexp.MustCompile(`[“"„«]([^“”"„«»\n]+)[”"“»]`)
+	// blockquote is a Markdown blockquote's line: a quotation needs no
+	// quotation marks there (and the rubric counts it as one).
+	blockquote  = regexp.MustCompile(`(?m)^([ \t]*(?:>[ \t]?)+)(.*)$`)
+	attribution = regexp.MustCompile(`(?:\s*[—–]|\s+--?\s+)[^—–]*$`) // "— Dana, CEO"
 )
 
 // Check replaces, in a rewrite, every number, quotation (of four words or
-// more) and link that the source and the target queries do not hold with a
-// visible placeholder, and lists what it replaced. Placeholders the
+// more, in quotation marks or as a Markdown blockquote) and link that the
+// source and the target queries do not hold with a visible placeholder,
+// and lists what it replaced. Placeholders the
 // rewrite left itself ("[SOURCE NEEDED: …]") are kept as they are.
 func Check(source string, queries []string, rewrite string) (string, []Flag) {
 	return NewChecker(source, queries).Check(rewrite)
@@ -65,13 +70,26 @@ func (c *Checker) Check(rewrite string) (string, []Flag) {
 		return keep(p) + u[len(u2):]
 	})
 	text = quotation.ReplaceAllStringFunc(text, func(q string) string {
-		inner := quotation.FindStringSubmatch(q)[1]
+		inner := strings.TrimSpace(quotation.FindStringSubmatch(q)[1])
 		if len(strings.Fields(inner)) < 4 || strings.Contains(norm, strings.ToLower(collapse(inner))) {
 			return q
 		}
 		p := "[QUOTE NEEDED: a real quotation; \"" + snippet(inner) + "\" is not in the original]"
 		flags = append(flags, Flag{Kind: "quotation", Value: inner, Placeholder: p})
 		return keep(p)
+	})
+	text = blockquote.ReplaceAllStringFunc(text, func(line string) string {
+		m := blockquote.FindStringSubmatch(line)
+		inner := strings.TrimSpace(marker.ReplaceAllString(m[2], ""))
+		// What is said, without its attribution: a line left with only an
+		// attribution had its quotation checked by the pass above.
+		said := strings.TrimSpace(attribution.ReplaceAllString(inner, ""))
+		if len(strings.Fields(said)) < 4 || strings.Contains(norm, strings.ToLower(collapse(said))) {
+			return line
+		}
+		p := "[QUOTE NEEDED: a real quotation; \"" + snippet(said) + "\" is not in the original]"
+		flags = append(flags, Flag{Kind: "quotation", Value: said, Placeholder: p})
+		return m[1] + keep(p)
 	})
 	text = number.ReplaceAllStringFunc(text, func(n string) string {
 		if numbers[normNumber(n)] {

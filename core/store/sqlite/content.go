@@ -22,7 +22,7 @@ type querier interface {
 
 const crColumns = `id, account_id, client_id, key_id, type, status, domain, url, content, target_queries, metadata,
 	budget, spent, budget_month, failure_reason, result, created_at, updated_at, started_at, ended_at,
-	step, attempts, lease_until, work`
+	step, attempts, lease_until, work, handbacks`
 
 // crListColumns leaves the content and the work out: list pages do not
 // carry them.
@@ -35,7 +35,7 @@ func scanCR(s scanner) (store.ContentRequest, error) {
 	var created, updated, started, ended, lease sql.NullInt64
 	err := s.Scan(&c.ID, &c.AccountID, &client, &key, &c.Type, &c.Status, &c.Domain, &url, &content, &queries, &meta,
 		&c.Budget, &c.Spent, &c.BudgetMonth, &reason, &result, &created, &updated, &started, &ended,
-		&step, &c.Attempts, &lease, &work)
+		&step, &c.Attempts, &lease, &work, &c.HandBacks)
 	if err != nil {
 		return c, err
 	}
@@ -266,7 +266,7 @@ func crArgs(c store.ContentRequest) ([]any, error) {
 	return []any{c.ID, c.AccountID, nullStr(c.ClientID), nullStr(c.KeyID), c.Type, c.Status, c.Domain, nullStr(c.URL),
 		nullStr(c.Content), string(queries), string(meta), c.Budget, c.Spent, c.BudgetMonth, nullStr(c.FailureReason), result,
 		c.CreatedAt.UnixNano(), c.UpdatedAt.UnixNano(), ns(c.StartedAt), ns(c.EndedAt),
-		nullStr(c.Step), c.Attempts, ns(c.LeaseUntil), work}, nil
+		nullStr(c.Step), c.Attempts, ns(c.LeaseUntil), work, c.HandBacks}, nil
 }
 
 func nonNil(s []string) []string {
@@ -281,7 +281,7 @@ func (t *txn) InsertContentRequest(c store.ContentRequest) error {
 	if err != nil {
 		return err
 	}
-	_, err = t.tx.Exec(`INSERT INTO content_requests (`+crColumns+`) VALUES (`+placeholders(24)+`)`, args...)
+	_, err = t.tx.Exec(`INSERT INTO content_requests (`+crColumns+`) VALUES (`+placeholders(25)+`)`, args...)
 	if err != nil {
 		return fmt.Errorf("sqlite: insert content request: %w", conflict(err))
 	}
@@ -293,7 +293,7 @@ func (t *txn) UpdateContentRequest(c store.ContentRequest) error {
 	if err != nil {
 		return err
 	}
-	res, err := t.tx.Exec(`UPDATE content_requests SET (`+crColumns+`) = (`+placeholders(24)+`)
+	res, err := t.tx.Exec(`UPDATE content_requests SET (`+crColumns+`) = (`+placeholders(25)+`)
 		WHERE id = ?`, append(args, c.ID)...)
 	if err != nil {
 		return fmt.Errorf("sqlite: update content request: %w", err)

@@ -15,7 +15,10 @@ import (
 
 // fresh caches the reads on the hot path of every request (a key with its
 // account, an account's budget) for as long as what they read is
-// unchanged. cache_epoch, moved by triggers on those tables, tells: any
+// unchanged. cache_epoch, moved by triggers on those tables, tells (n for
+// keys, accounts and clients; budgets for the budget ledger and the
+// active content requests, which the content engine changes with every
+// step, so that those leave the key cache warm): any
 // connection's commit, in this process or another (the CLI), is seen by
 // the next read, so a revoked key or a changed tier is never served from
 // the cache. Reading the epoch costs one small statement instead of
@@ -31,12 +34,15 @@ type fresh struct {
 	seen    uint32    // the commit counter before the last reading
 	valid   bool      // seen is set
 	cacheMu sync.Mutex
-	version int64
+	version epoch
 	keys    map[string]store.Principal
 	budgets map[budgetKey]budgetEntry
 }
 
 type budgetKey struct{ account, month string }
+
+// epoch is what cache_epoch read: the keys' counter and the budgets'.
+type epoch struct{ keys, budgets int64 }
 
 type budgetEntry struct {
 	b      store.BudgetMonth
@@ -51,13 +57,13 @@ func newFresh(ctx context.Context, db *sql.DB, path string) (*fresh, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &fresh{conn: conn, dest: make([]driver.Value, 1), version: -1}
+	f := &fresh{conn: conn, dest: make([]driver.Value, 2), version: epoch{-1, -1}}
 	err = conn.Raw(func(dc any) error {
 		c, ok := dc.(*sqlite3.SQLiteConn)
 		if !ok {
 			return fmt.Errorf("unexpected driver connection %T", dc)
 		}
-		f.stmt, err = c.Prepare("SELECT n FROM cache_epoch")
+		f.stmt, err = c.Prepare("SELECT n, budgets FROM cache_epoch")
 		return err
 	})
 	if err != nil {
@@ -87,11 +93,11 @@ func (f *fresh) close() *commits {
 	return c
 }
 
-// current returns the epoch, emptying the caches if it moved. The epoch is
-// read before any query whose result is cached under it, so a commit that
-// lands in between only costs a miss. A reading that began at or after
+// current returns the epoch, emptying each cache whose counter moved. The
+// epoch is read before any query whose result is cached under it, so a
+// commit that lands in between only costs a miss. A reading that began at or after
 // the context's AsOf time is reused.
-func (f *fresh) current(ctx context.Context) (int64, error) {
+func (f *fresh) current(ctx context.Context) (epoch, error) {
 	asOf, hasAsOf := store.AsOfTime(ctx)
 	f.mu.Lock()
 	n, watched := f.commits.counter()
@@ -108,21 +114,27 @@ func (f *fresh) current(ctx context.Context) (int64, error) {
 		err = rows.Next(f.dest)
 		rows.Close()
 	}
-	v, _ := f.dest[0].(int64)
+	var v epoch
+	v.keys, _ = f.dest[0].(int64)
+	v.budgets, _ = f.dest[1].(int64)
 	if err == nil {
 		f.checked = start
 		f.seen, f.valid = n, watched
 	}
 	f.cacheMu.Lock()
-	if err == nil && v != f.version {
-		f.version = v
+	if err == nil && v.keys != f.version.keys {
 		f.keys = make(map[string]store.Principal)
+	}
+	if err == nil && v.budgets != f.version.budgets {
 		f.budgets = make(map[budgetKey]budgetEntry)
+	}
+	if err == nil {
+		f.version = v
 	}
 	f.cacheMu.Unlock()
 	f.mu.Unlock()
 	if err != nil {
-		return 0, fmt.Errorf("sqlite: cache epoch: %w", err)
+		return epoch{}, fmt.Errorf("sqlite: cache epoch: %w", err)
 	}
 	return v, nil
 }
@@ -134,9 +146,9 @@ func (f *fresh) principal(hash []byte) (store.Principal, bool) {
 	return p, ok
 }
 
-func (f *fresh) putPrincipal(v int64, hash []byte, p store.Principal) {
+func (f *fresh) putPrincipal(v epoch, hash []byte, p store.Principal) {
 	f.cacheMu.Lock()
-	if v == f.version {
+	if v.keys == f.version.keys {
 		if len(f.keys) >= maxEntries {
 			clear(f.keys)
 		}
@@ -152,9 +164,9 @@ func (f *fresh) budget(k budgetKey) (budgetEntry, bool) {
 	return e, ok
 }
 
-func (f *fresh) putBudget(v int64, k budgetKey, e budgetEntry) {
+func (f *fresh) putBudget(v epoch, k budgetKey, e budgetEntry) {
 	f.cacheMu.Lock()
-	if v == f.version {
+	if v.budgets == f.version.budgets {
 		if len(f.budgets) >= maxEntries {
 			clear(f.budgets)
 		}
