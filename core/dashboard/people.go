@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
@@ -18,9 +19,15 @@ func setSession(w http.ResponseWriter, token string, maxAge int) {
 		Secure: true, HttpOnly: true, SameSite: http.SameSiteLaxMode})
 }
 
-// safeNext keeps a redirect on this site.
+// safeNext keeps a redirect on this site: a path, with no character a
+// browser drops or reads as a slash (it drops tabs and newlines, so
+// "/\t/evil.example" would take it to //evil.example).
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") ||
+		strings.ContainsFunc(next, func(r rune) bool { return r == '\\' || r < 0x20 || r == 0x7f }) {
+		return "/"
+	}
+	if u, err := url.Parse(next); err != nil || u.Scheme != "" || u.Host != "" || u.Opaque != "" {
 		return "/"
 	}
 	return next
