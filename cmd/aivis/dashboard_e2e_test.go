@@ -22,6 +22,8 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+
+	"github.com/aivis/aivis/connectors/slack/slackfake"
 )
 
 // chromium finds the browser the dashboard tests drive (AIVIS_CHROMIUM,
@@ -104,6 +106,9 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Fatalf("build the partner connector: %v\n%s", err, out)
 	}
 	cli(t, dir, nil, "plugin", "register", plugin)
+	cli(t, dir, nil, "plugin", "register", buildPlugin(t, "../../connectors/slack", "slack"))
+	slack := slackfake.New()
+	defer slack.Close()
 	s := start(t, dir, "--allowed-targets", "127.0.0.1/32", "--allow-http-targets", "--counter-flush-interval", "200ms")
 	m := bootstrapLink.FindStringSubmatch(s.Stdout.String())
 	if m == nil {
@@ -327,6 +332,57 @@ func TestDashboardInBrowser(t *testing.T) {
 		}
 	})
 
+	var slackConnection string // its page
+	t.Run("configure the official Slack connector from its schema and press Test", func(t *testing.T) {
+		var tokenType, apiDefault string
+		run("slack form", chromedp.Navigate(s.URL+"/connectors"),
+			chromedp.WaitVisible(`a[href="/connectors/slack"]`, chromedp.ByQuery),
+			chromedp.Click(`a[href="/connectors/slack"]`, chromedp.ByQuery),
+			chromedp.WaitVisible(`#f-bot_token`, chromedp.ByQuery),
+			chromedp.AttributeValue(`#f-bot_token`, "type", &tokenType, nil, chromedp.ByQuery),
+			chromedp.Value(`#f-api_url`, &apiDefault, chromedp.ByQuery))
+		if tokenType != "password" || apiDefault != "https://slack.com/api/" {
+			t.Fatalf("the Slack form: bot_token input %q, api_url %q (want password, the schema's default)", tokenType, apiDefault)
+		}
+		// The connector's own validation answers in the form, which keeps
+		// what was typed but the secret.
+		var html, tokenAfter string
+		run("bad channel", chromedp.SendKeys(`#con-name`, "Slack alerts", chromedp.ByQuery),
+			chromedp.SendKeys(`#f-bot_token`, slackfake.Token, chromedp.ByQuery),
+			chromedp.SendKeys(`#f-channel`, "not a channel", chromedp.ByQuery),
+			chromedp.SetValue(`#f-api_url`, slack.APIURL(), chromedp.ByQuery),
+			chromedp.Submit(`#con-name`, chromedp.ByQuery),
+			chromedp.WaitVisible(`.problem`, chromedp.ByQuery),
+			chromedp.OuterHTML("main", &html, chromedp.ByQuery),
+			chromedp.Value(`#f-bot_token`, &tokenAfter, chromedp.ByQuery))
+		if !strings.Contains(html, "channel") || strings.Contains(html, slackfake.Token) || tokenAfter != "" {
+			t.Fatalf("after a bad channel the form shows the token (%q) or no reason:\n%s", tokenAfter, html)
+		}
+		var nameKept string
+		run("name kept", chromedp.Value(`#con-name`, &nameKept, chromedp.ByQuery))
+		if nameKept != "Slack alerts" {
+			t.Errorf("the form lost the name: %q", nameKept)
+		}
+		run("good channel", chromedp.SendKeys(`#f-bot_token`, slackfake.Token, chromedp.ByQuery),
+			chromedp.SetValue(`#f-channel`, "#alerts", chromedp.ByQuery),
+			chromedp.Submit(`#con-name`, chromedp.ByQuery),
+			chromedp.WaitVisible(`#test-connection`, chromedp.ByQuery),
+			chromedp.OuterHTML("main", &html, chromedp.ByQuery),
+			chromedp.Location(&slackConnection))
+		if strings.Contains(html, slackfake.Token) {
+			t.Fatal("the Slack connection's page shows the bot token")
+		}
+		run("slack test", chromedp.Click(`#test-connection`, chromedp.ByQuery),
+			chromedp.WaitVisible(`#test-result`, chromedp.ByQuery), shot("10b-slack-tested"))
+		if r := text(`#test-result h2`); r != "Test result: delivered" {
+			t.Fatalf("the Slack test result reads %q", r)
+		}
+		got := slack.Received()
+		if len(got) != 1 || got[0].Via != "api" || got[0].Channel != "#alerts" || !strings.HasPrefix(got[0].Text, "Test from aivis") {
+			t.Fatalf("Slack received %+v, want one test message in #alerts", got)
+		}
+	})
+
 	t.Run("a domain's score chart", func(t *testing.T) {
 		var k2 string
 		run("key", chromedp.Navigate(s.URL+"/keys"), chromedp.WaitVisible(`#key-name`, chromedp.ByQuery),
@@ -349,6 +405,27 @@ func TestDashboardInBrowser(t *testing.T) {
 		}
 		if big := text(".grid .card .big"); !strings.HasPrefix(big, "70") {
 			t.Errorf("the latest score reads %q", big)
+		}
+		// The readings' events reach Slack, and the connection's delivery
+		// log shows them.
+		if slackConnection == "" {
+			t.Skip("no Slack connection was made")
+		}
+		var log string
+		for deadline := time.Now().Add(15 * time.Second); ; {
+			run("slack log", chromedp.Navigate(strings.SplitN(slackConnection, "?", 2)[0]),
+				chromedp.WaitVisible(`#deliveries`, chromedp.ByQuery), chromedp.Text(`#deliveries tbody`, &log, chromedp.ByQuery))
+			if strings.Contains(log, "ai_visibility_change") && strings.Contains(log, "succeeded") || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(300 * time.Millisecond)
+		}
+		run("shot", shot("10c-slack-deliveries"))
+		if !strings.Contains(log, "ai_visibility_change") || !strings.Contains(log, "succeeded") || !strings.Contains(log, "delivered") {
+			t.Fatalf("the Slack connection's delivery log reads %q", log)
+		}
+		if n := len(slack.Received()); n < 2 {
+			t.Errorf("Slack received %d messages, want the test and the readings' alerts", n)
 		}
 	})
 
