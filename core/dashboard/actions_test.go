@@ -2,6 +2,7 @@ package dashboard_test
 
 import (
 	"context"
+	"fmt"
 	"html"
 	"io"
 	"net/http"
@@ -35,6 +36,54 @@ func TestSignInFailuresLimitedPerAddress(t *testing.T) {
 	if p.status != http.StatusTooManyRequests || sessionCookie(c, e.srv.URL) != "" {
 		t.Fatalf("after 5 failures the right password: %d, want 429 and no session", p.status)
 	}
+}
+
+// Failures from many client addresses against one email address are
+// limited too, whether the address signs in or not; others are not held up.
+func TestSignInFailuresLimitedPerEmail(t *testing.T) {
+	e := newEnv(t)
+	now := time.Now()
+	e.frozen.Store(&now)
+	e.owner("owner@example.com", false)
+	signIn := func(i int, email, pw string) (page, *http.Client) {
+		c := e.browser()
+		tok := csrf(t, e.get(c, "/signin"))
+		return e.post(c, "/signin", url.Values{"csrf": {tok}, "email": {email}, "password": {pw}}, "X-Test-Client", fmt.Sprintf("10.0.0.%d", i)), c
+	}
+	for _, email := range []string{"Owner@example.com", "nobody@example.com"} {
+		for i := range 10 {
+			if p, _ := signIn(i, email, "not the password"); p.status != http.StatusUnauthorized {
+				t.Fatalf("%s failure %d: %d", email, i+1, p.status)
+			}
+		}
+	}
+	p, c := signIn(50, "owner@example.com", password)
+	if p.status != http.StatusTooManyRequests || sessionCookie(c, e.srv.URL) != "" {
+		t.Fatalf("after 10 failures from 10 addresses the right password: %d, want 429 and no session", p.status)
+	}
+	// An unknown address answers the same: the limit tells nothing.
+	if p, _ := signIn(51, "nobody@example.com", "anything at all"); p.status != http.StatusTooManyRequests {
+		t.Errorf("an unknown address after 10 failures: %d, want 429", p.status)
+	}
+	// Another user signs in from the same client addresses.
+	e.member(mustUser(t, e, "owner@example.com").AccountID, "dev@example.com", store.RoleDeveloper)
+	if p, _ := signIn(1, "dev@example.com", password); p.status != http.StatusSeeOther {
+		t.Errorf("another user from an address that failed once: %d, want 303", p.status)
+	}
+	later := now.Add(16 * time.Minute)
+	e.frozen.Store(&later)
+	if p, _ := signIn(52, "owner@example.com", password); p.status != http.StatusSeeOther {
+		t.Errorf("the right password after the window: %d, want 303", p.status)
+	}
+}
+
+func mustUser(t *testing.T, e *env, email string) store.User {
+	t.Helper()
+	u, err := e.db.UserByEmail(context.Background(), email)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
 }
 
 // Every state-changing page handler refuses a role below the one it

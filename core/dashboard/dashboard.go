@@ -91,6 +91,7 @@ type Deps struct {
 type Dashboard struct {
 	Deps
 	connections *delivery.Service
+	emails      emailGuard
 	pages       map[string]*template.Template
 	router      chi.Router
 }

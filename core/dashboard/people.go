@@ -64,12 +64,20 @@ func (s *Dashboard) signIn(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if s.emails.blocked(email, now) {
+		s.render(w, r, http.StatusTooManyRequests, "signin", page{Title: "Sign in",
+			Problem: &problem{Message: "Too many failed sign-ins for this address. Try again in 15 minutes."}, D: signInData{Email: email, Next: next}})
+		return
+	}
 	in, err := s.People.SignIn(r.Context(), email, r.PostFormValue("password"))
 	if err != nil {
 		status := http.StatusUnauthorized
 		msg := "The email or password is wrong."
-		if errors.Is(err, people.ErrSignIn) && s.Guard != nil {
-			s.Guard.Fail(addr, now)
+		if errors.Is(err, people.ErrSignIn) {
+			s.emails.fail(email, now)
+			if s.Guard != nil {
+				s.Guard.Fail(addr, now)
+			}
 		}
 		if !errors.Is(err, people.ErrSignIn) {
 			s.Log.Error("dashboard: sign in", "err", err)
@@ -78,6 +86,7 @@ func (s *Dashboard) signIn(w http.ResponseWriter, r *http.Request) {
 		s.render(w, r, status, "signin", page{Title: "Sign in", Problem: &problem{Message: msg}, D: signInData{Email: email, Next: next}})
 		return
 	}
+	s.emails.succeed(email)
 	// A session the browser had before is ended: the new one has its own
 	// token (no fixation).
 	if v := viewerOf(r); v != nil {
