@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -484,6 +485,33 @@ func TestDashboardInBrowser(t *testing.T) {
 		if skip != "Skip to content" || outline == "none" {
 			t.Errorf("the first Tab focuses %q with outline %q: want the skip link, visibly", skip, outline)
 		}
+		// In the page's content, the focus ring stands out from what is
+		// behind it by at least 3:1 (WCAG 1.4.11).
+		var ring struct {
+			Tag, Outline, Behind string
+		}
+		run("tab into main", chromedp.Navigate(s.URL+"/keys"), chromedp.WaitVisible(`#key-name`, chromedp.ByQuery),
+			chromedp.ActionFunc(func(ctx context.Context) error {
+				for range 40 {
+					if err := chromedp.KeyEvent("\t").Do(ctx); err != nil {
+						return err
+					}
+					var in bool
+					if err := chromedp.Evaluate(`!!document.activeElement.closest("main form")`, &in).Do(ctx); err != nil {
+						return err
+					}
+					if in {
+						return nil
+					}
+				}
+				return fmt.Errorf("40 Tabs never reach a form in main")
+			}),
+			chromedp.Evaluate(`(() => { const a = document.activeElement; let p = a.parentElement, bg = "";
+				while (p && ((bg = getComputedStyle(p).backgroundColor) === "rgba(0, 0, 0, 0)" || bg === "transparent")) p = p.parentElement;
+				return {Tag: a.tagName + "#" + a.id, Outline: getComputedStyle(a).outlineColor, Behind: bg}; })()`, &ring))
+		if c := contrast(t, ring.Outline, ring.Behind); c < 3 {
+			t.Errorf("the focus ring of %s is %s on %s: contrast %.2f, want at least 3", ring.Tag, ring.Outline, ring.Behind, c)
+		}
 	})
 
 	t.Run("sign out", func(t *testing.T) {
@@ -563,4 +591,25 @@ func TestOperatorInvitesAUser(t *testing.T) {
 	if r := s.do(t, req{method: "GET", path: "/openapi.json"}); r.Status != 200 || !strings.Contains(string(r.Body), `"openapi"`) {
 		t.Errorf("GET /openapi.json: %d", r.Status)
 	}
+}
+
+// contrast is the WCAG contrast ratio of two CSS rgb() colours.
+func contrast(t *testing.T, a, b string) float64 {
+	t.Helper()
+	lum := func(css string) float64 {
+		var r, g, bl float64
+		if _, err := fmt.Sscanf(strings.Replace(css, "rgba", "rgb", 1), "rgb(%f, %f, %f", &r, &g, &bl); err != nil {
+			t.Fatalf("colour %q: %v", css, err)
+		}
+		ch := func(v float64) float64 {
+			v /= 255
+			if v <= 0.03928 {
+				return v / 12.92
+			}
+			return math.Pow((v+0.055)/1.055, 2.4)
+		}
+		return 0.2126*ch(r) + 0.7152*ch(g) + 0.0722*ch(bl)
+	}
+	la, lb := lum(a), lum(b)
+	return (math.Max(la, lb) + 0.05) / (math.Min(la, lb) + 0.05)
 }
