@@ -460,18 +460,28 @@ func TestDashboardInBrowser(t *testing.T) {
 	})
 
 	t.Run("phone-sized screen", func(t *testing.T) {
-		for _, path := range []string{"/keys", "/usage", "/webhooks"} {
-			var scrollW, clientW int
-			var wide []string
-			run("phone", emulation.SetDeviceMetricsOverride(390, 844, 2, true),
-				chromedp.Navigate(s.URL+path), chromedp.WaitVisible(`main`, chromedp.ByQuery),
-				chromedp.Evaluate(`document.documentElement.scrollWidth`, &scrollW),
-				chromedp.Evaluate(`document.documentElement.clientWidth`, &clientW),
-				chromedp.Evaluate(`Array.from(document.querySelectorAll("body *")).filter(e => !e.closest(".scroll") &&
-					e.getBoundingClientRect().right > document.documentElement.clientWidth + 1).map(e => e.tagName + "." + e.className + "#" + e.id)`, &wide),
-				shot("12-phone"+strings.ReplaceAll(path, "/", "-")), emulation.ClearDeviceMetricsOverride())
-			if scrollW > clientW+1 {
-				t.Errorf("on a phone %s is %d px wide in a %d px screen; too wide: %v", path, scrollW, clientW, wide)
+		paths := []string{"/keys", "/usage", "/webhooks", "/", "/connectors", "/connectors/slack", "/domains", "/domains/acme.example",
+			"/content", "/members", "/clients", "/account"}
+		if slackConnection != "" {
+			paths = append(paths, strings.TrimPrefix(strings.SplitN(slackConnection, "?", 2)[0], s.URL))
+		}
+		for _, width := range []int64{390, 320} {
+			for i, path := range paths {
+				var scrollW, clientW int
+				var wide []string
+				actions := []chromedp.Action{emulation.SetDeviceMetricsOverride(width, 844, 2, true),
+					chromedp.Navigate(s.URL + path), chromedp.WaitVisible(`main`, chromedp.ByQuery),
+					chromedp.Evaluate(`document.documentElement.scrollWidth`, &scrollW),
+					chromedp.Evaluate(`document.documentElement.clientWidth`, &clientW),
+					chromedp.Evaluate(`Array.from(document.querySelectorAll("body *")).filter(e => !e.closest(".scroll") &&
+					e.getBoundingClientRect().right > document.documentElement.clientWidth + 1).map(e => e.tagName + "." + e.className + "#" + e.id)`, &wide)}
+				if width == 390 && i < 3 {
+					actions = append(actions, shot("12-phone"+strings.ReplaceAll(path, "/", "-")))
+				}
+				run("phone", append(actions, emulation.ClearDeviceMetricsOverride())...)
+				if scrollW > clientW+1 {
+					t.Errorf("on a %d px phone %s is %d px wide; too wide: %v", width, path, scrollW, wide)
+				}
 			}
 		}
 	})
