@@ -25,6 +25,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/aivis/aivis/connectors/slack/slackfake"
+	"github.com/aivis/aivis/core/probe/probefake"
 )
 
 // chromium finds the browser the dashboard tests drive (AIVIS_CHROMIUM,
@@ -110,7 +111,19 @@ func TestDashboardInBrowser(t *testing.T) {
 	cli(t, dir, nil, "plugin", "register", buildPlugin(t, "../../connectors/slack", "slack"))
 	slack := slackfake.New()
 	defer slack.Close()
-	s := start(t, dir, "--allowed-targets", "127.0.0.1/32", "--allow-http-targets", "--counter-flush-interval", "200ms")
+	// A fake AI engine answers the scans the browser asks for.
+	engine := probefake.New()
+	defer engine.Close()
+	engine.Key = "sk-test"
+	engine.Answer("fake-model", "The best options are Acme (https://acme.invalid/skates) and Globex. Acme is excellent.", "I recommend Globex.")
+	cfg, _ := json.Marshal(map[string]any{"engines": []map[string]any{{"label": "Fake", "base_url": engine.URL(), "model": "fake-model",
+		"api_key_env": "AIVIS_TEST_ENGINE_KEY", "concurrency": 2, "input_price_per_mtok": 1, "output_price_per_mtok": 2}}})
+	cfgFile := filepath.Join(dir, "aivis.json")
+	if err := os.WriteFile(cfgFile, cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AIVIS_TEST_ENGINE_KEY", "sk-test")
+	s := start(t, dir, "--config", cfgFile, "--allowed-targets", "127.0.0.1/32", "--allow-http-targets", "--counter-flush-interval", "200ms")
 	m := bootstrapLink.FindStringSubmatch(s.Stdout.String())
 	if m == nil {
 		t.Fatalf("the banner prints no one-time sign-in link:\n%s", s.Stdout)
@@ -427,6 +440,49 @@ func TestDashboardInBrowser(t *testing.T) {
 		}
 		if n := len(slack.Received()); n < 2 {
 			t.Errorf("Slack received %d messages, want the test and the readings' alerts", n)
+		}
+	})
+
+	t.Run("monitor a domain, scan it, read its breakdown and readiness findings", func(t *testing.T) {
+		// .invalid never resolves: the readiness audit finds the site
+		// unreachable, and the fake engine carries the reading.
+		run("monitor", chromedp.Navigate(s.URL+"/domains"), chromedp.WaitVisible(`#dom-name`, chromedp.ByQuery),
+			chromedp.SendKeys(`#dom-name`, "acme.invalid", chromedp.ByQuery),
+			chromedp.SendKeys(`#dom-comp`, "Globex", chromedp.ByQuery),
+			chromedp.Submit(`#dom-name`, chromedp.ByQuery),
+			chromedp.WaitVisible(`a[href="/domains/acme.invalid"]`, chromedp.ByQuery),
+			chromedp.Click(`a[href="/domains/acme.invalid"]`, chromedp.ByQuery),
+			chromedp.WaitVisible(`form[action="/domains/acme.invalid/scan"] button`, chromedp.ByQuery),
+			chromedp.Click(`form[action="/domains/acme.invalid/scan"] button`, chromedp.ByQuery),
+			chromedp.WaitVisible(`.notice`, chromedp.ByQuery))
+		var findings, parts string
+		for deadline := time.Now().Add(20 * time.Second); ; {
+			var n int
+			run("scan", chromedp.Navigate(s.URL+"/domains/acme.invalid"), chromedp.WaitVisible(`main`, chromedp.ByQuery),
+				chromedp.Evaluate(`document.querySelectorAll("ul.findings li").length`, &n))
+			if n > 0 {
+				run("read", chromedp.Text(`ul.findings`, &findings, chromedp.ByQuery),
+					chromedp.Text(`#breakdown tbody`, &parts, chromedp.ByQuery), shot("11b-domain-scanned"))
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the scan's breakdown never shows; engine requests %d", engine.Requests())
+			}
+			time.Sleep(300 * time.Millisecond)
+		}
+		if !strings.Contains(findings, "critical") || !strings.Contains(findings, "The site cannot be read at all") || !strings.Contains(findings, "Fix:") {
+			t.Errorf("the readiness findings read %q", findings)
+		}
+		if !strings.Contains(parts, "readiness") || !strings.Contains(parts, "mention") {
+			t.Errorf("the breakdown reads %q", parts)
+		}
+		if engine.Requests() == 0 {
+			t.Error("the scan asked the engine nothing")
+		}
+		var points string
+		run("line", chromedp.AttributeValue(`svg.chart polyline`, "points", &points, nil, chromedp.ByQuery))
+		if n := len(strings.Fields(points)); n != 1 {
+			t.Errorf("after one scan the score line has %d points, want 1", n)
 		}
 	})
 
