@@ -580,6 +580,32 @@ func TestDashboardInBrowser(t *testing.T) {
 		}
 	})
 
+	t.Run("a form on another site is refused", func(t *testing.T) {
+		// Another site's page posts a form to the dashboard in the signed-in
+		// browser: no CSRF token, another origin.
+		evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html")
+			fmt.Fprintf(w, `<!doctype html><form id="f" method="post" action="%s/keys"><input name="name" value="forged key"></form>`+
+				`<script>document.getElementById("f").submit()</script>`, s.URL)
+		}))
+		defer evil.Close()
+		var body string
+		run("evil", chromedp.Navigate(evil.URL), chromedp.WaitVisible(`.problem`, chromedp.ByQuery),
+			chromedp.Text(`.problem`, &body, chromedp.ByQuery))
+		if !strings.Contains(body, "refused") && !strings.Contains(body, "expired") {
+			t.Errorf("the forged form's answer reads %q", body)
+		}
+		var keys string
+		run("keys", chromedp.Navigate(s.URL+"/keys"), chromedp.WaitVisible(`#keys`, chromedp.ByQuery),
+			chromedp.Text(`#keys`, &keys, chromedp.ByQuery))
+		if strings.Contains(keys, "forged key") {
+			t.Fatal("another site's form made a key")
+		}
+		if !strings.Contains(keys, "browser key") {
+			t.Fatalf("the keys page reads %q: the session did not survive", keys)
+		}
+	})
+
 	t.Run("sign out", func(t *testing.T) {
 		run("signout", chromedp.Navigate(s.URL+"/"), chromedp.WaitVisible(`.who button`, chromedp.ByQuery),
 			chromedp.Click(`.who button`, chromedp.ByQuery), chromedp.WaitVisible(`#password`, chromedp.ByQuery),
