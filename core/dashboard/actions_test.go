@@ -322,3 +322,52 @@ func TestInvitingDoesNotRevealOtherAccountsUsers(t *testing.T) {
 		t.Errorf("inviting a member: %d, want 400", p.status)
 	}
 }
+
+// An open invitation can be withdrawn: its link stops working. Only by a
+// manager of its own account.
+func TestWithdrawInvitation(t *testing.T) {
+	e := newEnv(t)
+	owner, u := e.owner("owner@example.com", false)
+	other, _ := e.owner("other@example.com", false)
+	viewer, _ := e.member(u.AccountID, "viewer@example.com", store.RoleViewer)
+	p := e.post(owner, "/members/invite", url.Values{"csrf": {csrf(t, e.get(owner, "/members"))}, "email": {"wrong@example.com"}, "role": {"admin"}})
+	m := regexp.MustCompile(`/join\?token=([A-Za-z0-9]+)`).FindStringSubmatch(p.body)
+	if p.status != http.StatusOK || m == nil {
+		t.Fatalf("invite: %d", p.status)
+	}
+	members := e.get(owner, "/members")
+	a := regexp.MustCompile(`action="(/members/invitations/[0-9a-f]{64}/withdraw)"`).FindStringSubmatch(members.body)
+	if a == nil {
+		t.Fatalf("the members page offers no Withdraw:\n%s", members.body)
+	}
+	if strings.Contains(members.body, m[1]) {
+		t.Error("the members page shows the invitation's token")
+	}
+	if vp := e.get(viewer, "/members"); strings.Contains(vp.body, "/withdraw") {
+		t.Error("the viewer's members page offers Withdraw")
+	}
+	for who, c := range map[string]*http.Client{"viewer": viewer, "another account's owner": other} {
+		want := http.StatusForbidden
+		if c == other {
+			want = http.StatusNotFound
+		}
+		if p := e.post(c, a[1], url.Values{"csrf": {csrf(t, e.get(c, "/members"))}}); p.status != want {
+			t.Errorf("%s withdraws: %d, want %d", who, p.status, want)
+		}
+	}
+	if p := e.get(e.browser(), "/join?token="+m[1]); p.status != http.StatusOK {
+		t.Fatalf("the link before withdrawal: %d", p.status)
+	}
+	if p := e.post(owner, a[1], url.Values{"csrf": {csrf(t, members)}}); p.status != http.StatusSeeOther || p.loc != "/members?done=withdrawn" {
+		t.Fatalf("withdraw: %d %q", p.status, p.loc)
+	}
+	if p := e.get(e.browser(), "/join?token="+m[1]); p.status != http.StatusNotFound {
+		t.Errorf("the withdrawn link: %d, want 404", p.status)
+	}
+	if p := e.post(owner, a[1], url.Values{"csrf": {csrf(t, members)}}); p.status != http.StatusNotFound {
+		t.Errorf("withdrawing again: %d, want 404", p.status)
+	}
+	if p := e.post(owner, "/members/invitations/zz/withdraw", url.Values{"csrf": {csrf(t, members)}}); p.status != http.StatusNotFound {
+		t.Errorf("a malformed id: %d, want 404", p.status)
+	}
+}

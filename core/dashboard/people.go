@@ -1,6 +1,8 @@
 package dashboard
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"net/http"
 	"net/netip"
@@ -246,4 +248,23 @@ func (s *Dashboard) removeMember(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	redirect(w, r, "/members", "removed")
+}
+
+// withdrawInvitation deletes an open invitation of the account, named by
+// its token's hash (the page never has the token itself).
+func (s *Dashboard) withdrawInvitation(w http.ResponseWriter, r *http.Request) {
+	hash, err := hex.DecodeString(chi.URLParam(r, "hash"))
+	if err == nil && len(hash) == sha256.Size {
+		err = s.People.Withdraw(r.Context(), viewerOf(r).User, hash)
+	} else {
+		err = store.ErrNotFound
+	}
+	if errors.Is(err, store.ErrNotFound) {
+		s.fail(w, r, http.StatusNotFound, "There is no such invitation.")
+		return
+	} else if err != nil {
+		s.failWith(w, r, err)
+		return
+	}
+	redirect(w, r, "/members", "withdrawn")
 }
