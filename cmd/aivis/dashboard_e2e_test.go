@@ -22,6 +22,7 @@ import (
 
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
 	"github.com/aivis/aivis/connectors/slack/slackfake"
@@ -577,6 +578,35 @@ func TestDashboardInBrowser(t *testing.T) {
 				return {Tag: a.tagName + "#" + a.id, Outline: getComputedStyle(a).outlineColor, Behind: bg}; })()`, &ring))
 		if c := contrast(t, ring.Outline, ring.Behind); c < 3 {
 			t.Errorf("the focus ring of %s is %s on %s: contrast %.2f, want at least 3", ring.Tag, ring.Outline, ring.Behind, c)
+		}
+	})
+
+	t.Run("axe finds no accessibility violations", func(t *testing.T) {
+		// axe-core is not vendored: AIVIS_AXE names its axe.min.js
+		// (npm pack axe-core@4.10.2).
+		src := os.Getenv("AIVIS_AXE")
+		if src == "" {
+			t.Skip("AIVIS_AXE is not set")
+		}
+		axe, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		paths := []string{"/", "/keys", "/usage", "/webhooks", "/connectors", "/connectors/slack", "/domains", "/domains/acme.invalid",
+			"/content", "/members", "/clients", "/account"}
+		if slackConnection != "" {
+			paths = append(paths, strings.TrimPrefix(strings.SplitN(slackConnection, "?", 2)[0], s.URL))
+		}
+		for _, path := range paths {
+			var found []string
+			run("axe "+path, chromedp.Navigate(s.URL+path), chromedp.WaitVisible(`main`, chromedp.ByQuery),
+				chromedp.Evaluate(string(axe), nil),
+				chromedp.Evaluate(`axe.run(document, {runOnly: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"]}).then(r =>
+					r.violations.map(v => v.impact + " " + v.id + ": " + v.nodes.map(n => n.target.join(" ")).slice(0, 3).join(", ")))`, &found,
+					func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) }))
+			if len(found) > 0 {
+				t.Errorf("axe on %s: %s", path, strings.Join(found, "; "))
+			}
 		}
 	})
 
