@@ -371,3 +371,32 @@ func TestWithdrawInvitation(t *testing.T) {
 		t.Errorf("a malformed id: %d, want 404", p.status)
 	}
 }
+
+// Wrong current passwords on the Account page count with failed sign-ins.
+func TestPasswordChangeGuessesLimited(t *testing.T) {
+	e := newEnv(t)
+	now := time.Now()
+	e.frozen.Store(&now)
+	c, _ := e.owner("owner@example.com", false)
+	tok := csrf(t, e.get(c, "/account"))
+	change := func(current string) int {
+		return e.post(c, "/account/password", url.Values{"csrf": {tok}, "current_password": {current},
+			"new_password": {"a brand new passphrase"}, "new_password_again": {"a brand new passphrase"}}).status
+	}
+	for i := range 10 {
+		if st := change(fmt.Sprintf("guess number %d", i)); st != http.StatusBadRequest {
+			t.Fatalf("guess %d: %d, want 400", i+1, st)
+		}
+	}
+	if st := change(password); st != http.StatusTooManyRequests {
+		t.Fatalf("the right password after 10 wrong ones: %d, want 429", st)
+	}
+	if _, err := e.people.SignIn(context.Background(), "owner@example.com", password); err != nil {
+		t.Fatalf("the password changed although refused: %v", err)
+	}
+	b := e.browser()
+	p := e.get(b, "/signin")
+	if p = e.post(b, "/signin", url.Values{"csrf": {csrf(t, p)}, "email": {"owner@example.com"}, "password": {password}}); p.status != http.StatusTooManyRequests {
+		t.Errorf("sign-in after 10 wrong current passwords: %d, want 429", p.status)
+	}
+}

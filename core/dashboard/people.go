@@ -7,10 +7,12 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/aivis/aivis/core/fault"
 	"github.com/aivis/aivis/core/limits"
 	"github.com/aivis/aivis/core/people"
 	"github.com/aivis/aivis/core/store"
@@ -177,7 +179,18 @@ func (s *Dashboard) changePassword(w http.ResponseWriter, r *http.Request) {
 			Problem: &problem{Message: "The two new passwords differ."}})
 		return
 	}
+	// Wrong current passwords count with failed sign-ins: a stolen session
+	// is no way to guess the password without limit.
+	now := s.Now()
+	if s.emails.blocked(v.User.Email, now) {
+		s.render(w, r, http.StatusTooManyRequests, "account", page{Title: "Your account", Nav: "account",
+			Problem: &problem{Message: "Too many wrong passwords for this address. Try again in 15 minutes."}})
+		return
+	}
 	if err := s.People.ChangePassword(r.Context(), v.User, v.Token, r.PostFormValue("current_password"), next); err != nil {
+		if fe, ok := fault.As(err); ok && slices.ContainsFunc(fe.Details, func(d fault.FieldError) bool { return d.Field == "current_password" }) {
+			s.emails.fail(v.User.Email, now)
+		}
 		p, status := s.problemOf(r, err)
 		s.render(w, r, status, "account", page{Title: "Your account", Nav: "account", Problem: p})
 		return
