@@ -18,7 +18,7 @@ import (
 func TestAnotherAccountsIDsAnswer404(t *testing.T) {
 	e := newEnv(t)
 	a, ua := e.owner("a@example.com", true)
-	b, _ := e.owner("b@example.com", true)
+	b, ub := e.owner("b@example.com", true)
 	ctx := context.Background()
 	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.Copy(io.Discard, r.Body) }))
 	defer recv.Close()
@@ -63,6 +63,17 @@ func TestAnotherAccountsIDsAnswer404(t *testing.T) {
 			t.Errorf("B POST %s: %d, want 404", path, p.status)
 		}
 	}
+	// Nor through a webhook of B's own: A's delivery under B's webhook.
+	if p := e.post(b, "/webhooks", url.Values{"csrf": {btok}, "domain": {"b-only.example"}, "url": {recv.URL}, "events": {"ai_visibility_change"}}); p.status != http.StatusCreated {
+		t.Fatalf("B creates a webhook: %d\n%s", p.status, p.body)
+	}
+	bws, _, _ := e.db.ListWebhooks(ctx, store.WebhookFilter{AccountID: ub.AccountID})
+	if len(bws) != 1 {
+		t.Fatalf("B's webhooks: %d", len(bws))
+	}
+	if p := e.post(b, "/webhooks/"+bws[0].ID+"/deliveries/"+ds[0].ID+"/redeliver", url.Values{"csrf": {btok}}); p.status != http.StatusNotFound {
+		t.Errorf("B redelivers A's delivery under B's webhook: %d, want 404", p.status)
+	}
 	after, err := e.db.Webhook(ctx, ua.AccountID, wh.ID)
 	if err != nil {
 		t.Fatalf("A's webhook after B's attempts: %v", err)
@@ -70,8 +81,8 @@ func TestAnotherAccountsIDsAnswer404(t *testing.T) {
 	if !after.Enabled || after.Secret != wh.Secret || after.Name != wh.Name {
 		t.Errorf("B changed A's webhook: %+v", after)
 	}
-	if n, _, _ := e.db.ListDeliveries(ctx, store.DeliveryFilter{WebhookID: wh.ID, Limit: 10}); len(n) != 1 {
-		t.Errorf("A's webhook has %d deliveries after B's attempts, want 1", len(n))
+	if n, _, _ := e.db.ListDeliveries(ctx, store.DeliveryFilter{WebhookID: wh.ID, Limit: 10}); len(n) != 1 || n[0].Status != ds[0].Status {
+		t.Errorf("A's webhook's deliveries after B's attempts: %+v, want one, %s", n, ds[0].Status)
 	}
 	if u, err := e.db.User(ctx, du.ID); err != nil || u.Role != store.RoleDeveloper {
 		t.Errorf("A's developer after B's attempts: %+v %v", u, err)
