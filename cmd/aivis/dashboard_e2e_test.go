@@ -146,6 +146,9 @@ func TestDashboardInBrowser(t *testing.T) {
 		chromedp.Flag("ignore-certificate-errors", true),
 		chromedp.WindowSize(1280, 900),
 	)
+	// The viewer's browser profile; made here, it is removed after the
+	// whole test, when that browser has long exited.
+	viewerProfile := t.TempDir()
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	defer cancelAlloc()
 	ctx, cancel := chromedp.NewContext(actx)
@@ -513,6 +516,60 @@ func TestDashboardInBrowser(t *testing.T) {
 			chromedp.Navigate(clientURL), chromedp.WaitVisible(`svg.chart`, chromedp.ByQuery), shot("14-client"))
 		if body := text("main"); !strings.Contains(body, "globex site") || strings.Contains(body, "browser key") {
 			t.Fatalf("the client's page lists keys %q: want its own only", body)
+		}
+	})
+
+	t.Run("a viewer cannot create keys", func(t *testing.T) {
+		var link string
+		run("invite viewer", chromedp.Navigate(s.URL+"/members"), chromedp.WaitVisible(`#invite-email`, chromedp.ByQuery),
+			chromedp.SendKeys(`#invite-email`, "viewer@acme.example", chromedp.ByQuery),
+			chromedp.SetValue(`#invite-role`, "viewer", chromedp.ByQuery),
+			chromedp.Submit(`#invite-email`, chromedp.ByQuery),
+			chromedp.WaitVisible(`#invite-link`, chromedp.ByQuery),
+			chromedp.Value(`#invite-link`, &link, chromedp.ByQuery))
+		// The viewer joins in a browser of their own (own cookies).
+		vopts := append(opts[:len(opts):len(opts)], chromedp.UserDataDir(viewerProfile))
+		valloc, cancelVA := chromedp.NewExecAllocator(ctx, vopts...)
+		defer cancelVA()
+		vctx, cancelV := chromedp.NewContext(valloc)
+		defer cancelV()
+		vrun := func(what string, actions ...chromedp.Action) {
+			t.Helper()
+			if err := chromedp.Run(vctx, actions...); err != nil {
+				t.Fatalf("viewer: %s: %v", what, err)
+			}
+		}
+		var who string
+		var forms int
+		vrun("join", chromedp.Navigate(link), chromedp.WaitVisible(`#password`, chromedp.ByQuery),
+			chromedp.SendKeys(`#email`, "viewer@acme.example", chromedp.ByQuery),
+			chromedp.SendKeys(`#password`, "a long viewer password", chromedp.ByQuery),
+			chromedp.SendKeys(`#password_again`, "a long viewer password", chromedp.ByQuery),
+			chromedp.Submit(`#password_again`, chromedp.ByQuery),
+			chromedp.WaitVisible(`.who`, chromedp.ByQuery), chromedp.Text(`.who`, &who, chromedp.ByQuery),
+			chromedp.Navigate(s.URL+"/keys"), chromedp.WaitVisible(`#keys`, chromedp.ByQuery),
+			chromedp.Evaluate(`document.querySelectorAll('form[action="/keys"], button.danger').length`, &forms))
+		if !strings.Contains(who, "viewer@acme.example") || !strings.Contains(who, "viewer") {
+			t.Fatalf("the viewer is signed in as %q", who)
+		}
+		if forms != 0 {
+			t.Errorf("the viewer's keys page offers %d key forms or buttons", forms)
+		}
+		// The form the page hides, sent anyway with the viewer's own token:
+		// the handler refuses it.
+		var status int
+		vrun("forge", chromedp.Evaluate(`(async () => {
+			const csrf = document.querySelector('input[name="csrf"]').value;
+			const r = await fetch("/keys", {method: "POST", body: new URLSearchParams({csrf, name: "viewer key"})});
+			return (await r.text()).includes("does not allow") ? r.status : -r.status; })()`, &status, func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) }))
+		if status != http.StatusForbidden {
+			t.Errorf("the viewer's POST /keys answered %d, want 403 for the role (negative: another reason)", status)
+		}
+		var keys string
+		run("owner keys", chromedp.Navigate(s.URL+"/keys"), chromedp.WaitVisible(`#keys`, chromedp.ByQuery),
+			chromedp.Text(`#keys`, &keys, chromedp.ByQuery))
+		if strings.Contains(keys, "viewer key") {
+			t.Fatal("the viewer made a key")
 		}
 	})
 
