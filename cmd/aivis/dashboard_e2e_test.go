@@ -21,11 +21,13 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
 	"github.com/aivis/aivis/connectors/slack/slackfake"
+	"github.com/aivis/aivis/core/dashboard"
 	"github.com/aivis/aivis/core/probe/probefake"
 )
 
@@ -693,12 +695,71 @@ func TestDashboardInBrowser(t *testing.T) {
 		}
 	})
 
+	// sessionCookie reads the browser's session cookie.
+	sessionCookie := func() string {
+		t.Helper()
+		var v string
+		run("cookies", chromedp.ActionFunc(func(ctx context.Context) error {
+			cs, err := network.GetCookies().WithURLs([]string{s.URL}).Do(ctx)
+			for _, c := range cs {
+				if c.Name == dashboard.SessionCookie {
+					v = c.Value
+				}
+			}
+			return err
+		}))
+		return v
+	}
+	// opens tells whether a session token opens /keys, outside the browser.
+	opens := func(token string) bool {
+		t.Helper()
+		c := &http.Client{Transport: s.HTTP.Transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		r, _ := http.NewRequest(http.MethodGet, s.URL+"/keys", nil)
+		r.AddCookie(&http.Cookie{Name: dashboard.SessionCookie, Value: token})
+		res, err := c.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode == http.StatusOK
+	}
+
 	t.Run("sign out", func(t *testing.T) {
+		before := sessionCookie()
+		if before == "" || !opens(before) {
+			t.Fatalf("the browser's session cookie %q does not open /keys", before)
+		}
 		run("signout", chromedp.Navigate(s.URL+"/"), chromedp.WaitVisible(`.who button`, chromedp.ByQuery),
 			chromedp.Click(`.who button`, chromedp.ByQuery), chromedp.WaitVisible(`#password`, chromedp.ByQuery),
 			chromedp.Navigate(s.URL+"/keys"), chromedp.WaitVisible(`#password`, chromedp.ByQuery))
 		if h := text("h1"); h != "Sign in" {
 			t.Fatalf("after signing out /keys shows %q", h)
+		}
+		// A copy of the cookie kept from before no longer works.
+		if opens(before) {
+			t.Fatal("the signed-out session's token still opens /keys")
+		}
+	})
+
+	t.Run("a session planted before sign-in is not adopted", func(t *testing.T) {
+		planted := strings.Repeat("P", 43)
+		u, _ := url.Parse(s.URL)
+		run("plant", chromedp.ActionFunc(func(ctx context.Context) error {
+			return network.SetCookie(dashboard.SessionCookie, planted).WithURL(s.URL + "/").WithPath("/").WithSecure(true).
+				WithHTTPOnly(true).WithSameSite(network.CookieSameSiteLax).Do(ctx)
+		}), chromedp.Navigate(s.URL+"/signin"), chromedp.WaitVisible(`#password`, chromedp.ByQuery))
+		if got := sessionCookie(); got != planted {
+			t.Fatalf("the planted cookie reads %q on %s", got, u.Host)
+		}
+		run("sign in", chromedp.SendKeys(`#email`, "owner@acme.example", chromedp.ByQuery),
+			chromedp.SendKeys(`#password`, "a long owner password", chromedp.ByQuery),
+			chromedp.Submit(`#password`, chromedp.ByQuery), chromedp.WaitVisible(`.who`, chromedp.ByQuery))
+		got := sessionCookie()
+		if got == planted || got == "" || !opens(got) {
+			t.Fatalf("after sign-in the session cookie is %q (planted %q)", got, planted)
+		}
+		if opens(planted) {
+			t.Fatal("the planted token opens /keys")
 		}
 	})
 	raw, _ := json.Marshal(map[string]any{"screenshots": shots, "seconds": time.Since(began).Seconds()})
