@@ -150,7 +150,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	)
 	// The viewer's browser profile; made here, it is removed after the
 	// whole test, when that browser has long exited.
-	viewerProfile := t.TempDir()
+	viewerProfile, otherProfile := t.TempDir(), t.TempDir()
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	defer cancelAlloc()
 	ctx, cancel := chromedp.NewContext(actx)
@@ -492,6 +492,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		}
 	})
 
+	var clientURL string // the agency client's page
 	t.Run("team and agency clients", func(t *testing.T) {
 		var link string
 		run("invite", chromedp.Navigate(s.URL+"/members"), chromedp.WaitVisible(`#invite-email`, chromedp.ByQuery),
@@ -503,7 +504,6 @@ func TestDashboardInBrowser(t *testing.T) {
 		if !strings.HasPrefix(link, s.URL+"/join?token=") {
 			t.Fatalf("the invitation link reads %q", link)
 		}
-		var clientURL string
 		run("client", chromedp.Navigate(s.URL+"/clients"), chromedp.WaitVisible(`#client-name`, chromedp.ByQuery),
 			chromedp.SendKeys(`#client-name`, "Globex", chromedp.ByQuery),
 			chromedp.Submit(`#client-name`, chromedp.ByQuery),
@@ -572,6 +572,65 @@ func TestDashboardInBrowser(t *testing.T) {
 			chromedp.Text(`#keys`, &keys, chromedp.ByQuery))
 		if strings.Contains(keys, "viewer key") {
 			t.Fatal("the viewer made a key")
+		}
+	})
+
+	t.Run("another account sees none of this one's data", func(t *testing.T) {
+		other := newAccount(t, dir, "starter", false)
+		var inv struct {
+			Link string `json:"link"`
+		}
+		cli(t, dir, &inv, "user", "invite", "--account", other.ID, "--email", "eve@other.example", "--url", s.URL)
+		oalloc, cancelOA := chromedp.NewExecAllocator(ctx, append(opts[:len(opts):len(opts)], chromedp.UserDataDir(otherProfile))...)
+		defer cancelOA()
+		octx, cancelO := chromedp.NewContext(oalloc)
+		defer cancelO()
+		orun := func(what string, actions ...chromedp.Action) {
+			t.Helper()
+			if err := chromedp.Run(octx, actions...); err != nil {
+				t.Fatalf("other account: %s: %v", what, err)
+			}
+		}
+		orun("join", chromedp.Navigate(inv.Link), chromedp.WaitVisible(`#password`, chromedp.ByQuery),
+			chromedp.SendKeys(`#email`, "eve@other.example", chromedp.ByQuery),
+			chromedp.SendKeys(`#password`, "a long other password", chromedp.ByQuery),
+			chromedp.SendKeys(`#password_again`, "a long other password", chromedp.ByQuery),
+			chromedp.Submit(`#password_again`, chromedp.ByQuery), chromedp.WaitVisible(`.who`, chromedp.ByQuery))
+		leaks := []string{"Acme Browsers", "owner@acme.example", "browser key", "acme.example", "acme.invalid", "Team chat", "Slack alerts", "Globex"}
+		for _, path := range []string{"/", "/keys", "/usage", "/webhooks", "/connectors", "/domains", "/content", "/members"} {
+			var body string
+			orun("read "+path, chromedp.Navigate(s.URL+path), chromedp.WaitVisible(`main`, chromedp.ByQuery),
+				chromedp.Text(`body`, &body, chromedp.ByQuery))
+			for _, l := range leaks {
+				if strings.Contains(body, l) {
+					t.Errorf("the other account's %s shows %q", path, l)
+				}
+			}
+		}
+		// This account's ids in the other's URLs: 404, nothing shown.
+		ids := []string{"/domains/acme.invalid", "/domains/acme.example"}
+		if clientURL != "" {
+			ids = append(ids, strings.TrimPrefix(strings.SplitN(clientURL, "?", 2)[0], s.URL))
+		}
+		if slackConnection != "" {
+			ids = append(ids, strings.TrimPrefix(strings.SplitN(slackConnection, "?", 2)[0], s.URL))
+		}
+		var webhookPath string
+		run("a webhook", chromedp.Navigate(s.URL+"/webhooks"), chromedp.WaitVisible(`a[href^="/webhooks/wh_"]`, chromedp.ByQuery),
+			chromedp.AttributeValue(`a[href^="/webhooks/wh_"]`, "href", &webhookPath, nil, chromedp.ByQuery))
+		ids = append(ids, webhookPath)
+		for _, path := range ids {
+			var h1, body string
+			orun("open "+path, chromedp.Navigate(s.URL+path), chromedp.WaitVisible(`main`, chromedp.ByQuery),
+				chromedp.Text(`h1`, &h1, chromedp.ByQuery), chromedp.Text(`main`, &body, chromedp.ByQuery))
+			if h1 != "Not Found" {
+				t.Errorf("the other account opens %s: %q, want Not Found", path, h1)
+			}
+			for _, l := range []string{"Globex", "#alerts", "Slack alerts", hooks.URL} {
+				if strings.Contains(body, l) {
+					t.Errorf("the other account's %s shows %q", path, l)
+				}
+			}
 		}
 	})
 
