@@ -492,6 +492,46 @@ func TestDashboardInBrowser(t *testing.T) {
 		}
 	})
 
+	t.Run("content requests with their state", func(t *testing.T) {
+		var ck, cs string
+		run("key", chromedp.Navigate(s.URL+"/keys"), chromedp.WaitVisible(`#key-name`, chromedp.ByQuery),
+			chromedp.SendKeys(`#key-name`, "content", chromedp.ByQuery), chromedp.Submit(`#key-name`, chromedp.ByQuery),
+			chromedp.WaitVisible(`#new-secret`, chromedp.ByQuery),
+			chromedp.Value(`#new-key`, &ck, chromedp.ByQuery), chromedp.Value(`#new-secret`, &cs, chromedp.ByQuery))
+		r := s.do(t, req{method: "POST", path: "/api/v1/ai/content-requests", header: keyed(key{Key: ck, Secret: cs}),
+			body: `{"domain":"acme.invalid","budget":1,"url":"https://acme.invalid/post","target_queries":["best rocket skates"]}`})
+		var env struct {
+			Data struct {
+				ID string `json:"id"`
+			} `json:"data"`
+		}
+		r.decode(t, &env)
+		cr := env.Data
+		if r.Status != 201 || cr.ID == "" {
+			t.Fatalf("create a content request: %d %s", r.Status, r.Body)
+		}
+		var row, state string
+		run("content", chromedp.Navigate(s.URL+"/content"), chromedp.WaitVisible(`#content`, chromedp.ByQuery),
+			chromedp.Text(`#content tbody tr`, &row, chromedp.ByQuery),
+			chromedp.Text(`#content tbody tr .state`, &state, chromedp.ByQuery), shot("15-content"))
+		if !strings.Contains(row, cr.ID) || !strings.Contains(row, "acme.invalid") || !strings.Contains(row, "$1") || state == "" {
+			t.Fatalf("the content page's row reads %q (state %q)", row, state)
+		}
+		// Filtered by its state, it is listed; by another, not.
+		other := "cancelled"
+		if state == other {
+			other = "queued"
+		}
+		var listed, notListed string
+		run("filter", chromedp.Navigate(s.URL+"/content?status="+state), chromedp.WaitVisible(`#content`, chromedp.ByQuery),
+			chromedp.Text(`#content tbody`, &listed, chromedp.ByQuery),
+			chromedp.Navigate(s.URL+"/content?status="+other), chromedp.WaitVisible(`#content`, chromedp.ByQuery),
+			chromedp.Text(`#content tbody`, &notListed, chromedp.ByQuery))
+		if !strings.Contains(listed, cr.ID) || strings.Contains(notListed, cr.ID) {
+			t.Errorf("filtered by %s: %q; by %s: %q", state, listed, other, notListed)
+		}
+	})
+
 	var clientURL string // the agency client's page
 	t.Run("team and agency clients", func(t *testing.T) {
 		var link string
