@@ -479,6 +479,9 @@ func TestDashboardInBrowser(t *testing.T) {
 		if !strings.Contains(findings, "critical") || !strings.Contains(findings, "The site cannot be read at all") || !strings.Contains(findings, "Fix:") {
 			t.Errorf("the readiness findings read %q", findings)
 		}
+		if strings.Contains(findings, ":53") || strings.Contains(findings, "dial tcp") {
+			t.Errorf("the readiness findings show the server's network details: %q", findings)
+		}
 		if !strings.Contains(parts, "readiness") || !strings.Contains(parts, "mention") {
 			t.Errorf("the breakdown reads %q", parts)
 		}
