@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -20,8 +21,14 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"github.com/aivis/aivis/connectors/slack/slackfake"
+	"github.com/aivis/aivis/core/dashboard"
+	"github.com/aivis/aivis/core/probe/probefake"
 )
 
 // chromium finds the browser the dashboard tests drive (AIVIS_CHROMIUM,
@@ -104,7 +111,22 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Fatalf("build the partner connector: %v\n%s", err, out)
 	}
 	cli(t, dir, nil, "plugin", "register", plugin)
-	s := start(t, dir, "--allowed-targets", "127.0.0.1/32", "--allow-http-targets", "--counter-flush-interval", "200ms")
+	cli(t, dir, nil, "plugin", "register", buildPlugin(t, "../../connectors/slack", "slack"))
+	slack := slackfake.New()
+	defer slack.Close()
+	// A fake AI engine answers the scans the browser asks for.
+	engine := probefake.New()
+	defer engine.Close()
+	engine.Key = "sk-test"
+	engine.Answer("fake-model", "The best options are Acme (https://acme.invalid/skates) and Globex. Acme is excellent.", "I recommend Globex.")
+	cfg, _ := json.Marshal(map[string]any{"engines": []map[string]any{{"label": "Fake", "base_url": engine.URL(), "model": "fake-model",
+		"api_key_env": "AIVIS_TEST_ENGINE_KEY", "concurrency": 2, "input_price_per_mtok": 1, "output_price_per_mtok": 2}}})
+	cfgFile := filepath.Join(dir, "aivis.json")
+	if err := os.WriteFile(cfgFile, cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AIVIS_TEST_ENGINE_KEY", "sk-test")
+	s := start(t, dir, "--config", cfgFile, "--allowed-targets", "127.0.0.1/32", "--allow-http-targets", "--counter-flush-interval", "200ms")
 	m := bootstrapLink.FindStringSubmatch(s.Stdout.String())
 	if m == nil {
 		t.Fatalf("the banner prints no one-time sign-in link:\n%s", s.Stdout)
@@ -126,6 +148,9 @@ func TestDashboardInBrowser(t *testing.T) {
 		chromedp.Flag("ignore-certificate-errors", true),
 		chromedp.WindowSize(1280, 900),
 	)
+	// The viewer's browser profile; made here, it is removed after the
+	// whole test, when that browser has long exited.
+	viewerProfile, otherProfile := t.TempDir(), t.TempDir()
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	defer cancelAlloc()
 	ctx, cancel := chromedp.NewContext(actx)
@@ -327,6 +352,57 @@ func TestDashboardInBrowser(t *testing.T) {
 		}
 	})
 
+	var slackConnection string // its page
+	t.Run("configure the official Slack connector from its schema and press Test", func(t *testing.T) {
+		var tokenType, apiDefault string
+		run("slack form", chromedp.Navigate(s.URL+"/connectors"),
+			chromedp.WaitVisible(`a[href="/connectors/slack"]`, chromedp.ByQuery),
+			chromedp.Click(`a[href="/connectors/slack"]`, chromedp.ByQuery),
+			chromedp.WaitVisible(`#f-bot_token`, chromedp.ByQuery),
+			chromedp.AttributeValue(`#f-bot_token`, "type", &tokenType, nil, chromedp.ByQuery),
+			chromedp.Value(`#f-api_url`, &apiDefault, chromedp.ByQuery))
+		if tokenType != "password" || apiDefault != "https://slack.com/api/" {
+			t.Fatalf("the Slack form: bot_token input %q, api_url %q (want password, the schema's default)", tokenType, apiDefault)
+		}
+		// The connector's own validation answers in the form, which keeps
+		// what was typed but the secret.
+		var html, tokenAfter string
+		run("bad channel", chromedp.SendKeys(`#con-name`, "Slack alerts", chromedp.ByQuery),
+			chromedp.SendKeys(`#f-bot_token`, slackfake.Token, chromedp.ByQuery),
+			chromedp.SendKeys(`#f-channel`, "not a channel", chromedp.ByQuery),
+			chromedp.SetValue(`#f-api_url`, slack.APIURL(), chromedp.ByQuery),
+			chromedp.Submit(`#con-name`, chromedp.ByQuery),
+			chromedp.WaitVisible(`.problem`, chromedp.ByQuery),
+			chromedp.OuterHTML("main", &html, chromedp.ByQuery),
+			chromedp.Value(`#f-bot_token`, &tokenAfter, chromedp.ByQuery))
+		if !strings.Contains(html, "channel") || strings.Contains(html, slackfake.Token) || tokenAfter != "" {
+			t.Fatalf("after a bad channel the form shows the token (%q) or no reason:\n%s", tokenAfter, html)
+		}
+		var nameKept string
+		run("name kept", chromedp.Value(`#con-name`, &nameKept, chromedp.ByQuery))
+		if nameKept != "Slack alerts" {
+			t.Errorf("the form lost the name: %q", nameKept)
+		}
+		run("good channel", chromedp.SendKeys(`#f-bot_token`, slackfake.Token, chromedp.ByQuery),
+			chromedp.SetValue(`#f-channel`, "#alerts", chromedp.ByQuery),
+			chromedp.Submit(`#con-name`, chromedp.ByQuery),
+			chromedp.WaitVisible(`#test-connection`, chromedp.ByQuery),
+			chromedp.OuterHTML("main", &html, chromedp.ByQuery),
+			chromedp.Location(&slackConnection))
+		if strings.Contains(html, slackfake.Token) {
+			t.Fatal("the Slack connection's page shows the bot token")
+		}
+		run("slack test", chromedp.Click(`#test-connection`, chromedp.ByQuery),
+			chromedp.WaitVisible(`#test-result`, chromedp.ByQuery), shot("10b-slack-tested"))
+		if r := text(`#test-result h2`); r != "Test result: delivered" {
+			t.Fatalf("the Slack test result reads %q", r)
+		}
+		got := slack.Received()
+		if len(got) != 1 || got[0].Via != "api" || got[0].Channel != "#alerts" || !strings.HasPrefix(got[0].Text, "Test from aivis") {
+			t.Fatalf("Slack received %+v, want one test message in #alerts", got)
+		}
+	})
+
 	t.Run("a domain's score chart", func(t *testing.T) {
 		var k2 string
 		run("key", chromedp.Navigate(s.URL+"/keys"), chromedp.WaitVisible(`#key-name`, chromedp.ByQuery),
@@ -350,8 +426,116 @@ func TestDashboardInBrowser(t *testing.T) {
 		if big := text(".grid .card .big"); !strings.HasPrefix(big, "70") {
 			t.Errorf("the latest score reads %q", big)
 		}
+		// The readings' events reach Slack, and the connection's delivery
+		// log shows them.
+		if slackConnection == "" {
+			t.Skip("no Slack connection was made")
+		}
+		var log string
+		for deadline := time.Now().Add(15 * time.Second); ; {
+			run("slack log", chromedp.Navigate(strings.SplitN(slackConnection, "?", 2)[0]),
+				chromedp.WaitVisible(`#deliveries`, chromedp.ByQuery), chromedp.Text(`#deliveries tbody`, &log, chromedp.ByQuery))
+			if strings.Contains(log, "ai_visibility_change") && strings.Contains(log, "succeeded") || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(300 * time.Millisecond)
+		}
+		run("shot", shot("10c-slack-deliveries"))
+		if !strings.Contains(log, "ai_visibility_change") || !strings.Contains(log, "succeeded") || !strings.Contains(log, "delivered") {
+			t.Fatalf("the Slack connection's delivery log reads %q", log)
+		}
+		if n := len(slack.Received()); n < 2 {
+			t.Errorf("Slack received %d messages, want the test and the readings' alerts", n)
+		}
 	})
 
+	t.Run("monitor a domain, scan it, read its breakdown and readiness findings", func(t *testing.T) {
+		// .invalid never resolves: the readiness audit finds the site
+		// unreachable, and the fake engine carries the reading.
+		run("monitor", chromedp.Navigate(s.URL+"/domains"), chromedp.WaitVisible(`#dom-name`, chromedp.ByQuery),
+			chromedp.SendKeys(`#dom-name`, "acme.invalid", chromedp.ByQuery),
+			chromedp.SendKeys(`#dom-comp`, "Globex", chromedp.ByQuery),
+			chromedp.Submit(`#dom-name`, chromedp.ByQuery),
+			chromedp.WaitVisible(`a[href="/domains/acme.invalid"]`, chromedp.ByQuery),
+			chromedp.Click(`a[href="/domains/acme.invalid"]`, chromedp.ByQuery),
+			chromedp.WaitVisible(`form[action="/domains/acme.invalid/scan"] button`, chromedp.ByQuery),
+			chromedp.Click(`form[action="/domains/acme.invalid/scan"] button`, chromedp.ByQuery),
+			chromedp.WaitVisible(`.notice`, chromedp.ByQuery))
+		var findings, parts string
+		for deadline := time.Now().Add(20 * time.Second); ; {
+			var n int
+			run("scan", chromedp.Navigate(s.URL+"/domains/acme.invalid"), chromedp.WaitVisible(`main`, chromedp.ByQuery),
+				chromedp.Evaluate(`document.querySelectorAll("ul.findings li").length`, &n))
+			if n > 0 {
+				run("read", chromedp.Text(`ul.findings`, &findings, chromedp.ByQuery),
+					chromedp.Text(`#breakdown tbody`, &parts, chromedp.ByQuery), shot("11b-domain-scanned"))
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the scan's breakdown never shows; engine requests %d", engine.Requests())
+			}
+			time.Sleep(300 * time.Millisecond)
+		}
+		if !strings.Contains(findings, "critical") || !strings.Contains(findings, "The site cannot be read at all") || !strings.Contains(findings, "Fix:") {
+			t.Errorf("the readiness findings read %q", findings)
+		}
+		if strings.Contains(findings, ":53") || strings.Contains(findings, "dial tcp") {
+			t.Errorf("the readiness findings show the server's network details: %q", findings)
+		}
+		if !strings.Contains(parts, "readiness") || !strings.Contains(parts, "mention") {
+			t.Errorf("the breakdown reads %q", parts)
+		}
+		if engine.Requests() == 0 {
+			t.Error("the scan asked the engine nothing")
+		}
+		var points string
+		run("line", chromedp.AttributeValue(`svg.chart polyline`, "points", &points, nil, chromedp.ByQuery))
+		if n := len(strings.Fields(points)); n != 1 {
+			t.Errorf("after one scan the score line has %d points, want 1", n)
+		}
+	})
+
+	t.Run("content requests with their state", func(t *testing.T) {
+		var ck, cs string
+		run("key", chromedp.Navigate(s.URL+"/keys"), chromedp.WaitVisible(`#key-name`, chromedp.ByQuery),
+			chromedp.SendKeys(`#key-name`, "content", chromedp.ByQuery), chromedp.Submit(`#key-name`, chromedp.ByQuery),
+			chromedp.WaitVisible(`#new-secret`, chromedp.ByQuery),
+			chromedp.Value(`#new-key`, &ck, chromedp.ByQuery), chromedp.Value(`#new-secret`, &cs, chromedp.ByQuery))
+		r := s.do(t, req{method: "POST", path: "/api/v1/ai/content-requests", header: keyed(key{Key: ck, Secret: cs}),
+			body: `{"domain":"acme.invalid","budget":1,"url":"https://acme.invalid/post","target_queries":["best rocket skates"]}`})
+		var env struct {
+			Data struct {
+				ID string `json:"id"`
+			} `json:"data"`
+		}
+		r.decode(t, &env)
+		cr := env.Data
+		if r.Status != 201 || cr.ID == "" {
+			t.Fatalf("create a content request: %d %s", r.Status, r.Body)
+		}
+		var row, state string
+		run("content", chromedp.Navigate(s.URL+"/content"), chromedp.WaitVisible(`#content`, chromedp.ByQuery),
+			chromedp.Text(`#content tbody tr`, &row, chromedp.ByQuery),
+			chromedp.Text(`#content tbody tr .state`, &state, chromedp.ByQuery), shot("15-content"))
+		if !strings.Contains(row, cr.ID) || !strings.Contains(row, "acme.invalid") || !strings.Contains(row, "$1") || state == "" {
+			t.Fatalf("the content page's row reads %q (state %q)", row, state)
+		}
+		// Filtered by its state, it is listed; by another, not.
+		other := "cancelled"
+		if state == other {
+			other = "queued"
+		}
+		var listed, notListed string
+		run("filter", chromedp.Navigate(s.URL+"/content?status="+state), chromedp.WaitVisible(`#content`, chromedp.ByQuery),
+			chromedp.Text(`#content tbody`, &listed, chromedp.ByQuery),
+			chromedp.Navigate(s.URL+"/content?status="+other), chromedp.WaitVisible(`#content`, chromedp.ByQuery),
+			chromedp.Text(`#content tbody`, &notListed, chromedp.ByQuery))
+		if !strings.Contains(listed, cr.ID) || strings.Contains(notListed, cr.ID) {
+			t.Errorf("filtered by %s: %q; by %s: %q", state, listed, other, notListed)
+		}
+	})
+
+	var clientURL string // the agency client's page
 	t.Run("team and agency clients", func(t *testing.T) {
 		var link string
 		run("invite", chromedp.Navigate(s.URL+"/members"), chromedp.WaitVisible(`#invite-email`, chromedp.ByQuery),
@@ -363,7 +547,6 @@ func TestDashboardInBrowser(t *testing.T) {
 		if !strings.HasPrefix(link, s.URL+"/join?token=") {
 			t.Fatalf("the invitation link reads %q", link)
 		}
-		var clientURL string
 		run("client", chromedp.Navigate(s.URL+"/clients"), chromedp.WaitVisible(`#client-name`, chromedp.ByQuery),
 			chromedp.SendKeys(`#client-name`, "Globex", chromedp.ByQuery),
 			chromedp.Submit(`#client-name`, chromedp.ByQuery),
@@ -381,19 +564,142 @@ func TestDashboardInBrowser(t *testing.T) {
 		}
 	})
 
+	t.Run("a viewer cannot create keys", func(t *testing.T) {
+		var link string
+		run("invite viewer", chromedp.Navigate(s.URL+"/members"), chromedp.WaitVisible(`#invite-email`, chromedp.ByQuery),
+			chromedp.SendKeys(`#invite-email`, "viewer@acme.example", chromedp.ByQuery),
+			chromedp.SetValue(`#invite-role`, "viewer", chromedp.ByQuery),
+			chromedp.Submit(`#invite-email`, chromedp.ByQuery),
+			chromedp.WaitVisible(`#invite-link`, chromedp.ByQuery),
+			chromedp.Value(`#invite-link`, &link, chromedp.ByQuery))
+		// The viewer joins in a browser of their own (own cookies).
+		vopts := append(opts[:len(opts):len(opts)], chromedp.UserDataDir(viewerProfile))
+		valloc, cancelVA := chromedp.NewExecAllocator(ctx, vopts...)
+		defer cancelVA()
+		vctx, cancelV := chromedp.NewContext(valloc)
+		defer cancelV()
+		vrun := func(what string, actions ...chromedp.Action) {
+			t.Helper()
+			if err := chromedp.Run(vctx, actions...); err != nil {
+				t.Fatalf("viewer: %s: %v", what, err)
+			}
+		}
+		var who string
+		var forms int
+		vrun("join", chromedp.Navigate(link), chromedp.WaitVisible(`#password`, chromedp.ByQuery),
+			chromedp.SendKeys(`#email`, "viewer@acme.example", chromedp.ByQuery),
+			chromedp.SendKeys(`#password`, "a long viewer password", chromedp.ByQuery),
+			chromedp.SendKeys(`#password_again`, "a long viewer password", chromedp.ByQuery),
+			chromedp.Submit(`#password_again`, chromedp.ByQuery),
+			chromedp.WaitVisible(`.who`, chromedp.ByQuery), chromedp.Text(`.who`, &who, chromedp.ByQuery),
+			chromedp.Navigate(s.URL+"/keys"), chromedp.WaitVisible(`#keys`, chromedp.ByQuery),
+			chromedp.Evaluate(`document.querySelectorAll('form[action="/keys"], button.danger').length`, &forms))
+		if !strings.Contains(who, "viewer@acme.example") || !strings.Contains(who, "viewer") {
+			t.Fatalf("the viewer is signed in as %q", who)
+		}
+		if forms != 0 {
+			t.Errorf("the viewer's keys page offers %d key forms or buttons", forms)
+		}
+		// The form the page hides, sent anyway with the viewer's own token:
+		// the handler refuses it.
+		var status int
+		vrun("forge", chromedp.Evaluate(`(async () => {
+			const csrf = document.querySelector('input[name="csrf"]').value;
+			const r = await fetch("/keys", {method: "POST", body: new URLSearchParams({csrf, name: "viewer key"})});
+			return (await r.text()).includes("does not allow") ? r.status : -r.status; })()`, &status, func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) }))
+		if status != http.StatusForbidden {
+			t.Errorf("the viewer's POST /keys answered %d, want 403 for the role (negative: another reason)", status)
+		}
+		var keys string
+		run("owner keys", chromedp.Navigate(s.URL+"/keys"), chromedp.WaitVisible(`#keys`, chromedp.ByQuery),
+			chromedp.Text(`#keys`, &keys, chromedp.ByQuery))
+		if strings.Contains(keys, "viewer key") {
+			t.Fatal("the viewer made a key")
+		}
+	})
+
+	t.Run("another account sees none of this one's data", func(t *testing.T) {
+		other := newAccount(t, dir, "starter", false)
+		var inv struct {
+			Link string `json:"link"`
+		}
+		cli(t, dir, &inv, "user", "invite", "--account", other.ID, "--email", "eve@other.example", "--url", s.URL)
+		oalloc, cancelOA := chromedp.NewExecAllocator(ctx, append(opts[:len(opts):len(opts)], chromedp.UserDataDir(otherProfile))...)
+		defer cancelOA()
+		octx, cancelO := chromedp.NewContext(oalloc)
+		defer cancelO()
+		orun := func(what string, actions ...chromedp.Action) {
+			t.Helper()
+			if err := chromedp.Run(octx, actions...); err != nil {
+				t.Fatalf("other account: %s: %v", what, err)
+			}
+		}
+		orun("join", chromedp.Navigate(inv.Link), chromedp.WaitVisible(`#password`, chromedp.ByQuery),
+			chromedp.SendKeys(`#email`, "eve@other.example", chromedp.ByQuery),
+			chromedp.SendKeys(`#password`, "a long other password", chromedp.ByQuery),
+			chromedp.SendKeys(`#password_again`, "a long other password", chromedp.ByQuery),
+			chromedp.Submit(`#password_again`, chromedp.ByQuery), chromedp.WaitVisible(`.who`, chromedp.ByQuery))
+		leaks := []string{"Acme Browsers", "owner@acme.example", "browser key", "acme.example", "acme.invalid", "Team chat", "Slack alerts", "Globex"}
+		for _, path := range []string{"/", "/keys", "/usage", "/webhooks", "/connectors", "/domains", "/content", "/members"} {
+			var body string
+			orun("read "+path, chromedp.Navigate(s.URL+path), chromedp.WaitVisible(`main`, chromedp.ByQuery),
+				chromedp.Text(`body`, &body, chromedp.ByQuery))
+			for _, l := range leaks {
+				if strings.Contains(body, l) {
+					t.Errorf("the other account's %s shows %q", path, l)
+				}
+			}
+		}
+		// This account's ids in the other's URLs: 404, nothing shown.
+		ids := []string{"/domains/acme.invalid", "/domains/acme.example"}
+		if clientURL != "" {
+			ids = append(ids, strings.TrimPrefix(strings.SplitN(clientURL, "?", 2)[0], s.URL))
+		}
+		if slackConnection != "" {
+			ids = append(ids, strings.TrimPrefix(strings.SplitN(slackConnection, "?", 2)[0], s.URL))
+		}
+		var webhookPath string
+		run("a webhook", chromedp.Navigate(s.URL+"/webhooks"), chromedp.WaitVisible(`a[href^="/webhooks/wh_"]`, chromedp.ByQuery),
+			chromedp.AttributeValue(`a[href^="/webhooks/wh_"]`, "href", &webhookPath, nil, chromedp.ByQuery))
+		ids = append(ids, webhookPath)
+		for _, path := range ids {
+			var h1, body string
+			orun("open "+path, chromedp.Navigate(s.URL+path), chromedp.WaitVisible(`main`, chromedp.ByQuery),
+				chromedp.Text(`h1`, &h1, chromedp.ByQuery), chromedp.Text(`main`, &body, chromedp.ByQuery))
+			if h1 != "Not Found" {
+				t.Errorf("the other account opens %s: %q, want Not Found", path, h1)
+			}
+			for _, l := range []string{"Globex", "#alerts", "Slack alerts", hooks.URL} {
+				if strings.Contains(body, l) {
+					t.Errorf("the other account's %s shows %q", path, l)
+				}
+			}
+		}
+	})
+
 	t.Run("phone-sized screen", func(t *testing.T) {
-		for _, path := range []string{"/keys", "/usage", "/webhooks"} {
-			var scrollW, clientW int
-			var wide []string
-			run("phone", emulation.SetDeviceMetricsOverride(390, 844, 2, true),
-				chromedp.Navigate(s.URL+path), chromedp.WaitVisible(`main`, chromedp.ByQuery),
-				chromedp.Evaluate(`document.documentElement.scrollWidth`, &scrollW),
-				chromedp.Evaluate(`document.documentElement.clientWidth`, &clientW),
-				chromedp.Evaluate(`Array.from(document.querySelectorAll("body *")).filter(e => !e.closest(".scroll") &&
-					e.getBoundingClientRect().right > document.documentElement.clientWidth + 1).map(e => e.tagName + "." + e.className + "#" + e.id)`, &wide),
-				shot("12-phone"+strings.ReplaceAll(path, "/", "-")), emulation.ClearDeviceMetricsOverride())
-			if scrollW > clientW+1 {
-				t.Errorf("on a phone %s is %d px wide in a %d px screen; too wide: %v", path, scrollW, clientW, wide)
+		paths := []string{"/keys", "/usage", "/webhooks", "/", "/connectors", "/connectors/slack", "/domains", "/domains/acme.example",
+			"/content", "/members", "/clients", "/account"}
+		if slackConnection != "" {
+			paths = append(paths, strings.TrimPrefix(strings.SplitN(slackConnection, "?", 2)[0], s.URL))
+		}
+		for _, width := range []int64{390, 320} {
+			for i, path := range paths {
+				var scrollW, clientW int
+				var wide []string
+				actions := []chromedp.Action{emulation.SetDeviceMetricsOverride(width, 844, 2, true),
+					chromedp.Navigate(s.URL + path), chromedp.WaitVisible(`main`, chromedp.ByQuery),
+					chromedp.Evaluate(`document.documentElement.scrollWidth`, &scrollW),
+					chromedp.Evaluate(`document.documentElement.clientWidth`, &clientW),
+					chromedp.Evaluate(`Array.from(document.querySelectorAll("body *")).filter(e => !e.closest(".scroll") &&
+					e.getBoundingClientRect().right > document.documentElement.clientWidth + 1).map(e => e.tagName + "." + e.className + "#" + e.id)`, &wide)}
+				if width == 390 && i < 3 {
+					actions = append(actions, shot("12-phone"+strings.ReplaceAll(path, "/", "-")))
+				}
+				run("phone", append(actions, emulation.ClearDeviceMetricsOverride())...)
+				if scrollW > clientW+1 {
+					t.Errorf("on a %d px phone %s is %d px wide; too wide: %v", width, path, scrollW, wide)
+				}
 			}
 		}
 	})
@@ -407,14 +713,155 @@ func TestDashboardInBrowser(t *testing.T) {
 		if skip != "Skip to content" || outline == "none" {
 			t.Errorf("the first Tab focuses %q with outline %q: want the skip link, visibly", skip, outline)
 		}
+		// In the page's content, the focus ring stands out from what is
+		// behind it by at least 3:1 (WCAG 1.4.11).
+		var ring struct {
+			Tag, Outline, Behind string
+		}
+		run("tab into main", chromedp.Navigate(s.URL+"/keys"), chromedp.WaitVisible(`#key-name`, chromedp.ByQuery),
+			chromedp.ActionFunc(func(ctx context.Context) error {
+				for range 40 {
+					if err := chromedp.KeyEvent("\t").Do(ctx); err != nil {
+						return err
+					}
+					var in bool
+					if err := chromedp.Evaluate(`!!document.activeElement.closest("main form")`, &in).Do(ctx); err != nil {
+						return err
+					}
+					if in {
+						return nil
+					}
+				}
+				return fmt.Errorf("40 Tabs never reach a form in main")
+			}),
+			chromedp.Evaluate(`(() => { const a = document.activeElement; let p = a.parentElement, bg = "";
+				while (p && ((bg = getComputedStyle(p).backgroundColor) === "rgba(0, 0, 0, 0)" || bg === "transparent")) p = p.parentElement;
+				return {Tag: a.tagName + "#" + a.id, Outline: getComputedStyle(a).outlineColor, Behind: bg}; })()`, &ring))
+		if c := contrast(t, ring.Outline, ring.Behind); c < 3 {
+			t.Errorf("the focus ring of %s is %s on %s: contrast %.2f, want at least 3", ring.Tag, ring.Outline, ring.Behind, c)
+		}
 	})
 
+	t.Run("axe finds no accessibility violations", func(t *testing.T) {
+		// axe-core is not vendored: AIVIS_AXE names its axe.min.js
+		// (npm pack axe-core@4.10.2).
+		src := os.Getenv("AIVIS_AXE")
+		if src == "" {
+			t.Skip("AIVIS_AXE is not set")
+		}
+		axe, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		paths := []string{"/", "/keys", "/usage", "/webhooks", "/connectors", "/connectors/slack", "/domains", "/domains/acme.invalid",
+			"/content", "/members", "/clients", "/account"}
+		if slackConnection != "" {
+			paths = append(paths, strings.TrimPrefix(strings.SplitN(slackConnection, "?", 2)[0], s.URL))
+		}
+		for _, path := range paths {
+			var found []string
+			run("axe "+path, chromedp.Navigate(s.URL+path), chromedp.WaitVisible(`main`, chromedp.ByQuery),
+				chromedp.Evaluate(string(axe), nil),
+				chromedp.Evaluate(`axe.run(document, {runOnly: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"]}).then(r =>
+					r.violations.map(v => v.impact + " " + v.id + ": " + v.nodes.map(n => n.target.join(" ")).slice(0, 3).join(", ")))`, &found,
+					func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) }))
+			if len(found) > 0 {
+				t.Errorf("axe on %s: %s", path, strings.Join(found, "; "))
+			}
+		}
+	})
+
+	t.Run("a form on another site is refused", func(t *testing.T) {
+		// Another site's page posts a form to the dashboard in the signed-in
+		// browser: no CSRF token, another origin.
+		evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html")
+			fmt.Fprintf(w, `<!doctype html><form id="f" method="post" action="%s/keys"><input name="name" value="forged key"></form>`+
+				`<script>document.getElementById("f").submit()</script>`, s.URL)
+		}))
+		defer evil.Close()
+		var body string
+		run("evil", chromedp.Navigate(evil.URL), chromedp.WaitVisible(`.problem`, chromedp.ByQuery),
+			chromedp.Text(`.problem`, &body, chromedp.ByQuery))
+		if !strings.Contains(body, "refused") && !strings.Contains(body, "expired") {
+			t.Errorf("the forged form's answer reads %q", body)
+		}
+		var keys string
+		run("keys", chromedp.Navigate(s.URL+"/keys"), chromedp.WaitVisible(`#keys`, chromedp.ByQuery),
+			chromedp.Text(`#keys`, &keys, chromedp.ByQuery))
+		if strings.Contains(keys, "forged key") {
+			t.Fatal("another site's form made a key")
+		}
+		if !strings.Contains(keys, "browser key") {
+			t.Fatalf("the keys page reads %q: the session did not survive", keys)
+		}
+	})
+
+	// sessionCookie reads the browser's session cookie.
+	sessionCookie := func() string {
+		t.Helper()
+		var v string
+		run("cookies", chromedp.ActionFunc(func(ctx context.Context) error {
+			cs, err := network.GetCookies().WithURLs([]string{s.URL}).Do(ctx)
+			for _, c := range cs {
+				if c.Name == dashboard.SessionCookie {
+					v = c.Value
+				}
+			}
+			return err
+		}))
+		return v
+	}
+	// opens tells whether a session token opens /keys, outside the browser.
+	opens := func(token string) bool {
+		t.Helper()
+		c := &http.Client{Transport: s.HTTP.Transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		r, _ := http.NewRequest(http.MethodGet, s.URL+"/keys", nil)
+		r.AddCookie(&http.Cookie{Name: dashboard.SessionCookie, Value: token})
+		res, err := c.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode == http.StatusOK
+	}
+
 	t.Run("sign out", func(t *testing.T) {
+		before := sessionCookie()
+		if before == "" || !opens(before) {
+			t.Fatalf("the browser's session cookie %q does not open /keys", before)
+		}
 		run("signout", chromedp.Navigate(s.URL+"/"), chromedp.WaitVisible(`.who button`, chromedp.ByQuery),
 			chromedp.Click(`.who button`, chromedp.ByQuery), chromedp.WaitVisible(`#password`, chromedp.ByQuery),
 			chromedp.Navigate(s.URL+"/keys"), chromedp.WaitVisible(`#password`, chromedp.ByQuery))
 		if h := text("h1"); h != "Sign in" {
 			t.Fatalf("after signing out /keys shows %q", h)
+		}
+		// A copy of the cookie kept from before no longer works.
+		if opens(before) {
+			t.Fatal("the signed-out session's token still opens /keys")
+		}
+	})
+
+	t.Run("a session planted before sign-in is not adopted", func(t *testing.T) {
+		planted := strings.Repeat("P", 43)
+		u, _ := url.Parse(s.URL)
+		run("plant", chromedp.ActionFunc(func(ctx context.Context) error {
+			return network.SetCookie(dashboard.SessionCookie, planted).WithURL(s.URL + "/").WithPath("/").WithSecure(true).
+				WithHTTPOnly(true).WithSameSite(network.CookieSameSiteLax).Do(ctx)
+		}), chromedp.Navigate(s.URL+"/signin"), chromedp.WaitVisible(`#password`, chromedp.ByQuery))
+		if got := sessionCookie(); got != planted {
+			t.Fatalf("the planted cookie reads %q on %s", got, u.Host)
+		}
+		run("sign in", chromedp.SendKeys(`#email`, "owner@acme.example", chromedp.ByQuery),
+			chromedp.SendKeys(`#password`, "a long owner password", chromedp.ByQuery),
+			chromedp.Submit(`#password`, chromedp.ByQuery), chromedp.WaitVisible(`.who`, chromedp.ByQuery))
+		got := sessionCookie()
+		if got == planted || got == "" || !opens(got) {
+			t.Fatalf("after sign-in the session cookie is %q (planted %q)", got, planted)
+		}
+		if opens(planted) {
+			t.Fatal("the planted token opens /keys")
 		}
 	})
 	raw, _ := json.Marshal(map[string]any{"screenshots": shots, "seconds": time.Since(began).Seconds()})
@@ -486,4 +933,25 @@ func TestOperatorInvitesAUser(t *testing.T) {
 	if r := s.do(t, req{method: "GET", path: "/openapi.json"}); r.Status != 200 || !strings.Contains(string(r.Body), `"openapi"`) {
 		t.Errorf("GET /openapi.json: %d", r.Status)
 	}
+}
+
+// contrast is the WCAG contrast ratio of two CSS rgb() colours.
+func contrast(t *testing.T, a, b string) float64 {
+	t.Helper()
+	lum := func(css string) float64 {
+		var r, g, bl float64
+		if _, err := fmt.Sscanf(strings.Replace(css, "rgba", "rgb", 1), "rgb(%f, %f, %f", &r, &g, &bl); err != nil {
+			t.Fatalf("colour %q: %v", css, err)
+		}
+		ch := func(v float64) float64 {
+			v /= 255
+			if v <= 0.03928 {
+				return v / 12.92
+			}
+			return math.Pow((v+0.055)/1.055, 2.4)
+		}
+		return 0.2126*ch(r) + 0.7152*ch(g) + 0.0722*ch(bl)
+	}
+	la, lb := lum(a), lum(b)
+	return (math.Max(la, lb) + 0.05) / (math.Min(la, lb) + 0.05)
 }

@@ -2,6 +2,7 @@ package dashboard_test
 
 import (
 	"context"
+	"fmt"
 	"html"
 	"io"
 	"net/http"
@@ -35,6 +36,54 @@ func TestSignInFailuresLimitedPerAddress(t *testing.T) {
 	if p.status != http.StatusTooManyRequests || sessionCookie(c, e.srv.URL) != "" {
 		t.Fatalf("after 5 failures the right password: %d, want 429 and no session", p.status)
 	}
+}
+
+// Failures from many client addresses against one email address are
+// limited too, whether the address signs in or not; others are not held up.
+func TestSignInFailuresLimitedPerEmail(t *testing.T) {
+	e := newEnv(t)
+	now := time.Now()
+	e.frozen.Store(&now)
+	e.owner("owner@example.com", false)
+	signIn := func(i int, email, pw string) (page, *http.Client) {
+		c := e.browser()
+		tok := csrf(t, e.get(c, "/signin"))
+		return e.post(c, "/signin", url.Values{"csrf": {tok}, "email": {email}, "password": {pw}}, "X-Test-Client", fmt.Sprintf("10.0.0.%d", i)), c
+	}
+	for _, email := range []string{"Owner@example.com", "nobody@example.com"} {
+		for i := range 10 {
+			if p, _ := signIn(i, email, "not the password"); p.status != http.StatusUnauthorized {
+				t.Fatalf("%s failure %d: %d", email, i+1, p.status)
+			}
+		}
+	}
+	p, c := signIn(50, "owner@example.com", password)
+	if p.status != http.StatusTooManyRequests || sessionCookie(c, e.srv.URL) != "" {
+		t.Fatalf("after 10 failures from 10 addresses the right password: %d, want 429 and no session", p.status)
+	}
+	// An unknown address answers the same: the limit tells nothing.
+	if p, _ := signIn(51, "nobody@example.com", "anything at all"); p.status != http.StatusTooManyRequests {
+		t.Errorf("an unknown address after 10 failures: %d, want 429", p.status)
+	}
+	// Another user signs in from the same client addresses.
+	e.member(mustUser(t, e, "owner@example.com").AccountID, "dev@example.com", store.RoleDeveloper)
+	if p, _ := signIn(1, "dev@example.com", password); p.status != http.StatusSeeOther {
+		t.Errorf("another user from an address that failed once: %d, want 303", p.status)
+	}
+	later := now.Add(16 * time.Minute)
+	e.frozen.Store(&later)
+	if p, _ := signIn(52, "owner@example.com", password); p.status != http.StatusSeeOther {
+		t.Errorf("the right password after the window: %d, want 303", p.status)
+	}
+}
+
+func mustUser(t *testing.T, e *env, email string) store.User {
+	t.Helper()
+	u, err := e.db.UserByEmail(context.Background(), email)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
 }
 
 // Every state-changing page handler refuses a role below the one it
@@ -271,5 +320,83 @@ func TestInvitingDoesNotRevealOtherAccountsUsers(t *testing.T) {
 	// A member of this account is refused.
 	if p := e.post(a, "/members/invite", url.Values{"csrf": {tok}, "email": {"a@example.com"}, "role": {"viewer"}}); p.status != http.StatusBadRequest {
 		t.Errorf("inviting a member: %d, want 400", p.status)
+	}
+}
+
+// An open invitation can be withdrawn: its link stops working. Only by a
+// manager of its own account.
+func TestWithdrawInvitation(t *testing.T) {
+	e := newEnv(t)
+	owner, u := e.owner("owner@example.com", false)
+	other, _ := e.owner("other@example.com", false)
+	viewer, _ := e.member(u.AccountID, "viewer@example.com", store.RoleViewer)
+	p := e.post(owner, "/members/invite", url.Values{"csrf": {csrf(t, e.get(owner, "/members"))}, "email": {"wrong@example.com"}, "role": {"admin"}})
+	m := regexp.MustCompile(`/join\?token=([A-Za-z0-9]+)`).FindStringSubmatch(p.body)
+	if p.status != http.StatusOK || m == nil {
+		t.Fatalf("invite: %d", p.status)
+	}
+	members := e.get(owner, "/members")
+	a := regexp.MustCompile(`action="(/members/invitations/[0-9a-f]{64}/withdraw)"`).FindStringSubmatch(members.body)
+	if a == nil {
+		t.Fatalf("the members page offers no Withdraw:\n%s", members.body)
+	}
+	if strings.Contains(members.body, m[1]) {
+		t.Error("the members page shows the invitation's token")
+	}
+	if vp := e.get(viewer, "/members"); strings.Contains(vp.body, "/withdraw") {
+		t.Error("the viewer's members page offers Withdraw")
+	}
+	for who, c := range map[string]*http.Client{"viewer": viewer, "another account's owner": other} {
+		want := http.StatusForbidden
+		if c == other {
+			want = http.StatusNotFound
+		}
+		if p := e.post(c, a[1], url.Values{"csrf": {csrf(t, e.get(c, "/members"))}}); p.status != want {
+			t.Errorf("%s withdraws: %d, want %d", who, p.status, want)
+		}
+	}
+	if p := e.get(e.browser(), "/join?token="+m[1]); p.status != http.StatusOK {
+		t.Fatalf("the link before withdrawal: %d", p.status)
+	}
+	if p := e.post(owner, a[1], url.Values{"csrf": {csrf(t, members)}}); p.status != http.StatusSeeOther || p.loc != "/members?done=withdrawn" {
+		t.Fatalf("withdraw: %d %q", p.status, p.loc)
+	}
+	if p := e.get(e.browser(), "/join?token="+m[1]); p.status != http.StatusNotFound {
+		t.Errorf("the withdrawn link: %d, want 404", p.status)
+	}
+	if p := e.post(owner, a[1], url.Values{"csrf": {csrf(t, members)}}); p.status != http.StatusNotFound {
+		t.Errorf("withdrawing again: %d, want 404", p.status)
+	}
+	if p := e.post(owner, "/members/invitations/zz/withdraw", url.Values{"csrf": {csrf(t, members)}}); p.status != http.StatusNotFound {
+		t.Errorf("a malformed id: %d, want 404", p.status)
+	}
+}
+
+// Wrong current passwords on the Account page count with failed sign-ins.
+func TestPasswordChangeGuessesLimited(t *testing.T) {
+	e := newEnv(t)
+	now := time.Now()
+	e.frozen.Store(&now)
+	c, _ := e.owner("owner@example.com", false)
+	tok := csrf(t, e.get(c, "/account"))
+	change := func(current string) int {
+		return e.post(c, "/account/password", url.Values{"csrf": {tok}, "current_password": {current},
+			"new_password": {"a brand new passphrase"}, "new_password_again": {"a brand new passphrase"}}).status
+	}
+	for i := range 10 {
+		if st := change(fmt.Sprintf("guess number %d", i)); st != http.StatusBadRequest {
+			t.Fatalf("guess %d: %d, want 400", i+1, st)
+		}
+	}
+	if st := change(password); st != http.StatusTooManyRequests {
+		t.Fatalf("the right password after 10 wrong ones: %d, want 429", st)
+	}
+	if _, err := e.people.SignIn(context.Background(), "owner@example.com", password); err != nil {
+		t.Fatalf("the password changed although refused: %v", err)
+	}
+	b := e.browser()
+	p := e.get(b, "/signin")
+	if p = e.post(b, "/signin", url.Values{"csrf": {csrf(t, p)}, "email": {"owner@example.com"}, "password": {password}}); p.status != http.StatusTooManyRequests {
+		t.Errorf("sign-in after 10 wrong current passwords: %d, want 429", p.status)
 	}
 }

@@ -57,8 +57,10 @@ func (c Chart) SVG() template.HTML {
 	}
 	plotW, plotH := float64(chartW-padL-padR), float64(chartH-padT-padB)
 	y := func(v float64) float64 { return padT + plotH - (v-lo)/(hi-lo)*plotH }
-	fmt.Fprintf(&b, `<svg class="chart" viewBox="0 0 %d %d" role="img" aria-labelledby="%s" preserveAspectRatio="xMidYMid meet">`, chartW, chartH, id(c.Title))
+	fmt.Fprintf(&b, `<svg class="chart" viewBox="0 0 %d %d" role="img" aria-labelledby="%s" aria-describedby="%s-desc" preserveAspectRatio="xMidYMid meet">`,
+		chartW, chartH, id(c.Title), id(c.Title))
 	fmt.Fprintf(&b, `<title id="%s">%s</title>`, id(c.Title), template.HTMLEscapeString(c.Title))
+	fmt.Fprintf(&b, `<desc id="%s-desc">%s</desc>`, id(c.Title), template.HTMLEscapeString(c.Summary()))
 	for i := 0; i <= intervals; i++ {
 		v := lo + (hi-lo)*float64(i)/float64(intervals)
 		fmt.Fprintf(&b, `<line class="grid" x1="%d" x2="%d" y1="%.1f" y2="%.1f"/>`, padL, chartW-padR, y(v), y(v))
@@ -155,4 +157,43 @@ func (s Series) Latest() float64 {
 		return 0
 	}
 	return s.Values[len(s.Values)-1]
+}
+
+// Summary says in words what the chart shows, for those who cannot see
+// it: per series, its first and latest value and its range (lines), or
+// its total and its highest bar (bars).
+func (c Chart) Summary() string {
+	if len(c.Labels) == 0 || len(c.Series) == 0 {
+		return "No data in this period."
+	}
+	parts := []string{fmt.Sprintf("%d points from %s to %s.", len(c.Labels), c.Labels[0], c.Labels[len(c.Labels)-1])}
+	for _, s := range c.Series {
+		var vals []float64
+		for _, v := range s.Values {
+			if !math.IsNaN(v) {
+				vals = append(vals, v)
+			}
+		}
+		if len(vals) == 0 {
+			continue
+		}
+		lo, hi := vals[0], vals[0]
+		at := 0
+		for i, v := range s.Values {
+			if math.IsNaN(v) {
+				continue
+			}
+			lo = math.Min(lo, v)
+			if v > hi {
+				hi, at = v, i
+			}
+		}
+		if c.Lines {
+			parts = append(parts, fmt.Sprintf("%s: first %s, latest %s, lowest %s, highest %s.", s.Name,
+				short(vals[0]), short(vals[len(vals)-1]), short(lo), short(hi)))
+		} else {
+			parts = append(parts, fmt.Sprintf("%s: %s in all, most %s at %s.", s.Name, short(s.Total()), short(hi), c.Labels[min(at, len(c.Labels)-1)]))
+		}
+	}
+	return strings.Join(parts, " ")
 }

@@ -91,6 +91,7 @@ type Deps struct {
 type Dashboard struct {
 	Deps
 	connections *delivery.Service
+	emails      emailGuard
 	pages       map[string]*template.Template
 	router      chi.Router
 }
@@ -159,6 +160,7 @@ func (s *Dashboard) routes() chi.Router {
 		r.Post("/members/invite", s.need(people.Manage, s.invite))
 		r.Post("/members/{id}/role", s.need(people.Manage, s.setRole))
 		r.Post("/members/{id}/remove", s.need(people.Manage, s.removeMember))
+		r.Post("/members/invitations/{hash}/withdraw", s.need(people.Manage, s.withdrawInvitation))
 		r.Get("/keys", s.keysPage)
 		r.Post("/keys", s.need(people.Build, s.createKey))
 		r.Post("/keys/{id}/revoke", s.need(people.Build, s.revokeKey))
@@ -388,6 +390,7 @@ var notices = map[string]string{
 	"invited":   "The invitation is made.",
 	"role":      "The role is changed; that member's sessions have ended.",
 	"removed":   "The member is removed.",
+	"withdrawn": "The invitation is withdrawn: its link no longer works.",
 	"revoked":   "The key is revoked: the API refuses it from now on.",
 	"default":   "The default endpoint is saved.",
 	"enabled":   "Saved.",

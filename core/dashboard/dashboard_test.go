@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"path/filepath"
 	"regexp"
@@ -67,6 +68,14 @@ func newEnv(t *testing.T) *env {
 	d, err := dashboard.New(dashboard.Deps{Store: db, People: e.people, Auth: e.auth, Accounts: accts,
 		Counter: limits.NewMemory(nil, log), Webhooks: webhooks, Domains: &visibility.Domains{Store: db, Now: time.Now},
 		Content: &content.Service{Store: db, Clients: db, Now: time.Now}, Guard: limits.NewAuthGuard(5), Log: log,
+		// Tests name the client's address in a header to sign in from many.
+		ClientAddr: func(r *http.Request) netip.Addr {
+			if a, err := netip.ParseAddr(r.Header.Get("X-Test-Client")); err == nil {
+				return a
+			}
+			ap, _ := netip.ParseAddrPort(r.RemoteAddr)
+			return ap.Addr()
+		},
 		Now: func() time.Time {
 			if t := e.frozen.Load(); t != nil {
 				return *t

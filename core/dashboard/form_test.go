@@ -80,3 +80,26 @@ func TestChartAxisIsRound(t *testing.T) {
 		t.Errorf("the bar chart:\n%s", svg)
 	}
 }
+
+// A chart says in words what it draws.
+func TestChartSummary(t *testing.T) {
+	for _, tc := range []struct {
+		c    Chart
+		want string
+	}{
+		{Chart{Title: "Requests", Labels: []string{"Mon", "Tue", "Wed"}, Series: []Series{{Name: "key <a>", Values: []float64{1, 5, 2}}}},
+			"3 points from Mon to Wed. key <a>: 8 in all, most 5 at Tue."},
+		{Chart{Title: "Score", Lines: true, Labels: []string{"d1", "d2", "d3"}, Series: []Series{{Name: "Score", Values: []float64{41, 70, 62}}}},
+			"3 points from d1 to d3. Score: first 41, latest 62, lowest 41, highest 70."},
+		{Chart{Title: "Empty"}, "No data in this period."},
+	} {
+		if got := tc.c.Summary(); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.c.Title, got, tc.want)
+		}
+		svg := string(tc.c.SVG())
+		if !strings.Contains(svg, `aria-describedby="`+id(tc.c.Title)+`-desc"`) || !strings.Contains(svg, "<desc id=\""+id(tc.c.Title)+"-desc\">") ||
+			strings.Contains(svg, "<a>") {
+			t.Errorf("%s: the SVG does not carry the summary as its escaped description:\n%s", tc.c.Title, svg)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"encoding/hex"
 	"fmt"
 	"html/template"
 	"slices"
@@ -23,6 +24,7 @@ var funcs = template.FuncMap{
 	"micros": func(m int64) string { return "$" + client.USD(m).String() },
 	"has":    func(list []string, s string) bool { return slices.Contains(list, s) },
 	"join":   strings.Join,
+	"hex":    hex.EncodeToString,
 	"pct":    func(v float64) string { return fmt.Sprintf("%.0f", v) },
 	"signed": func(v float64) string { return fmt.Sprintf("%+.2f", v) },
 	"ms":     func(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d.Microseconds())/1000) },

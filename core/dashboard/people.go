@@ -1,13 +1,18 @@
 package dashboard
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"net/http"
 	"net/netip"
+	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/aivis/aivis/core/fault"
 	"github.com/aivis/aivis/core/limits"
 	"github.com/aivis/aivis/core/people"
 	"github.com/aivis/aivis/core/store"
@@ -18,9 +23,15 @@ func setSession(w http.ResponseWriter, token string, maxAge int) {
 		Secure: true, HttpOnly: true, SameSite: http.SameSiteLaxMode})
 }
 
-// safeNext keeps a redirect on this site.
+// safeNext keeps a redirect on this site: a path, with no character a
+// browser drops or reads as a slash (it drops tabs and newlines, so
+// "/\t/evil.example" would take it to //evil.example).
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") ||
+		strings.ContainsFunc(next, func(r rune) bool { return r == '\\' || r < 0x20 || r == 0x7f }) {
+		return "/"
+	}
+	if u, err := url.Parse(next); err != nil || u.Scheme != "" || u.Host != "" || u.Opaque != "" {
 		return "/"
 	}
 	return next
@@ -57,12 +68,20 @@ func (s *Dashboard) signIn(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if s.emails.blocked(email, now) {
+		s.render(w, r, http.StatusTooManyRequests, "signin", page{Title: "Sign in",
+			Problem: &problem{Message: "Too many failed sign-ins for this address. Try again in 15 minutes."}, D: signInData{Email: email, Next: next}})
+		return
+	}
 	in, err := s.People.SignIn(r.Context(), email, r.PostFormValue("password"))
 	if err != nil {
 		status := http.StatusUnauthorized
 		msg := "The email or password is wrong."
-		if errors.Is(err, people.ErrSignIn) && s.Guard != nil {
-			s.Guard.Fail(addr, now)
+		if errors.Is(err, people.ErrSignIn) {
+			s.emails.fail(email, now)
+			if s.Guard != nil {
+				s.Guard.Fail(addr, now)
+			}
 		}
 		if !errors.Is(err, people.ErrSignIn) {
 			s.Log.Error("dashboard: sign in", "err", err)
@@ -71,6 +90,7 @@ func (s *Dashboard) signIn(w http.ResponseWriter, r *http.Request) {
 		s.render(w, r, status, "signin", page{Title: "Sign in", Problem: &problem{Message: msg}, D: signInData{Email: email, Next: next}})
 		return
 	}
+	s.emails.succeed(email)
 	// A session the browser had before is ended: the new one has its own
 	// token (no fixation).
 	if v := viewerOf(r); v != nil {
@@ -159,7 +179,18 @@ func (s *Dashboard) changePassword(w http.ResponseWriter, r *http.Request) {
 			Problem: &problem{Message: "The two new passwords differ."}})
 		return
 	}
+	// Wrong current passwords count with failed sign-ins: a stolen session
+	// is no way to guess the password without limit.
+	now := s.Now()
+	if s.emails.blocked(v.User.Email, now) {
+		s.render(w, r, http.StatusTooManyRequests, "account", page{Title: "Your account", Nav: "account",
+			Problem: &problem{Message: "Too many wrong passwords for this address. Try again in 15 minutes."}})
+		return
+	}
 	if err := s.People.ChangePassword(r.Context(), v.User, v.Token, r.PostFormValue("current_password"), next); err != nil {
+		if fe, ok := fault.As(err); ok && slices.ContainsFunc(fe.Details, func(d fault.FieldError) bool { return d.Field == "current_password" }) {
+			s.emails.fail(v.User.Email, now)
+		}
 		p, status := s.problemOf(r, err)
 		s.render(w, r, status, "account", page{Title: "Your account", Nav: "account", Problem: p})
 		return
@@ -230,4 +261,23 @@ func (s *Dashboard) removeMember(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	redirect(w, r, "/members", "removed")
+}
+
+// withdrawInvitation deletes an open invitation of the account, named by
+// its token's hash (the page never has the token itself).
+func (s *Dashboard) withdrawInvitation(w http.ResponseWriter, r *http.Request) {
+	hash, err := hex.DecodeString(chi.URLParam(r, "hash"))
+	if err == nil && len(hash) == sha256.Size {
+		err = s.People.Withdraw(r.Context(), viewerOf(r).User, hash)
+	} else {
+		err = store.ErrNotFound
+	}
+	if errors.Is(err, store.ErrNotFound) {
+		s.fail(w, r, http.StatusNotFound, "There is no such invitation.")
+		return
+	} else if err != nil {
+		s.failWith(w, r, err)
+		return
+	}
+	redirect(w, r, "/members", "withdrawn")
 }

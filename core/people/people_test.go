@@ -2,12 +2,16 @@ package people_test
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/aivis/aivis/core/accounts"
+	"github.com/aivis/aivis/core/auth"
 	"github.com/aivis/aivis/core/people"
 	"github.com/aivis/aivis/core/store"
 	"github.com/aivis/aivis/core/store/sqlite"
@@ -110,5 +114,62 @@ func TestSessionsAndInvitations(t *testing.T) {
 	now = now.Add(people.InvitationLifetime)
 	if _, err := svc.Invitation(ctx, inv); err == nil {
 		t.Error("an invitation outlived its lifetime")
+	}
+}
+
+// An invitation is used once, however many accept it at once, and not
+// after it expires, even if it was live when the acceptance began.
+func TestInvitationUsedOnceAndNotAfterExpiry(t *testing.T) {
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "aivis.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var now atomic.Pointer[time.Time]
+	t0 := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	now.Store(&t0)
+	clock := func() time.Time { return *now.Load() }
+	svc := &people.Service{Store: db, Accounts: &accounts.Service{Store: db, Now: clock}, Now: clock}
+	boot, _ := svc.Bootstrap(ctx)
+	owner, err := svc.AcceptInvitation(ctx, people.Accept{Token: boot, Email: "owner@example.com", Password: "twelve chars!", AccountName: "Acme", Tier: "starter"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv, err := svc.Invite(ctx, owner, "dev@example.com", store.RoleDeveloper)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var ok atomic.Int32
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := svc.AcceptInvitation(ctx, people.Accept{Token: inv, Email: "dev@example.com", Password: "twelve chars!"}); err == nil {
+				ok.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if us, _ := db.ListUsers(ctx, owner.AccountID); ok.Load() != 1 || len(us) != 2 {
+		t.Fatalf("4 acceptances at once: %d succeeded, %d users; want 1 and 2", ok.Load(), len(us))
+	}
+	// Read live, expired by the time its user is made.
+	inv, _ = svc.Invite(ctx, owner, "late@example.com", store.RoleViewer)
+	read, err := svc.Invitation(ctx, inv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	late := read.ExpiresAt
+	now.Store(&late)
+	hash, _ := people.HashPassword("twelve chars!")
+	err = db.AcceptInvitation(ctx, auth.Hash(inv), store.User{ID: "usr_late", AccountID: owner.AccountID, Email: "late@example.com",
+		Role: store.RoleViewer, PasswordHash: hash, CreatedAt: late, PasswordAt: late}, nil)
+	if !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("accepting an invitation at its expiry: %v, want ErrNotFound", err)
+	}
+	if _, err := db.User(ctx, "usr_late"); err == nil {
+		t.Error("a user was made from an expired invitation")
 	}
 }

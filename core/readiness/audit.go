@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -265,7 +266,22 @@ func (r *Report) fetchFinding(what, url string, err error, sev string) {
 		"too_many_redirects": fmt.Sprintf("Redirect at most once or twice; crawlers stop after a few hops (aivis after %d).", MaxRedirects),
 		"unreachable":        "Make sure the host resolves and accepts HTTPS connections.",
 	}[kind]
-	r.add(what+"_"+kind, sev, fmt.Sprintf("%s: %v", url, err), fix, url)
+	r.add(what+"_"+kind, sev, url+": "+describe(err), fix, url)
+}
+
+// describe says why a fetch failed, without what only the server should
+// know: a lookup's error names the server's own resolver.
+func describe(err error) string {
+	var dns *net.DNSError
+	switch {
+	case errors.As(err, &dns) && dns.IsNotFound:
+		return "the host name " + dns.Name + " does not resolve"
+	case errors.As(err, &dns) && dns.IsTimeout:
+		return "looking up the host name " + dns.Name + " timed out"
+	case errors.As(err, &dns):
+		return "the host name " + dns.Name + " could not be looked up"
+	}
+	return err.Error()
 }
 
 func (a *Auditor) checkLLMsTxt(ctx context.Context, root string, r *Report) {

@@ -30,6 +30,7 @@ type fetchError struct {
 }
 
 func (e *fetchError) Error() string { return e.err.Error() }
+func (e *fetchError) Unwrap() error { return e.err }
 
 // fetch GETs a URL, following at most MaxRedirects redirects by hand (the
 // client follows none, so each hop goes through the outbound guard), and

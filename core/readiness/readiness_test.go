@@ -3,6 +3,7 @@ package readiness
 import (
 	"context"
 	"maps"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -310,5 +311,30 @@ func TestCancelled(t *testing.T) {
 	cancel()
 	if _, err := a.Audit(ctx, host); err == nil {
 		t.Error("a cancelled audit returned a report")
+	}
+}
+
+// A host that does not resolve is a finding that says so, without the
+// address of the server's own resolver.
+func TestUnresolvedHostFindingHidesTheResolver(t *testing.T) {
+	a := &Auditor{Scheme: "https", Timeout: 2 * time.Second, Client: &http.Client{
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return nil, &net.OpError{Op: "dial", Net: network, Err: &net.DNSError{Err: "no such host", Name: "acme.invalid",
+				Server: "10.255.255.53:53", IsNotFound: true}}
+		}}}}
+	rep, err := a.Audit(context.Background(), "acme.invalid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var titles []string
+	for _, f := range rep.Findings {
+		titles = append(titles, f.Title)
+		if strings.Contains(f.Title, "10.255.255.53") {
+			t.Errorf("finding %s names the resolver: %q", f.ID, f.Title)
+		}
+	}
+	if !strings.Contains(strings.Join(titles, "\n"), "the host name acme.invalid does not resolve") {
+		t.Errorf("findings %q do not say the name does not resolve", titles)
 	}
 }

@@ -75,8 +75,8 @@ type People interface {
 	DeleteBootstrapInvitations(ctx context.Context) error
 	// AcceptInvitation consumes an invitation and adds its user, and, when
 	// account is not nil, creates that account first, in one transaction
-	// (ErrNotFound when the invitation was consumed meanwhile; ErrConflict
-	// when the email is taken).
+	// (ErrNotFound when the invitation was consumed meanwhile or expired
+	// by the user's CreatedAt; ErrConflict when the email is taken).
 	AcceptInvitation(ctx context.Context, hash []byte, u User, account *Account) error
 }
 

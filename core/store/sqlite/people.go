@@ -233,7 +233,9 @@ func (db *DB) DeleteBootstrapInvitations(ctx context.Context) error {
 // AcceptInvitation consumes an invitation and adds its user (and account).
 func (db *DB) AcceptInvitation(ctx context.Context, hash []byte, u store.User, a *store.Account) error {
 	return inTx(ctx, db.w, func(tx *sql.Tx) error {
-		res, err := tx.Exec(`DELETE FROM invitations WHERE token_hash = ?`, hash)
+		// Expired at the user's creation, it is refused even if it was
+		// live when read (a password hash may take a while in between).
+		res, err := tx.Exec(`DELETE FROM invitations WHERE token_hash = ? AND expires_at > ?`, hash, u.CreatedAt.UnixNano())
 		if err != nil {
 			return fmt.Errorf("sqlite: accept invitation: %w", err)
 		}
