@@ -799,3 +799,23 @@ func TestEngineLongTextKeepsItsRest(t *testing.T) {
 		t.Errorf("%s, budget exhausted %v, notes %q", cr.Status, r.BudgetExhausted, r.Notes)
 	}
 }
+
+// A page whose host does not resolve fails the request saying so, without
+// the address of the server's own resolver in the customer's reason.
+func TestEngineUnresolvedHostHidesTheResolver(t *testing.T) {
+	e := newEnv(t)
+	s := newSite(t)
+	en := e.engine(nil)
+	en.Fetcher = &readiness.Auditor{Client: &http.Client{
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return nil, &net.OpError{Op: "dial", Net: network, Err: &net.DNSError{Err: "no such host", Name: "acme.test",
+				Server: "10.255.255.53:53", IsNotFound: true}}
+		}}}}
+	start(t, en)
+	cr := e.waitEnded(t, e.starter, e.create(t, e.starter, pageRequest(s, client.Dollars(1), client.TypeAnalyze)).ID)
+	if cr.Status != client.StatusFailed || cr.Spent != 0 || !strings.Contains(cr.FailureReason, "the host name acme.test does not resolve") ||
+		strings.Contains(cr.FailureReason, "10.255.255.53") {
+		t.Errorf("%s, spent %d, reason %q", cr.Status, cr.Spent, cr.FailureReason)
+	}
+}

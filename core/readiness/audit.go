@@ -266,12 +266,12 @@ func (r *Report) fetchFinding(what, url string, err error, sev string) {
 		"too_many_redirects": fmt.Sprintf("Redirect at most once or twice; crawlers stop after a few hops (aivis after %d).", MaxRedirects),
 		"unreachable":        "Make sure the host resolves and accepts HTTPS connections.",
 	}[kind]
-	r.add(what+"_"+kind, sev, url+": "+describe(err), fix, url)
+	r.add(what+"_"+kind, sev, url+": "+Describe(err), fix, url)
 }
 
-// describe says why a fetch failed, without what only the server should
+// Describe says why a fetch failed, without what only the server should
 // know: a lookup's error names the server's own resolver.
-func describe(err error) string {
+func Describe(err error) string {
 	var dns *net.DNSError
 	switch {
 	case errors.As(err, &dns) && dns.IsNotFound:
