@@ -43,7 +43,7 @@ func (s *Server) budgetStatus(w http.ResponseWriter, r *http.Request) {
 		Resets: client.Resets{Minute: d.Reset[limits.Minute], Hour: d.Reset[limits.Hour], Day: d.Reset[limits.Day]},
 		Budget: client.Budget{Currency: "usd", Month: month, MonthlyLimit: client.USD(t.MonthlyBudget),
 			Spent: client.USD(b.Spent), Reserved: client.USD(b.Reserved), Committed: client.USD(committed),
-			Remaining: client.USD(max(t.MonthlyBudget-committed, 0)), MaxPerRequest: client.USD(t.MaxBudgetPerRequest),
+			Remaining: client.USD(t.BudgetRemaining(committed)), MaxPerRequest: client.USD(t.MaxBudgetPerRequest),
 			ResetsAt: limits.MonthEnd(now)},
 		ActiveRequests: client.ActiveRequests{Limit: t.ActiveRequests, Current: active},
 		AccountID:      p.AccountID(),

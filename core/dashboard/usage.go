@@ -59,7 +59,7 @@ func (s *Dashboard) usage(r *http.Request, a store.Account, clientID string) (us
 	}
 	committed := b.Spent + b.Reserved
 	d.Limit, d.Spent, d.Reserved = client.USD(t.MonthlyBudget), client.USD(b.Spent), client.USD(b.Reserved)
-	d.Remaining, d.Active = client.USD(max(t.MonthlyBudget-committed, 0)), active
+	d.Remaining, d.Active = client.USD(t.BudgetRemaining(committed)), active
 	if t.MonthlyBudget > 0 {
 		d.Percent = int(min(100, committed*100/t.MonthlyBudget))
 	}

@@ -52,6 +52,10 @@ func TierNames() []string {
 // Limits are the tier's per-window request limits, in Window order.
 func (t Tier) Limits() [3]int { return [3]int{t.PerMinute, t.PerHour, t.PerDay} }
 
+// BudgetRemaining is what the monthly budget has left once committed
+// (spent and reserved) micro-dollars are taken from it; never below zero.
+func (t Tier) BudgetRemaining(committed int64) int64 { return max(t.MonthlyBudget-committed, 0) }
+
 // Month is the UTC calendar month a budget is committed to, as YYYY-MM.
 func Month(t time.Time) string { return t.UTC().Format("2006-01") }
 
@@ -81,10 +85,9 @@ func (t Tier) CheckNewRequest(active int, committed, budget int64) error {
 			t.Title, t.ActiveRequests, active)
 	}
 	if committed+budget > t.MonthlyBudget {
-		left := max(t.MonthlyBudget-committed, 0)
 		return fault.New(fault.MonthlyBudgetExceeded,
 			"budget %s would pass the %s tier's monthly budget limit of %s: %s is already committed this month and %s remains",
-			usd(budget), t.Title, usd(t.MonthlyBudget), usd(committed), usd(left))
+			usd(budget), t.Title, usd(t.MonthlyBudget), usd(committed), usd(t.BudgetRemaining(committed)))
 	}
 	return nil
 }
