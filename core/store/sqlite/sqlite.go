@@ -33,25 +33,35 @@ type DB struct {
 	w *sql.DB // one connection: every write is serialized here
 	r *sql.DB // readers
 
-	keyByHash *sql.Stmt
-	budget    *sql.Stmt
-	fresh     *fresh
-	leases    leases
-	claimMu   sync.Mutex
-	writer    *writer
-	box       *secrets.Box // seals stored secrets; see SetSecrets
+	keyByHash   *sql.Stmt
+	budget      *sql.Stmt
+	fresh       *fresh
+	leases      leases
+	claimMu     sync.Mutex
+	writer      *writer
+	checkpoints *checkpointer
+	box         *secrets.Box // seals stored secrets; see SetSecrets
 }
 
 var _ store.Store = (*DB)(nil)
 
-// driverName is go-sqlite3 with the settings its DSN cannot carry.
-const driverName = "sqlite3_aivis"
+// driverName is go-sqlite3 with the settings its DSN cannot carry;
+// writerDriver is the same for the writer connection, which leaves the
+// WAL's checkpoints to the checkpointer.
+const (
+	driverName   = "sqlite3_aivis"
+	writerDriver = "sqlite3_aivis_writer"
+)
 
 func init() {
+	// Sorts and window functions use temporary b-trees; in memory they
+	// cost a fraction of a temporary file each.
 	sql.Register(driverName, &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
-		// Sorts and window functions use temporary b-trees; in memory they
-		// cost a fraction of a temporary file each.
 		_, err := c.Exec("PRAGMA temp_store = MEMORY", nil)
+		return err
+	}})
+	sql.Register(writerDriver, &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
+		_, err := c.Exec("PRAGMA temp_store = MEMORY; PRAGMA wal_autocheckpoint = 0", nil)
 		return err
 	}})
 }
@@ -70,7 +80,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	q.Set("_stmt_cache_size", "256")
 	// The path is part of a URI: escape what SQLite would read as its syntax.
 	file := "file:" + strings.NewReplacer("%", "%25", "?", "%3F", "#", "%23").Replace(path)
-	w, err := sql.Open(driverName, file+"?"+q.Encode())
+	w, err := sql.Open(writerDriver, file+"?"+q.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
@@ -97,8 +107,13 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	r.SetMaxOpenConns(n)
 	r.SetMaxIdleConns(n)
 	r.SetConnMaxIdleTime(0)
+	q.Set("_query_only", "false")
 	db := &DB{w: w, r: r, leases: newLeases()}
 	db.writer = newWriter(db)
+	if db.checkpoints, err = startCheckpointer(file + "?" + q.Encode()); err != nil {
+		db.Close()
+		return nil, err
+	}
 	db.keyByHash, err = r.PrepareContext(ctx, `SELECT `+keyColumns+`, `+accountColumns+`
 		FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.key_hash = ?`)
 	if err == nil {
@@ -118,6 +133,9 @@ func Open(ctx context.Context, path string) (*DB, error) {
 func (db *DB) Close() error {
 	var c *commits
 	db.writer.stop()
+	if db.checkpoints != nil {
+		db.checkpoints.stop()
+	}
 	if db.fresh != nil {
 		c = db.fresh.close()
 	}
