@@ -112,6 +112,8 @@ type server struct {
 	Stdout  *lockedBuffer
 	Stderr  *lockedBuffer
 	HTTPURL string
+
+	stopOnce sync.Once
 }
 
 type lockedBuffer struct {
@@ -201,23 +203,32 @@ func httpsClient(t *testing.T, certFile string) *http.Client {
 		TLSClientConfig: &tls.Config{RootCAs: pool}, MaxIdleConnsPerHost: 64, ForceAttemptHTTP2: true}}
 }
 
-// stop sends SIGTERM and waits for a clean exit.
+// stop sends SIGTERM and waits for a clean exit; a server that does not
+// stop in 20 s is sent SIGQUIT, and the stacks it prints are reported.
 func (s *server) stop() {
-	if s.cmd.ProcessState != nil {
-		return
-	}
-	s.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- s.cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			s.t.Errorf("aivis serve exited with %v after SIGTERM:\n%s", err, s.Stderr)
+	s.stopOnce.Do(func() {
+		if s.cmd.ProcessState != nil { // the test waited for it itself
+			return
 		}
-	case <-time.After(20 * time.Second):
-		s.cmd.Process.Kill()
-		s.t.Errorf("aivis serve did not stop within 20 s of SIGTERM")
-	}
+		s.cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan error, 1)
+		go func() { done <- s.cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				s.t.Errorf("aivis serve exited with %v after SIGTERM:\n%s", err, s.Stderr)
+			}
+		case <-time.After(20 * time.Second):
+			s.cmd.Process.Signal(syscall.SIGQUIT)
+			select {
+			case <-done:
+			case <-time.After(5 * time.Second):
+				s.cmd.Process.Kill()
+				<-done
+			}
+			s.t.Errorf("aivis serve did not stop within 20 s of SIGTERM; its stderr:\n%s", s.Stderr)
+		}
+	})
 }
 
 // resp is a decoded response.
