@@ -12,67 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aivis/aivis/internal/npmtest"
 	"github.com/aivis/aivis/webhook"
 )
 
 // standardwebhooksVersion pins the npm package that deliveries are checked
 // against: the reference JavaScript library of Standard Webhooks.
 const standardwebhooksVersion = "1.1.1"
-
-// standardwebhooksDir returns an npm prefix holding standardwebhooks at
-// the pinned version, installing it on first use into the user's cache
-// (never into the repository). Node.js and npm are required: CI installs
-// them (.ci/run), so their absence fails the test rather than skipping it.
-func standardwebhooksDir(t *testing.T) string {
-	t.Helper()
-	for _, tool := range []string{"node", "npm"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("%s not found: this test checks deliveries against the standardwebhooks npm package and needs Node.js and npm "+
-				"(Debian: apt-get install nodejs npm; .ci/run does it)", tool)
-		}
-	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = os.TempDir()
-	}
-	parent := filepath.Join(cache, "aivis-test", "node")
-	dir := filepath.Join(parent, "standardwebhooks@"+standardwebhooksVersion)
-	if installed(dir) {
-		return dir
-	}
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	// Install beside the final directory and rename, so that concurrent
-	// runs never see half an install.
-	tmp, err := os.MkdirTemp(parent, "install-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(tmp)
-	cmd := exec.Command("npm", "install", "--no-audit", "--no-fund", "--prefix", tmp, "standardwebhooks@"+standardwebhooksVersion)
-	cmd.Env = append(os.Environ(), "npm_config_update_notifier=false")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("npm install standardwebhooks@%s: %v\n%s", standardwebhooksVersion, err, out)
-	}
-	if !installed(tmp) {
-		t.Fatalf("npm install standardwebhooks@%s left no package in %s", standardwebhooksVersion, tmp)
-	}
-	if err := os.Rename(tmp, dir); err != nil && !installed(dir) {
-		t.Fatal(err)
-	}
-	return dir
-}
-
-// installed reports whether dir holds standardwebhooks at the pinned version.
-func installed(dir string) bool {
-	b, err := os.ReadFile(filepath.Join(dir, "node_modules", "standardwebhooks", "package.json"))
-	if err != nil {
-		return false
-	}
-	var pkg struct{ Version string }
-	return json.Unmarshal(b, &pkg) == nil && pkg.Version == standardwebhooksVersion
-}
 
 // nodeReq is one request to testdata/verify.mjs.
 type nodeReq struct {
@@ -137,7 +83,7 @@ func headerMap(h http.Header) map[string]string {
 // JavaScript library: its verifier accepts what Signer sends (and refuses
 // what it must), and Verifier accepts what its signer makes.
 func TestStandardWebhooksNPM(t *testing.T) {
-	dir := standardwebhooksDir(t)
+	dir := npmtest.Install(t, "standardwebhooks", standardwebhooksVersion)
 	cur, old, other := newSecret(t), newSecret(t), newSecret(t)
 	const id = "evt_2fGh7JkL0qWe4RtY9uIo"
 	body := `{"id":"evt_2fGh7JkL0qWe4RtY9uIo","event":"ai_visibility_change","timestamp":"2026-11-22T10:00:00Z","data":{"domain":"example.com","visibility_score":72}}`

@@ -562,9 +562,6 @@ func TestEngineFailsAfterMaxAttempts(t *testing.T) {
 // processed exactly once by two engines sharing the file, never more at
 // once than their workers, and the owners take turns from the start.
 func TestEngineThousandRequests(t *testing.T) {
-	if testing.Short() {
-		t.Skip("1,000 requests")
-	}
 	e := newEnv(t)
 	owners := []struct {
 		account, client string
