@@ -416,6 +416,23 @@ func TestEngineBudgetRunsOut(t *testing.T) {
 	})
 }
 
+// waitRewrite waits until the starter's request is at the rewrite step
+// (and, unless attempts is 0, in that claim).
+func (e *env) waitRewrite(t *testing.T, id string, attempts int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		cur, err := e.svc.Get(ctx, e.starter, id)
+		must(t, err)
+		if cur.Step == content.StepRewrite && (attempts == 0 || cur.Attempts == attempts) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("never reached the rewrite (attempt %d): %s %q, attempts %d", attempts, cur.Status, cur.Step, cur.Attempts)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 func TestEngineCancelDuringProcessing(t *testing.T) {
 	e := newEnv(t)
 	s := newSite(t)
@@ -428,18 +445,7 @@ func TestEngineCancelDuringProcessing(t *testing.T) {
 	en.Log = slog.New(slog.NewTextHandler(&logged, nil))
 	start(t, en)
 	cr := e.create(t, e.starter, pageRequest(s, client.Dollars(1), client.TypeOptimize))
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		cur, err := e.svc.Get(ctx, e.starter, cr.ID)
-		must(t, err)
-		if cur.Step == content.StepRewrite {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("never reached the rewrite: %s %q", cur.Status, cur.Step)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	e.waitRewrite(t, cr.ID, 0)
 	cancelled, _, err := e.svc.Cancel(ctx, e.starter, cr.ID, nil)
 	must(t, err)
 	if cancelled.Status != client.StatusCancelled || cancelled.Spent != base {
@@ -484,17 +490,7 @@ func TestEngineResumesWithoutPayingTwice(t *testing.T) {
 		en := e.engine(aiEngine(fake))
 		en.MaxAttempts = 3
 		stop := start(t, en)
-		for deadline := time.Now().Add(10 * time.Second); ; {
-			cur, err := e.svc.Get(ctx, e.starter, cr.ID)
-			must(t, err)
-			if cur.Step == content.StepRewrite && cur.Attempts == i+1 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("stop %d: never reached the rewrite: %s %q", i, cur.Status, cur.Step)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		e.waitRewrite(t, cr.ID, i+1)
 		// The process stops mid-call: the request stays processing, its
 		// analysis paid for and saved, its lease ended and the claim
 		// counted as handed back.
