@@ -143,9 +143,23 @@ func (s *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router
 
 func (s *Dashboard) routes() chi.Router {
 	r := chi.NewRouter()
-	r.Use(s.headers, s.session, s.csrf)
+	r.Use(s.headers)
+	// Static files need no session: they are served before its lookup.
 	static, _ := fs.Sub(staticFS, "static")
 	r.Handle("/static/*", http.StripPrefix("/static/", cacheStatic(http.FileServerFS(static))))
+	r.With(s.session, s.csrf).Group(s.pageRoutes)
+	withSession := func(h http.HandlerFunc) http.HandlerFunc { return s.session(s.csrf(h)).ServeHTTP }
+	r.NotFound(withSession(func(w http.ResponseWriter, r *http.Request) {
+		s.fail(w, r, http.StatusNotFound, "There is no such page.")
+	}))
+	r.MethodNotAllowed(withSession(func(w http.ResponseWriter, r *http.Request) {
+		s.fail(w, r, http.StatusMethodNotAllowed, "This page does not take that method.")
+	}))
+	return r
+}
+
+// pageRoutes are the routes that read the session.
+func (s *Dashboard) pageRoutes(r chi.Router) {
 	r.Get("/signin", s.signInPage)
 	r.Post("/signin", s.signIn)
 	r.Get("/join", s.joinPage)
@@ -195,17 +209,14 @@ func (s *Dashboard) routes() chi.Router {
 		r.Post("/domains/{domain}/scan", s.need(people.Build, s.requestScan))
 		r.Get("/content", s.contentPage)
 	})
-	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		s.fail(w, r, http.StatusNotFound, "There is no such page.")
-	})
-	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		s.fail(w, r, http.StatusMethodNotAllowed, "This page does not take that method.")
-	})
-	return r
 }
 
 func cacheStatic(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "" || strings.HasSuffix(r.URL.Path, "/") {
+			http.NotFound(w, r) // files only, no listing
+			return
+		}
 		w.Header().Set("Cache-Control", "public, max-age=3600")
 		h.ServeHTTP(w, r)
 	})

@@ -542,3 +542,24 @@ func (w testWriter) Write(b []byte) (int, error) {
 	w.t.Log(strings.TrimSpace(string(b)))
 	return len(b), nil
 }
+
+// Static files are served before the session is read: no cookie comes
+// back with them, the security headers do, and a folder is not listed.
+func TestStaticFilesWithoutSession(t *testing.T) {
+	e := newEnv(t)
+	c := e.srv.Client()
+	res, err := c.Get(e.srv.URL + "/static/app.css")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK || len(res.Cookies()) != 0 || res.Header.Get("Content-Security-Policy") == "" {
+		t.Errorf("app.css: %d, cookies %v, CSP %q", res.StatusCode, res.Cookies(), res.Header.Get("Content-Security-Policy"))
+	}
+	if p := e.get(c, "/static/"); p.status != http.StatusNotFound || strings.Contains(p.body, "app.js") {
+		t.Errorf("/static/: %d, %q", p.status, p.body)
+	}
+	if p := e.get(e.browser(), "/no/such/page"); p.status != http.StatusNotFound || !strings.Contains(p.body, "There is no such page.") {
+		t.Errorf("an unknown page: %d", p.status)
+	}
+}
