@@ -184,11 +184,27 @@ func BusLogger(log *slog.Logger) watermill.LoggerAdapter {
 }
 
 // Wake makes the dispatcher look for due deliveries at once.
-func (e *Engine) Wake() {
+func (e *Engine) Wake() { signal(e.wake) }
+
+// signal wakes the dispatcher's wait on c, once however often it is called
+// meanwhile.
+func signal(c chan struct{}) {
 	select {
-	case e.wake <- struct{}{}:
+	case c <- struct{}{}:
 	default:
 	}
+}
+
+// forgetIfIdleLocked drops an endpoint that has nothing to do.
+func (e *Engine) forgetIfIdleLocked(ep *endpoint) bool {
+	if !ep.idle() {
+		return false
+	}
+	if e.endpoints[ep.id] == ep {
+		delete(e.endpoints, ep.id)
+	}
+	delete(e.waiting, ep)
+	return true
 }
 
 // Run runs the fan-out and the dispatcher until ctx ends; attempts in
@@ -513,10 +529,7 @@ func (e *Engine) refillOne(ctx context.Context, ep *endpoint, sends *sync.WaitGr
 		ep.queue = append(ep.queue, claimed{d, w})
 	}
 	e.startLocked(ctx, ep, sends)
-	if ep.idle() && e.endpoints[ep.id] == ep {
-		delete(e.endpoints, ep.id)
-		delete(e.waiting, ep)
-	}
+	e.forgetIfIdleLocked(ep)
 	return err
 }
 
@@ -620,11 +633,7 @@ func (e *Engine) offer(cs []claimed, written time.Time) {
 		}
 	}
 	for _, c := range cs {
-		if ep := e.endpoints[c.w.ID]; ep != nil {
-			if ep.idle() {
-				delete(e.endpoints, c.w.ID)
-				continue
-			}
+		if ep := e.endpoints[c.w.ID]; ep != nil && !e.forgetIfIdleLocked(ep) {
 			e.startLocked(e.runCtx, ep, e.sends)
 		}
 	}
@@ -668,16 +677,12 @@ func (e *Engine) startLocked(ctx context.Context, ep *endpoint, sends *sync.Wait
 			refill := ep.spilled && ep.inflight+len(ep.queue) <= held(ep.limit)/2
 			if refill {
 				e.refill[ep] = struct{}{}
-			} else if ep.idle() {
-				delete(e.endpoints, cs[0].w.ID)
-				delete(e.waiting, ep)
+			} else {
+				e.forgetIfIdleLocked(ep)
 			}
 			e.mu.Unlock()
 			if refill {
-				select {
-				case e.refills <- struct{}{}:
-				default:
-				}
+				signal(e.refills)
 			}
 			if e.backlog.Load() { // deliveries wait in the store for room
 				e.Wake()
