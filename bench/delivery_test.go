@@ -10,7 +10,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -38,6 +40,7 @@ var (
 	fiftyEvents     = flag.Int("delivery-fifty-events", 0, "events of the 50-endpoint phase (default: delivery-events / 50)")
 	deliveryWriters = flag.Int("delivery-writers", 64, "domains, one writer each, in the 1-endpoint phase (as many as the ceiling's requests in flight)")
 	deliveryPhase   = flag.Duration("delivery-phase", 5*time.Second, "length of the open-loop latency phase")
+	deliveryProfile = flag.String("delivery-cpuprofile", "", "write a CPU profile of the 1-endpoint phase to this file")
 )
 
 // hookSink is the local receiver: it verifies every delivery's signature
@@ -379,7 +382,17 @@ func BenchmarkDelivery(b *testing.B) {
 	if *deliveryStages {
 		go s.stages(stopW)
 	}
+	if *deliveryProfile != "" {
+		f, err := os.Create(*deliveryProfile)
+		if err != nil {
+			b.Fatal(err)
+		}
+		pprof.StartCPUProfile(f)
+	}
 	one := s.burst(b, sink, oneDomains, *deliveryEvents, 1)
+	if *deliveryProfile != "" {
+		pprof.StopCPUProfile()
+	}
 	close(stopW)
 
 	v50 := s.hooks(b, sink, []string{"fifty.example"}, 50)

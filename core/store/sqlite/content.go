@@ -205,6 +205,11 @@ type txn struct {
 	tx       *sql.Tx
 	topics   []string // published to: woken after the commit
 	released []string // leases to end after the commit
+	// The newest readings: this call's writes, its group's earlier calls'
+	// (committed with it), and the writer's cache of committed ones.
+	readings map[readingKey]latestEntry
+	group    map[readingKey]latestEntry
+	cache    *latestReadings
 }
 
 var bg = context.Background()

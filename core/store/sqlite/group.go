@@ -34,6 +34,7 @@ type result struct {
 // answered only after the commit that holds its changes.
 type writer struct {
 	db     *DB
+	latest *latestReadings
 	mu     sync.Mutex
 	queue  []*write
 	closed bool
@@ -43,7 +44,7 @@ type writer struct {
 }
 
 func newWriter(db *DB) *writer {
-	wr := &writer{db: db, wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
+	wr := &writer{db: db, latest: newLatestReadings(), wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
 	go wr.run()
 	return wr
 }
@@ -121,6 +122,11 @@ func (wr *writer) commit(batch []*write) {
 		}
 		return
 	}
+	if err := wr.latest.check(tx); err != nil {
+		wr.fail(tx, batch, results, err)
+		return
+	}
+	written := make(map[readingKey]latestEntry)
 	grouped := len(batch) > 1
 	ok := 0
 	for i, op := range batch {
@@ -134,11 +140,14 @@ func (wr *writer) commit(batch []*write) {
 				return
 			}
 		}
-		t := &txn{db: wr.db, tx: tx}
+		t := &txn{db: wr.db, tx: tx, group: written, cache: wr.latest}
 		results[i] = call(op.fn, t)
 		if results[i].err == nil && results[i].panicked == nil {
 			results[i].t = t
 			ok++
+			for k, e := range t.readings {
+				written[k] = e
+			}
 			if grouped {
 				if _, err := tx.Exec(`RELEASE g`); err != nil {
 					wr.fail(tx, batch, results, fmt.Errorf("sqlite: release savepoint: %w", err))
@@ -168,6 +177,8 @@ func (wr *writer) commit(batch []*write) {
 				results[i] = result{err: err}
 			}
 		}
+	} else {
+		wr.latest.keep(written)
 	}
 	for i, op := range batch {
 		op.done <- results[i]

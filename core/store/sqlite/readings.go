@@ -10,16 +10,14 @@ import (
 	"github.com/aivis/aivis/core/store"
 )
 
-// AddReading stores a visibility reading.
+// AddReading stores a visibility reading (through the writer, whose
+// cache of the newest readings it keeps true).
 func (db *DB) AddReading(ctx context.Context, r store.Reading) (store.Reading, error) {
-	res, err := db.w.ExecContext(ctx, `INSERT INTO visibility_readings (account_id, client_id, domain, visibility_score, sentiment,
-		sentiment_score, source, measured_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		r.AccountID, nullStr(r.ClientID), r.Domain, r.VisibilityScore, r.Sentiment, r.SentimentScore, r.Source, r.MeasuredAt.UnixNano())
-	if err != nil {
-		return r, fmt.Errorf("sqlite: add reading: %w", conflict(err))
-	}
-	r.ID, _ = res.LastInsertId()
-	return r, nil
+	err := db.Update(ctx, func(tx store.Tx) (err error) {
+		r, err = tx.InsertReading(r)
+		return err
+	})
+	return r, err
 }
 
 // LatestReading finds the newest reading of a domain in an account (or one client).

@@ -52,33 +52,6 @@ func (t *txn) Publish(topic string, msgs ...*message.Message) error {
 	return nil
 }
 
-func (t *txn) LatestReading(f store.ReadingFilter) (store.Reading, error) {
-	var r store.Reading
-	var client sql.NullString
-	var measured int64
-	err := t.tx.QueryRow(`SELECT id, account_id, client_id, domain, visibility_score, sentiment, sentiment_score, source, measured_at
-		FROM visibility_readings WHERE account_id = ? AND client_id IS ? AND domain = ?
-		ORDER BY measured_at DESC, id DESC LIMIT 1`, f.AccountID, nullStr(f.ClientID), f.Domain).Scan(
-		&r.ID, &r.AccountID, &client, &r.Domain, &r.VisibilityScore, &r.Sentiment, &r.SentimentScore, &r.Source, &measured)
-	if err != nil {
-		return r, fmt.Errorf("sqlite: latest reading: %w", notFound(err))
-	}
-	r.ClientID = client.String
-	r.MeasuredAt = time.Unix(0, measured).UTC()
-	return r, nil
-}
-
-func (t *txn) InsertReading(r store.Reading) (store.Reading, error) {
-	res, err := t.tx.Exec(`INSERT INTO visibility_readings (account_id, client_id, domain, visibility_score, sentiment,
-		sentiment_score, source, measured_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		r.AccountID, nullStr(r.ClientID), r.Domain, r.VisibilityScore, r.Sentiment, r.SentimentScore, r.Source, r.MeasuredAt.UnixNano())
-	if err != nil {
-		return r, fmt.Errorf("sqlite: add reading: %w", conflict(err))
-	}
-	r.ID, _ = res.LastInsertId()
-	return r, nil
-}
-
 const webhookColumns = `id, account_id, client_id, domain, url, events, min_score_change, enabled, disabled_reason, disabled_at,
 	secret, prev_secret, prev_secret_end, failing_since, failures, last_success_at, created_at, updated_at,
 	connector, name, domains, settings, public_settings, secret_fields, subscription`

@@ -1,0 +1,114 @@
+package sqlite_test
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aivis/aivis/core/store"
+	"github.com/aivis/aivis/core/store/sqlite"
+)
+
+// The writer remembers each domain's newest reading instead of querying it
+// for every recorded reading; what it remembers must be what the table
+// says, whatever rolled back and whoever else wrote.
+func TestLatestReadingInTransactionsStaysTrue(t *testing.T) {
+	db, path := newDB(t)
+	account(t, db, "acct_1", store.AccountStandard)
+	reading := func(score int, at time.Time) store.Reading {
+		return store.Reading{AccountID: "acct_1", Domain: "a.example", VisibilityScore: score, Sentiment: "neutral",
+			Source: "api", MeasuredAt: at}
+	}
+	latest := func(db *sqlite.DB) (store.Reading, error) {
+		var r store.Reading
+		err := db.Update(ctx, func(tx store.Tx) (err error) {
+			r, err = tx.LatestReading(store.ReadingFilter{AccountID: "acct_1", Domain: "a.example"})
+			return err
+		})
+		return r, err
+	}
+	if _, err := latest(db); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("no reading yet: %v, want ErrNotFound", err)
+	}
+	if _, err := db.AddReading(ctx, reading(10, t0)); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := latest(db); err != nil || r.VisibilityScore != 10 {
+		t.Fatalf("after the first reading: %+v, %v", r, err)
+	}
+
+	// A call that wrote a newer reading and then failed leaves no trace.
+	errBoom := errors.New("boom")
+	err := db.Update(ctx, func(tx store.Tx) error {
+		if _, err := tx.InsertReading(reading(20, t0.Add(time.Minute))); err != nil {
+			return err
+		}
+		if r, err := tx.LatestReading(store.ReadingFilter{AccountID: "acct_1", Domain: "a.example"}); err != nil || r.VisibilityScore != 20 {
+			t.Errorf("inside the call that wrote it: %+v, %v", r, err)
+		}
+		return errBoom
+	})
+	if !errors.Is(err, errBoom) {
+		t.Fatal(err)
+	}
+	if r, err := latest(db); err != nil || r.VisibilityScore != 10 {
+		t.Fatalf("after a failed call: %+v, %v; want 10", r, err)
+	}
+
+	// The same in a group: calls queued together see each other's readings
+	// in order, and not those of a call that failed.
+	held, release := make(chan struct{}), make(chan struct{})
+	go db.Update(ctx, func(tx store.Tx) error { close(held); <-release; return nil })
+	<-held
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		db.Update(ctx, func(tx store.Tx) error {
+			if _, err := tx.InsertReading(reading(30, t0.Add(2*time.Minute))); err != nil {
+				return err
+			}
+			return errBoom
+		})
+	})
+	wg.Go(func() {
+		if _, err := db.AddReading(ctx, reading(40, t0.Add(3*time.Minute))); err != nil {
+			t.Error(err)
+		}
+	})
+	// An older measurement does not become the latest.
+	wg.Go(func() {
+		if _, err := db.AddReading(ctx, reading(5, t0.Add(-time.Hour))); err != nil {
+			t.Error(err)
+		}
+	})
+	time.Sleep(50 * time.Millisecond) // let them queue
+	close(release)
+	wg.Wait()
+	if r, err := latest(db); err != nil || r.VisibilityScore != 40 {
+		t.Fatalf("after a group: %+v, %v; want 40", r, err)
+	}
+
+	// Another handle on the file (as another process would be) commits a
+	// newer reading: this handle's next transaction sees it.
+	other := open(t, path)
+	if _, err := other.AddReading(ctx, reading(50, t0.Add(4*time.Minute))); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := latest(db); err != nil || r.VisibilityScore != 50 {
+		t.Fatalf("after another handle's commit: %+v, %v; want 50", r, err)
+	}
+	// And the other way round, on the other handle's cache.
+	if _, err := db.AddReading(ctx, reading(60, t0.Add(5*time.Minute))); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := latest(other); err != nil || r.VisibilityScore != 60 {
+		t.Fatalf("the other handle after this one's commit: %+v, %v; want 60", r, err)
+	}
+	// Each answer agrees with the table.
+	var score int
+	must(t, raw(t, path).QueryRow(`SELECT visibility_score FROM visibility_readings WHERE domain = 'a.example'
+		ORDER BY measured_at DESC, id DESC LIMIT 1`).Scan(&score))
+	if score != 60 {
+		t.Fatalf("table's latest = %d, want 60", score)
+	}
+}
