@@ -820,7 +820,8 @@ func (e *Engine) record() {
 // apply writes a batch of outcomes and their consequences for the webhooks.
 func (e *Engine) apply(tx store.Tx, batch []outcome) error {
 	hooks := make(map[string]*store.Webhook)
-	changed := make(map[string]bool)
+	changed := make(map[string]bool)  // written back
+	disabled := make(map[string]bool) // turned off too
 	for _, o := range batch {
 		w := hooks[o.w.ID]
 		if w == nil {
@@ -861,7 +862,7 @@ func (e *Engine) apply(tx store.Tx, batch []outcome) error {
 				if err := e.disable(tx, w, at, why); err != nil {
 					return err
 				}
-				changed[o.w.ID] = true
+				changed[o.w.ID], disabled[o.w.ID] = true, true
 			}
 		default:
 			if res.Step < len(Schedule) && !o.permanent {
@@ -881,6 +882,7 @@ func (e *Engine) apply(tx store.Tx, batch []outcome) error {
 				if err != nil {
 					return err
 				}
+				disabled[o.w.ID] = true
 			}
 		}
 		if err := tx.RecordOutcome(o.d.ID, res); err != nil && w.ID != "" {
@@ -893,7 +895,11 @@ func (e *Engine) apply(tx store.Tx, batch []outcome) error {
 			continue
 		}
 		w.UpdatedAt = e.opt.Now()
-		if err := tx.UpdateWebhook(*w); err != nil && !errors.Is(err, store.ErrNotFound) {
+		update := tx.UpdateWebhookHealth // the common case: what matching reads is unchanged
+		if disabled[id] {
+			update = tx.UpdateWebhook
+		}
+		if err := update(*w); err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
 	}

@@ -303,6 +303,9 @@ type Tx interface {
 	// Webhook reads a webhook of an account, for update.
 	Webhook(accountID, id string) (Webhook, error)
 	UpdateWebhook(w Webhook) error
+	// UpdateWebhookHealth writes only what attempts change: failing_since,
+	// failures, last_success_at and updated_at.
+	UpdateWebhookHealth(w Webhook) error
 	DeleteWebhook(accountID, id string) error
 	// LogEvent keeps an event in the event log (once: a repeat is ignored).
 	LogEvent(e LoggedEvent) error

@@ -131,7 +131,8 @@ type Webhooks interface {
 	Webhook(ctx context.Context, accountID, id string) (Webhook, error)
 	ListWebhooks(ctx context.Context, f WebhookFilter) ([]Webhook, string, error)
 	// MatchWebhooks lists the webhooks of exactly one owner for a domain,
-	// and every connection of that owner, enabled or not.
+	// and every connection of that owner, enabled or not. The slice may be
+	// shared with other callers: it must not be changed.
 	MatchWebhooks(ctx context.Context, accountID, clientID, domain string) ([]Webhook, error)
 	// RecentEvents lists an owner's logged events, newest first.
 	RecentEvents(ctx context.Context, f EventFilter) ([]LoggedEvent, error)

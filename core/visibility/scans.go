@@ -172,6 +172,14 @@ func (s *Scans) Get(ctx context.Context, p auth.Principal, id string) (store.Sca
 // handed back to the queue.
 func (s *Scans) Run(ctx context.Context) {
 	s.init()
+	schedule := func() {
+		if err := s.schedule(ctx); err != nil && ctx.Err() == nil {
+			s.Log.Error("scans: schedule", "err", err)
+		}
+	}
+	// The scans due at start join those already queued before any worker
+	// can take (and finish) one.
+	schedule()
 	var wg sync.WaitGroup
 	for range s.Workers {
 		wg.Go(func() { s.work(ctx) })
@@ -179,15 +187,13 @@ func (s *Scans) Run(ctx context.Context) {
 	t := time.NewTicker(s.Poll)
 	defer t.Stop()
 	for {
-		if err := s.schedule(ctx); err != nil && ctx.Err() == nil {
-			s.Log.Error("scans: schedule", "err", err)
-		}
 		select {
 		case <-ctx.Done():
 			wg.Wait()
 			return
 		case <-t.C:
 		}
+		schedule()
 	}
 }
 

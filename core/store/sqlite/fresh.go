@@ -37,12 +37,18 @@ type fresh struct {
 	version epoch
 	keys    map[string]store.Principal
 	budgets map[budgetKey]budgetEntry
+	matches map[matchKey][]store.Webhook
 }
 
 type budgetKey struct{ account, month string }
 
-// epoch is what cache_epoch read: the keys' counter and the budgets'.
-type epoch struct{ keys, budgets int64 }
+// matchKey is an event's owner and domain, whose webhooks and connections
+// MatchWebhooks finds.
+type matchKey struct{ account, client, domain string }
+
+// epoch is what cache_epoch read: the keys' counter, the budgets' and the
+// webhooks'.
+type epoch struct{ keys, budgets, webhooks int64 }
 
 type budgetEntry struct {
 	b      store.BudgetMonth
@@ -57,13 +63,13 @@ func newFresh(ctx context.Context, db *sql.DB, path string) (*fresh, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &fresh{conn: conn, dest: make([]driver.Value, 2), version: epoch{-1, -1}}
+	f := &fresh{conn: conn, dest: make([]driver.Value, 3), version: epoch{-1, -1, -1}}
 	err = conn.Raw(func(dc any) error {
 		c, ok := dc.(*sqlite3.SQLiteConn)
 		if !ok {
 			return fmt.Errorf("unexpected driver connection %T", dc)
 		}
-		f.stmt, err = c.Prepare("SELECT n, budgets FROM cache_epoch")
+		f.stmt, err = c.Prepare("SELECT n, budgets, webhooks FROM cache_epoch")
 		return err
 	})
 	if err != nil {
@@ -117,6 +123,7 @@ func (f *fresh) current(ctx context.Context) (epoch, error) {
 	var v epoch
 	v.keys, _ = f.dest[0].(int64)
 	v.budgets, _ = f.dest[1].(int64)
+	v.webhooks, _ = f.dest[2].(int64)
 	if err == nil {
 		f.checked = start
 		f.seen, f.valid = n, watched
@@ -127,6 +134,9 @@ func (f *fresh) current(ctx context.Context) (epoch, error) {
 	}
 	if err == nil && v.budgets != f.version.budgets {
 		f.budgets = make(map[budgetKey]budgetEntry)
+	}
+	if err == nil && v.webhooks != f.version.webhooks {
+		f.matches = make(map[matchKey][]store.Webhook)
 	}
 	if err == nil {
 		f.version = v
@@ -171,6 +181,24 @@ func (f *fresh) putBudget(v epoch, k budgetKey, e budgetEntry) {
 			clear(f.budgets)
 		}
 		f.budgets[k] = e
+	}
+	f.cacheMu.Unlock()
+}
+
+func (f *fresh) match(k matchKey) ([]store.Webhook, bool) {
+	f.cacheMu.Lock()
+	ws, ok := f.matches[k]
+	f.cacheMu.Unlock()
+	return ws, ok
+}
+
+func (f *fresh) putMatch(v epoch, k matchKey, ws []store.Webhook) {
+	f.cacheMu.Lock()
+	if v.webhooks == f.version.webhooks {
+		if len(f.matches) >= maxEntries {
+			clear(f.matches)
+		}
+		f.matches[k] = ws
 	}
 	f.cacheMu.Unlock()
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aivis/aivis/core/secrets"
 	"github.com/aivis/aivis/core/store"
 	"github.com/aivis/aivis/core/store/sqlite"
 )
@@ -110,5 +111,86 @@ func TestLatestReadingInTransactionsStaysTrue(t *testing.T) {
 		ORDER BY measured_at DESC, id DESC LIMIT 1`).Scan(&score))
 	if score != 60 {
 		t.Fatalf("table's latest = %d, want 60", score)
+	}
+}
+
+// The fan-out's match of an event's webhooks is cached; every change of a
+// webhook that matching or delivering reads is seen by the next match,
+// from this handle or another, while the dispatcher's health writes leave
+// the cache warm.
+func TestMatchWebhooksSeesEveryChange(t *testing.T) {
+	db, path := newDB(t)
+	box, _, err := secrets.Load(t.TempDir()+"/"+secrets.KeyFile, true)
+	must(t, err)
+	db.SetSecrets(box)
+	account(t, db, "acct_1", store.AccountStandard)
+	w := store.Webhook{ID: "wh_1", AccountID: "acct_1", Domain: "example.com", URL: "https://example.com/hook",
+		Events: []string{"ai_visibility_change"}, Enabled: true, Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", CreatedAt: t0, UpdatedAt: t0}
+	must(t, db.Update(ctx, func(tx store.Tx) error { return tx.InsertWebhook(w) }))
+	match := func() []store.Webhook {
+		t.Helper()
+		ws, err := db.MatchWebhooks(ctx, "acct_1", "", "example.com")
+		must(t, err)
+		return ws
+	}
+	if ws := match(); len(ws) != 1 || ws[0].URL != w.URL || ws[0].Secret != w.Secret {
+		t.Fatalf("match: %+v", ws)
+	}
+	update := func(fn func(w *store.Webhook), health bool) {
+		t.Helper()
+		must(t, db.Update(ctx, func(tx store.Tx) error {
+			cur, err := tx.Webhook("acct_1", "wh_1")
+			if err != nil {
+				return err
+			}
+			fn(&cur)
+			if health {
+				return tx.UpdateWebhookHealth(cur)
+			}
+			return tx.UpdateWebhook(cur)
+		}))
+	}
+	update(func(w *store.Webhook) { w.URL = "https://example.com/v2" }, false)
+	if ws := match(); len(ws) != 1 || ws[0].URL != "https://example.com/v2" {
+		t.Fatalf("after a new URL: %+v", ws)
+	}
+	const next = "whsec_C2FtcGxlc2VjcmV0MTIzNDU2Nzg5MDEyMzQ1Njc4"
+	update(func(w *store.Webhook) { w.PrevSecret, w.Secret = w.Secret, next }, false)
+	if ws := match(); ws[0].Secret != next || ws[0].PrevSecret != w.Secret {
+		t.Fatalf("after a rotation: %+v", ws)
+	}
+	update(func(w *store.Webhook) { w.Enabled, w.DisabledReason = false, "410" }, false)
+	if ws := match(); ws[0].Enabled {
+		t.Fatalf("after disabling: %+v", ws)
+	}
+
+	// A health write changes only failures and times, and not the epoch.
+	epoch := func() (n int64) {
+		must(t, raw(t, path).QueryRow(`SELECT webhooks FROM cache_epoch`).Scan(&n))
+		return n
+	}
+	before := epoch()
+	update(func(w *store.Webhook) { w.Failures, w.URL = 3, "https://ignored.example/" }, true)
+	if after := epoch(); after != before {
+		t.Errorf("a health write moved the epoch from %d to %d", before, after)
+	}
+	cur, err := db.Webhook(ctx, "acct_1", "wh_1")
+	if err != nil || cur.Failures != 3 || cur.URL != "https://example.com/v2" {
+		t.Fatalf("after a health write: %+v %v", cur, err)
+	}
+
+	// Another handle (another process) adds a webhook of the domain, then
+	// deletes the first.
+	other := open(t, path)
+	other.SetSecrets(box)
+	w2 := w
+	w2.ID = "wh_2"
+	must(t, other.Update(ctx, func(tx store.Tx) error { return tx.InsertWebhook(w2) }))
+	if ws := match(); len(ws) != 2 {
+		t.Fatalf("after another handle's insert: %d webhooks", len(ws))
+	}
+	must(t, other.Update(ctx, func(tx store.Tx) error { return tx.DeleteWebhook("acct_1", "wh_1") }))
+	if ws := match(); len(ws) != 1 || ws[0].ID != "wh_2" {
+		t.Fatalf("after another handle's delete: %+v", ws)
 	}
 }

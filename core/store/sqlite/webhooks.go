@@ -156,6 +156,18 @@ func (t *txn) UpdateWebhook(w store.Webhook) error {
 	return nil
 }
 
+func (t *txn) UpdateWebhookHealth(w store.Webhook) error {
+	res, err := t.tx.Exec(`UPDATE webhooks SET failing_since = ?, failures = ?, last_success_at = ?, updated_at = ?
+		WHERE id = ? AND account_id = ?`, ns(w.FailingSince), w.Failures, ns(w.LastSuccessAt), ns(w.UpdatedAt), w.ID, w.AccountID)
+	if err != nil {
+		return fmt.Errorf("sqlite: update webhook: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("sqlite: webhook %s: %w", w.ID, store.ErrNotFound)
+	}
+	return nil
+}
+
 func (t *txn) DeleteWebhook(accountID, id string) error {
 	res, err := t.tx.Exec(`DELETE FROM webhooks WHERE account_id = ? AND id = ?`, accountID, id)
 	if err != nil {
@@ -431,8 +443,18 @@ func (db *DB) ListWebhooks(ctx context.Context, f store.WebhookFilter) ([]store.
 }
 
 // MatchWebhooks lists the webhooks, enabled or not, of exactly one owner
-// for a domain.
+// for a domain. Every event asks it: the answer is cached for as long as
+// cache_epoch's webhooks counter stays put, and shared by the callers,
+// which must not change it.
 func (db *DB) MatchWebhooks(ctx context.Context, accountID, clientID, domain string) ([]store.Webhook, error) {
+	v, err := db.fresh.current(ctx)
+	if err != nil {
+		return nil, err
+	}
+	k := matchKey{accountID, clientID, domain}
+	if ws, ok := db.fresh.match(k); ok {
+		return ws, nil
+	}
 	rows, err := db.r.QueryContext(ctx, `SELECT `+webhookColumns+` FROM webhooks
 		WHERE account_id = ?1 AND client_id IS ?3 AND (domain = ?2 OR connector IS NOT NULL)`, accountID, domain, nullStr(clientID))
 	if err != nil {
@@ -447,7 +469,11 @@ func (db *DB) MatchWebhooks(ctx context.Context, accountID, clientID, domain str
 		}
 		out = append(out, w)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: match webhooks: %w", err)
+	}
+	db.fresh.putMatch(v, k, slices.Clip(out))
+	return out, nil
 }
 
 // Delivery reads one delivery of a webhook with its attempts, oldest first.
