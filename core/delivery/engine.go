@@ -116,7 +116,7 @@ func held(limit int) int { return limit * (1 + queueRounds) }
 // queues of many endpoints at once (8,192 by default, about 10 MB).
 func (e *Engine) maxHeld() int { return 32 * e.opt.Workers }
 
-func (e *Engine) newEndpoint(w store.Webhook) *endpoint {
+func (e *Engine) newEndpoint(w *store.Webhook) *endpoint {
 	ep := &endpoint{id: w.ID, account: w.AccountID, batch: 1}
 	if w.IsConnection() && e.opt.Connectors != nil {
 		ep.batch = max(1, min(e.opt.Connectors.MaxBatch(w.Connector), e.opt.Workers/e.opt.PerEndpoint))
@@ -131,14 +131,16 @@ func (ep *endpoint) full() bool { return ep.inflight+len(ep.queue) >= held(ep.li
 // idle reports that an endpoint has nothing to do: it may be forgotten.
 func (ep *endpoint) idle() bool { return ep.inflight == 0 && len(ep.queue) == 0 && !ep.spilled }
 
+// claimed is a delivery on its way, with its target. Both are shared, and
+// read only: the target may be the fan-out's cached match.
 type claimed struct {
-	d store.Delivery
-	w store.Webhook
+	d *store.Delivery
+	w *store.Webhook
 }
 
 type outcome struct {
-	d         store.Delivery
-	w         store.Webhook
+	d         *store.Delivery
+	w         *store.Webhook
 	attempt   store.Attempt
 	ok        bool          // delivered
 	retryIn   time.Duration // honoured Retry-After
@@ -276,7 +278,7 @@ func (e *Engine) fanout(msg *message.Message) error {
 		return nil // a malformed message would be redelivered forever
 	}
 	ctx := msg.Context()
-	var targets []store.Webhook
+	var targets []*store.Webhook
 	var logged *store.LoggedEvent
 	if ev.WebhookID != "" {
 		w, err := e.store.Webhook(ctx, ev.AccountID, ev.WebhookID)
@@ -285,15 +287,15 @@ func (e *Engine) fanout(msg *message.Message) error {
 		} else if err != nil {
 			return err
 		}
-		targets = append(targets, w)
+		targets = append(targets, &w)
 	} else {
 		ws, err := e.store.MatchWebhooks(ctx, ev.AccountID, ev.ClientID, ev.Domain)
 		if err != nil {
 			return err
 		}
-		for _, w := range ws {
-			if Wants(w, ev) {
-				targets = append(targets, w)
+		for i := range ws {
+			if Wants(ws[i], ev) {
+				targets = append(targets, &ws[i])
 			}
 		}
 		logged = &store.LoggedEvent{ID: ev.ID, AccountID: ev.AccountID, ClientID: ev.ClientID, Event: ev.Event,
@@ -305,12 +307,12 @@ func (e *Engine) fanout(msg *message.Message) error {
 	now := e.opt.Now()
 	ds := make([]claimed, 0, len(targets))
 	for _, w := range targets {
-		d := store.Delivery{ID: randid.Sorted("dlv", now), WebhookID: w.ID, AccountID: w.AccountID,
+		d := &store.Delivery{ID: randid.Sorted("dlv", now), WebhookID: w.ID, AccountID: w.AccountID,
 			EventID: ev.ID, Event: ev.Event, Payload: msg.Payload, Status: store.DeliveryPending,
 			NextAttemptAt: now, CreatedAt: now, UpdatedAt: now}
 		if !w.Enabled {
 			// Kept, not attempted: a replay after enabling sends it.
-			d.Status, d.NextAttemptAt, d.LastError = store.DeliveryFailed, time.Time{}, "the "+targetNoun(w)+" was disabled"
+			d.Status, d.NextAttemptAt, d.LastError = store.DeliveryFailed, time.Time{}, "the "+targetNoun(*w)+" was disabled"
 		}
 		ds = append(ds, claimed{d, w})
 	}
@@ -380,7 +382,7 @@ func (e *Engine) insert() {
 					}
 				}
 				for _, c := range req.ds {
-					ok, err := tx.InsertDelivery(c.d)
+					ok, err := tx.InsertDelivery(*c.d)
 					if errors.Is(err, store.ErrConflict) {
 						continue // the webhook was deleted meanwhile
 					} else if err != nil {
@@ -525,8 +527,8 @@ func (e *Engine) refillOne(ctx context.Context, ep *endpoint, sends *sync.WaitGr
 		e.backlog.Store(true)
 		defer e.Wake()
 	}
-	for _, d := range got {
-		ep.queue = append(ep.queue, claimed{d, w})
+	for i := range got {
+		ep.queue = append(ep.queue, claimed{&got[i], &w})
 	}
 	e.startLocked(ctx, ep, sends)
 	e.forgetIfIdleLocked(ep)
@@ -554,9 +556,13 @@ func (e *Engine) claim(ctx context.Context, sends *sync.WaitGroup) (n int, full 
 	if err != nil {
 		return 0, false, err
 	}
+	targets := make(map[string]*store.Webhook, len(hooks))
+	for id, w := range hooks {
+		targets[id] = &w
+	}
 	got := make([]claimed, len(ds))
-	for i, d := range ds {
-		got[i] = claimed{d, hooks[d.WebhookID]}
+	for i := range ds {
+		got[i] = claimed{&ds[i], targets[ds[i].WebhookID]}
 	}
 	e.mu.Lock()
 	for _, c := range got {
@@ -827,7 +833,7 @@ func (e *Engine) apply(tx store.Tx, batch []outcome) error {
 		if w == nil {
 			cur, err := tx.Webhook(o.w.AccountID, o.w.ID)
 			if errors.Is(err, store.ErrNotFound) {
-				cur = o.w // deleted meanwhile: its deliveries went with it
+				cur = *o.w // deleted meanwhile: its deliveries went with it
 				cur.ID = ""
 			} else if err != nil {
 				return err
@@ -943,7 +949,7 @@ func (e *Engine) connect(ctx context.Context, cs []claimed) []outcome {
 	now := e.opt.Now()
 	evs := make([]sdk.Event, len(cs))
 	for i, c := range cs {
-		evs[i] = SDKEvent(c.d, w.ClientID)
+		evs[i] = SDKEvent(*c.d, w.ClientID)
 	}
 	ctx, cancel := context.WithTimeout(ctx, e.opt.Timeout)
 	defer cancel()

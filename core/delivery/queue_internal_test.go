@@ -52,7 +52,7 @@ func TestOfferKeepsTheClaimsCopy(t *testing.T) {
 	e := New(db, nil, &http.Client{}, slog.New(slog.NewTextHandler(io.Discard, nil)), Options{PerEndpoint: 1})
 	e.runCtx, e.sends = ctx, &sync.WaitGroup{}
 	// The endpoint's one attempt is in flight: what comes next waits queued.
-	ep := e.newEndpoint(w)
+	ep := e.newEndpoint(&w)
 	ep.inflight, e.inflight = 1, 1
 	e.endpoints[w.ID] = ep
 
@@ -60,7 +60,7 @@ func TestOfferKeepsTheClaimsCopy(t *testing.T) {
 	if err != nil || n != 1 {
 		t.Fatalf("claim: %d, %v; want the delivery", n, err)
 	}
-	e.offer([]claimed{{d, w}}, time.Now()) // the fan-out's hand-off of the same delivery
+	e.offer([]claimed{{&d, &w}}, time.Now()) // the fan-out's hand-off of the same delivery
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if len(ep.queue) != 1 || ep.queue[0].d.ID != d.ID {
