@@ -3,7 +3,6 @@ package bench
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -96,13 +95,11 @@ func (vs verifiers) of(r *http.Request, body []byte) *webhook.Verifier {
 	if v, ok := vs[r.URL.Path]; ok {
 		return v
 	}
-	var ev struct {
-		Data struct {
-			Domain string `json:"domain"`
-		} `json:"data"`
-	}
-	json.Unmarshal(body, &ev)
-	return vs[r.URL.Path+" "+ev.Data.Domain]
+	// The domain, found as a byte string: the ceiling's receiver decodes
+	// no JSON either.
+	_, rest, _ := bytes.Cut(body, []byte(`"domain":"`))
+	domain, _, _ := bytes.Cut(rest, []byte(`"`))
+	return vs[r.URL.Path+" "+string(domain)]
 }
 
 func (h *hookSink) reset(v verifiers) {
