@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 
 	bus "github.com/aivis/aivis/core/bus/sqlite"
@@ -84,6 +85,7 @@ func (wr *writer) submit(ctx context.Context, fn func(store.Tx) error) result {
 func (wr *writer) run() {
 	defer close(wr.done)
 	for {
+		runtime.Gosched()
 		wr.mu.Lock()
 		n := min(len(wr.queue), maxGroup)
 		batch := wr.queue[:n:n]
