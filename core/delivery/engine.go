@@ -91,6 +91,9 @@ type Engine struct {
 	runCtx    context.Context        // the dispatcher's, for attempts the fan-out hands over
 	sends     *sync.WaitGroup
 	backlog   atomic.Bool // due deliveries may wait in the store for a claim
+
+	healthMu sync.Mutex
+	healthy  map[string]time.Time // see knownHealthy
 }
 
 type endpoint struct {
@@ -175,7 +178,8 @@ func New(st store.Store, sub message.Subscriber, client *http.Client, log *slog.
 		inserts:   make(chan insertion),
 		stopped:   make(chan struct{}),
 		refills:   make(chan struct{}, 1),
-		endpoints: make(map[string]*endpoint), waiting: make(map[*endpoint]struct{}), refill: make(map[*endpoint]struct{})}
+		endpoints: make(map[string]*endpoint), waiting: make(map[*endpoint]struct{}), refill: make(map[*endpoint]struct{}),
+		healthy: make(map[string]time.Time)}
 }
 
 // BusLogger is Watermill's logger for the product: its routine messages
@@ -804,8 +808,13 @@ func (e *Engine) record() {
 		// The attempts happened: keep trying to write them down. Should that
 		// fail for good, their leases end and they are attempted again.
 		for try := 1; ; try++ {
-			err := e.store.Update(context.Background(), func(tx store.Tx) error { return e.apply(tx, batch) })
+			var notes healthNotes
+			err := e.store.Update(context.Background(), func(tx store.Tx) error {
+				notes = healthNotes{}
+				return e.apply(tx, batch, &notes)
+			})
 			if err == nil {
+				e.noteHealth(notes)
 				for _, o := range batch {
 					if !o.ok {
 						e.Wake() // a retry is scheduled: the dispatcher's timer learns when
@@ -823,13 +832,64 @@ func (e *Engine) record() {
 	}
 }
 
+// healthNotes is what a batch of outcomes wrote of its targets' health:
+// the success times written (with the failures reset), and the targets
+// that failed.
+type healthNotes struct {
+	healthy map[string]time.Time
+	failed  map[string]bool
+}
+
+// noteHealth remembers, once their transaction committed, the successes
+// this engine wrote and forgets the targets that failed since.
+func (e *Engine) noteHealth(n healthNotes) {
+	e.healthMu.Lock()
+	defer e.healthMu.Unlock()
+	for id := range n.failed {
+		delete(e.healthy, id)
+	}
+	for id, at := range n.healthy {
+		if len(e.healthy) >= maxHealthy {
+			clear(e.healthy)
+		}
+		e.healthy[id] = at
+	}
+}
+
+// maxHealthy bounds the memory of healthy targets; past it, it starts
+// afresh (and the next success of each reads its target again).
+const maxHealthy = 100_000
+
+// knownHealthy reports that this engine wrote a success of the target,
+// with its failures reset, less than a minute before at and saw no failure
+// since: a success at at has nothing to write of the target's health.
+// (Failures another process records are reset by this engine's next
+// success a minute on at the latest, long before they could disable it.)
+func (e *Engine) knownHealthy(id string, at time.Time) bool {
+	e.healthMu.Lock()
+	last, ok := e.healthy[id]
+	e.healthMu.Unlock()
+	return ok && at.Sub(last) <= time.Minute
+}
+
 // apply writes a batch of outcomes and their consequences for the webhooks.
-func (e *Engine) apply(tx store.Tx, batch []outcome) error {
+func (e *Engine) apply(tx store.Tx, batch []outcome, notes *healthNotes) error {
 	hooks := make(map[string]*store.Webhook)
 	changed := make(map[string]bool)  // written back
 	disabled := make(map[string]bool) // turned off too
+	notes.healthy, notes.failed = make(map[string]time.Time), make(map[string]bool)
 	for _, o := range batch {
 		w := hooks[o.w.ID]
+		if w == nil && o.ok && !notes.failed[o.w.ID] && e.knownHealthy(o.w.ID, o.attempt.At) {
+			// The common case costs no read of the target.
+			res := store.DeliveryOutcome{Attempt: o.attempt, Step: o.d.Step + 1, Status: store.DeliverySucceeded}
+			if err := tx.RecordOutcome(o.d.ID, res); err != nil {
+				if _, werr := tx.Webhook(o.w.AccountID, o.w.ID); !errors.Is(werr, store.ErrNotFound) {
+					return err
+				} // deleted meanwhile: its deliveries went with it
+			}
+			continue
+		}
 		if w == nil {
 			cur, err := tx.Webhook(o.w.AccountID, o.w.ID)
 			if errors.Is(err, store.ErrNotFound) {
@@ -843,12 +903,19 @@ func (e *Engine) apply(tx store.Tx, batch []outcome) error {
 		}
 		res := store.DeliveryOutcome{Attempt: o.attempt, Step: o.d.Step + 1}
 		at := o.attempt.At
+		if !o.ok {
+			notes.failed[o.w.ID] = true
+			delete(notes.healthy, o.w.ID)
+		}
 		switch {
 		case o.ok:
 			res.Status = store.DeliverySucceeded
 			if !w.FailingSince.IsZero() || w.Failures > 0 || at.Sub(w.LastSuccessAt) > time.Minute {
 				w.FailingSince, w.Failures, w.LastSuccessAt = time.Time{}, 0, at
 				changed[o.w.ID] = true
+			}
+			if !notes.failed[o.w.ID] {
+				notes.healthy[o.w.ID] = w.LastSuccessAt
 			}
 		case o.gone && w.Subscription && w.ID != "":
 			// The destination's own subscription ended (Zapier REST Hooks).

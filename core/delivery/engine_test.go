@@ -3,6 +3,7 @@ package delivery_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -634,5 +635,87 @@ func TestSpilledEndpointIsRefilled(t *testing.T) {
 	}
 	if len(seen) != n {
 		t.Errorf("%d distinct events of %d", len(seen), n)
+	}
+}
+
+// A success writes its target's health (failures reset, the time of the
+// success) at most once a minute per engine, without reading the target in
+// between; failures another process records are reset by the next write,
+// and a failure this engine sees makes the next success write at once.
+func TestSuccessWritesHealthOncePerMinute(t *testing.T) {
+	fastSchedule(t)
+	var clock atomic.Int64
+	clock.Store(time.Now().UnixNano())
+	now := func() time.Time { return time.Unix(0, clock.Load()) }
+	advance := func(d time.Duration) { clock.Add(int64(d)) }
+	e := newEnv(t, delivery.Options{Now: now})
+	var failing atomic.Bool
+	rc := newReceiver(t, func(n int, ev webhook.Event) int {
+		if failing.Load() && ev.Event != events.WebhookTest {
+			return http.StatusInternalServerError
+		}
+		return http.StatusOK
+	})
+	w := e.create(t, rc, client.CreateWebhook{Events: []string{events.VisibilityChange}})
+	target := func() store.Webhook {
+		t.Helper()
+		got, err := e.db.Webhook(ctx, "acct_1", w.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	succeeded := func(n int) {
+		t.Helper()
+		eventually(t, fmt.Sprintf("%d deliveries succeeded", n), func() bool {
+			k := 0
+			for _, d := range deliveries(t, e, w.ID) {
+				if d.Event == events.VisibilityChange && d.Status == store.DeliverySucceeded {
+					k++
+				}
+			}
+			return k == n
+		})
+	}
+
+	e.reading(t, "example.com", 10)
+	succeeded(1)
+	first := target()
+	if first.LastSuccessAt.IsZero() || first.Failures != 0 {
+		t.Fatalf("after the first success: %+v", first)
+	}
+	// Another process records failures meanwhile.
+	if err := e.db.Update(ctx, func(tx store.Tx) error {
+		cur := first
+		cur.Failures, cur.FailingSince = 3, now().Add(-time.Hour)
+		return tx.UpdateWebhookHealth(cur)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	advance(10 * time.Second)
+	e.reading(t, "example.com", 20)
+	succeeded(2)
+	if got := target(); got.Failures != 3 || !got.LastSuccessAt.Equal(first.LastSuccessAt) {
+		t.Fatalf("a success within the minute wrote the target: failures %d, last success %s (was %s)",
+			got.Failures, got.LastSuccessAt, first.LastSuccessAt)
+	}
+	advance(61 * time.Second)
+	e.reading(t, "example.com", 30)
+	succeeded(3)
+	if got := target(); got.Failures != 0 || !got.FailingSince.IsZero() || !got.LastSuccessAt.Equal(now()) {
+		t.Fatalf("a success a minute on did not reset the failures: %+v", got)
+	}
+
+	// A failure here: the next success, within the minute, resets it.
+	failing.Store(true)
+	advance(time.Second)
+	e.reading(t, "example.com", 40)
+	eventually(t, "a failure recorded", func() bool { return target().Failures == 1 })
+	failing.Store(false)
+	advance(time.Second) // the retry comes due
+	e.engine.Wake()
+	succeeded(4)
+	if got := target(); got.Failures != 0 || !got.LastSuccessAt.Equal(now()) {
+		t.Fatalf("the success after a failure did not reset it: %+v", got)
 	}
 }
