@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aivis/aivis/core/secrets"
 	"github.com/aivis/aivis/core/store"
 	"github.com/aivis/aivis/core/store/sqlite"
 )
@@ -119,14 +118,7 @@ func TestLatestReadingInTransactionsStaysTrue(t *testing.T) {
 // from this handle or another, while the dispatcher's health writes leave
 // the cache warm.
 func TestMatchWebhooksSeesEveryChange(t *testing.T) {
-	db, path := newDB(t)
-	box, _, err := secrets.Load(t.TempDir()+"/"+secrets.KeyFile, true)
-	must(t, err)
-	db.SetSecrets(box)
-	account(t, db, "acct_1", store.AccountStandard)
-	w := store.Webhook{ID: "wh_1", AccountID: "acct_1", Domain: "example.com", URL: "https://example.com/hook",
-		Events: []string{"ai_visibility_change"}, Enabled: true, Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", CreatedAt: t0, UpdatedAt: t0}
-	must(t, db.Update(ctx, func(tx store.Tx) error { return tx.InsertWebhook(w) }))
+	db, path, box, w := webhookDB(t)
 	match := func() []store.Webhook {
 		t.Helper()
 		ws, err := db.MatchWebhooks(ctx, "acct_1", "", "example.com")

@@ -10,21 +10,27 @@ import (
 	"github.com/aivis/aivis/core/store/sqlite"
 )
 
-// pendingDeliveries makes a webhook with n due deliveries, oldest first.
-func pendingDeliveries(t *testing.T, n int) (*sqlite.DB, store.Webhook, []string) {
+// webhookDB makes a database with a master key, an account and a webhook
+// of example.com.
+func webhookDB(t *testing.T) (*sqlite.DB, string, *secrets.Box, store.Webhook) {
 	t.Helper()
-	db, _ := newDB(t)
+	db, path := newDB(t)
 	box, _, err := secrets.Load(t.TempDir()+"/"+secrets.KeyFile, true)
 	must(t, err)
 	db.SetSecrets(box)
 	account(t, db, "acct_1", store.AccountStandard)
 	w := store.Webhook{ID: "wh_1", AccountID: "acct_1", Domain: "example.com", URL: "https://example.com/hook",
 		Events: []string{"ai_visibility_change"}, Enabled: true, Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", CreatedAt: t0, UpdatedAt: t0}
+	must(t, db.Update(ctx, func(tx store.Tx) error { return tx.InsertWebhook(w) }))
+	return db, path, box, w
+}
+
+// pendingDeliveries makes a webhook with n due deliveries, oldest first.
+func pendingDeliveries(t *testing.T, n int) (*sqlite.DB, store.Webhook, []string) {
+	t.Helper()
+	db, _, _, w := webhookDB(t)
 	var ids []string
 	must(t, db.Update(ctx, func(tx store.Tx) error {
-		if err := tx.InsertWebhook(w); err != nil {
-			return err
-		}
 		for i := range n {
 			d := store.Delivery{ID: fmt.Sprintf("dlv_%04d", i), WebhookID: w.ID, AccountID: w.AccountID, EventID: fmt.Sprintf("evt_%04d", i),
 				Event: "ai_visibility_change", Payload: []byte(`{}`), Status: store.DeliveryPending,
