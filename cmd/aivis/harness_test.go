@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/aivis/aivis/internal/syncbuf"
 )
 
 // binary is the aivis binary built once for the package's tests.
@@ -109,28 +111,11 @@ type server struct {
 	URL     string
 	DataDir string
 	HTTP    *http.Client
-	Stdout  *lockedBuffer
-	Stderr  *lockedBuffer
+	Stdout  *syncbuf.Buffer
+	Stderr  *syncbuf.Buffer
 	HTTPURL string
 
 	stopOnce sync.Once
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 var listening = regexp.MustCompile(`aivis listening on (https://\S+)`)
@@ -145,7 +130,7 @@ func start(t *testing.T, dataDir string, args ...string) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &server{t: t, cmd: cmd, DataDir: dataDir, Stdout: &lockedBuffer{}, Stderr: &lockedBuffer{}}
+	s := &server{t: t, cmd: cmd, DataDir: dataDir, Stdout: &syncbuf.Buffer{}, Stderr: &syncbuf.Buffer{}}
 	cmd.Stderr = s.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package content_test
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -14,7 +13,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -29,6 +27,7 @@ import (
 	"github.com/aivis/aivis/core/readiness"
 	"github.com/aivis/aivis/core/store"
 	"github.com/aivis/aivis/core/store/sqlite"
+	"github.com/aivis/aivis/internal/syncbuf"
 	_ "github.com/mattn/go-sqlite3"
 )
 
@@ -441,7 +440,7 @@ func TestEngineCancelDuringProcessing(t *testing.T) {
 	fake.Answer("m", rewriteAnswer, draftsAnswer)
 	fake.Delay = 3 * time.Second
 	en := e.engine(aiEngine(fake))
-	var logged syncBuffer
+	var logged syncbuf.Buffer
 	en.Log = slog.New(slog.NewTextHandler(&logged, nil))
 	start(t, en)
 	cr := e.create(t, e.starter, pageRequest(s, client.Dollars(1), client.TypeOptimize))
@@ -681,7 +680,7 @@ func TestEngineFailingAIIsNotCharged(t *testing.T) {
 	fake.Answer("m", rewriteAnswer)
 	fake.Fail("m", http.StatusUnauthorized) // permanent: not retried
 	en := e.engine(aiEngine(fake))
-	var logged syncBuffer
+	var logged syncbuf.Buffer
 	en.Log = slog.New(slog.NewTextHandler(&logged, nil))
 	start(t, en)
 	cr := e.waitEnded(t, e.starter, e.create(t, e.starter, pageRequest(s, client.Dollars(1), client.TypeOptimize)).ID)
@@ -700,24 +699,6 @@ func TestEngineFailingAIIsNotCharged(t *testing.T) {
 	if l := logged.String(); !strings.Contains(l, "AI engine call failed") || !strings.Contains(l, "request="+cr.ID) || !strings.Contains(l, "401") {
 		t.Errorf("log: %s", l)
 	}
-}
-
-// syncBuffer is a log's buffer, written by workers, read by the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func TestEngineFallsBackToContent(t *testing.T) {

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,24 +16,8 @@ import (
 	"github.com/aivis/aivis/core/app"
 	"github.com/aivis/aivis/core/auth"
 	"github.com/aivis/aivis/core/content/analysis"
+	"github.com/aivis/aivis/internal/syncbuf"
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestAgainstRunningServer runs the example against a real aivis server
 // over HTTPS, with credentials made as the CLI makes them.
@@ -58,7 +41,7 @@ func TestAgainstRunningServer(t *testing.T) {
 	cfg := config.Default()
 	cfg.DataDir, cfg.Addr = dir, "127.0.0.1:0"
 	srvCtx, stop := context.WithCancel(context.Background())
-	var banner syncBuffer
+	var banner syncbuf.Buffer
 	done := make(chan error, 1)
 	go func() { done <- app.Run(srvCtx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), &banner) }()
 	defer func() {
