@@ -159,6 +159,14 @@ type ContentRequest struct {
 	EndedAt       *time.Time        `json:"ended_at"`
 }
 
+// Severities of a finding, of a site's readiness audit or of a content
+// analysis.
+const (
+	SeverityCritical = "critical"
+	SeverityWarning  = "warning"
+	SeverityInfo     = "info"
+)
+
 // Sentiment labels of a visibility reading.
 const (
 	SentimentPositive = "positive"

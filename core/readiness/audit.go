@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/temoto/robotstxt"
+
+	"github.com/aivis/aivis/client"
 )
 
 // UserAgent is what the auditor sends.
@@ -67,13 +69,6 @@ var _ = [1]struct{}{}[PointsTotal-100]
 
 // MinWords is the least text a server-rendered home page should carry.
 const MinWords = 50
-
-// Severities of findings.
-const (
-	Critical = "critical"
-	Warning  = "warning"
-	Info     = "info"
-)
 
 // Finding is one problem and its fix.
 type Finding struct {
@@ -163,8 +158,8 @@ func (a *Auditor) Audit(ctx context.Context, domain string) (Report, error) {
 		return Report{}, err
 	}
 	if homeErr != nil {
-		r.fetchFinding("home", root+"/", homeErr, Critical)
-		r.add("site_unreachable", Critical, "The site cannot be read at all", "Make "+root+"/ answer with the home page: AI crawlers give up on sites they cannot fetch.", root+"/")
+		r.fetchFinding("home", root+"/", homeErr, client.SeverityCritical)
+		r.add("site_unreachable", client.SeverityCritical, "The site cannot be read at all", "Make "+root+"/ answer with the home page: AI crawlers give up on sites they cannot fetch.", root+"/")
 		r.Crawlers = crawlersAll(false)
 		return r, nil
 	}
@@ -176,7 +171,7 @@ func (a *Auditor) Audit(ctx context.Context, domain string) (Report, error) {
 	var rd *robotstxt.RobotsData
 	switch {
 	case err != nil:
-		r.fetchFinding("robots_txt", root+"/robots.txt", err, Critical)
+		r.fetchFinding("robots_txt", root+"/robots.txt", err, client.SeverityCritical)
 		rd, _ = robotstxt.FromStatusAndBytes(http.StatusServiceUnavailable, nil)
 	default:
 		r.Robots.Status = robots.Status
@@ -189,10 +184,10 @@ func (a *Auditor) Audit(ctx context.Context, domain string) (Report, error) {
 		rd, err = robotstxt.FromStatusAndBytes(robots.Status, body)
 		if err != nil {
 			rd, _ = robotstxt.FromStatusAndBytes(http.StatusNotFound, nil)
-			r.add("robots_txt_unparsable", Warning, "robots.txt cannot be parsed", "Fix the syntax of robots.txt (User-agent, Allow, Disallow lines).", root+"/robots.txt")
+			r.add("robots_txt_unparsable", client.SeverityWarning, "robots.txt cannot be parsed", "Fix the syntax of robots.txt (User-agent, Allow, Disallow lines).", root+"/robots.txt")
 		}
 		if robots.Status >= 500 {
-			r.add("robots_txt_server_error", Critical, fmt.Sprintf("robots.txt answers %d, so crawlers treat the whole site as forbidden", robots.Status),
+			r.add("robots_txt_server_error", client.SeverityCritical, fmt.Sprintf("robots.txt answers %d, so crawlers treat the whole site as forbidden", robots.Status),
 				"Serve robots.txt with 200 (or 404 when you have no rules).", root+"/robots.txt")
 		}
 		sitemaps = rd.Sitemaps
@@ -208,9 +203,9 @@ func (a *Auditor) Audit(ctx context.Context, domain string) (Report, error) {
 	}
 	r.Points["crawlers"] = PointsCrawlers * float64(len(Crawlers)-len(blocked)) / float64(len(Crawlers))
 	if len(blocked) > 0 && (robots.Status > 0 && robots.Status < 500) {
-		sev := Warning
+		sev := client.SeverityWarning
 		if len(blocked) == len(Crawlers) {
-			sev = Critical
+			sev = client.SeverityCritical
 		}
 		r.add("crawlers_blocked", sev, "robots.txt blocks "+strings.Join(blocked, ", "),
 			"Allow the AI crawlers you want to appear in (e.g. User-agent: "+blocked[0]+" / Allow: /) in robots.txt; training crawlers (GPTBot, CCBot, Google-Extended) and answer-time ones (OAI-SearchBot, ChatGPT-User, Claude-SearchBot, PerplexityBot) can be chosen separately.",
@@ -237,11 +232,11 @@ func (r *Report) truncated(f fetched, max int64) {
 		return
 	}
 	if f.isHTML() {
-		r.add("page_too_large", Warning, fmt.Sprintf("%s is larger than %d bytes; what follows is not read", f.URL, max),
+		r.add("page_too_large", client.SeverityWarning, fmt.Sprintf("%s is larger than %d bytes; what follows is not read", f.URL, max),
 			"Keep pages lean (move inline data and scripts to separate files): crawlers read only the start of a large page.", f.URL)
 		return
 	}
-	r.add("file_too_large", Warning, fmt.Sprintf("%s is larger than %d bytes; what follows is not read", f.URL, max),
+	r.add("file_too_large", client.SeverityWarning, fmt.Sprintf("%s is larger than %d bytes; what follows is not read", f.URL, max),
 		"Keep the file small (split a large sitemap into several listed by a <sitemapindex>).", f.URL)
 }
 
@@ -289,10 +284,10 @@ func (a *Auditor) checkLLMsTxt(ctx context.Context, root string, r *Report) {
 	fix := "Publish /llms.txt: an H1 with your name, a > one-line summary, and ## sections listing your key pages as - [title](url): notes."
 	switch {
 	case err != nil:
-		r.fetchFinding("llms_txt", root+"/llms.txt", err, Info)
+		r.fetchFinding("llms_txt", root+"/llms.txt", err, client.SeverityInfo)
 		return
 	case f.Status != http.StatusOK || f.isHTML():
-		r.add("llms_txt_missing", Warning, "No llms.txt", fix, root+"/llms.txt")
+		r.add("llms_txt_missing", client.SeverityWarning, "No llms.txt", fix, root+"/llms.txt")
 		return
 	}
 	r.truncated(f, a.maxBytes())
@@ -301,7 +296,7 @@ func (a *Auditor) checkLLMsTxt(ctx context.Context, root string, r *Report) {
 	if r.LLMsTxt.WellFormed {
 		r.Points["llms_txt"] = PointsLLMsTxt
 	} else {
-		r.add("llms_txt_malformed", Warning, "llms.txt is not well-formed: "+r.LLMsTxt.Problems[0], fix, root+"/llms.txt")
+		r.add("llms_txt_malformed", client.SeverityWarning, "llms.txt is not well-formed: "+r.LLMsTxt.Problems[0], fix, root+"/llms.txt")
 	}
 }
 
@@ -318,7 +313,7 @@ func (a *Auditor) checkSitemap(ctx context.Context, root string, declared []stri
 	f, err := a.fetch(ctx, u)
 	fix := "Publish a sitemap (<urlset> of your pages) and name it in robots.txt: Sitemap: " + root + "/sitemap.xml"
 	if err != nil || f.Status != http.StatusOK || f.isHTML() {
-		r.add("sitemap_missing", Warning, "No sitemap", fix, u)
+		r.add("sitemap_missing", client.SeverityWarning, "No sitemap", fix, u)
 		return
 	}
 	r.Sitemap.Present = true
@@ -329,12 +324,12 @@ func (a *Auditor) checkSitemap(ctx context.Context, root string, declared []stri
 		Sitemaps []struct{} `xml:"sitemap"`
 	}
 	if err := xml.Unmarshal(f.Body, &doc); err != nil || (doc.XMLName.Local != "urlset" && doc.XMLName.Local != "sitemapindex") {
-		r.add("sitemap_invalid", Warning, "The sitemap is not a readable <urlset> or <sitemapindex>", fix, u)
+		r.add("sitemap_invalid", client.SeverityWarning, "The sitemap is not a readable <urlset> or <sitemapindex>", fix, u)
 		return
 	}
 	r.Sitemap.URLs = len(doc.URLs) + len(doc.Sitemaps)
 	if r.Sitemap.URLs == 0 {
-		r.add("sitemap_empty", Warning, "The sitemap lists no URL", fix, u)
+		r.add("sitemap_empty", client.SeverityWarning, "The sitemap lists no URL", fix, u)
 		return
 	}
 	r.Sitemap.Valid = true
@@ -344,11 +339,11 @@ func (a *Auditor) checkSitemap(ctx context.Context, root string, declared []stri
 func (a *Auditor) checkPages(ctx context.Context, root string, home fetched, r *Report) {
 	r.truncated(home, a.maxBytes())
 	if home.Status != http.StatusOK {
-		r.add("home_status", Critical, fmt.Sprintf("The home page answers %d", home.Status), "Make the home page answer 200.", home.URL)
+		r.add("home_status", client.SeverityCritical, fmt.Sprintf("The home page answers %d", home.Status), "Make the home page answer 200.", home.URL)
 		return
 	}
 	if !home.isHTML() {
-		r.add("home_not_html", Critical, "The home page is not HTML ("+home.ContentType+")", "Serve the home page as text/html.", home.URL)
+		r.add("home_not_html", client.SeverityCritical, "The home page is not HTML ("+home.ContentType+")", "Serve the home page as text/html.", home.URL)
 		return
 	}
 	hp := parsePage(home.URL, home.Status, home.Body)
@@ -361,19 +356,19 @@ func (a *Auditor) checkPages(ctx context.Context, root string, home fetched, r *
 			r.add(id, sev, title, fix, home.URL)
 		}
 	}
-	check(hp.Title != "", "title_missing", Critical, "The home page has no <title>", "Add a <title> that names the brand and what it does.")
-	check(hp.Description != "", "description_missing", Warning, "No meta description", `Add <meta name="description" content="..."> summing up the page in a sentence or two.`)
-	check(hp.Canonical != "", "canonical_missing", Info, "No canonical link", `Add <link rel="canonical" href="`+root+`/"> so duplicates resolve to one URL.`)
-	check(hp.Lang != "", "lang_missing", Warning, "No lang on <html>", `Declare the language: <html lang="en">.`)
-	check(hp.OpenGraph, "open_graph_missing", Info, "No Open Graph title and description", `Add <meta property="og:title"> and <meta property="og:description">.`)
+	check(hp.Title != "", "title_missing", client.SeverityCritical, "The home page has no <title>", "Add a <title> that names the brand and what it does.")
+	check(hp.Description != "", "description_missing", client.SeverityWarning, "No meta description", `Add <meta name="description" content="..."> summing up the page in a sentence or two.`)
+	check(hp.Canonical != "", "canonical_missing", client.SeverityInfo, "No canonical link", `Add <link rel="canonical" href="`+root+`/"> so duplicates resolve to one URL.`)
+	check(hp.Lang != "", "lang_missing", client.SeverityWarning, "No lang on <html>", `Declare the language: <html lang="en">.`)
+	check(hp.OpenGraph, "open_graph_missing", client.SeverityInfo, "No Open Graph title and description", `Add <meta property="og:title"> and <meta property="og:description">.`)
 	r.Points["metadata"] = meta
 	if hp.Words >= MinWords {
 		r.Points["content"] = PointsContent
 	} else if hp.AppShell {
-		r.add("content_needs_javascript", Critical, fmt.Sprintf("The home page's HTML holds %d words and an empty app root: its content needs JavaScript, which AI crawlers do not run", hp.Words),
+		r.add("content_needs_javascript", client.SeverityCritical, fmt.Sprintf("The home page's HTML holds %d words and an empty app root: its content needs JavaScript, which AI crawlers do not run", hp.Words),
 			"Render the content on the server (SSR or pre-rendering) so that the HTML itself carries it.", home.URL)
 	} else {
-		r.add("thin_content", Warning, fmt.Sprintf("The home page's HTML holds only %d words", hp.Words),
+		r.add("thin_content", client.SeverityWarning, fmt.Sprintf("The home page's HTML holds only %d words", hp.Words),
 			fmt.Sprintf("Say in the page's own text (at least %d words) who you are, what you offer and for whom.", MinWords), home.URL)
 	}
 
@@ -396,24 +391,24 @@ func (a *Auditor) checkPages(ctx context.Context, root string, home fetched, r *
 		case ctx.Err() != nil:
 			return
 		case err != nil:
-			r.fetchFinding("page", link, err, Warning)
+			r.fetchFinding("page", link, err, client.SeverityWarning)
 			continue
 		case f.Status != http.StatusOK:
-			r.add("page_status", Warning, fmt.Sprintf("%s, linked from the home page, answers %d", link, f.Status),
+			r.add("page_status", client.SeverityWarning, fmt.Sprintf("%s, linked from the home page, answers %d", link, f.Status),
 				"Fix or remove the link: crawlers follow links from the home page.", link)
 			continue
 		case !f.isHTML():
-			r.add("page_not_html", Info, fmt.Sprintf("%s, linked from the home page, is not HTML (%s)", link, f.ContentType),
+			r.add("page_not_html", client.SeverityInfo, fmt.Sprintf("%s, linked from the home page, is not HTML (%s)", link, f.ContentType),
 				"Link to an HTML page that describes the document, or serve it as text/html if it is a page.", link)
 			continue
 		}
 		r.truncated(f, a.maxBytes())
 		p := parsePage(f.URL, f.Status, f.Body)
 		if p.Title == "" {
-			r.add("page_title_missing", Info, f.URL+" has no <title>", "Give every page a <title> that says what it is about.", f.URL)
+			r.add("page_title_missing", client.SeverityInfo, f.URL+" has no <title>", "Give every page a <title> that says what it is about.", f.URL)
 		}
 		if p.Description == "" {
-			r.add("page_description_missing", Info, f.URL+" has no meta description", `Add <meta name="description" content="..."> to every page.`, f.URL)
+			r.add("page_description_missing", client.SeverityInfo, f.URL+" has no meta description", `Add <meta name="description" content="..."> to every page.`, f.URL)
 		}
 		r.Pages = append(r.Pages, p)
 	}
@@ -431,20 +426,20 @@ func (a *Auditor) checkPages(ctx context.Context, root string, home fetched, r *
 	case orgSameAs:
 		sd += PointsOrganizationSameAs
 	case org:
-		r.add("organization_without_same_as", Warning, "The Organization JSON-LD has no sameAs", `List your official profiles in "sameAs" (LinkedIn, Wikipedia, Crunchbase, GitHub...) so AI systems tie them to you.`, home.URL)
+		r.add("organization_without_same_as", client.SeverityWarning, "The Organization JSON-LD has no sameAs", `List your official profiles in "sameAs" (LinkedIn, Wikipedia, Crunchbase, GitHub...) so AI systems tie them to you.`, home.URL)
 	default:
-		r.add("organization_missing", Warning, "No Organization JSON-LD", `Add a <script type="application/ld+json"> Organization with name, url, logo and sameAs on the home page.`, home.URL)
+		r.add("organization_missing", client.SeverityWarning, "No Organization JSON-LD", `Add a <script type="application/ld+json"> Organization with name, url, logo and sameAs on the home page.`, home.URL)
 	}
 	if rich {
 		sd += PointsRichType
 	} else {
-		r.add("rich_types_missing", Info, "No FAQPage, Article or Product JSON-LD on the pages audited", "Mark up your FAQ, articles or products with their schema.org types.", home.URL)
+		r.add("rich_types_missing", client.SeverityInfo, "No FAQPage, Article or Product JSON-LD on the pages audited", "Mark up your FAQ, articles or products with their schema.org types.", home.URL)
 	}
 	if valid {
 		sd += PointsValidJSONLD
 	}
 	if invalid {
-		r.add("json_ld_invalid", Warning, "A JSON-LD block is not valid JSON", "Fix the JSON of the ld+json script: crawlers ignore a block they cannot parse.", home.URL)
+		r.add("json_ld_invalid", client.SeverityWarning, "A JSON-LD block is not valid JSON", "Fix the JSON of the ld+json script: crawlers ignore a block they cannot parse.", home.URL)
 	}
 	r.Points["structured_data"] = sd
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aivis/aivis/client"
 )
 
 // site is a fake site: path -> handler.
@@ -119,7 +121,7 @@ func TestBlockedCrawlers(t *testing.T) {
 	if r.Points["crawlers"] != 26.25 || r.Score != 76 {
 		t.Errorf("score %d, points %v", r.Score, r.Points)
 	}
-	if f := has(r, "crawlers_blocked"); f == nil || f.Severity != Warning || !strings.Contains(f.Title, "GPTBot, CCBot") {
+	if f := has(r, "crawlers_blocked"); f == nil || f.Severity != client.SeverityWarning || !strings.Contains(f.Title, "GPTBot, CCBot") {
 		t.Errorf("finding %+v", f)
 	}
 	if has(r, "organization_missing") == nil {
@@ -137,7 +139,7 @@ func TestBrokenSites(t *testing.T) {
 		score   int
 		check   func(t *testing.T, r Report)
 	}{
-		{name: "JavaScript shell", finding: "content_needs_javascript", sev: Critical, score: 63, // 35+10+10, metadata 8 (title, lang)
+		{name: "JavaScript shell", finding: "content_needs_javascript", sev: client.SeverityCritical, score: 63, // 35+10+10, metadata 8 (title, lang)
 			edit: func(m map[string]http.HandlerFunc) {
 				m["/"] = text("text/html", `<html lang="en"><head><title>App</title></head><body><div id="root"></div><script src="/app.js"></script></body></html>`)
 			}, check: func(t *testing.T, r Report) {
@@ -145,7 +147,7 @@ func TestBrokenSites(t *testing.T) {
 					t.Errorf("points %v, pages %+v", r.Points, r.Pages)
 				}
 			}},
-		{name: "Next.js shell with a loading text", finding: "content_needs_javascript", sev: Critical, score: 55, // 35+10+10, no metadata
+		{name: "Next.js shell with a loading text", finding: "content_needs_javascript", sev: client.SeverityCritical, score: 55, // 35+10+10, no metadata
 			edit: func(m map[string]http.HandlerFunc) {
 				m["/"] = text("text/html", `<!doctype html><div id="__next"> <p>Loading…</p> </div><script>window.__DATA__={}</script>`)
 			}, check: func(t *testing.T, r Report) {
@@ -167,7 +169,7 @@ func TestBrokenSites(t *testing.T) {
 				t.Errorf("pages %+v", r.Pages)
 			}
 		}},
-		{name: "redirect loop", finding: "home_redirect_loop", sev: Critical, score: 0, edit: func(m map[string]http.HandlerFunc) {
+		{name: "redirect loop", finding: "home_redirect_loop", sev: client.SeverityCritical, score: 0, edit: func(m map[string]http.HandlerFunc) {
 			m["/"] = func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/a", http.StatusFound) }
 			m["/a"] = func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/", http.StatusMovedPermanently) }
 		}, check: func(t *testing.T, r Report) {
@@ -175,13 +177,13 @@ func TestBrokenSites(t *testing.T) {
 				t.Errorf("an unreadable site: %+v", r)
 			}
 		}},
-		{name: "too many redirects", finding: "home_too_many_redirects", sev: Critical, score: 0, edit: func(m map[string]http.HandlerFunc) {
+		{name: "too many redirects", finding: "home_too_many_redirects", sev: client.SeverityCritical, score: 0, edit: func(m map[string]http.HandlerFunc) {
 			for i := range 7 {
 				p := "/" + strings.Repeat("r", i)
 				m[p] = func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, p+"r", http.StatusFound) }
 			}
 		}},
-		{name: "page that never answers", finding: "home_timeout", sev: Critical, score: 0, auditor: func(a *Auditor) { a.Timeout = 300 * time.Millisecond },
+		{name: "page that never answers", finding: "home_timeout", sev: client.SeverityCritical, score: 0, auditor: func(a *Auditor) { a.Timeout = 300 * time.Millisecond },
 			edit: func(m map[string]http.HandlerFunc) {
 				m["/"] = func(w http.ResponseWriter, r *http.Request) {
 					select {
@@ -190,7 +192,7 @@ func TestBrokenSites(t *testing.T) {
 					}
 				}
 			}},
-		{name: "huge page", finding: "page_too_large", sev: Warning, score: 100, auditor: func(a *Auditor) { a.MaxBytes = 1 << 20 },
+		{name: "huge page", finding: "page_too_large", sev: client.SeverityWarning, score: 100, auditor: func(a *Auditor) { a.MaxBytes = 1 << 20 },
 			edit: func(m map[string]http.HandlerFunc) {
 				m["/"] = text("text/html", goodHome("")+strings.Repeat("<p>filler</p>", 400_000))
 			}, check: func(t *testing.T, r Report) {
@@ -198,14 +200,14 @@ func TestBrokenSites(t *testing.T) {
 					t.Errorf("the head of a huge page was not read: %v %+v", r.Points, r.Findings)
 				}
 			}},
-		{name: "not HTML", finding: "home_not_html", sev: Critical, score: 55, edit: func(m map[string]http.HandlerFunc) {
+		{name: "not HTML", finding: "home_not_html", sev: client.SeverityCritical, score: 55, edit: func(m map[string]http.HandlerFunc) {
 			m["/"] = text("application/pdf", "%PDF-1.7")
 		}, check: func(t *testing.T, r Report) {
 			if len(r.Pages) != 0 || r.Points["metadata"] != 0 || r.Points["content"] != 0 {
 				t.Errorf("points %v, pages %+v", r.Points, r.Pages)
 			}
 		}},
-		{name: "malformed llms.txt", finding: "llms_txt_malformed", sev: Warning, score: 95, edit: func(m map[string]http.HandlerFunc) {
+		{name: "malformed llms.txt", finding: "llms_txt_malformed", sev: client.SeverityWarning, score: 95, edit: func(m map[string]http.HandlerFunc) {
 			m["/llms.txt"] = text("text/plain", "Acme\n## Docs\n- Guide at https://acme.example/guide\n")
 		}, check: func(t *testing.T, r Report) {
 			want := []string{"the first line must be an H1 with the site's name (# Name)",
@@ -214,10 +216,10 @@ func TestBrokenSites(t *testing.T) {
 				t.Errorf("%+v %v", r.LLMsTxt, r.Points)
 			}
 		}},
-		{name: "llms.txt served by an app's fallback", finding: "llms_txt_missing", sev: Warning, score: 90, edit: func(m map[string]http.HandlerFunc) {
+		{name: "llms.txt served by an app's fallback", finding: "llms_txt_missing", sev: client.SeverityWarning, score: 90, edit: func(m map[string]http.HandlerFunc) {
 			m["/llms.txt"] = text("text/html", "<!doctype html><html><body>app</body></html>")
 		}},
-		{name: "robots.txt 503", finding: "robots_txt_server_error", sev: Critical, score: 65, edit: func(m map[string]http.HandlerFunc) {
+		{name: "robots.txt 503", finding: "robots_txt_server_error", sev: client.SeverityCritical, score: 65, edit: func(m map[string]http.HandlerFunc) {
 			m["/robots.txt"] = func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) }
 		}, check: func(t *testing.T, r Report) {
 			for _, c := range r.Crawlers {
@@ -229,7 +231,7 @@ func TestBrokenSites(t *testing.T) {
 				t.Errorf("score %d, points %v", r.Score, r.Points)
 			}
 		}},
-		{name: "robots.txt in a redirect loop", finding: "robots_txt_redirect_loop", sev: Critical, score: 65, // 100 - 35: crawlers forbidden
+		{name: "robots.txt in a redirect loop", finding: "robots_txt_redirect_loop", sev: client.SeverityCritical, score: 65, // 100 - 35: crawlers forbidden
 			edit: func(m map[string]http.HandlerFunc) {
 				m["/robots.txt"] = func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/robots.txt", http.StatusFound) }
 			}, check: func(t *testing.T, r Report) {
@@ -246,10 +248,10 @@ func TestBrokenSites(t *testing.T) {
 				t.Errorf("sitemap %+v, findings %+v", r.Sitemap, r.Findings)
 			}
 		}},
-		{name: "sitemap that is not XML", finding: "sitemap_invalid", sev: Warning, score: 90, edit: func(m map[string]http.HandlerFunc) {
+		{name: "sitemap that is not XML", finding: "sitemap_invalid", sev: client.SeverityWarning, score: 90, edit: func(m map[string]http.HandlerFunc) {
 			m["/sitemap.xml"] = text("application/xml", "https://acme.example/\n")
 		}},
-		{name: "linked page not HTML", finding: "page_not_html", sev: Info, score: 100, edit: func(m map[string]http.HandlerFunc) {
+		{name: "linked page not HTML", finding: "page_not_html", sev: client.SeverityInfo, score: 100, edit: func(m map[string]http.HandlerFunc) {
 			m["/"] = text("text/html", strings.Replace(goodHome(""), `href="/about"`, `href="/brochure.pdf"`, 1))
 			m["/brochure.pdf"] = text("application/pdf", "%PDF-1.7")
 		}, check: func(t *testing.T, r Report) {

@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/aivis/aivis/client"
 )
 
 // The citability score is a sum of nine parts, in points of 100, less a
@@ -37,13 +39,6 @@ const (
 
 // The weights must add up to 100: this fails to compile otherwise.
 var _ = [1]struct{}{}[PointsTotal-100]
-
-// Severities of findings.
-const (
-	Critical = "critical"
-	Warning  = "warning"
-	Info     = "info"
-)
 
 // Finding is one shortfall: the points it costs and its fix.
 type Finding struct {
@@ -122,10 +117,10 @@ func Analyze(d Doc, o Options) Report {
 	pts := share(PointsAnswerFirst, ok, len(openings))
 	add("answer_first", pts, PointsAnswerFirst)
 	if len(openings) == 0 {
-		lose("answer_first", Critical, PointsAnswerFirst, "The text has no paragraphs an AI answer could quote",
+		lose("answer_first", client.SeverityCritical, PointsAnswerFirst, "The text has no paragraphs an AI answer could quote",
 			"Write the answer as prose: open with a paragraph of 40 to 60 words that answers the main question directly.", "")
 	} else {
-		lose("answer_first", Warning, PointsAnswerFirst-pts,
+		lose("answer_first", client.SeverityWarning, PointsAnswerFirst-pts,
 			fmt.Sprintf("%d of %d openings do not answer at once", len(openings)-ok, len(openings)),
 			"Start the page and each section with a direct answer of 8 to 60 words (the answer, then the background), not a question or a long preamble.",
 			snippet(bad))
@@ -146,7 +141,7 @@ func Analyze(d Doc, o Options) Report {
 	}
 	pts = share(PointsSelfContained, ok, total)
 	add("self_contained", pts, PointsSelfContained)
-	lose("self_contained", Warning, PointsSelfContained-pts,
+	lose("self_contained", client.SeverityWarning, PointsSelfContained-pts,
 		fmt.Sprintf("%d of %d paragraphs do not stand alone", total-ok, total),
 		"Make each paragraph readable on its own: name the subject instead of opening with \"this\", \"it\" or \"as mentioned\", and keep it under 150 words.",
 		snippet(bad))
@@ -181,10 +176,10 @@ func Analyze(d Doc, o Options) Report {
 		match = 0
 	}
 	add("headings", structure+match, PointsHeadings)
-	lose("headings", Warning, 5-structure, fmt.Sprintf("The text has %d subheadings", len(heads)),
+	lose("headings", client.SeverityWarning, 5-structure, fmt.Sprintf("The text has %d subheadings", len(heads)),
 		"Split the text into sections under H2/H3 subheadings, one question or topic each.", "")
 	if len(missed) > 0 {
-		lose("headings_queries", Warning, PointsHeadings-5-match,
+		lose("headings_queries", client.SeverityWarning, PointsHeadings-5-match,
 			fmt.Sprintf("No subheading matches %s", strings.Join(quoteAll(missed), ", ")),
 			"Add a subheading worded as each target query (for example \""+capital(missed[0])+"\") with the answer right under it.", "")
 	}
@@ -215,10 +210,10 @@ func Analyze(d Doc, o Options) Report {
 	}
 	add("statistics", pts, PointsStatistics)
 	if stats == 0 {
-		lose("statistics", Critical, PointsStatistics, "The text has no statistics",
+		lose("statistics", client.SeverityCritical, PointsStatistics, "The text has no statistics",
 			"Add at least two figures that support the answer (percentages, counts, measured results), each with its source named and linked.", "")
 	} else {
-		lose("statistics_sources", Warning, PointsStatistics-pts, fmt.Sprintf("%d of %d statistics have no source", stats-sourced, stats),
+		lose("statistics_sources", client.SeverityWarning, PointsStatistics-pts, fmt.Sprintf("%d of %d statistics have no source", stats-sourced, stats),
 			"Name and link the source of each figure in its sentence (\"according to <source>\"); unsourced numbers are rarely cited.", sample)
 	}
 
@@ -237,7 +232,7 @@ func Analyze(d Doc, o Options) Report {
 		pts = PointsSources / 2
 	}
 	add("sources", pts, PointsSources)
-	lose("sources", Warning, PointsSources-pts, fmt.Sprintf("The text cites %d sources", cites),
+	lose("sources", client.SeverityWarning, PointsSources-pts, fmt.Sprintf("The text cites %d sources", cites),
 		"Cite at least two authoritative sources: link studies, standards or official documentation where the claim is made.", "")
 
 	// Quotations.
@@ -267,10 +262,10 @@ func Analyze(d Doc, o Options) Report {
 	}
 	add("quotations", pts, PointsQuotations)
 	if unattributed > 0 && attributed == 0 {
-		lose("quotations", Info, PointsQuotations-pts, "The quotations are not attributed",
+		lose("quotations", client.SeverityInfo, PointsQuotations-pts, "The quotations are not attributed",
 			"Say who said each quotation (name and role), or set it as a blockquote with its author.", "")
 	} else {
-		lose("quotations", Info, PointsQuotations-pts, "The text quotes no one",
+		lose("quotations", client.SeverityInfo, PointsQuotations-pts, "The text quotes no one",
 			"Quote an expert, a customer or a study verbatim, with the speaker's name and role.", "")
 	}
 
@@ -286,7 +281,7 @@ func Analyze(d Doc, o Options) Report {
 		pts = PointsDefinitions
 	}
 	add("definitions", pts, PointsDefinitions)
-	lose("definitions", Info, PointsDefinitions-pts, "The text defines nothing",
+	lose("definitions", client.SeverityInfo, PointsDefinitions-pts, "The text defines nothing",
 		"Define the subject in one sentence of the form \"X is a ... that ...\" near the top: answers quote definitions.", "")
 
 	// FAQ.
@@ -308,7 +303,7 @@ func Analyze(d Doc, o Options) Report {
 	if queries != "" {
 		fix = "Add an FAQ section answering " + queries + " (questions as subheadings, each answered in its first sentence) and mark it up as FAQPage (the draft below)."
 	}
-	lose("faq", Warning, PointsFAQ-pts, fmt.Sprintf("The text answers %s under subheadings and has no FAQPage markup", plural(questions, "question")), fix, "")
+	lose("faq", client.SeverityWarning, PointsFAQ-pts, fmt.Sprintf("The text answers %s under subheadings and has no FAQPage markup", plural(questions, "question")), fix, "")
 
 	// JSON-LD.
 	pts = 0
@@ -317,17 +312,17 @@ func Analyze(d Doc, o Options) Report {
 	}
 	add("json_ld", pts, PointsJSONLD)
 	if d.InvalidJSONLD > 0 && pts == 0 {
-		lose("json_ld", Critical, PointsJSONLD, fmt.Sprintf("%d JSON-LD blocks are not valid JSON", d.InvalidJSONLD),
+		lose("json_ld", client.SeverityCritical, PointsJSONLD, fmt.Sprintf("%d JSON-LD blocks are not valid JSON", d.InvalidJSONLD),
 			"Fix the JSON-LD: validate it with the Schema.org validator; invalid blocks are ignored.", "")
 	} else {
-		lose("json_ld", Warning, PointsJSONLD-pts, "The page has no JSON-LD",
+		lose("json_ld", client.SeverityWarning, PointsJSONLD-pts, "The page has no JSON-LD",
 			"Describe the page in JSON-LD (Article or FAQPage, with headline, author and dateModified).", "")
 	}
 
 	// Keyword stuffing.
 	if term, n := stuffed(d, o.Queries); term != "" {
 		r.Penalty = PenaltyStuffing
-		lose("keyword_stuffing", Critical, PenaltyStuffing,
+		lose("keyword_stuffing", client.SeverityCritical, PenaltyStuffing,
 			fmt.Sprintf("%q makes up %.1f%% of the words", term, 100*float64(n)/float64(r.Words)),
 			fmt.Sprintf("Use %q where it is natural, at most once or twice per section, and write the rest for readers: repeating keywords did not raise visibility in AI answers.", term), "")
 	}
