@@ -106,12 +106,18 @@ func (s *Dashboard) showDomains(w http.ResponseWriter, r *http.Request, status i
 		s.failWith(w, r, err)
 		return
 	}
+	ids := make([]string, len(ds))
+	for i, md := range ds {
+		ids[i] = md.ID
+	}
+	latest, err := s.Store.LatestReadings(r.Context(), pr.AccountID(), ids)
+	if err != nil {
+		s.failWith(w, r, err)
+		return
+	}
 	d.Domains, d.Clients, d.Scores = ds, cs, map[string]*store.Reading{}
-	for _, md := range ds {
-		rd, err := s.Store.LatestReading(r.Context(), store.ReadingFilter{AccountID: pr.AccountID(), ClientID: md.ClientID, Domain: md.Domain})
-		if err == nil {
-			d.Scores[md.ID] = &rd
-		}
+	for id, rd := range latest {
+		d.Scores[id] = &rd
 	}
 	p.Title, p.Nav, p.D = "Domains", "domains", d
 	s.render(w, r, status, "domains", p)

@@ -229,6 +229,10 @@ type Content interface {
 type Readings interface {
 	AddReading(ctx context.Context, r Reading) (Reading, error)
 	LatestReading(ctx context.Context, f ReadingFilter) (Reading, error)
+	// LatestReadings finds, in one query, the newest reading of each of an
+	// account's monitored domains (by id), each of the domain's own owner;
+	// a domain without readings is absent from the map.
+	LatestReadings(ctx context.Context, accountID string, domainIDs []string) (map[string]Reading, error)
 	// ListReadings returns one page of a domain's readings, newest
 	// measured first, and the next page's cursor ("" on the last).
 	ListReadings(ctx context.Context, f ReadingFilter, cursor string, limit int) ([]Reading, string, error)

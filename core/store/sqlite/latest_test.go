@@ -186,3 +186,41 @@ func TestMatchWebhooksSeesEveryChange(t *testing.T) {
 		t.Fatalf("after another handle's delete: %+v", ws)
 	}
 }
+
+// The dashboard's list of domains reads each one's newest reading of its
+// own owner in one query: the account's and a client's readings of the
+// same name stay apart, and a domain without readings is absent.
+func TestLatestReadingsOfMonitoredDomains(t *testing.T) {
+	db, _ := newDB(t)
+	account(t, db, "acct_1", store.AccountAgency)
+	must(t, db.CreateClient(ctx, store.Client{ID: "cli_1", AccountID: "acct_1", Name: "One", CreatedAt: t0}))
+	domains := []store.MonitoredDomain{
+		{ID: "dom_own", AccountID: "acct_1", Domain: "a.example", CreatedAt: t0, UpdatedAt: t0},
+		{ID: "dom_cli", AccountID: "acct_1", ClientID: "cli_1", Domain: "a.example", CreatedAt: t0, UpdatedAt: t0},
+		{ID: "dom_none", AccountID: "acct_1", Domain: "b.example", CreatedAt: t0, UpdatedAt: t0},
+	}
+	must(t, db.Update(ctx, func(tx store.Tx) error {
+		for _, d := range domains {
+			if err := tx.InsertDomain(d); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	for i, rd := range []struct {
+		client string
+		score  int
+	}{{"", 10}, {"", 20}, {"cli_1", 70}, {"cli_1", 60}} {
+		_, err := db.AddReading(ctx, store.Reading{AccountID: "acct_1", ClientID: rd.client, Domain: "a.example",
+			VisibilityScore: rd.score, Sentiment: "neutral", Source: "api", MeasuredAt: t0.Add(time.Duration(i) * time.Minute)})
+		must(t, err)
+	}
+	got, err := db.LatestReadings(ctx, "acct_1", []string{"dom_own", "dom_cli", "dom_none"})
+	must(t, err)
+	if len(got) != 2 || got["dom_own"].VisibilityScore != 20 || got["dom_cli"].VisibilityScore != 60 || got["dom_cli"].ClientID != "cli_1" {
+		t.Fatalf("LatestReadings = %+v", got)
+	}
+	if other, err := db.LatestReadings(ctx, "acct_other", []string{"dom_own"}); err != nil || len(other) != 0 {
+		t.Fatalf("another account's ids: %+v, %v", other, err)
+	}
+}

@@ -40,6 +40,45 @@ func (db *DB) LatestReading(ctx context.Context, f store.ReadingFilter) (store.R
 	return r, nil
 }
 
+func (db *DB) LatestReadings(ctx context.Context, accountID string, domainIDs []string) (map[string]store.Reading, error) {
+	out := make(map[string]store.Reading, len(domainIDs))
+	if len(domainIDs) == 0 {
+		return out, nil
+	}
+	args := []any{accountID}
+	for _, id := range domainIDs {
+		args = append(args, id)
+	}
+	rows, err := db.r.QueryContext(ctx, `SELECT r.id, r.account_id, r.client_id, r.domain, r.visibility_score, r.sentiment,
+		r.sentiment_score, r.source, r.measured_at, d.id
+		FROM monitored_domains d JOIN visibility_readings r ON r.id = (
+			SELECT id FROM visibility_readings WHERE account_id = d.account_id AND client_id IS d.client_id AND domain = d.domain
+			ORDER BY measured_at DESC, id DESC LIMIT 1)
+		WHERE d.account_id = ? AND d.id IN (`+placeholders(len(domainIDs))+`)`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: latest readings: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var domainID string
+		r, err := scanReading(withLast{rows, &domainID})
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: latest readings: %w", err)
+		}
+		out[domainID] = r
+	}
+	return out, rows.Err()
+}
+
+// withLast scans a row whose last column follows what the scan function
+// reads into extra.
+type withLast struct {
+	s     scanner
+	extra any
+}
+
+func (w withLast) Scan(dest ...any) error { return w.s.Scan(append(dest, w.extra)...) }
+
 func scanReading(s scanner) (store.Reading, error) {
 	var r store.Reading
 	var client sql.NullString
