@@ -17,7 +17,7 @@ import (
 
 var ctx = context.Background()
 
-func setup(t *testing.T) (*visibility.Recorder, auth.Principal, *sqlite.DB) {
+func setup(t testing.TB) (*visibility.Recorder, auth.Principal, *sqlite.DB) {
 	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "a.db"))
 	if err != nil {
 		t.Fatal(err)

@@ -7,3 +7,6 @@ func CommitCounter(db *DB) (uint32, bool) { return db.fresh.commits.counter() }
 // they stand (with their parameters bound to nulls).
 var ClaimQueries = []string{`SELECT id FROM content_requests ` + claimExpired, claimAccount, claimClient,
 	`SELECT id FROM content_requests ` + claimOldest}
+
+// ReadingsQuery is the query of LatestReading and ListReadings.
+var ReadingsQuery = readingsQuery

@@ -79,8 +79,7 @@ func (t *txn) latest(k readingKey) (latestEntry, error) {
 	var r store.Reading
 	var client sql.NullString
 	var measured int64
-	err := t.tx.QueryRow(`SELECT id, account_id, client_id, domain, visibility_score, sentiment, sentiment_score, source, measured_at
-		FROM visibility_readings WHERE account_id = ? AND client_id IS ? AND domain = ?
+	err := t.tx.QueryRow(`SELECT `+readingColumns+` FROM visibility_readings WHERE account_id = ? AND client_id IS ? AND domain = ?
 		ORDER BY measured_at DESC, id DESC LIMIT 1`, k.account, nullStr(k.client), k.domain).Scan(
 		&r.ID, &r.AccountID, &client, &r.Domain, &r.VisibilityScore, &r.Sentiment, &r.SentimentScore, &r.Source, &measured)
 	if errors.Is(err, sql.ErrNoRows) {

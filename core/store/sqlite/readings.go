@@ -22,22 +22,52 @@ func (db *DB) AddReading(ctx context.Context, r store.Reading) (store.Reading, e
 
 // LatestReading finds the newest reading of a domain in an account (or one client).
 func (db *DB) LatestReading(ctx context.Context, f store.ReadingFilter) (store.Reading, error) {
-	q := `SELECT id, account_id, client_id, domain, visibility_score, sentiment, sentiment_score, source, measured_at
-		FROM visibility_readings WHERE account_id = ? AND domain = ?`
-	args := []any{f.AccountID, f.Domain}
-	if f.ClientID != "" {
-		q += ` AND client_id = ?`
-		args = append(args, f.ClientID)
-	}
+	var cond string
+	var args []any
 	if !f.AtOrBefore.IsZero() {
-		q += ` AND measured_at <= ?`
-		args = append(args, f.AtOrBefore.UnixNano())
+		cond, args = `measured_at <= ?`, []any{f.AtOrBefore.UnixNano()}
 	}
-	r, err := scanReading(db.r.QueryRowContext(ctx, q+` ORDER BY measured_at DESC, id DESC LIMIT 1`, args...))
+	q, args := readingsQuery(f, cond, args, 1)
+	r, err := scanReading(db.r.QueryRowContext(ctx, q, args...))
 	if err != nil {
 		return r, fmt.Errorf("sqlite: latest reading: %w", notFound(err))
 	}
 	return r, nil
+}
+
+const readingColumns = `id, account_id, client_id, domain, visibility_score, sentiment, sentiment_score, source, measured_at`
+
+// readingsQuery selects the newest limit readings of f's domain that meet
+// cond (its arguments follow), newest measured first. With a client it
+// reads that owner's readings; without, those of every owner in the
+// account: it visits the owners that have readings of the domain (the
+// account itself and each client, found by skipping along the index from
+// one client_id to the next), takes the newest limit of each and merges
+// them. An account has few owners of one domain, so that costs a few
+// index seeks where a sort of the domain's whole history would not scale.
+func readingsQuery(f store.ReadingFilter, cond string, condArgs []any, limit int) (string, []any) {
+	if cond != "" {
+		cond = ` AND ` + cond
+	}
+	order := ` ORDER BY measured_at DESC, id DESC LIMIT ?`
+	if f.ClientID != "" {
+		args := append([]any{f.AccountID, f.Domain, f.ClientID}, condArgs...)
+		return `SELECT ` + readingColumns + ` FROM visibility_readings
+			WHERE account_id = ? AND domain = ? AND client_id = ?` + cond + order, append(args, limit)
+	}
+	const next = `SELECT client_id FROM visibility_readings WHERE account_id = ? AND domain = ? AND client_id > %s
+		ORDER BY client_id LIMIT 1`
+	args := []any{f.AccountID, f.Domain, f.AccountID, f.Domain, f.AccountID, f.Domain}
+	args = append(append(args, condArgs...), limit, limit)
+	return `WITH RECURSIVE clients(id) AS (
+			SELECT (` + fmt.Sprintf(next, `''`) + `)
+			UNION ALL
+			SELECT (` + fmt.Sprintf(next, `c.id`) + `) FROM clients c WHERE c.id IS NOT NULL
+		), owners(id) AS (SELECT NULL UNION ALL SELECT id FROM clients WHERE id IS NOT NULL)
+		SELECT r.id, r.account_id, r.client_id, r.domain, r.visibility_score, r.sentiment, r.sentiment_score, r.source, r.measured_at
+		FROM owners o JOIN visibility_readings r ON r.id IN (
+			SELECT id FROM visibility_readings WHERE account_id = ? AND domain = ? AND client_id IS o.id` + cond + order + `)
+		ORDER BY r.measured_at DESC, r.id DESC LIMIT ?`, args
 }
 
 func (db *DB) LatestReadings(ctx context.Context, accountID string, domainIDs []string) (map[string]store.Reading, error) {
@@ -94,23 +124,18 @@ func (db *DB) ListReadings(ctx context.Context, f store.ReadingFilter, cursor st
 	if limit <= 0 {
 		limit = 20
 	}
-	q := `SELECT id, account_id, client_id, domain, visibility_score, sentiment, sentiment_score, source, measured_at
-		FROM visibility_readings WHERE account_id = ? AND domain = ?`
-	args := []any{f.AccountID, f.Domain}
-	if f.ClientID != "" {
-		q += ` AND client_id = ?`
-		args = append(args, f.ClientID)
-	}
+	var cond string
+	var args []any
 	if cursor != "" {
 		ts, id, err := decodeCursor(cursor)
 		n, perr := strconv.ParseInt(id, 10, 64)
 		if err != nil || perr != nil {
 			return nil, "", store.ErrMalformed
 		}
-		q += ` AND (measured_at, id) < (?, ?)`
-		args = append(args, ts, n)
+		cond, args = `(measured_at, id) < (?, ?)`, []any{ts, n}
 	}
-	rows, err := db.r.QueryContext(ctx, q+` ORDER BY measured_at DESC, id DESC LIMIT ?`, append(args, limit+1)...)
+	q, args := readingsQuery(f, cond, args, limit+1)
+	rows, err := db.r.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, "", fmt.Errorf("sqlite: list readings: %w", err)
 	}

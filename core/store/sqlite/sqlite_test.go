@@ -1305,6 +1305,23 @@ func TestRenewContentLease(t *testing.T) {
 	}
 }
 
+// queryPlan is what EXPLAIN QUERY PLAN says of q, one step a line.
+func queryPlan(t *testing.T, r *sql.DB, q string, args ...any) []string {
+	t.Helper()
+	rows, err := r.Query(`EXPLAIN QUERY PLAN `+q, args...)
+	must(t, err)
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, notused int
+		var detail string
+		must(t, rows.Scan(&id, &parent, &notused, &detail))
+		plan = append(plan, detail)
+	}
+	must(t, rows.Err())
+	return plan
+}
+
 // TestClaimQueriesSearchIndexes: a claim runs under the write lock, so
 // none of its queries may walk the requests of the past: each part of its
 // plan is a search of an index (it was a scan of every request an
@@ -1314,17 +1331,7 @@ func TestClaimQueriesSearchIndexes(t *testing.T) {
 	r := raw(t, path)
 	params := map[int]int{0: 1, 1: 0, 2: 1, 3: 2}
 	for i, q := range sqlite.ClaimQueries {
-		rows, err := r.Query(`EXPLAIN QUERY PLAN `+q, make([]any, params[i])...)
-		must(t, err)
-		var plan []string
-		for rows.Next() {
-			var id, parent, notused int
-			var detail string
-			must(t, rows.Scan(&id, &parent, &notused, &detail))
-			plan = append(plan, detail)
-		}
-		must(t, rows.Err())
-		rows.Close()
+		plan := queryPlan(t, r, q, make([]any, params[i])...)
 		// A search by account alone (content_requests_page) walks its
 		// past too: the searches must be by state, or for a last start.
 		for _, step := range plan {
