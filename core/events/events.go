@@ -18,6 +18,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/aivis/aivis/core/randid"
+	"github.com/aivis/aivis/internal/jsonstr"
 )
 
 // Topic is the bus topic every event is published on.
@@ -49,6 +50,25 @@ type Body struct {
 	Event     string          `json:"event"`
 	Timestamp time.Time       `json:"timestamp"`
 	Data      json.RawMessage `json:"data"`
+}
+
+// AppendJSON appends the body as json.Marshal writes it, without its
+// reflection: an event is encoded in the transaction that records it.
+// Data goes in as it is (New and FromMessage give it compact); empty, it
+// is null.
+func (b Body) AppendJSON(dst []byte) []byte {
+	dst = append(dst, `{"id":`...)
+	dst = jsonstr.Append(dst, b.ID)
+	dst = append(dst, `,"event":`...)
+	dst = jsonstr.Append(dst, b.Event)
+	dst = append(dst, `,"timestamp":"`...)
+	dst = b.Timestamp.AppendFormat(dst, time.RFC3339Nano)
+	dst = append(dst, `","data":`...)
+	if len(b.Data) == 0 {
+		dst = append(dst, "null"...)
+	}
+	dst = append(dst, b.Data...)
+	return append(dst, '}')
 }
 
 // Event is a body with where it belongs: routing facts that travel as
@@ -95,11 +115,10 @@ const (
 // Message is the event as a Watermill message: its UUID is the event id,
 // its payload the body receivers get.
 func (e Event) Message() (*message.Message, error) {
-	payload, err := json.Marshal(e.Body)
-	if err != nil {
-		return nil, fmt.Errorf("events: %w", err)
+	if y := e.Timestamp.Year(); y < 0 || y > 9999 {
+		return nil, fmt.Errorf("events: %s: timestamp %v out of range", e.ID, e.Timestamp)
 	}
-	m := message.NewMessage(e.ID, payload)
+	m := message.NewMessage(e.ID, e.AppendJSON(make([]byte, 0, 128+len(e.Data))))
 	m.Metadata.Set(metaEvent, e.Event)
 	m.Metadata.Set(metaAccount, e.AccountID)
 	if e.ClientID != "" {

@@ -73,3 +73,27 @@ func TestRefusals(t *testing.T) {
 		}
 	}
 }
+
+// A message's payload is what json.Marshal makes of the body, byte for
+// byte, though it is built by hand.
+func TestAppendJSONIsJSONMarshal(t *testing.T) {
+	at := time.Date(2026, 11, 22, 10, 0, 0, 120000000, time.FixedZone("x", -5400))
+	for _, b := range []events.Body{
+		{ID: "evt_1", Event: events.VisibilityChange, Timestamp: at.UTC(), Data: json.RawMessage(`{"domain":"example.com","visibility_score":72}`)},
+		{ID: "evt_<\"odd\">", Event: "é", Timestamp: at, Data: json.RawMessage(`[1,"\u003c\u0026",null]`)},
+		{ID: "", Event: "", Timestamp: time.Time{}, Data: nil},
+		{ID: "evt_2", Event: events.ScanCompleted, Timestamp: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Data: json.RawMessage(`{}`)},
+	} {
+		want, err := json.Marshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := b.AppendJSON(nil); string(got) != string(want) {
+			t.Errorf("AppendJSON = %s\nwant         %s", got, want)
+		}
+	}
+	ev := events.Event{Body: events.Body{ID: "evt_3", Event: events.ScanCompleted, Timestamp: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}}
+	if _, err := ev.Message(); err == nil {
+		t.Error("a timestamp past the year 9999 made a message")
+	}
+}

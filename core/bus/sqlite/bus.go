@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
+
+	"github.com/aivis/aivis/internal/jsonstr"
 )
 
 // Executor is what a publish inside a caller's transaction needs: a
@@ -109,20 +112,33 @@ func insert(ctx context.Context, tx Executor, topic string, now int64, msgs []*m
 	return nil
 }
 
+// encodeMetadata writes metadata as json.Marshal writes a map of strings
+// (keys sorted), without its reflection: it runs in the publishing
+// transaction.
 func encodeMetadata(md message.Metadata) (string, error) {
 	if len(md) == 0 {
 		return "{}", nil
 	}
+	keys := make([]string, 0, len(md))
+	size := 2
 	for k, v := range md {
 		if !utf8.ValidString(k) || !utf8.ValidString(v) {
 			return "", fmt.Errorf("metadata %q is not valid UTF-8", k)
 		}
+		keys = append(keys, k)
+		size += len(k) + len(v) + 6
 	}
-	b, err := json.Marshal(map[string]string(md))
-	if err != nil {
-		return "", fmt.Errorf("metadata: %w", err)
+	slices.Sort(keys)
+	b := append(make([]byte, 0, size), '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = jsonstr.Append(b, k)
+		b = append(b, ':')
+		b = jsonstr.Append(b, md[k])
 	}
-	return string(b), nil
+	return string(append(b, '}')), nil
 }
 
 func decodeMetadata(s string) (message.Metadata, error) {
