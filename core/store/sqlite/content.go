@@ -202,7 +202,7 @@ func (db *DB) ListContentRequests(ctx context.Context, f store.ContentFilter) ([
 // txn is a write transaction.
 type txn struct {
 	db       *DB
-	tx       *sql.Tx
+	tx       *wtx
 	topics   []string // published to: woken after the commit
 	released []string // leases to end after the commit
 	// The newest readings: this call's writes, its group's earlier calls'

@@ -10,3 +10,17 @@ var ClaimQueries = []string{`SELECT id FROM content_requests ` + claimExpired, c
 
 // ReadingsQuery is the query of LatestReading and ListReadings.
 var ReadingsQuery = readingsQuery
+
+// Queued is how many Update calls wait for the writer.
+func Queued(db *DB) int {
+	db.writer.mu.Lock()
+	defer db.writer.mu.Unlock()
+	return len(db.writer.queue)
+}
+
+// BeforeRedo sets what runs while a redo holds no transaction, until the
+// test ends.
+func BeforeRedo(t interface{ Cleanup(func()) }, f func()) {
+	beforeRedo = f
+	t.Cleanup(func() { beforeRedo = nil })
+}

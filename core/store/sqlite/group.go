@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
+
+	sqlite3 "github.com/mattn/go-sqlite3"
 
 	bus "github.com/aivis/aivis/core/bus/sqlite"
 	"github.com/aivis/aivis/core/store"
@@ -29,10 +32,11 @@ type result struct {
 }
 
 // writer runs Update calls with group commit: the calls that arrive while
-// a transaction runs share the next one, each inside its own savepoint, so
-// that one failing call rolls back only its own changes while the commit
-// (the costly part of a write) is paid once for all of them. A caller is
-// answered only after the commit that holds its changes.
+// a transaction runs share the next one, so that the commit (the costly
+// part of a write) is paid once for all of them, and a caller is answered
+// only after the commit that holds its changes. One failing call undoes
+// only its own changes; the group has no savepoint per call, which would
+// copy every page a call touches (see commit).
 type writer struct {
 	db     *DB
 	latest *latestReadings
@@ -113,67 +117,75 @@ func (wr *writer) run() {
 	}
 }
 
-// commit runs a group of calls in one immediate transaction. A lone call
-// needs no savepoint: its error rolls the transaction back.
+// commit runs a group of calls in one immediate transaction.
+//
+// A call that fails having written nothing leaves nothing to undo: SQLite
+// backs out a failed statement itself. One that fails after writing is
+// undone by rolling the transaction back and replaying, statement by
+// statement, the writes of the calls before it (redo): they ran on the
+// same state, so they make the same state again. A savepoint per call
+// would spare the replay, but it copies each page the call touches to a
+// journal first: on the hot pages every call shares, that cost a fifth of
+// a recorded reading.
 func (wr *writer) commit(batch []*write) {
-	results := make([]result, len(batch))
-	tx, err := wr.db.w.BeginTx(context.Background(), nil)
-	if err != nil {
-		for _, op := range batch {
-			op.done <- result{err: err}
-		}
-		return
+	for len(batch) > 0 {
+		batch = wr.group(batch)
 	}
-	if err := wr.latest.check(tx); err != nil {
-		wr.fail(tx, batch, results, err)
-		return
+}
+
+// group runs one transaction of commit; should it be given up, it returns
+// the calls that had yet to run.
+func (wr *writer) group(batch []*write) (rest []*write) {
+	results := make([]result, len(batch))
+	conn, err := wr.db.w.Conn(context.Background())
+	if err == nil {
+		defer conn.Close()
+	}
+	var w *wtx
+	if err == nil {
+		w, err = begin(conn)
+	}
+	var version int64
+	if err == nil {
+		version, err = wr.latest.check(w.tx)
+	}
+	if err != nil {
+		wr.fail(w, batch, results, err)
+		return nil
 	}
 	written := make(map[readingKey]latestEntry)
-	grouped := len(batch) > 1
 	ok := 0
 	for i, op := range batch {
 		if err := op.ctx.Err(); err != nil {
 			results[i].err = err
 			continue
 		}
-		if grouped {
-			if _, err := tx.Exec(`SAVEPOINT g`); err != nil {
-				wr.fail(tx, batch, results, fmt.Errorf("sqlite: savepoint: %w", err))
-				return
-			}
-		}
-		t := &txn{db: wr.db, tx: tx, group: written, cache: wr.latest}
+		mark := len(w.log)
+		t := &txn{db: wr.db, tx: w, group: written, cache: wr.latest}
 		results[i] = call(op.fn, t)
+		if err := ended(conn); err != nil {
+			// SQLite rolled the transaction back (a full disk, an I/O
+			// error), whatever the call made of it.
+			return wr.giveUp(w, batch, results, i, err)
+		}
 		if results[i].err == nil && results[i].panicked == nil {
 			results[i].t = t
 			ok++
 			for k, e := range t.readings {
 				written[k] = e
 			}
-			if grouped {
-				if _, err := tx.Exec(`RELEASE g`); err != nil {
-					wr.fail(tx, batch, results, fmt.Errorf("sqlite: release savepoint: %w", err))
-					return
-				}
-			}
 			continue
 		}
-		if !grouped {
-			break
+		if len(w.log) == mark || ok == 0 && i == len(batch)-1 {
+			continue // nothing to undo, or nothing to keep
 		}
-		// Undo this call's changes only; the transaction goes on.
-		if _, err := tx.Exec(`ROLLBACK TO g`); err != nil {
-			wr.fail(tx, batch, results, fmt.Errorf("sqlite: rollback to savepoint: %w", err))
-			return
-		}
-		if _, err := tx.Exec(`RELEASE g`); err != nil {
-			wr.fail(tx, batch, results, fmt.Errorf("sqlite: release savepoint: %w", err))
-			return
+		if err := w.redo(conn, mark, version); err != nil {
+			return wr.giveUp(w, batch, results, i, err)
 		}
 	}
 	if ok == 0 {
-		tx.Rollback()
-	} else if err := tx.Commit(); err != nil {
+		w.tx.Rollback()
+	} else if err := w.tx.Commit(); err != nil {
 		for i := range results {
 			if results[i].t != nil {
 				results[i] = result{err: err}
@@ -185,18 +197,137 @@ func (wr *writer) commit(batch []*write) {
 	for i, op := range batch {
 		op.done <- results[i]
 	}
+	return nil
 }
 
 // fail rolls the whole group back after an error of the transaction
-// itself: every call gets it, but for one that panicked, which panics.
-func (wr *writer) fail(tx *sql.Tx, batch []*write, results []result, err error) {
-	tx.Rollback()
+// itself: the calls that succeeded or had yet to run get it; those that
+// failed keep their own error (their changes are undone all the same),
+// and one that panicked panics.
+func (wr *writer) fail(w *wtx, batch []*write, results []result, err error) {
+	if w != nil {
+		w.tx.Rollback()
+	}
 	for i, op := range batch {
-		if results[i].panicked == nil {
+		if results[i].err == nil && results[i].panicked == nil {
 			results[i] = result{err: err}
 		}
 		op.done <- results[i]
 	}
+}
+
+// giveUp fails the calls up to the i-th with the transaction and returns
+// the ones after it, which had yet to run, for a transaction of their own.
+func (wr *writer) giveUp(w *wtx, batch []*write, results []result, i int, err error) []*write {
+	wr.fail(w, batch[:i+1], results[:i+1], err)
+	return batch[i+1:]
+}
+
+// errRedo is what the calls of a group get when another connection
+// committed while a failed call's changes were being undone: the
+// transaction had to be given up, and a replay on that other state could
+// differ from what the calls did.
+var errRedo = errors.New("sqlite: another connection wrote while this transaction was redone; nothing was written")
+
+// A stmt is a write as it ran.
+type stmt struct {
+	query string
+	args  []any
+}
+
+// wtx is the writer's transaction as calls use it: it logs each write that
+// succeeded, to be replayed should a later call of the group be undone.
+// Every statement of a call goes through it: the log must hold each write.
+type wtx struct {
+	tx  *sql.Tx
+	log []stmt
+}
+
+func begin(conn *sql.Conn) (*wtx, error) {
+	tx, err := conn.BeginTx(context.Background(), nil)
+	if err != nil {
+		return nil, err
+	}
+	return &wtx{tx: tx}, nil
+}
+
+func (w *wtx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	res, err := w.tx.ExecContext(ctx, query, args...)
+	if err == nil {
+		w.log = append(w.log, stmt{query, slices.Clone(args)})
+	}
+	return res, err
+}
+
+func (w *wtx) Exec(query string, args ...any) (sql.Result, error) {
+	return w.ExecContext(bg, query, args...)
+}
+
+// Reads are not logged: no statement of the store both reads and writes
+// (no RETURNING), which keeps the log whole.
+func (w *wtx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return w.tx.QueryContext(ctx, query, args...)
+}
+
+func (w *wtx) Query(query string, args ...any) (*sql.Rows, error) {
+	return w.tx.QueryContext(bg, query, args...)
+}
+
+func (w *wtx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	return w.tx.QueryRowContext(ctx, query, args...)
+}
+
+func (w *wtx) QueryRow(query string, args ...any) *sql.Row {
+	return w.tx.QueryRowContext(bg, query, args...)
+}
+
+// redo undoes the writes logged past mark (a failed call's): it rolls the
+// transaction back, begins another, and replays the writes before mark.
+// The write lock is let go in between; should another connection (another
+// process) take it and commit, the state the calls ran on is gone, and
+// redo gives up with errRedo.
+func (w *wtx) redo(conn *sql.Conn, mark int, version int64) error {
+	w.tx.Rollback()
+	if beforeRedo != nil {
+		beforeRedo()
+	}
+	tx, err := conn.BeginTx(context.Background(), nil)
+	if err != nil {
+		return err
+	}
+	w.tx = tx
+	v, err := dataVersion(tx)
+	if err != nil {
+		return err
+	}
+	if v != version {
+		return errRedo
+	}
+	for _, s := range w.log[:mark] {
+		if _, err := tx.Exec(s.query, s.args...); err != nil {
+			return fmt.Errorf("sqlite: replaying a write: %w", err)
+		}
+	}
+	w.log = w.log[:mark]
+	return nil
+}
+
+// beforeRedo, when set (by tests), runs while redo holds no transaction.
+var beforeRedo func()
+
+// ended reports the transaction on conn gone: SQLite rolls it back itself
+// on some errors (SQLITE_FULL, SQLITE_IOERR, SQLITE_NOMEM), and the
+// statements that followed would each commit on their own.
+func ended(conn *sql.Conn) error {
+	auto := false
+	err := conn.Raw(func(dc any) error {
+		auto = dc.(*sqlite3.SQLiteConn).AutoCommit()
+		return nil
+	})
+	if err == nil && auto {
+		err = errors.New("sqlite: the transaction was rolled back by an error")
+	}
+	return err
 }
 
 // call runs fn, turning a panic into a value the caller re-raises in its

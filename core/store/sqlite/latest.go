@@ -37,17 +37,27 @@ func newLatestReadings() *latestReadings {
 
 // check empties the cache if another connection has committed since the
 // last transaction; it runs inside the writer's immediate transaction, so
-// none can commit until it ends.
-func (l *latestReadings) check(tx *sql.Tx) error {
-	var v int64
-	if err := tx.QueryRow(`PRAGMA data_version`).Scan(&v); err != nil {
-		return fmt.Errorf("sqlite: data version: %w", err)
+// none can commit until it ends. It returns the data version.
+func (l *latestReadings) check(tx *sql.Tx) (int64, error) {
+	v, err := dataVersion(tx)
+	if err != nil {
+		return 0, err
 	}
 	if v != l.version || len(l.m) >= maxLatest {
 		clear(l.m)
 		l.version = v
 	}
-	return nil
+	return v, nil
+}
+
+// dataVersion is PRAGMA data_version: it moves when another connection
+// commits.
+func dataVersion(tx *sql.Tx) (int64, error) {
+	var v int64
+	if err := tx.QueryRow(`PRAGMA data_version`).Scan(&v); err != nil {
+		return 0, fmt.Errorf("sqlite: data version: %w", err)
+	}
+	return v, nil
 }
 
 // keep adds what a committed transaction wrote.
