@@ -391,7 +391,8 @@ func (s *Service) Redeliver(ctx context.Context, p auth.Principal, id, deliveryI
 	return d, err
 }
 
-// Replay schedules again every failed delivery created in [since, until).
+// Replay schedules again every failed delivery of an event whose timestamp
+// is in [since, until).
 func (s *Service) Replay(ctx context.Context, p auth.Principal, id string, since, until time.Time) (int, error) {
 	if _, err := s.Get(ctx, p, id); err != nil {
 		return 0, err

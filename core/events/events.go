@@ -97,10 +97,17 @@ func New(kind string, at time.Time, accountID, clientID, domain string, data any
 		return Event{}, fmt.Errorf("events: %s data: %w", kind, err)
 	}
 	return Event{
-		Body:      Body{ID: randid.Sorted("evt", at), Event: kind, Timestamp: at.UTC().Truncate(time.Microsecond), Data: raw},
+		Body:      Body{ID: randid.Sorted(idPrefix, at), Event: kind, Timestamp: at.UTC().Truncate(time.Microsecond), Data: raw},
 		AccountID: accountID, ClientID: clientID, Domain: domain,
 	}, nil
 }
+
+const idPrefix = "evt"
+
+// IDFloor is where the ids of events at t or later begin: an event id
+// begins with the event's time, so that ids sort as times do, and the
+// floors of two times bound the ids of the events between them.
+func IDFloor(t time.Time) string { return randid.SortedFloor(idPrefix, t) }
 
 // Metadata keys of a message.
 const (

@@ -39,11 +39,25 @@ const sortable = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz
 // inserts on few pages. Only for records whose creation time is no secret.
 func Sorted(prefix string, t time.Time) string {
 	var b [20]byte
+	putTime(b[:9], t)
+	copy(b[9:], String(11))
+	return prefix + "_" + string(b[:])
+}
+
+// SortedFloor returns what every id Sorted makes at t or later sorts at or
+// above, and every id it makes before t sorts below: the bound of a range
+// of time.
+func SortedFloor(prefix string, t time.Time) string {
+	var b [9]byte
+	putTime(b[:], t)
+	return prefix + "_" + string(b[:])
+}
+
+// putTime writes the microseconds since the Unix epoch in 9 characters.
+func putTime(b []byte, t time.Time) {
 	us := uint64(max(t.UnixMicro(), 0))
 	for i := 8; i >= 0; i-- {
 		b[i] = sortable[us%62]
 		us /= 62
 	}
-	copy(b[9:], String(11))
-	return prefix + "_" + string(b[:])
 }

@@ -29,3 +29,16 @@ func TestSortedFollowsTime(t *testing.T) {
 		t.Errorf("an id of 2398 sorts before one of 2026: %s", late)
 	}
 }
+
+func TestSortedFloorBoundsTime(t *testing.T) {
+	base := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	floor := SortedFloor("evt", base)
+	for i := -50; i < 50; i++ {
+		at := base.Add(time.Duration(i) * time.Microsecond)
+		for range 20 {
+			if id := Sorted("evt", at); (id >= floor) != (i >= 0) {
+				t.Fatalf("id %s of %+d µs against the floor %s of the base time", id, i, floor)
+			}
+		}
+	}
+}

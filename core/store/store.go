@@ -322,7 +322,7 @@ type Tx interface {
 	RecordOutcome(deliveryID string, o DeliveryOutcome) error
 	// Redeliver makes failed or succeeded deliveries of a webhook pending
 	// again from the start of the schedule: ids, or with ids nil every
-	// failed one created in [since, until). It returns how many.
+	// failed one of an event in [since, until). It returns how many.
 	Redeliver(webhookID string, ids []string, since, until, now time.Time) (int, error)
 }
 

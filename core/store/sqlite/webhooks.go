@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	bus "github.com/aivis/aivis/core/bus/sqlite"
+	"github.com/aivis/aivis/core/events"
 	"github.com/aivis/aivis/core/secrets"
 	"github.com/aivis/aivis/core/store"
 )
@@ -399,8 +401,8 @@ func (t *txn) Redeliver(webhookID string, ids []string, since, until, now time.T
 			args = append(args, id)
 		}
 	} else {
-		q += ` AND status = 'failed' AND created_at >= ?3 AND created_at < ?4`
-		args = append(args, since.UnixNano(), until.UnixNano())
+		q += ` AND status = 'failed' AND event_id >= ?3 AND event_id < ?4`
+		args = append(args, events.IDFloor(since), events.IDFloor(until))
 	}
 	res, err := t.tx.Exec(q, args...)
 	if err != nil {
@@ -514,16 +516,46 @@ func (db *DB) attempts(ctx context.Context, ids []string) (map[string][]store.At
 	return out, rows.Err()
 }
 
-// ListDeliveries returns one page of a webhook's deliveries, newest first.
+// ListDeliveries returns one page of a webhook's deliveries, newest event
+// first: along the unique index of (webhook_id, event_id), whose event ids
+// begin with the event's time. The cursor is the last event id.
 func (db *DB) ListDeliveries(ctx context.Context, f store.DeliveryFilter) ([]store.Delivery, string, error) {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 20
+	}
 	q := `SELECT ` + deliveryColumns + ` FROM webhook_deliveries WHERE webhook_id = ?`
 	args := []any{f.WebhookID}
 	if f.Status != "" {
 		q += ` AND status = ?`
 		args = append(args, f.Status)
 	}
-	return listPage(ctx, db.r, "deliveries", q, args, f.Cursor, f.Limit, scanDelivery,
-		func(d store.Delivery) (time.Time, string) { return d.CreatedAt, d.ID })
+	if f.Cursor != "" {
+		after, err := base64.RawURLEncoding.DecodeString(f.Cursor)
+		if err != nil || len(after) == 0 {
+			return nil, "", store.ErrMalformed
+		}
+		q += ` AND event_id < ?`
+		args = append(args, string(after))
+	}
+	rows, err := db.r.QueryContext(ctx, q+` ORDER BY event_id DESC LIMIT ?`, append(args, limit+1)...)
+	if err != nil {
+		return nil, "", fmt.Errorf("sqlite: list deliveries: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Delivery
+	for rows.Next() {
+		d, err := scanDelivery(rows)
+		if err != nil {
+			return nil, "", fmt.Errorf("sqlite: list deliveries: %w", err)
+		}
+		out = append(out, d)
+	}
+	if err := rows.Err(); err != nil || len(out) <= limit {
+		return out, "", err
+	}
+	out = out[:limit]
+	return out, base64.RawURLEncoding.EncodeToString([]byte(out[limit-1].EventID)), nil
 }
 
 // DefaultWebhookURL is the owner's default endpoint, "" when unset.
