@@ -9,6 +9,7 @@
 package events
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -165,7 +166,9 @@ func Publish(tx Outbox, evs ...Event) error {
 // FromMessage reads an event back from its message.
 func FromMessage(m *message.Message) (Event, error) {
 	var e Event
-	if err := json.Unmarshal(m.Payload, &e.Body); err != nil {
+	if b, ok := parseBody(m.Payload, m.UUID, m.Metadata.Get(metaEvent)); ok {
+		e.Body = b
+	} else if err := json.Unmarshal(m.Payload, &e.Body); err != nil {
 		return e, fmt.Errorf("events: message %s: %w", m.UUID, err)
 	}
 	if e.ID != m.UUID || e.Event != m.Metadata.Get(metaEvent) {
@@ -184,4 +187,30 @@ func FromMessage(m *message.Message) (Event, error) {
 		e.ScoreChange = n
 	}
 	return e, nil
+}
+
+// parseBody reads a body without encoding/json's reflection when it is
+// what AppendJSON writes for that id and kind; otherwise (ok false) the
+// caller decodes it in full.
+func parseBody(p []byte, id, kind string) (b Body, ok bool) {
+	var head [128]byte
+	h := append(head[:0], `{"id":`...)
+	h = jsonstr.Append(h, id)
+	h = append(h, `,"event":`...)
+	h = jsonstr.Append(h, kind)
+	h = append(h, `,"timestamp":"`...)
+	rest, found := bytes.CutPrefix(p, h)
+	if !found {
+		return b, false
+	}
+	ts, data, found := bytes.Cut(rest, []byte(`","data":`))
+	if !found || len(data) < 2 || data[len(data)-1] != '}' {
+		return b, false
+	}
+	data = data[:len(data)-1]
+	t, err := time.Parse(time.RFC3339Nano, string(ts))
+	if err != nil || !json.Valid(data) {
+		return b, false
+	}
+	return Body{ID: id, Event: kind, Timestamp: t, Data: data}, true
 }

@@ -97,3 +97,44 @@ func TestAppendJSONIsJSONMarshal(t *testing.T) {
 		t.Error("a timestamp past the year 9999 made a message")
 	}
 }
+
+// FromMessage reads the bodies Message writes without encoding/json, and
+// any other spelling of a body with it: both give the same event.
+func TestFromMessageReadsEverySpelling(t *testing.T) {
+	at := time.Date(2026, 11, 22, 10, 0, 0, 120000000, time.UTC)
+	ev, err := events.New(events.VisibilityChange, at, "acct_1", "", "example.com", events.VisibilityChangeData{Domain: "example.com", VisibilityScore: 72})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := ev.Message()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fast, err := events.FromMessage(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spaced := m.Copy()
+	spaced.Payload = []byte(`{ "data": ` + string(ev.Data) + `, "timestamp": "2026-11-22T10:00:00.12Z", "event": "ai_visibility_change", "id": "` + ev.ID + `" }`)
+	slow, err := events.FromMessage(spaced)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, got := range []events.Event{fast, slow} {
+		if got.ID != ev.ID || got.Event != ev.Event || !got.Timestamp.Equal(ev.Timestamp) || string(got.Data) != string(ev.Data) ||
+			got.AccountID != "acct_1" || got.Domain != "example.com" {
+			t.Errorf("read back %+v, want %+v", got, ev)
+		}
+	}
+	for _, bad := range []string{
+		string(m.Payload[:len(m.Payload)-1]),                                         // cut short
+		strings.Replace(string(m.Payload), `"data":{`, `"data":{,`, 1),               // data that is not JSON
+		strings.Replace(string(m.Payload), `"timestamp":"2026`, `"timestamp":"x`, 1), // no time
+	} {
+		c := m.Copy()
+		c.Payload = []byte(bad)
+		if _, err := events.FromMessage(c); err == nil {
+			t.Errorf("body %s read", bad)
+		}
+	}
+}
