@@ -104,3 +104,42 @@ func TestDeliveriesByEventTime(t *testing.T) {
 		}
 	}
 }
+
+// The event log is pruned along its primary key, the event ids that begin
+// with the event's time: exactly the events before the cut go.
+func TestDeleteEventsBefore(t *testing.T) {
+	db, path, _, w := webhookDB(t)
+	var kept []string
+	must(t, db.Update(ctx, func(tx store.Tx) error {
+		for i := range 30 {
+			at := t0.Add(time.Duration(i) * time.Minute)
+			ev, err := events.New(events.VisibilityChange, at, w.AccountID, "", w.Domain, map[string]int{"n": i})
+			if err != nil {
+				return err
+			}
+			if i >= 12 {
+				kept = append([]string{ev.ID}, kept...)
+			}
+			if err := tx.LogEvent(store.LoggedEvent{ID: ev.ID, AccountID: w.AccountID, Event: ev.Event, Domain: w.Domain,
+				Payload: []byte(`{}`), CreatedAt: ev.Timestamp}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	n, err := db.DeleteEventsBefore(ctx, t0.Add(12*time.Minute))
+	must(t, err)
+	left, err := db.RecentEvents(ctx, store.EventFilter{AccountID: w.AccountID, Limit: 100})
+	must(t, err)
+	var got []string
+	for _, e := range left {
+		got = append(got, e.ID)
+	}
+	if n != 12 || !slices.Equal(got, kept) {
+		t.Errorf("deleted %d, kept %v; want 12 deleted and %v kept", n, got, kept)
+	}
+	plan := strings.Join(queryPlan(t, raw(t, path), `DELETE FROM event_log WHERE id < ? AND created_at < ?`, "", 0), "\n")
+	if !strings.Contains(plan, "sqlite_autoindex_event_log_1 (id<?)") {
+		t.Errorf("the prune walks:\n%s", plan)
+	}
+}

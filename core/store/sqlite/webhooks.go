@@ -615,7 +615,8 @@ func (db *DB) RecentEvents(ctx context.Context, f store.EventFilter) ([]store.Lo
 
 // DeleteEventsBefore forgets logged events made before t.
 func (db *DB) DeleteEventsBefore(ctx context.Context, t time.Time) (int64, error) {
-	res, err := db.w.ExecContext(ctx, `DELETE FROM event_log WHERE created_at < ?`, t.UnixNano())
+	// Along the primary key: an event's id begins with its time.
+	res, err := db.w.ExecContext(ctx, `DELETE FROM event_log WHERE id < ? AND created_at < ?`, events.IDFloor(t), t.UnixNano())
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: forget events: %w", err)
 	}
