@@ -186,7 +186,24 @@ func New(st store.Store, sub message.Subscriber, client *http.Client, log *slog.
 // (handlers added, started, stopped) at debug, its warnings and errors as
 // they are.
 func BusLogger(log *slog.Logger) watermill.LoggerAdapter {
-	return watermill.NewSlogLoggerWithLevelMapping(log, map[slog.Level]slog.Level{slog.LevelInfo: slog.LevelDebug})
+	return busLogger{watermill.NewSlogLoggerWithLevelMapping(log, map[slog.Level]slog.Level{slog.LevelInfo: slog.LevelDebug}), log}
+}
+
+// busLogger skips Watermill's per-message trace unless the log shows it:
+// the adapter would build its attributes for each message first.
+type busLogger struct {
+	watermill.LoggerAdapter
+	log *slog.Logger
+}
+
+func (l busLogger) Trace(msg string, fields watermill.LogFields) {
+	if l.log.Enabled(context.Background(), watermill.LevelTrace) {
+		l.LoggerAdapter.Trace(msg, fields)
+	}
+}
+
+func (l busLogger) With(fields watermill.LogFields) watermill.LoggerAdapter {
+	return busLogger{l.LoggerAdapter.With(fields), l.log}
 }
 
 // Wake makes the dispatcher look for due deliveries at once.
