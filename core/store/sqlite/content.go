@@ -146,7 +146,15 @@ func listPage[T any](ctx context.Context, db *sql.DB, what, q string, args []any
 		q += ` AND (created_at, id) < (?, ?)`
 		args = append(args, ts, id)
 	}
-	rows, err := db.QueryContext(ctx, q+` ORDER BY created_at DESC, id DESC LIMIT ?`, append(args, limit+1)...)
+	return queryPage(ctx, db, what, q+` ORDER BY created_at DESC, id DESC LIMIT ?`, append(args, limit+1), limit, scan,
+		func(v T) string { return pageCursor(key(v)) })
+}
+
+// queryPage runs q, whose LIMIT is one past limit, and returns at most
+// limit rows and, when more follow, the cursor of the last one.
+func queryPage[T any](ctx context.Context, db *sql.DB, what, q string, args []any, limit int,
+	scan func(scanner) (T, error), cursor func(T) string) ([]T, string, error) {
+	rows, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, "", fmt.Errorf("sqlite: list %s: %w", what, err)
 	}
@@ -166,7 +174,7 @@ func listPage[T any](ctx context.Context, db *sql.DB, what, q string, args []any
 		return out, "", nil
 	}
 	out = out[:limit]
-	return out, pageCursor(key(out[limit-1])), nil
+	return out, cursor(out[limit-1]), nil
 }
 
 func decodeCursor(s string) (int64, string, error) {

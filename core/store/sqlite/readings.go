@@ -135,25 +135,8 @@ func (db *DB) ListReadings(ctx context.Context, f store.ReadingFilter, cursor st
 		cond, args = `(measured_at, id) < (?, ?)`, []any{ts, n}
 	}
 	q, args := readingsQuery(f, cond, args, limit+1)
-	rows, err := db.r.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, "", fmt.Errorf("sqlite: list readings: %w", err)
-	}
-	defer rows.Close()
-	var out []store.Reading
-	for rows.Next() {
-		r, err := scanReading(rows)
-		if err != nil {
-			return nil, "", fmt.Errorf("sqlite: list readings: %w", err)
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil || len(out) <= limit {
-		return out, "", err
-	}
-	out = out[:limit]
-	last := out[limit-1]
-	return out, pageCursor(last.MeasuredAt, strconv.FormatInt(last.ID, 10)), nil
+	return queryPage(ctx, db.r, "readings", q, args, limit, scanReading,
+		func(r store.Reading) string { return pageCursor(r.MeasuredAt, strconv.FormatInt(r.ID, 10)) })
 }
 
 // LoadWindows reads the persisted rate-limit windows that started at or after since.

@@ -538,24 +538,8 @@ func (db *DB) ListDeliveries(ctx context.Context, f store.DeliveryFilter) ([]sto
 		q += ` AND event_id < ?`
 		args = append(args, string(after))
 	}
-	rows, err := db.r.QueryContext(ctx, q+` ORDER BY event_id DESC LIMIT ?`, append(args, limit+1)...)
-	if err != nil {
-		return nil, "", fmt.Errorf("sqlite: list deliveries: %w", err)
-	}
-	defer rows.Close()
-	var out []store.Delivery
-	for rows.Next() {
-		d, err := scanDelivery(rows)
-		if err != nil {
-			return nil, "", fmt.Errorf("sqlite: list deliveries: %w", err)
-		}
-		out = append(out, d)
-	}
-	if err := rows.Err(); err != nil || len(out) <= limit {
-		return out, "", err
-	}
-	out = out[:limit]
-	return out, base64.RawURLEncoding.EncodeToString([]byte(out[limit-1].EventID)), nil
+	return queryPage(ctx, db.r, "deliveries", q+` ORDER BY event_id DESC LIMIT ?`, append(args, limit+1), limit, scanDelivery,
+		func(d store.Delivery) string { return base64.RawURLEncoding.EncodeToString([]byte(d.EventID)) })
 }
 
 // DefaultWebhookURL is the owner's default endpoint, "" when unset.
