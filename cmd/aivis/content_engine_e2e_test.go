@@ -32,13 +32,32 @@ const (
 // contentConfig writes a configuration with one engine at prices where a
 // call costs its input tokens plus twice its output tokens (µ$).
 func contentConfig(t *testing.T, dir string, engine *probefake.Fake) string {
-	cfg, _ := json.Marshal(map[string]any{"engines": []map[string]any{{"label": "Fake", "base_url": engine.URL(), "model": "m",
+	return writeConfig(t, dir, map[string]any{"engines": []map[string]any{{"label": "Fake", "base_url": engine.URL(), "model": "m",
 		"input_price_per_mtok": 1, "output_price_per_mtok": 2}}, "content_prices": map[string]any{"fetch": 0.001, "analysis": 0.002}})
+}
+
+// writeConfig writes cfg as the configuration file aivis.json in dir and
+// returns its path.
+func writeConfig(t *testing.T, dir string, cfg map[string]any) string {
+	t.Helper()
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	path := filepath.Join(dir, "aivis.json")
-	if err := os.WriteFile(path, cfg, 0o600); err != nil {
+	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// scanConfig configures engine, which wants the key sk-test, as the one
+// AI engine that scans ask (its key from the environment).
+func scanConfig(t *testing.T, dir string, engine *probefake.Fake) string {
+	engine.Key = "sk-test"
+	t.Setenv("AIVIS_TEST_ENGINE_KEY", "sk-test")
+	return writeConfig(t, dir, map[string]any{"engines": []map[string]any{{"label": "Fake", "base_url": engine.URL(), "model": "fake-model",
+		"api_key_env": "AIVIS_TEST_ENGINE_KEY", "concurrency": 2, "input_price_per_mtok": 1, "output_price_per_mtok": 2}}})
 }
 
 func getCR(t *testing.T, s *server, k key, id string) client.ContentRequest {

@@ -122,15 +122,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	// A fake AI engine answers the scans the browser asks for.
 	engine := probefake.New()
 	defer engine.Close()
-	engine.Key = "sk-test"
 	engine.Answer("fake-model", "The best options are Acme (https://acme.invalid/skates) and Globex. Acme is excellent.", "I recommend Globex.")
-	cfg, _ := json.Marshal(map[string]any{"engines": []map[string]any{{"label": "Fake", "base_url": engine.URL(), "model": "fake-model",
-		"api_key_env": "AIVIS_TEST_ENGINE_KEY", "concurrency": 2, "input_price_per_mtok": 1, "output_price_per_mtok": 2}}})
-	cfgFile := filepath.Join(dir, "aivis.json")
-	if err := os.WriteFile(cfgFile, cfg, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("AIVIS_TEST_ENGINE_KEY", "sk-test")
+	cfgFile := scanConfig(t, dir, engine)
 	s := start(t, dir, "--config", cfgFile, "--allowed-targets", "127.0.0.1/32", "--allow-http-targets", "--counter-flush-interval", "200ms")
 	m := bootstrapLink.FindStringSubmatch(s.Stdout.String())
 	if m == nil {
