@@ -132,11 +132,7 @@ func TestCheck(t *testing.T) {
 	if out != want {
 		t.Errorf("checked:\n%s\nwant:\n%s", out, want)
 	}
-	var kinds []string
-	for _, f := range flags {
-		kinds = append(kinds, f.Kind+":"+f.Value)
-	}
-	if !reflect.DeepEqual(kinds, []string{"link:https://made-up.example/study", "quotation:these are the best widgets ever made", "number:45"}) {
+	if kinds := flagKinds(flags); !reflect.DeepEqual(kinds, []string{"link:https://made-up.example/study", "quotation:these are the best widgets ever made", "number:45"}) {
 		t.Errorf("flags %v", kinds)
 	}
 }
@@ -237,12 +233,17 @@ func TestCheckBlockquotes(t *testing.T) {
 	if out != want {
 		t.Errorf("checked:\n%s\nwant:\n%s", out, want)
 	}
-	var kinds []string
-	for _, f := range flags {
-		kinds = append(kinds, f.Kind+":"+f.Value)
-	}
-	if !reflect.DeepEqual(kinds, []string{"quotation:Our widgets never break in daily use", "quotation:Acme widgets are loved by every family",
+	if kinds := flagKinds(flags); !reflect.DeepEqual(kinds, []string{"quotation:Our widgets never break in daily use", "quotation:Acme widgets are loved by every family",
 		"quotation:These widgets changed how I clean my kitchen", "quotation:Best purchase I made all year, honestly."}) {
 		t.Errorf("flags %q", kinds)
 	}
+}
+
+// flagKinds lists flags as kind:value.
+func flagKinds(flags []Flag) []string {
+	var out []string
+	for _, f := range flags {
+		out = append(out, f.Kind+":"+f.Value)
+	}
+	return out
 }
