@@ -235,7 +235,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 
 	url := cfg.PublicURL
 	if url == "" {
-		url = "https://" + displayAddr(ln.Addr().String())
+		url = "https://" + DisplayAddr(ln.Addr().String())
 	}
 	banner(out, url, cfg, mat, listeners, svc.MasterKeyCreated, bootstrap)
 
@@ -308,9 +308,7 @@ func NewHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
 }
 
 // DisplayAddr turns a listen address into one a user can open.
-func DisplayAddr(addr string) string { return displayAddr(addr) }
-
-func displayAddr(addr string) string {
+func DisplayAddr(addr string) string {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return addr
