@@ -123,6 +123,16 @@ func (e *entry) roll(starts [3]int64) {
 	}
 }
 
+// room reports that no window is full.
+func (e *entry) room(limits [3]int) bool {
+	for i := range 3 {
+		if e.count[i] >= int64(limits[i]) {
+			return false
+		}
+	}
+	return true
+}
+
 func decision(e *entry, limits [3]int, now time.Time) Decision {
 	d := Decision{Limit: limits, Now: now}
 	for i := range 3 {
@@ -139,12 +149,7 @@ func (m *Memory) Take(_ context.Context, u Use, limits [3]int) (Decision, error)
 	sh.mu.Lock()
 	e := sh.get(u.AccountID)
 	e.roll(starts)
-	allowed := true
-	for i := range 3 {
-		if e.count[i] >= int64(limits[i]) {
-			allowed = false
-		}
-	}
+	allowed := e.room(limits)
 	if allowed {
 		for i := range 3 {
 			e.count[i]++
@@ -276,22 +281,14 @@ func (m *Memory) prune(now time.Time) {
 // Peek is the decision a request at now would see, without counting one.
 func (m *Memory) Peek(accountID string, limits [3]int, now time.Time) Decision {
 	sh := m.shard(accountID)
+	var e entry
 	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	e, ok := sh.m[accountID]
-	if !ok {
-		e = &entry{account: accountID}
-	} else {
-		cp := *e
-		e = &cp
+	if p := sh.m[accountID]; p != nil {
+		e = *p
 	}
+	sh.mu.Unlock()
 	e.roll(WindowStarts(now))
-	d := decision(e, limits, now)
-	d.Allowed = true
-	for i := range 3 {
-		if d.Count[i] >= limits[i] {
-			d.Allowed = false
-		}
-	}
+	d := decision(&e, limits, now)
+	d.Allowed = e.room(limits)
 	return d
 }
