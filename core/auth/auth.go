@@ -240,7 +240,9 @@ func (s *Service) RevokeOwned(ctx context.Context, accountID, keyID string) (sto
 const MaxRollGrace = 30 * 24 * time.Hour
 
 // Roll makes a new key like an account's key (name, client, scopes,
-// expiry) and revokes the old one once grace has passed.
+// expiry) and revokes the old one once grace has passed. A revoked or
+// expired key is not rolled; an explicit revocation during the grace
+// takes effect at once (the store keeps the earlier time).
 func (s *Service) Roll(ctx context.Context, accountID, keyID string, grace time.Duration) (Created, error) {
 	if grace < 0 || grace > MaxRollGrace {
 		return Created{}, fault.Invalid(fault.FieldError{Field: "grace_period",
@@ -254,11 +256,12 @@ func (s *Service) Roll(ctx context.Context, accountID, keyID string, grace time.
 	if !old.RevokedAt.IsZero() && !now.Before(old.RevokedAt) {
 		return Created{}, fault.New(fault.InvalidState, "key %s is revoked: generate a new key instead", keyID)
 	}
-	exp := old.ExpiresAt
-	if !exp.IsZero() && !exp.After(now) {
-		exp = time.Time{}
+	// A roll keeps the old key's expiry; an expired key would give a key
+	// that expires at once (or, without its expiry, never).
+	if !old.ExpiresAt.IsZero() && !now.Before(old.ExpiresAt) {
+		return Created{}, fault.New(fault.InvalidState, "key %s expired at %s: generate a new key instead", keyID, old.ExpiresAt.Format(time.RFC3339))
 	}
-	c, err := s.CreateKey(ctx, NewKey{AccountID: old.AccountID, ClientID: old.ClientID, Name: old.Name, ExpiresAt: exp, Scopes: old.Scopes})
+	c, err := s.CreateKey(ctx, NewKey{AccountID: old.AccountID, ClientID: old.ClientID, Name: old.Name, ExpiresAt: old.ExpiresAt, Scopes: old.Scopes})
 	if err != nil {
 		return c, err
 	}

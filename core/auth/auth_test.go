@@ -72,6 +72,17 @@ func newEnv(t *testing.T) *env {
 	return e
 }
 
+// cli opens another handle on the database, as the command line does.
+func (e *env) cli(t *testing.T) *sqlite.DB {
+	t.Helper()
+	db, err := sqlite.Open(ctx, filepath.Join(e.dir, "aivis.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
 func (e *env) key(t *testing.T, n auth.NewKey) auth.Created {
 	t.Helper()
 	c, err := e.svc.CreateKey(ctx, n)
@@ -321,11 +332,7 @@ func TestRevocationIsImmediate(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cliDB, err := sqlite.Open(ctx, filepath.Join(e.dir, "aivis.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cliDB.Close()
+	cliDB := e.cli(t)
 	cliSvc := &auth.Service{Keys: cliDB, Accounts: cliDB, Now: e.clock.Now}
 	k, err := cliSvc.Revoke(ctx, c.Key.ID)
 	if err != nil || !k.RevokedAt.Equal(t0) {

@@ -1,11 +1,13 @@
 package auth_test
 
 import (
+	"net/http"
 	"testing"
 	"time"
 
 	"github.com/aivis/aivis/core/auth"
 	"github.com/aivis/aivis/core/fault"
+	"github.com/aivis/aivis/core/store"
 )
 
 func TestRollKeepsTheOldKeyForTheGrace(t *testing.T) {
@@ -83,4 +85,58 @@ func codeOf(err error) fault.Code {
 		return fe.Code
 	}
 	return ""
+}
+
+// TestRevokeDuringTheGrace: a key rolled with the longest grace and then
+// revoked is refused from the next request on, by the service that serves
+// and by another handle on the file (the CLI), and the roll's new key
+// keeps working.
+func TestRevokeDuringTheGrace(t *testing.T) {
+	for _, revoke := range []string{"RevokeOwned", "Revoke"} {
+		t.Run(revoke, func(t *testing.T) {
+			e := newEnv(t)
+			old := e.key(t, auth.NewKey{AccountID: "acct_std", Name: "cron"})
+			n, err := e.svc.Roll(ctx, "acct_std", old.Key.ID, auth.MaxRollGrace)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.svc.Authenticate(ctx, old.APIKey, old.Secret, true); err != nil {
+				t.Fatalf("within the grace the old key is refused: %v", err)
+			}
+			e.clock.Add(time.Minute)
+			var k store.Key
+			if revoke == "RevokeOwned" {
+				k, err = e.svc.RevokeOwned(ctx, "acct_std", old.Key.ID)
+			} else {
+				cli := &auth.Service{Keys: e.cli(t), Accounts: e.db, Now: e.clock.Now}
+				k, err = cli.Revoke(ctx, old.Key.ID)
+			}
+			if err != nil || !k.RevokedAt.Equal(t0.Add(time.Minute)) {
+				t.Fatalf("%s = revoked at %v, %v; want %v", revoke, k.RevokedAt, err, t0.Add(time.Minute))
+			}
+			for _, secret := range []string{old.Secret, ""} {
+				_, err := e.svc.Authenticate(store.AsOf(ctx, time.Now()), old.APIKey, secret, secret != "")
+				wantCode(t, err, fault.KeyRevoked, http.StatusUnauthorized)
+			}
+			if _, err := e.svc.Authenticate(ctx, n.APIKey, n.Secret, true); err != nil {
+				t.Fatalf("the new key: %v", err)
+			}
+			// A later roll's grace cannot postpone the revocation again.
+			if _, err := e.svc.Roll(ctx, "acct_std", old.Key.ID, time.Hour); codeOf(err) != fault.InvalidState {
+				t.Errorf("rolling the revoked key: %v", err)
+			}
+		})
+	}
+}
+
+func TestRollRefusesAnExpiredKey(t *testing.T) {
+	e := newEnv(t)
+	k := e.key(t, auth.NewKey{AccountID: "acct_std", Name: "old", ExpiresAt: t0.Add(time.Hour)})
+	e.clock.Add(time.Hour)
+	_, err := e.svc.Roll(ctx, "acct_std", k.Key.ID, time.Hour)
+	wantCode(t, err, fault.InvalidState, http.StatusConflict)
+	keys, err := e.db.ListKeys(ctx, "acct_std")
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("after the refused roll the account has %d keys (%v); want only the expired one", len(keys), err)
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aivis/aivis/core/fault"
 	"github.com/aivis/aivis/core/store"
 )
 
@@ -204,9 +205,10 @@ func TestKeysRollAndClientKeys(t *testing.T) {
 	}
 	// Roll: a new key like the old, which expires after the grace period.
 	p = e.post(c, "/keys/"+ks[0].ID+"/roll", url.Values{"csrf": {tok}, "grace": {"1h"}})
-	if p.status != http.StatusCreated || !strings.Contains(p.body, `id="new-secret"`) {
+	if p.status != http.StatusCreated {
 		t.Fatalf("roll: %d\n%s", p.status, p.body)
 	}
+	rolledKey, rolledSecret := shownCredentials(t, p.body)
 	ks, _ = e.db.ListKeys(context.Background(), u.AccountID)
 	if len(ks) != 2 || ks[0].RevokedAt.IsZero() || ks[1].ClientID != clientID || len(ks[1].Scopes) != 2 || ks[1].Name != "client key" {
 		t.Fatalf("after the roll: %+v", ks)
@@ -217,6 +219,38 @@ func TestKeysRollAndClientKeys(t *testing.T) {
 	if !strings.Contains(e.get(c, "/keys").body, "expiring") {
 		t.Error("the keys page does not show the old key as expiring")
 	}
+	// Revoke during the grace: the longest grace a roll allows does not
+	// postpone an explicit revocation.
+	p = e.post(c, "/keys/"+ks[1].ID+"/roll", url.Values{"csrf": {tok}, "grace": {"720h"}})
+	if p.status != http.StatusCreated {
+		t.Fatalf("roll with 720h: %d\n%s", p.status, p.body)
+	}
+	before := time.Now()
+	if p = e.post(c, "/keys/"+ks[1].ID+"/revoke", url.Values{"csrf": {tok}}); p.status != http.StatusSeeOther {
+		t.Fatalf("revoke during the grace: %d\n%s", p.status, p.body)
+	}
+	k, err := e.db.Key(context.Background(), ks[1].ID)
+	if err != nil || k.RevokedAt.After(time.Now()) || k.RevokedAt.Before(before.Add(-time.Second)) {
+		t.Fatalf("revoked during the grace: revoked_at %v (%v), want now", k.RevokedAt, err)
+	}
+	if _, err := e.auth.Authenticate(context.Background(), rolledKey, rolledSecret, true); err == nil {
+		t.Fatal("the revoked key authenticates")
+	} else if fe, ok := fault.As(err); !ok || fe.Code != fault.KeyRevoked {
+		t.Fatalf("the revoked key: %v; want KEY_REVOKED", err)
+	}
+	if !strings.Contains(e.get(c, "/keys").body, `<span class="state revoked">revoked</span>`) {
+		t.Error("the keys page does not show the key as revoked")
+	}
+}
+
+// shownCredentials reads the key and secret a page shows once.
+func shownCredentials(t *testing.T, body string) (key, secret string) {
+	t.Helper()
+	m := regexp.MustCompile(`id="new-key" readonly value="(svc_[A-Za-z0-9]{40})"[\s\S]*id="new-secret" readonly value="([A-Za-z0-9]{64})"`).FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("the page shows no new credentials:\n%s", body)
+	}
+	return m[1], m[2]
 }
 
 func TestWebhookPages(t *testing.T) {

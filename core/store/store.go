@@ -207,6 +207,8 @@ type Keys interface {
 	PrincipalByKeyHash(ctx context.Context, hash []byte) (Principal, error)
 	Key(ctx context.Context, id string) (Key, error)
 	ListKeys(ctx context.Context, accountID string) ([]Key, error)
+	// RevokeKey sets the key's revocation time to the earlier of at and
+	// the time it has, so that a revocation is never postponed.
 	RevokeKey(ctx context.Context, id string, at time.Time) (Key, error)
 }
 

@@ -202,9 +202,11 @@ func (db *DB) ListKeys(ctx context.Context, accountID string) ([]store.Key, erro
 	return out, rows.Err()
 }
 
-// RevokeKey marks a key revoked; revoking a revoked key keeps the first time.
+// RevokeKey revokes a key at the earlier of at and the time it already
+// had: revoking a revoked key keeps the first time, and revoking a key
+// whose roll set a revocation in the future revokes it at at.
 func (db *DB) RevokeKey(ctx context.Context, id string, at time.Time) (store.Key, error) {
-	res, err := db.w.ExecContext(ctx, `UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?) WHERE id = ?`, at.UnixNano(), id)
+	res, err := db.w.ExecContext(ctx, `UPDATE api_keys SET revoked_at = min(coalesce(revoked_at, ?1), ?1) WHERE id = ?2`, at.UnixNano(), id)
 	if err != nil {
 		return store.Key{}, fmt.Errorf("sqlite: revoke key: %w", err)
 	}
