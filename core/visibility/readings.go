@@ -23,7 +23,11 @@ var Sentiments = []string{client.SentimentPositive, client.SentimentNeutral, cli
 // Source of readings recorded through the API.
 const SourceAPI = "api"
 
-// MaxSkew is how far in the future a reading's measured_at may be.
+// A reading's measured_at may be from Earliest to MaxSkew in the future:
+// a reading dated before any AI answer engine existed is a mistake, and one
+// from the future would stay the latest until that time came.
+var Earliest = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
 const MaxSkew = 5 * time.Minute
 
 // Recorder stores readings and detects changes.
@@ -61,8 +65,8 @@ func (r *Recorder) Record(ctx context.Context, p auth.Principal, in client.Recor
 	measured := now
 	if in.MeasuredAt != nil {
 		measured = *in.MeasuredAt
-		if measured.After(now.Add(MaxSkew)) {
-			f.Add("measured_at", "must not be in the future")
+		if measured.Before(Earliest) || measured.After(now.Add(MaxSkew)) {
+			f.Add("measured_at", "must be from 2000-01-01T00:00:00Z to at most 5 minutes from now")
 		}
 	}
 	if err := f.Err(); err != nil {

@@ -71,6 +71,9 @@ func TestBadReadingsChangeNothing(t *testing.T) {
 		"bad sentiment":   {Domain: "example.com", VisibilityScore: ptr(1), Sentiment: "great"},
 		"sentiment score": {Domain: "example.com", VisibilityScore: ptr(1), Sentiment: "mixed", SentimentScore: ptr(1.5)},
 		"future":          {Domain: "example.com", VisibilityScore: ptr(1), Sentiment: "mixed", MeasuredAt: ptr(time.Now().Add(time.Hour))},
+		"year 1500":       {Domain: "example.com", VisibilityScore: ptr(1), Sentiment: "mixed", MeasuredAt: ptr(time.Date(1500, 1, 1, 0, 0, 0, 0, time.UTC))},
+		"before 2000":     {Domain: "example.com", VisibilityScore: ptr(1), Sentiment: "mixed", MeasuredAt: ptr(visibility.Earliest.Add(-time.Nanosecond))},
+		"year 9999":       {Domain: "example.com", VisibilityScore: ptr(1), Sentiment: "mixed", MeasuredAt: ptr(time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC))},
 		"bad domain":      {Domain: "localhost", VisibilityScore: ptr(1), Sentiment: "mixed"},
 	} {
 		_, _, err := r.Record(ctx, p, in)
