@@ -12,6 +12,7 @@ import (
 
 	"github.com/aivis/aivis/core/accounts"
 	"github.com/aivis/aivis/core/auth"
+	"github.com/aivis/aivis/core/fault"
 	"github.com/aivis/aivis/core/people"
 	"github.com/aivis/aivis/core/store"
 	"github.com/aivis/aivis/core/store/sqlite"
@@ -171,5 +172,48 @@ func TestInvitationUsedOnceAndNotAfterExpiry(t *testing.T) {
 	}
 	if _, err := db.User(ctx, "usr_late"); err == nil {
 		t.Error("a user was made from an expired invitation")
+	}
+}
+
+// TestBootstrapLinkEndsWithTheFirstUser: a bootstrap link made while no
+// one could sign in is dead once any user exists, however that user came
+// (here an operator's invitation, as `aivis user invite` makes), both
+// when it is opened and when it is accepted.
+func TestBootstrapLinkEndsWithTheFirstUser(t *testing.T) {
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "aivis.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	accts := &accounts.Service{Store: db, Now: clock}
+	svc := &people.Service{Store: db, Accounts: accts, Now: clock}
+	boot, err := svc.Bootstrap(ctx)
+	if err != nil || boot == "" {
+		t.Fatalf("bootstrap %q %v", boot, err)
+	}
+	a, err := accts.Create(ctx, "Made by the operator", "starter", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv, err := svc.OperatorInvite(ctx, a.ID, "ops@example.com", store.RoleOwner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.AcceptInvitation(ctx, people.Accept{Token: inv, Email: "ops@example.com", Password: "twelve chars!"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Invitation(ctx, boot); err == nil {
+		t.Error("the bootstrap link opens after a user exists")
+	}
+	_, err = svc.AcceptInvitation(ctx, people.Accept{Token: boot, Email: "late@example.com", Password: "twelve chars!", AccountName: "Second", Tier: "enterprise"})
+	if fe, ok := fault.As(err); !ok || fe.Code != fault.NotFound {
+		t.Fatalf("accepting the bootstrap link after a user exists: %v; want NOT_FOUND", err)
+	}
+	list, err := db.ListAccounts(ctx)
+	if err != nil || len(list) != 1 {
+		t.Fatalf("accounts after the refused bootstrap: %d (%v); want only the operator's", len(list), err)
 	}
 }

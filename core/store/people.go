@@ -67,7 +67,8 @@ type People interface {
 	DeleteExpired(ctx context.Context, now time.Time) error
 
 	CreateInvitation(ctx context.Context, inv Invitation) error
-	// Invitation finds an unexpired invitation at now.
+	// Invitation finds an unexpired invitation at now; a bootstrap
+	// (account-less) invitation only while no user exists.
 	Invitation(ctx context.Context, hash []byte, now time.Time) (Invitation, error)
 	ListInvitations(ctx context.Context, accountID string, now time.Time) ([]Invitation, error)
 	DeleteInvitation(ctx context.Context, accountID string, hash []byte) error
@@ -75,8 +76,9 @@ type People interface {
 	DeleteBootstrapInvitations(ctx context.Context) error
 	// AcceptInvitation consumes an invitation and adds its user, and, when
 	// account is not nil, creates that account first, in one transaction
-	// (ErrNotFound when the invitation was consumed meanwhile or expired
-	// by the user's CreatedAt; ErrConflict when the email is taken).
+	// (ErrNotFound when the invitation was consumed meanwhile, expired by
+	// the user's CreatedAt, or is a bootstrap invitation and a user exists;
+	// ErrConflict when the email is taken).
 	AcceptInvitation(ctx context.Context, hash []byte, u User, account *Account) error
 }
 

@@ -184,7 +184,7 @@ func (db *DB) CreateInvitation(ctx context.Context, inv store.Invitation) error 
 // Invitation finds an unexpired invitation.
 func (db *DB) Invitation(ctx context.Context, hash []byte, now time.Time) (store.Invitation, error) {
 	inv, err := scanInvitation(db.r.QueryRowContext(ctx, `SELECT `+invitationColumns+` FROM invitations
-		WHERE token_hash = ? AND expires_at > ?`, hash, now.UnixNano()))
+		WHERE token_hash = ? AND expires_at > ? AND (account_id IS NOT NULL OR NOT EXISTS (SELECT 1 FROM users))`, hash, now.UnixNano()))
 	if err != nil {
 		return inv, fmt.Errorf("sqlite: invitation: %w", notFound(err))
 	}
@@ -231,11 +231,14 @@ func (db *DB) DeleteBootstrapInvitations(ctx context.Context) error {
 }
 
 // AcceptInvitation consumes an invitation and adds its user (and account).
+// An account-less (bootstrap) invitation is taken only while no user
+// exists: the first user, however made, ends every bootstrap link.
 func (db *DB) AcceptInvitation(ctx context.Context, hash []byte, u store.User, a *store.Account) error {
 	return inTx(ctx, db.w, func(tx *sql.Tx) error {
 		// Expired at the user's creation, it is refused even if it was
 		// live when read (a password hash may take a while in between).
-		res, err := tx.Exec(`DELETE FROM invitations WHERE token_hash = ? AND expires_at > ?`, hash, u.CreatedAt.UnixNano())
+		res, err := tx.Exec(`DELETE FROM invitations WHERE token_hash = ? AND expires_at > ?
+			AND (account_id IS NOT NULL OR NOT EXISTS (SELECT 1 FROM users))`, hash, u.CreatedAt.UnixNano())
 		if err != nil {
 			return fmt.Errorf("sqlite: accept invitation: %w", err)
 		}
