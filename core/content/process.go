@@ -12,8 +12,8 @@ import (
 
 	"github.com/aivis/aivis/client"
 	"github.com/aivis/aivis/core/content/analysis"
+	"github.com/aivis/aivis/core/netguard"
 	"github.com/aivis/aivis/core/probe"
-	"github.com/aivis/aivis/core/readiness"
 	"github.com/aivis/aivis/core/store"
 )
 
@@ -158,9 +158,9 @@ func (e *Engine) analyze(ctx context.Context, cr *store.ContentRequest, w *work,
 		}
 		if ferr != nil {
 			if cr.Content == "" {
-				return true, e.fail(ctx, cr, fmt.Sprintf("fetching %s failed: %s; nothing was spent", cr.URL, readiness.Describe(ferr)))
+				return true, e.fail(ctx, cr, fmt.Sprintf("fetching %s failed: %s; nothing was spent", cr.URL, netguard.Describe(ferr)))
 			}
-			w.note("Fetching %s failed (%s): the content given with the request was analysed instead.", cr.URL, readiness.Describe(ferr))
+			w.note("Fetching %s failed (%s): the content given with the request was analysed instead.", cr.URL, netguard.Describe(ferr))
 			d = analysis.ParseText("", cr.Content)
 			w.Result.Source = Source{Kind: "content"}
 			break

@@ -36,6 +36,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/aivis/aivis/core/events"
+	"github.com/aivis/aivis/core/netguard"
 	"github.com/aivis/aivis/core/randid"
 	"github.com/aivis/aivis/core/retryafter"
 	"github.com/aivis/aivis/core/store"
@@ -791,17 +792,13 @@ func post(ctx context.Context, client *http.Client, timeout time.Duration, url s
 	return a, resp.Header
 }
 
+// attemptError says why an attempt got no answer, naming no address and
+// not the URL (its query or path may carry a secret).
 func attemptError(err error, timeout time.Duration) string {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Sprintf("no response within %s", timeout)
 	}
-	var ue interface{ Unwrap() error }
-	if errors.As(err, &ue) {
-		if inner := ue.Unwrap(); inner != nil {
-			err = inner
-		}
-	}
-	return err.Error()
+	return netguard.Describe(err)
 }
 
 // record writes outcomes in batches, one transaction each, until the

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -28,6 +29,7 @@ import (
 	bus "github.com/aivis/aivis/core/bus/sqlite"
 	"github.com/aivis/aivis/core/delivery"
 	"github.com/aivis/aivis/core/events"
+	"github.com/aivis/aivis/core/fault"
 	"github.com/aivis/aivis/core/netguard"
 	"github.com/aivis/aivis/core/secrets"
 	"github.com/aivis/aivis/core/store"
@@ -601,6 +603,28 @@ func TestCreateRefusesBadSetups(t *testing.T) {
 	ws, _, _ := e.db.ListWebhooks(ctx, store.WebhookFilter{AccountID: "acct_1", AllClients: true})
 	if len(ws) != 0 {
 		t.Errorf("%d webhooks kept after refused setups", len(ws))
+	}
+}
+
+// TestVerificationHidesTheRefusedAddress: an endpoint whose name resolves
+// to a private address is refused without saying which address.
+func TestVerificationHidesTheRefusedAddress(t *testing.T) {
+	e := newEnv(t, delivery.Options{})
+	guarded := netguard.Policy{}.Dialer(time.Second)
+	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		// hooks.internal.test resolves to 10.20.30.40 on this network.
+		return guarded.DialContext(ctx, network, strings.Replace(addr, "hooks.internal.test", "10.20.30.40", 1))
+	}}
+	svc := *e.svc
+	svc.Client = &http.Client{Transport: tr}
+	_, err := svc.Create(ctx, e.p, client.CreateWebhook{Domain: "example.com", Events: []string{events.VisibilityChange},
+		URL: "https://hooks.internal.test/hook"})
+	fe, ok := fault.As(err)
+	if !ok || fe.Code != fault.WebhookVerification {
+		t.Fatalf("Create = %v, want WEBHOOK_VERIFICATION_FAILED", err)
+	}
+	if strings.Contains(fe.Message, "10.20.30.40") || strings.Contains(fe.Message, "private") || !strings.Contains(fe.Message, "not allowed") {
+		t.Errorf("message %q names the address or does not say it is not allowed", fe.Message)
 	}
 }
 

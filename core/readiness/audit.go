@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -21,6 +20,7 @@ import (
 	"github.com/temoto/robotstxt"
 
 	"github.com/aivis/aivis/client"
+	"github.com/aivis/aivis/core/netguard"
 )
 
 // UserAgent is what the auditor sends.
@@ -261,22 +261,7 @@ func (r *Report) fetchFinding(what, url string, err error, sev string) {
 		"too_many_redirects": fmt.Sprintf("Redirect at most once or twice; crawlers stop after a few hops (aivis after %d).", MaxRedirects),
 		"unreachable":        "Make sure the host resolves and accepts HTTPS connections.",
 	}[kind]
-	r.add(what+"_"+kind, sev, url+": "+Describe(err), fix, url)
-}
-
-// Describe says why a fetch failed, without what only the server should
-// know: a lookup's error names the server's own resolver.
-func Describe(err error) string {
-	var dns *net.DNSError
-	switch {
-	case errors.As(err, &dns) && dns.IsNotFound:
-		return "the host name " + dns.Name + " does not resolve"
-	case errors.As(err, &dns) && dns.IsTimeout:
-		return "looking up the host name " + dns.Name + " timed out"
-	case errors.As(err, &dns):
-		return "the host name " + dns.Name + " could not be looked up"
-	}
-	return err.Error()
+	r.add(what+"_"+kind, sev, url+": "+netguard.Describe(err), fix, url)
 }
 
 func (a *Auditor) checkLLMsTxt(ctx context.Context, root string, r *Report) {
