@@ -129,11 +129,11 @@ func Owner(ctx context.Context, st store.Accounts, p auth.Principal, clientID st
 
 // ListScope is whose resources a list shows a principal, given the
 // client_id it asked for: a client key its client's; an account key the
-// account's own, one client's (clientID), or, with "*", the account's and
-// every client's (all). ok is false when the key may see none of them.
+// account's and every client's (all), or one client's (clientID; "*" is
+// all, as no client_id is). ok is false when the key may see none of them.
 func ListScope(p auth.Principal, clientID string) (owner string, all, ok bool) {
 	switch {
-	case p.ClientID() == "" && clientID == "*":
+	case p.ClientID() == "" && (clientID == "" || clientID == "*"):
 		return "", true, true
 	case p.ClientID() == "":
 		return clientID, false, true

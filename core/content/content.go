@@ -274,13 +274,11 @@ func (s *Service) List(ctx context.Context, p auth.Principal, f store.ContentFil
 	if err := fs.Err(); err != nil {
 		return nil, "", err
 	}
-	f.AccountID = p.AccountID()
-	if p.ClientID() != "" {
-		if f.ClientID != "" && f.ClientID != p.ClientID() {
-			return nil, "", nil
-		}
-		f.ClientID = p.ClientID()
+	owner, _, ok := accounts.ListScope(p, f.ClientID)
+	if !ok {
+		return nil, "", nil
 	}
+	f.AccountID, f.ClientID = p.AccountID(), owner
 	items, next, err := s.Store.ListContentRequests(ctx, f)
 	return items, next, accounts.CursorError(err)
 }

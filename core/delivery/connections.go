@@ -370,10 +370,10 @@ func (s *Service) RecentEvents(ctx context.Context, p auth.Principal, kind, clie
 		return nil, fault.Invalid(fault.FieldError{Field: "event",
 			Message: fmt.Sprintf("unknown event kind %q (kinds: %s)", kind, strings.Join(events.Kinds, ", "))})
 	}
-	owner, err := accounts.Owner(ctx, s.Store, p, clientID)
-	if err != nil {
-		return nil, err
+	owner, all, ok := accounts.ListScope(p, clientID)
+	if !ok {
+		return nil, nil
 	}
-	return s.Store.RecentEvents(ctx, store.EventFilter{AccountID: p.AccountID(), ClientID: owner, Event: kind,
+	return s.Store.RecentEvents(ctx, store.EventFilter{AccountID: p.AccountID(), ClientID: owner, AllClients: all, Event: kind,
 		Limit: min(max(limit, 1), MaxRecentEvents)})
 }

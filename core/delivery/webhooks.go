@@ -230,8 +230,8 @@ func (s *Service) change(ctx context.Context, p auth.Principal, id string, fn fu
 }
 
 // List lists the webhooks a principal may see: a client key its client's,
-// an account key the account's own, or one client's with clientID (or
-// every client's too with clientID "*").
+// an account key the account's and every client's, or one client's with
+// clientID (accounts.ListScope).
 func (s *Service) List(ctx context.Context, p auth.Principal, clientID, cursor string, limit int) ([]store.Webhook, string, error) {
 	owner, all, ok := accounts.ListScope(p, clientID)
 	if !ok {

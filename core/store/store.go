@@ -105,7 +105,7 @@ type ContentRequest struct {
 // callers scope with ClientID set for client keys.
 type ContentFilter struct {
 	AccountID string
-	ClientID  string
+	ClientID  string // "": the account's and every client's
 	Status    string
 	Domain    string
 	Limit     int

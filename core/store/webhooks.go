@@ -100,10 +100,11 @@ type LoggedEvent struct {
 
 // EventFilter selects an owner's recent events, newest first.
 type EventFilter struct {
-	AccountID string
-	ClientID  string
-	Event     string // "" for every kind
-	Limit     int
+	AccountID  string
+	ClientID   string // "" with AllClients false: the account's own only
+	AllClients bool   // the account's and every client's
+	Event      string // "" for every kind
+	Limit      int
 }
 
 // WebhookFilter selects an owner's webhooks.

@@ -130,7 +130,7 @@ func (s *Domains) Get(ctx context.Context, p auth.Principal, id string) (store.M
 }
 
 // List lists the monitored domains a principal may see (clientID as for
-// webhooks: one client's, or "*" for every one's, on an agency key).
+// every list: accounts.ListScope).
 func (s *Domains) List(ctx context.Context, p auth.Principal, clientID, cursor string, limit int) ([]store.MonitoredDomain, string, error) {
 	owner, all, ok := accounts.ListScope(p, clientID)
 	if !ok {

@@ -569,9 +569,12 @@ func (t *txn) LogEvent(e store.LoggedEvent) error {
 
 // RecentEvents lists an owner's logged events, newest first.
 func (db *DB) RecentEvents(ctx context.Context, f store.EventFilter) ([]store.LoggedEvent, error) {
-	q := `SELECT id, account_id, client_id, event, domain, payload, created_at FROM event_log
-		WHERE account_id = ? AND client_id IS ?`
-	args := []any{f.AccountID, nullStr(f.ClientID)}
+	q := `SELECT id, account_id, client_id, event, domain, payload, created_at FROM event_log WHERE account_id = ?`
+	args := []any{f.AccountID}
+	if !f.AllClients {
+		q += ` AND client_id IS ?`
+		args = append(args, nullStr(f.ClientID))
+	}
 	if f.Event != "" {
 		q += ` AND event = ?`
 		args = append(args, f.Event)
