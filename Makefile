@@ -10,11 +10,18 @@ export CGO_ENABLED := 1
 # The official connectors: one plugin binary per folder of connectors/.
 CONNECTORS := $(patsubst connectors/%/main.go,%,$(wildcard connectors/*/main.go))
 
-.PHONY: proto all build run test test-short bench fuzz lint fmt clean screenshots
+.PHONY: proto all deps build run test test-short bench fuzz lint fmt clean screenshots
 
 all: build
 
+# Installs what a fresh Debian machine lacks (as root; otherwise it names
+# the command that does): a C compiler to build, and git, Node.js, npm and
+# Chromium to test.
+deps:
+	@./scripts/deps.sh test
+
 build:
+	@./scripts/deps.sh build
 	$(GO) build -o $(BIN)/aivis ./cmd/aivis
 	@for c in $(CONNECTORS); do \
 	  $(GO) build -o $(BIN)/connectors/$$c ./connectors/$$c || exit 1; done
@@ -25,16 +32,15 @@ run: build
 	  echo "connector $$c registered"; done
 	$(BIN)/aivis serve --data-dir $(DATA) --addr $(ADDR)
 
-test:
-	$(GO) vet ./...
+test: deps lint
 	$(GO) test -race -count=1 -timeout 15m ./...
 
 # Runs the dashboard's browser test (needs Chromium) and keeps its
 # screenshots in docs/dashboard/.
-screenshots:
+screenshots: deps
 	AIVIS_SCREENSHOTS=$(CURDIR)/docs/dashboard $(GO) test -count=1 -run '^TestDashboardInBrowser$$' ./cmd/aivis
 
-test-short:
+test-short: deps
 	$(GO) test -count=1 -short ./...
 
 bench:

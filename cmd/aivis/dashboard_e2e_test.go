@@ -34,7 +34,7 @@ import (
 
 // chromium finds the browser the dashboard tests drive (AIVIS_CHROMIUM,
 // else Debian's chromium on the PATH). Without one the tests fail: CI
-// installs it (.ci/run).
+// installs it (make deps).
 func chromium(t *testing.T) string {
 	t.Helper()
 	if p := os.Getenv("AIVIS_CHROMIUM"); p != "" {
@@ -48,7 +48,7 @@ func chromium(t *testing.T) string {
 			return p
 		}
 	}
-	t.Fatal("the dashboard's browser tests need Chromium: apt-get install -y chromium (or set AIVIS_CHROMIUM to a Chromium binary)")
+	t.Fatal("the dashboard's browser tests need Chromium: make deps installs it (or set AIVIS_CHROMIUM to a Chromium binary)")
 	return ""
 }
 

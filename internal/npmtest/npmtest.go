@@ -12,14 +12,14 @@ import (
 
 // Install returns an npm prefix holding pkg at version, installing it on
 // first use into the user's cache (never into the repository). Node.js and
-// npm are required: CI installs them (.ci/run), so their absence fails the
+// npm are required: make test installs them (make deps), so their absence fails the
 // test rather than skipping it.
 func Install(t testing.TB, pkg, version string) string {
 	t.Helper()
 	for _, tool := range []string{"node", "npm"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("%s not found: this test needs the npm package %s and so Node.js and npm "+
-				"(Debian: apt-get install nodejs npm; .ci/run does it)", tool, pkg)
+				"(make deps installs them)", tool, pkg)
 		}
 	}
 	cache, err := os.UserCacheDir()

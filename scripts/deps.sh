@@ -1,0 +1,61 @@
+#!/bin/sh
+# Installs what building or testing aivis needs beyond Go, from Debian's
+# packages. `deps.sh build`: a C compiler (the SQLite driver uses cgo).
+# `deps.sh test`: that, git, Node.js and npm (tests check aivis against the
+# Standard Webhooks library and axe-core) and Chromium (the dashboard's
+# browser tests). As root it installs what is missing; otherwise it names
+# the one command that does and fails.
+set -eu
+
+need_go="1.26"
+what="${1:-test}"
+
+# command:package pairs; libc6-dev goes with gcc.
+case "$what" in
+build) pairs="gcc:gcc cc:libc6-dev" ;;
+test) pairs="gcc:gcc cc:libc6-dev git:git node:nodejs npm:npm chromium:chromium" ;;
+*) echo "usage: $0 build|test" >&2; exit 2 ;;
+esac
+
+if ! command -v go >/dev/null 2>&1; then
+	echo "aivis needs Go $need_go or later: https://go.dev/doc/install" >&2
+	exit 1
+fi
+have_go=$(go env GOVERSION | sed 's/^go//')
+if [ "$(printf '%s\n%s\n' "$need_go" "$have_go" | sort -V | head -n 1)" != "$need_go" ]; then
+	echo "aivis needs Go $need_go or later; this is Go $have_go: https://go.dev/doc/install" >&2
+	exit 1
+fi
+
+missing=""
+for p in $pairs; do
+	cmd=${p%%:*}
+	pkg=${p#*:}
+	case "$pkg" in
+	libc6-dev) [ -e /usr/include/stdio.h ] && continue ;;
+	*) command -v "$cmd" >/dev/null 2>&1 && continue ;;
+	esac
+	# Chromium may be installed under another name or named by AIVIS_CHROMIUM.
+	if [ "$pkg" = chromium ]; then
+		[ -n "${AIVIS_CHROMIUM:-}" ] && continue
+		command -v chromium-browser >/dev/null 2>&1 && continue
+	fi
+	missing="$missing $pkg"
+done
+[ -z "$missing" ] && exit 0
+
+missing=${missing# }
+if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+	echo "make $what needs: $missing" >&2
+	if command -v apt-get >/dev/null 2>&1; then
+		echo "install them with: sudo apt-get install -y $missing" >&2
+	else
+		echo "install them with your system's package manager (Debian's package names above)" >&2
+	fi
+	exit 1
+fi
+echo "installing $missing (Debian packages)"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# shellcheck disable=SC2086 # one word per package
+apt-get install -y -qq $missing >/dev/null
