@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -54,7 +55,7 @@ type connector struct {
 }
 
 func newConnector(c *http.Client) *connector {
-	return &connector{client: c, pace: pacer{every: time.Second, next: map[string]time.Time{}}}
+	return &connector{client: c, pace: pacer{every: time.Second, next: map[slot]time.Time{}}}
 }
 
 func (c *connector) Info() sdk.Info {
@@ -112,14 +113,19 @@ func (c *connector) post(ctx context.Context, s settings, ev sdk.Event) sdk.Resu
 	a := kit.Parse(ev)
 	blocks := Blocks(a, s.DashboardURL)
 	fallback := kit.Truncate(a.Headline(), 3000)
+	// Slack takes about one message a second per channel of a workspace:
+	// wait for its turn when it is near, hand the wait back to the server
+	// when not.
+	if wait := c.pace.reserve(ctx, s.slot(), 5*time.Second); wait > 0 {
+		where := "the webhook's channel"
+		if s.WebhookURL == "" {
+			where = s.Channel
+		}
+		return sdk.RetryResult(wait, "pacing to one message a second in "+where)
+	}
 	if s.WebhookURL != "" {
 		return webhookResult(slack.PostWebhookCustomHTTPContext(ctx, s.WebhookURL, c.client,
 			&slack.WebhookMessage{Text: fallback, Blocks: &slack.Blocks{BlockSet: blocks}}))
-	}
-	// Slack takes about one message a second per channel: wait for a
-	// slot when it is near, hand the wait back to the server when not.
-	if wait := c.pace.reserve(ctx, s.Channel, 5*time.Second); wait > 0 {
-		return sdk.RetryResult(wait, "pacing to one message a second in "+s.Channel)
 	}
 	api := s.APIURL
 	if api == "" {
@@ -249,31 +255,47 @@ func webhookResult(err error) sdk.Result {
 	return apiResult(err)
 }
 
-// pacer spaces messages to one channel.
+// slot is what Slack paces: a channel of a workspace. The workspace is
+// known by the credential that reaches it (a bot token, or an incoming
+// webhook, which posts to one channel), held only as its hash so that no
+// secret lies in the pacer.
+type slot struct {
+	workspace [sha256.Size]byte
+	channel   string
+}
+
+func (s settings) slot() slot {
+	if s.WebhookURL != "" {
+		return slot{workspace: sha256.Sum256([]byte(s.WebhookURL))}
+	}
+	return slot{workspace: sha256.Sum256([]byte(s.BotToken)), channel: s.Channel}
+}
+
+// pacer spaces messages to one channel of a workspace.
 type pacer struct {
 	mu    sync.Mutex
 	every time.Duration
-	next  map[string]time.Time
+	next  map[slot]time.Time
 }
 
-// reserve takes the channel's next slot and sleeps until it, when that is
+// reserve takes the slot's next turn and sleeps until it, when that is
 // within limit; otherwise it takes nothing and returns the wait.
-func (p *pacer) reserve(ctx context.Context, channel string, limit time.Duration) time.Duration {
+func (p *pacer) reserve(ctx context.Context, at slot, limit time.Duration) time.Duration {
 	p.mu.Lock()
 	now := time.Now()
-	slot := p.next[channel]
-	if slot.Before(now) {
-		slot = now
+	turn := p.next[at]
+	if turn.Before(now) {
+		turn = now
 	}
-	wait := slot.Sub(now)
+	wait := turn.Sub(now)
 	if wait > limit {
 		p.mu.Unlock()
 		return wait
 	}
-	p.next[channel] = slot.Add(p.every)
-	for ch, t := range p.next {
+	p.next[at] = turn.Add(p.every)
+	for s, t := range p.next {
 		if t.Before(now) {
-			delete(p.next, ch)
+			delete(p.next, s)
 		}
 	}
 	p.mu.Unlock()

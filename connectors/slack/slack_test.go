@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -140,10 +141,61 @@ func TestPacing(t *testing.T) {
 	if n := len(f.Received()); n != 3 {
 		t.Fatalf("%d messages accepted", n)
 	}
-	c.pace.next["C0000OPEN"] = time.Now().Add(time.Minute)
+	c.pace.next[settings{BotToken: slackfake.Token, Channel: "C0000OPEN"}.slot()] = time.Now().Add(time.Minute)
 	rs := c.Deliver(kittest.Ctx(t), botSettings(f, "C0000OPEN"), []sdk.Event{kittest.Change("evt_x", "example.com", 1, 2, "negative")})
 	if rs[0].Outcome != sdk.Retry || rs[0].RetryAfter < 50*time.Second {
 		t.Errorf("a far slot: %+v", rs[0])
+	}
+}
+
+// TestPacingPerWorkspace: Slack paces a channel of a workspace, so two
+// workspaces posting to channels of the same name (or two webhooks) do not
+// wait for each other, while a second message to the same channel of the
+// same workspace does. The pacer spaces messages an hour apart here, so
+// that a paced message comes back at once as a retry, not after a wait.
+func TestPacingPerWorkspace(t *testing.T) {
+	f := slackfake.New()
+	defer f.Close()
+	const other = "xoxb-other-workspace"
+	f.AddWorkspace(other)
+	c := newConnector(kittest.Client())
+	c.pace.every = time.Hour
+	otherBot := json.RawMessage(fmt.Sprintf(`{"bot_token": %q, "channel": "#alerts", "api_url": %q}`, other, f.APIURL()))
+	f.SetWebhook("/services/T111/B111/OTHER", slackfake.Open)
+	for i, tc := range []struct {
+		name     string
+		settings json.RawMessage
+		want     sdk.Outcome
+	}{
+		{"first workspace, #alerts", botSettings(f, "#alerts"), sdk.Delivered},
+		{"second workspace, #alerts", otherBot, sdk.Delivered},
+		{"first workspace, another channel", botSettings(f, "C0000OPEN"), sdk.Delivered},
+		{"first workspace, #alerts again", botSettings(f, "#alerts"), sdk.Retry},
+		{"second workspace, #alerts again", otherBot, sdk.Retry},
+		{"a webhook", hookSettings(f, "/services/T000/B000/OK"), sdk.Delivered},
+		{"another webhook", hookSettings(f, "/services/T111/B111/OTHER"), sdk.Delivered},
+		{"the first webhook again", hookSettings(f, "/services/T000/B000/OK"), sdk.Retry},
+	} {
+		rs := c.Deliver(kittest.Ctx(t), tc.settings, []sdk.Event{kittest.Change(fmt.Sprint("evt_", i), "example.com", 70, 60, "positive")})
+		if rs[0].Outcome != tc.want || (tc.want == sdk.Retry && rs[0].RetryAfter < 50*time.Minute) {
+			t.Errorf("%s: %+v, want outcome %d", tc.name, rs[0], tc.want)
+		}
+	}
+	var got []string
+	for _, m := range f.Received() {
+		got = append(got, m.Token+" "+m.Channel)
+	}
+	want := []string{slackfake.Token + " #alerts", other + " #alerts", slackfake.Token + " C0000OPEN",
+		" /services/T000/B000/OK", " /services/T111/B111/OTHER"}
+	if !slices.Equal(got, want) {
+		t.Errorf("Slack received %q, want %q", got, want)
+	}
+	// The pacer knows workspaces by hashes, never by their secrets.
+	held := fmt.Sprint(c.pace.next)
+	for _, secret := range []string{slackfake.Token, other, "/services/"} {
+		if strings.Contains(held, secret) {
+			t.Errorf("the pacer keeps %q in clear: %s", secret, held)
+		}
 	}
 }
 

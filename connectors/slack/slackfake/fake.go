@@ -32,6 +32,7 @@ const (
 // Message is a message the fake accepted.
 type Message struct {
 	Via     string // "api" or "webhook"
+	Token   string // the bot token it came with (its workspace), "" by webhook
 	Channel string // the channel, or the webhook's path
 	Text    string
 	Blocks  []map[string]any
@@ -48,7 +49,8 @@ type Fake struct {
 	got      []Message
 	last     map[string]time.Time
 	// PerChannel, when set, is the least time between two messages to a
-	// channel; a faster one is answered 429 with Retry-After.
+	// channel of a workspace; a faster one is answered 429 with
+	// Retry-After.
 	PerChannel time.Duration
 }
 
@@ -60,6 +62,14 @@ func New() *Fake {
 		hooks:    map[string]string{"/services/T000/B000/OK": Open}}
 	f.Server = fakekit.New(f.handle)
 	return f
+}
+
+// AddWorkspace makes token the bot token of another workspace, with
+// channels of the same names and states as the first one's.
+func (f *Fake) AddWorkspace(token string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.tokens[token] = true
 }
 
 // SetChannel sets a channel's state (Open, Archived, NotInvited).
@@ -150,16 +160,18 @@ func (f *Fake) postMessage(w http.ResponseWriter, r *http.Request, body []byte) 
 		apiError(w, "no_text")
 	case len(text) > 40000:
 		apiError(w, "msg_too_long")
-	case f.throttled(channel):
+	case f.throttled(token + " " + channel):
 		w.Header().Set("Retry-After", fmt.Sprint(int(f.PerChannel.Seconds()+0.999)))
 		w.WriteHeader(http.StatusTooManyRequests)
 	default:
-		f.got = append(f.got, Message{Via: "api", Channel: channel, Text: text, Blocks: blocks, At: time.Now()})
+		f.got = append(f.got, Message{Via: "api", Token: token, Channel: channel, Text: text, Blocks: blocks, At: time.Now()})
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"ok":true,"channel":%q,"ts":"%d.000100"}`, channel, time.Now().Unix())
 	}
 }
 
+// throttled says whether a message to the channel (of a workspace, or a
+// webhook's) comes too soon after the last one.
 func (f *Fake) throttled(channel string) bool {
 	if f.PerChannel == 0 {
 		return false
