@@ -139,7 +139,12 @@ func Event(ev sdk.Event, prefix string) mp.Event {
 			params[k] = fmt.Sprint(v)
 		}
 	}
-	return mp.Event{Name: kit.Truncate(prefix+ev.Kind, mp.MaxNameLength), Params: params}
+	// A valid name is ASCII and may hold no ellipsis: cut it bytewise.
+	name := prefix + ev.Kind
+	if len(name) > mp.MaxNameLength {
+		name = name[:mp.MaxNameLength]
+	}
+	return mp.Event{Name: name, Params: params}
 }
 
 // payload is the request of a batch: the batch's oldest time as its
@@ -165,7 +170,7 @@ func payload(s settings, evs []sdk.Event, now time.Time) mp.Payload {
 
 // Deliver validates every event on its own, fails the ones GA4 would drop
 // (with the reason, since GA4 gives none), and sends the rest in one
-// request.
+// request, or in more where one body would reach GA4's limit.
 func (c *connector) Deliver(ctx context.Context, raw json.RawMessage, evs []sdk.Event) []sdk.Result {
 	s, f := parse(raw)
 	if len(f) > 0 {
@@ -184,18 +189,25 @@ func (c *connector) Deliver(ctx context.Context, raw json.RawMessage, evs []sdk.
 		}
 		send, idx = append(send, ev), append(idx, i)
 	}
-	if len(send) == 0 {
-		return out
-	}
-	body, _ := json.Marshal(payload(s, send, now))
-	var res sdk.Result
-	if r, err := kit.Do(ctx, c.client, http.MethodPost, s.endpoint("/mp/collect"), nil, body); err != nil {
-		res = kit.Unreachable("GA4", err)
-	} else {
-		res = kit.ByStatus(r, "GA4")
-	}
-	for _, i := range idx {
-		out[i] = res
+	for len(send) > 0 {
+		// GA4 drops a whole request past its size: halve the events
+		// until they fit (one alone does, checked above).
+		n := len(send)
+		body, _ := json.Marshal(payload(s, send, now))
+		for len(body) >= mp.MaxBody {
+			n /= 2
+			body, _ = json.Marshal(payload(s, send[:n], now))
+		}
+		var res sdk.Result
+		if r, err := kit.Do(ctx, c.client, http.MethodPost, s.endpoint("/mp/collect"), nil, body); err != nil {
+			res = kit.Unreachable("GA4", err)
+		} else {
+			res = kit.ByStatus(r, "GA4")
+		}
+		for _, i := range idx[:n] {
+			out[i] = res
+		}
+		send, idx = send[n:], idx[n:]
 	}
 	return out
 }

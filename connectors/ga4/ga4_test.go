@@ -60,6 +60,61 @@ func TestBatch(t *testing.T) {
 	}
 }
 
+// TestGA4KeepsWhatIsSent: events that reach each of GA4's limits, checked
+// by the fake on GA4's rules of its own: what the connector sends is kept
+// (nothing is dropped in silence), and what GA4 would drop fails instead
+// of being sent.
+func TestGA4KeepsWhatIsSent(t *testing.T) {
+	f := ga4fake.New()
+	defer f.Close()
+	c := &connector{client: kittest.Client()}
+	wide := map[string]any{"domain": "example.com"}
+	for i := range 40 {
+		wide[fmt.Sprintf("k%02d", i)] = strings.Repeat("€", 150)
+	}
+	for _, k := range []string{"google_id", "ga_session", "firebase_screen", "_hidden", "a-b", "p" + strings.Repeat("x", 40)} {
+		wide[k] = "left out"
+	}
+	evs := make([]sdk.Event, c.Info().MaxBatch)
+	for i := range evs {
+		evs[i] = kittest.Event(fmt.Sprint("evt_", i), "scan_completed", "example.com", wide)
+	}
+	evs[1] = kittest.Event("evt_long", "kind_"+strings.Repeat("x", 60), "example.com", nil)
+	evs[2] = kittest.Event("evt_dash", "bad-kind", "example.com", nil)
+	rs := c.Deliver(kittest.Ctx(t), settingsFor(f, ga4fake.APISecret), evs)
+	delivered := 0
+	for i, r := range rs {
+		if want := map[bool]sdk.Outcome{true: sdk.PermanentFailure, false: sdk.Delivered}[i == 2]; r.Outcome != want {
+			t.Errorf("event %d: %+v", i, r)
+		}
+		if r.Outcome == sdk.Delivered {
+			delivered++
+		}
+	}
+	if d := f.Dropped(); len(d) != 0 {
+		t.Fatalf("GA4 dropped %d events, the first for %+v", len(d), d[0].Why)
+	}
+	got := f.Received()
+	if len(got) != delivered {
+		t.Fatalf("%d events kept, %d delivered", len(got), delivered)
+	}
+	if h := got[0]; len(h.Params) != 25 || len([]rune(h.Params["k00"].(string))) != 100 || h.Params["google_id"] != nil {
+		t.Errorf("the widest event kept %d params: %+v", len(h.Params), h.Params)
+	}
+	if n := got[1].Name; len(n) != 40 {
+		t.Errorf("a long kind became %q", n)
+	}
+
+	// A prefix that makes a reserved name of a kind: refused, not sent.
+	reserved := json.RawMessage(fmt.Sprintf(`{"measurement_id": %q, "api_secret": %q, "api_url": %q, "event_prefix": "session_"}`,
+		ga4fake.MeasurementID, ga4fake.APISecret, f.URL()))
+	sent := len(f.Requests())
+	rs = c.Deliver(kittest.Ctx(t), reserved, []sdk.Event{kittest.Event("evt_r", "start", "example.com", nil)})
+	if rs[0].Outcome != sdk.PermanentFailure || len(f.Requests()) != sent {
+		t.Errorf("session_start: %+v after %d requests", rs, len(f.Requests())-sent)
+	}
+}
+
 func TestOldEventsAndAnswers(t *testing.T) {
 	f := ga4fake.New()
 	defer f.Close()
