@@ -7,15 +7,16 @@
 package host
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
@@ -111,33 +112,58 @@ var ErrChecksum = plugin.ErrChecksumsDoNotMatch
 func IsChecksum(err error) bool { return errors.Is(err, plugin.ErrChecksumsDoNotMatch) }
 
 // newLogger is an hclog.Logger that writes through slog: go-plugin's own
-// messages and every line the plugin writes to stderr.
+// records, of the host's side and of the plugin's (its transport: mutual
+// TLS, addresses, the process starting and exiting), at debug unless they
+// warn or report an error; the lines the plugin itself writes to stderr
+// (a panic, a line tagged [WARN] or [ERROR]) at the level go-plugin reads
+// from them.
 func newLogger(log *slog.Logger) hclog.Logger {
 	return hclog.New(&hclog.LoggerOptions{
 		Name:       "plugin",
-		Level:      hclog.Info,
+		Level:      hclog.Debug,
 		Output:     &slogWriter{log: log},
-		JSONFormat: false,
+		JSONFormat: true,
 	})
 }
 
-// slogWriter passes hclog's lines to slog, one record each.
+// slogWriter passes hclog's JSON records to slog, one record each.
 type slogWriter struct{ log *slog.Logger }
 
+var levels = map[string]slog.Level{"trace": slog.LevelDebug, "debug": slog.LevelDebug, "info": slog.LevelInfo,
+	"warn": slog.LevelWarn, "error": slog.LevelError}
+
 func (w *slogWriter) Write(p []byte) (int, error) {
-	for _, line := range bytes.Split(bytes.TrimRight(p, "\n"), []byte("\n")) {
-		s := string(line)
-		level := slog.LevelInfo
-		switch {
-		case strings.Contains(s, "[ERROR]"):
-			level = slog.LevelError
-		case strings.Contains(s, "[WARN]"):
-			level = slog.LevelWarn
-		case strings.Contains(s, "[DEBUG]"), strings.Contains(s, "[TRACE]"):
-			level = slog.LevelDebug
-		}
-		w.log.Log(context.Background(), level, s)
+	var rec map[string]any
+	if err := json.Unmarshal(p, &rec); err != nil {
+		w.log.Warn(strings.TrimSpace(string(p)))
+		return len(p), nil
 	}
+	level, ok := levels[fmt.Sprint(rec["@level"])]
+	if !ok {
+		level = slog.LevelInfo
+	}
+	// go-plugin's records: the host side's logger is "plugin"; the plugin
+	// side's hclog records come forwarded with their own timestamp, which
+	// the plugin's bare stderr lines lack.
+	_, forwarded := rec["timestamp"]
+	if (rec["@module"] == "plugin" || forwarded) && level < slog.LevelWarn {
+		level = slog.LevelDebug
+	}
+	if !w.log.Enabled(context.Background(), level) {
+		return len(p), nil
+	}
+	keys := make([]string, 0, len(rec))
+	for k := range rec {
+		if !strings.HasPrefix(k, "@") && k != "timestamp" {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	attrs := make([]slog.Attr, len(keys))
+	for i, k := range keys {
+		attrs[i] = slog.Any(k, rec[k])
+	}
+	w.log.LogAttrs(context.Background(), level, fmt.Sprint(rec["@message"]), attrs...)
 	return len(p), nil
 }
 

@@ -1,5 +1,6 @@
 // A connector that misbehaves on request, for the host's tests: the
-// settings' "mode" is ok, hang, garbage (wrong result count) or crash.
+// settings' "mode" is ok, hang, garbage (wrong result count), crash or
+// warn (a warning on stderr).
 // With TESTPLUGIN_NEWER set it also offers a protocol version the host
 // does not know.
 package main
@@ -7,6 +8,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"log"
 	"os"
 	"time"
 
@@ -33,6 +35,11 @@ func (bad) Deliver(ctx context.Context, raw json.RawMessage, events []sdk.Event)
 		return []sdk.Result{}
 	case "crash":
 		os.Exit(3)
+	case "warn":
+		// The log package writes to the process's stderr, which the host
+		// reads, as plugins are told to warn.
+		log.SetFlags(0)
+		log.Print("[WARN] the test plugin was asked to warn")
 	}
 	out := make([]sdk.Result, len(events))
 	for i := range out {
