@@ -223,10 +223,10 @@ func TestContentEngineSurvivesKill(t *testing.T) {
 	if st := budgetStatus(t, s, k); st.Budget.Spent != cr.Spent || st.Budget.Reserved != 0 {
 		t.Errorf("budget-status %+v", st.Budget)
 	}
-	var evs []map[string]any
-	poll(t, "content_optimized in the event log", func() bool { evs = optimizedEvents(t, s, k, cr.ID); return len(evs) > 0 })
-	time.Sleep(500 * time.Millisecond)
-	if evs = optimizedEvents(t, s, k, cr.ID); len(evs) != 1 {
+	// Its event committed with the completion; once the fan-out has
+	// handled every event committed so far, the log holds each of them.
+	s.eventsHandled(t)
+	if evs := optimizedEvents(t, s, k, cr.ID); len(evs) != 1 {
 		t.Errorf("content_optimized %d times", len(evs))
 	}
 }
@@ -241,7 +241,7 @@ func TestContentEngineCancelEndToEnd(t *testing.T) {
 	slow.Delay = 2 * time.Second
 	a := newAccount(t, dir, "professional", false)
 	k := newKey(t, dir, a.ID)
-	s := start(t, dir, "--config", contentConfig(t, dir, slow))
+	s := start(t, dir, "--config", contentConfig(t, dir, slow), "--log-level", "info")
 	cr, _ := create(t, s, keyed(k), jsonBody(client.CreateContentRequest{Domain: "acme.example", Budget: client.Dollars(1),
 		Content: defectivePage(t), TargetQueries: []string{"best widgets for home"}}))
 	poll(t, "the rewrite starts", func() bool { cr = getCR(t, s, k, cr.ID); return cr.Step != nil && *cr.Step == "rewrite" })
@@ -249,7 +249,9 @@ func TestContentEngineCancelEndToEnd(t *testing.T) {
 	if c.Status != 200 {
 		t.Fatalf("cancel: %d %s", c.Status, c.Body)
 	}
-	time.Sleep(3 * time.Second) // the engine has answered meanwhile
+	// The worker logs that it left the request once it is done with it,
+	// the engine's answer (or the call's cancellation) included.
+	poll(t, "the worker leaves the cancelled request", func() bool { return s.logged("content: request left", "request="+cr.ID) })
 	cr = getCR(t, s, k, cr.ID)
 	if cr.Status != "cancelled" || cr.Spent != client.Dollars(0.002) || cr.Reserved != 0 || string(cr.Result) != "null" {
 		t.Errorf("after the cancel: %+v", cr)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	_ "github.com/mattn/go-sqlite3"
 
 	"github.com/aivis/aivis/internal/syncbuf"
 )
@@ -300,6 +303,55 @@ func (s *server) do(t *testing.T, r req) resp {
 	}
 	validate(t, r.method, r.path, out)
 	return out
+}
+
+// logged reports whether the server logged a record with message msg and
+// the attribute attr (key=value, as the text log writes it).
+func (s *server) logged(msg, attr string) bool {
+	for _, line := range strings.Split(s.Stderr.String(), "\n") {
+		if strings.Contains(line, `msg="`+msg+`"`) && strings.Contains(line, " "+attr) {
+			return true
+		}
+	}
+	return false
+}
+
+// eventsHandled waits until the fan-out (consumer group webhooks) has
+// acknowledged every event committed before the call: it acknowledges an
+// event once the event's log entry and deliveries are committed, and the
+// bus's offset passes an event only once it and every one before it are
+// acknowledged.
+func (s *server) eventsHandled(t *testing.T) {
+	t.Helper()
+	db, err := sql.Open("sqlite3", "file:"+filepath.Join(s.DataDir, "aivis.db")+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	last := map[string]int64{}
+	rows, err := db.Query(`SELECT topic, max(seq) FROM bus_messages GROUP BY topic`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var topic string
+		var seq int64
+		if err := rows.Scan(&topic, &seq); err != nil {
+			t.Fatal(err)
+		}
+		last[topic] = seq
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	rows.Close()
+	for topic, seq := range last {
+		waitFor(t, "the fan-out past the events of "+topic, func() bool {
+			var acked int64
+			err := db.QueryRow(`SELECT acked FROM bus_offsets WHERE consumer_group = 'webhooks' AND topic = ?`, topic).Scan(&acked)
+			return err == nil && acked >= seq
+		})
+	}
 }
 
 // keyed and bearer build the headers of each interface.

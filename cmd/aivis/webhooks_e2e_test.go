@@ -68,6 +68,13 @@ func (h *hookReceiver) kinds() []string {
 	return out
 }
 
+// got reports whether an event was delivered (webhook-id is its id).
+func (h *hookReceiver) got(eventID string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.ids[eventID] > 0
+}
+
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
@@ -77,6 +84,42 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// recordEvent records a reading that changes the score and returns its
+// event's id.
+func recordEvent(t *testing.T, s *server, k key, body string) string {
+	t.Helper()
+	var rec client.RecordedReading
+	r := s.do(t, req{method: "POST", path: "/v1/visibility", header: bearer(k), body: body})
+	r.decode(t, &rec)
+	if r.Status != 201 || rec.EventID == nil {
+		t.Fatalf("record %s: %d %s", body, r.Status, r.Body)
+	}
+	return *rec.EventID
+}
+
+// fannedOut waits until the fan-out has handled an event: it logs the
+// event (GET /v1/events) in the transaction that adds the event's
+// deliveries, so from then on the deliveries it made are all listed.
+func fannedOut(t *testing.T, s *server, k key, eventID string) {
+	t.Helper()
+	waitFor(t, "event "+eventID+" handled by the fan-out", func() bool {
+		return strings.Contains(string(s.do(t, req{method: "GET", path: "/v1/events?limit=100", header: bearer(k)}).Body), `"id":"`+eventID+`"`)
+	})
+}
+
+// deliveredTo reports whether a webhook has a delivery of an event.
+func deliveredTo(t *testing.T, s *server, k key, webhookID, eventID string) bool {
+	t.Helper()
+	var page client.List[client.Delivery]
+	s.do(t, req{method: "GET", path: "/v1/webhooks/" + webhookID + "/deliveries?limit=100", header: bearer(k)}).decode(t, &page)
+	for _, d := range page.Items {
+		if d.EventID == eventID {
+			return true
+		}
+	}
+	return false
 }
 
 func jsonBody(v any) string {
@@ -199,12 +242,12 @@ func TestWebhooksEndToEnd(t *testing.T) {
 	if r.Status != 200 || !strings.Contains(string(r.Body), `"min_score_change":10`) {
 		t.Fatalf("patch: %d %s", r.Status, r.Body)
 	}
-	s.do(t, req{method: "POST", path: "/v1/visibility", header: bearer(k), body: score(75)})
-	s.do(t, req{method: "POST", path: "/v1/visibility", header: bearer(k), body: score(95)})
-	waitFor(t, "only the 20-point change", func() bool { return len(rc.kinds()) == 7 })
-	time.Sleep(300 * time.Millisecond)
-	if n := len(rc.kinds()); n != 7 {
-		t.Fatalf("%d deliveries; the 5-point change should not have been sent", n)
+	small := recordEvent(t, s, k, score(75))
+	big := recordEvent(t, s, k, score(95))
+	waitFor(t, "the 20-point change", func() bool { return rc.got(big) })
+	fannedOut(t, s, k, small)
+	if deliveredTo(t, s, k, wh.ID, small) || len(rc.kinds()) != 7 {
+		t.Fatalf("the 5-point change %s was sent (%d deliveries)", small, len(rc.kinds()))
 	}
 
 	// Failures, then replay of the failed range once the endpoint is back.
@@ -222,11 +265,11 @@ func TestWebhooksEndToEnd(t *testing.T) {
 	if r.Status != 201 || cwh.ClientID == nil || *cwh.ClientID != cl.ID {
 		t.Fatalf("client webhook: %d %s", r.Status, r.Body)
 	}
-	s.do(t, req{method: "POST", path: "/v1/visibility", header: bearer(ck), body: score(10)})
-	waitFor(t, "the client's event at the client's webhook", func() bool { return len(crc.kinds()) == 2 })
-	time.Sleep(300 * time.Millisecond)
-	if n := len(rc.kinds()); n != 7 {
-		t.Fatalf("the account's webhook got a client's event (%d deliveries)", n)
+	clientEvent := recordEvent(t, s, ck, score(10))
+	waitFor(t, "the client's event at the client's webhook", func() bool { return crc.got(clientEvent) })
+	fannedOut(t, s, k, clientEvent)
+	if deliveredTo(t, s, k, wh.ID, clientEvent) || len(rc.kinds()) != 7 {
+		t.Fatalf("the account's webhook got the client's event %s (%d deliveries)", clientEvent, len(rc.kinds()))
 	}
 	r = s.do(t, req{method: "GET", path: "/v1/webhooks/" + wh.ID, header: bearer(ck)})
 	if r.Status != 404 {

@@ -451,9 +451,14 @@ func TestEngineCancelDuringProcessing(t *testing.T) {
 	if cancelled.Status != client.StatusCancelled || cancelled.Spent != base {
 		t.Fatalf("cancel: %s, spent %d", cancelled.Status, cancelled.Spent)
 	}
-	// The worker notices and leaves it: nothing more is charged, the
-	// request never completes.
-	time.Sleep(4 * time.Second)
+	// The worker notices and leaves it, and says so once it is done with
+	// it: nothing more is charged, the request never completes.
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(logged.String(), `msg="content: request left" request=`+cr.ID); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the worker did not leave the cancelled request in 10 s: %s", logged.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	cur, err := e.svc.Get(ctx, e.starter, cr.ID)
 	must(t, err)
 	if cur.Status != client.StatusCancelled || cur.Spent != base || cur.Result != nil {

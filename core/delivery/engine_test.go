@@ -229,7 +229,7 @@ func TestDeliversSignedEvents(t *testing.T) {
 	if e.reading(t, "example.com", 55) != nil {
 		t.Error("an unchanged reading emitted an event")
 	}
-	e.reading(t, "other.example", 10) // another domain: not this webhook's
+	other := e.reading(t, "other.example", 10) // another domain: not this webhook's
 	eventually(t, "two events delivered", func() bool { return len(rc.events()) == 2 })
 	got := rc.events() // deliveries run concurrently: in any order
 	if got[0].ID == second.ID {
@@ -249,6 +249,12 @@ func TestDeliversSignedEvents(t *testing.T) {
 	if rc.bad != 0 {
 		t.Errorf("%d deliveries failed verification", rc.bad)
 	}
+	// The fan-out logs an event in the transaction of its deliveries:
+	// once the other domain's is logged, its deliveries are all listed.
+	eventually(t, "the other domain's event handled", func() bool {
+		evs, err := e.db.RecentEvents(ctx, store.EventFilter{AccountID: "acct_1", Event: events.VisibilityChange, Limit: 10})
+		return err == nil && slices.ContainsFunc(evs, func(l store.LoggedEvent) bool { return l.ID == other.ID })
+	})
 	eventually(t, "deliveries recorded as succeeded", func() bool {
 		n := 0
 		for _, d := range deliveries(t, e, w.ID) {
@@ -258,9 +264,13 @@ func TestDeliversSignedEvents(t *testing.T) {
 		}
 		return n == 3 // the setup test and the two changes
 	})
-	time.Sleep(100 * time.Millisecond)
-	if n := len(rc.events()); n != 2 {
-		t.Errorf("%d deliveries, want 2", n)
+	if ds := deliveries(t, e, w.ID); len(ds) != 3 {
+		t.Errorf("%d deliveries, want 3: the other domain's event was given one", len(ds))
+	}
+	// Run returns once every attempt has ended: nothing can arrive after.
+	e.stop()
+	if n, r := len(rc.events()), rc.requests.Load(); n != 2 || r != 3 {
+		t.Errorf("%d deliveries in %d requests, want 2 in 3 (and the setup test)", n, r)
 	}
 }
 

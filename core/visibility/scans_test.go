@@ -23,12 +23,16 @@ type fakeScanner struct {
 	scores  map[string]int
 	failing map[string]int // attempts left to fail
 	calls   map[string]int
-	hold    chan struct{} // nil: answer at once
+	first   map[string]time.Time // when each domain was first scanned
+	hold    chan struct{}        // nil: answer at once
 }
 
 func (f *fakeScanner) Scan(ctx context.Context, d store.MonitoredDomain) (visibility.Outcome, error) {
 	f.mu.Lock()
 	f.calls[d.Domain]++
+	if _, ok := f.first[d.Domain]; !ok && f.first != nil {
+		f.first[d.Domain] = time.Now()
+	}
 	hold := f.hold
 	f.mu.Unlock()
 	if hold != nil {
@@ -150,10 +154,16 @@ func TestScanQueue(t *testing.T) {
 		rd, err := fx.db.LatestReading(ctx, store.ReadingFilter{AccountID: fx.p.AccountID(), Domain: "flaky.com"})
 		return err == nil && rd.VisibilityScore == 30
 	})
-	eventually("broken.com given up after 3 attempts", func() bool { return f.count("broken.com") == 3 })
-	time.Sleep(100 * time.Millisecond)
+	// Once the scan is failed for good no worker can take it again, so
+	// the attempts made are all there will be.
+	_, r := fx.db.Pools()
+	eventually("broken.com given up", func() bool {
+		var failed bool
+		err := r.QueryRow(`SELECT status = ? FROM scans WHERE domain = 'broken.com'`, store.ScanFailed).Scan(&failed)
+		return err == nil && failed
+	})
 	if n := f.count("broken.com"); n != 3 {
-		t.Fatalf("broken.com attempted %d times", n)
+		t.Fatalf("broken.com attempted %d times, want 3", n)
 	}
 	if f.count("example.com") != 1 {
 		t.Fatalf("example.com scanned %d times: the scheduled scan did not join the queued one", f.count("example.com"))
@@ -190,7 +200,7 @@ func published(t *testing.T, db *sqlite.DB) []string {
 // is taken again once its lease ends; one running at shutdown is handed
 // back to the queue.
 func TestScanResumesAfterACrash(t *testing.T) {
-	f := &fakeScanner{scores: map[string]int{"example.com": 42}, failing: map[string]int{}, calls: map[string]int{}}
+	f := &fakeScanner{scores: map[string]int{"example.com": 42}, failing: map[string]int{}, calls: map[string]int{}, first: map[string]time.Time{}}
 	fx := newScanFixture(t, f)
 	md, err := fx.domains.Create(ctx, fx.p, client.CreateDomain{Domain: "example.com"})
 	if err != nil {
@@ -203,13 +213,15 @@ func TestScanResumesAfterACrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	fx.start()
-	time.Sleep(100 * time.Millisecond)
-	if f.count("example.com") != 0 {
-		t.Fatal("a scan was taken while another process held its lease")
-	}
 	sc := fx.wait(t, orphan.ID, store.ScanCompleted)
-	if sc.Attempts != 2 {
-		t.Fatalf("attempts %d, want 2", sc.Attempts)
+	if sc.Attempts != 2 || f.count("example.com") != 1 {
+		t.Fatalf("attempts %d, scanned %d times; want 2 attempts, scanned once", sc.Attempts, f.count("example.com"))
+	}
+	f.mu.Lock()
+	taken := f.first["example.com"]
+	f.mu.Unlock()
+	if taken.Before(orphan.LeaseUntil) {
+		t.Fatalf("the scan was taken at %v, %v before the other process's lease ended", taken, orphan.LeaseUntil.Sub(taken))
 	}
 
 	// Shutdown in the middle of a scan: it is queued again, not lost.
