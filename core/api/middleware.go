@@ -153,17 +153,21 @@ func (s *Server) RequireHTTPS() http.Handler {
 	}))
 }
 
-// authenticate checks credentials on one interface. A client address that
-// failed too often is refused before its credentials are looked at.
+// authenticate checks credentials on one interface. Failures are limited
+// per client address; a key of an account refused as revoked or expired
+// is no guess, and counts against that key instead, so that a stale client
+// behind a shared address cannot lock its neighbours out. An address out
+// of failures is refused before its credentials are looked at. Otherwise
+// the attempt is decided by one atomic step of the guard once they are
+// checked (the lookup is cheap, and valid credentials may arrive many at
+// once), so that guesses sent at once are never answered past the limit.
 func (s *Server) authenticate(withSecret bool) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			now := s.now()
-			addr := s.clientAddr(r)
-			remaining, reset, err := s.guard.Check(addr, now)
-			if err != nil {
-				s.guardHeaders(w, remaining, reset, now)
-				writeError(w, r, s.log, err)
+			addr := limits.AddrSubject(s.clientAddr(r))
+			if t := s.guard.Peek(addr, now); !t.Allowed {
+				s.refuse(w, r, t, addrPolicy, nil, "")
 				return
 			}
 			var key, secret string
@@ -177,20 +181,47 @@ func (s *Server) authenticate(withSecret bool) func(http.Handler) http.Handler {
 				key = strings.TrimSpace(token)
 			}
 			p, err := s.auth.Authenticate(r.Context(), key, secret, withSecret)
-			if err != nil {
-				if fe, ok := fault.As(err); ok && fe.Code.Status() == http.StatusUnauthorized {
-					remaining = s.guard.Fail(addr, now)
+			fe, _ := fault.As(err)
+			switch {
+			case err == nil:
+				if t := s.guard.Peek(addr, now); !t.Allowed {
+					s.refuse(w, r, t, addrPolicy, nil, "")
+					return
 				}
-				s.guardHeaders(w, remaining, reset, now)
-				if fe, ok := fault.As(err); ok && fe.Code.Status() == http.StatusUnauthorized {
-					w.Header().Set("WWW-Authenticate", challenge(withSecret, key != ""))
-				}
+				next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyPrincipal, p)))
+			case fe != nil && (fe.Code == fault.KeyRevoked || fe.Code == fault.KeyExpired):
+				s.refuse(w, r, s.guard.Take(limits.KeySubject(key), now), keyPolicy, err, challenge(withSecret, true))
+			case fe != nil && fe.Code.Status() == http.StatusUnauthorized:
+				s.refuse(w, r, s.guard.Take(addr, now), addrPolicy, err, challenge(withSecret, key != ""))
+			default:
 				writeError(w, r, s.log, err)
-				return
 			}
-			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyPrincipal, p)))
 		})
 	}
+}
+
+// The names of the guard's limits in the RateLimit headers.
+const (
+	addrPolicy = "auth-failures"
+	keyPolicy  = "key-failures"
+)
+
+// refuse answers a failed authentication: err, a 401 with its challenge,
+// when the guard took its failure (t.Allowed), else the guard's 429. The
+// rate-limit headers report the window it was counted against.
+func (s *Server) refuse(w http.ResponseWriter, r *http.Request, t limits.Tally, policy string, err error, wwwAuth string) {
+	h := w.Header()
+	h.Set("X-RateLimit-Limit", strconv.Itoa(t.Limit))
+	h.Set("X-RateLimit-Remaining", strconv.Itoa(t.Remaining()))
+	h.Set("X-RateLimit-Reset", strconv.FormatInt(t.Reset, 10))
+	h.Set("RateLimit-Policy", fmt.Sprintf(`"%s";q=%d;w=%d`, policy, t.Limit, t.Reset-t.Start))
+	h.Set("RateLimit", fmt.Sprintf(`"%s";r=%d;t=%d`, policy, t.Remaining(), max(t.Reset-t.Now.Unix(), 0)))
+	if !t.Allowed {
+		err = t.Err()
+	} else {
+		h.Set("WWW-Authenticate", wwwAuth)
+	}
+	writeError(w, r, s.log, err)
 }
 
 // challenge is the WWW-Authenticate value of a 401 (RFC 9110 section
@@ -204,16 +235,6 @@ func challenge(withSecret, sent bool) string {
 		return `Bearer realm="aivis", error="invalid_token"`
 	}
 	return `Bearer realm="aivis"`
-}
-
-func (s *Server) guardHeaders(w http.ResponseWriter, remaining int, reset int64, now time.Time) {
-	h := w.Header()
-	limit := s.guard.Limit()
-	h.Set("X-RateLimit-Limit", strconv.Itoa(limit))
-	h.Set("X-RateLimit-Remaining", strconv.Itoa(remaining))
-	h.Set("X-RateLimit-Reset", strconv.FormatInt(reset, 10))
-	h.Set("RateLimit-Policy", fmt.Sprintf(`"auth-failures";q=%d;w=60`, limit))
-	h.Set("RateLimit", fmt.Sprintf(`"auth-failures";r=%d;t=%d`, remaining, max(reset-now.Unix(), 0)))
 }
 
 var policyNames = [3]string{"minute", "hour", "day"}

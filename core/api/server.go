@@ -41,9 +41,12 @@ type Deps struct {
 	Auth    *auth.Service
 	Content *content.Service
 	Counter limits.Counter
-	Guard   *limits.AuthGuard
-	Log     *slog.Logger
-	Now     func() time.Time
+	// Guard counts failed authentications per client address, and the
+	// refusals of each revoked or expired key (shared with the
+	// dashboard's sign-in).
+	Guard limits.Guard
+	Log   *slog.Logger
+	Now   func() time.Time
 	// Readings records visibility readings; Webhooks manages webhooks and
 	// connections.
 	Readings *visibility.Recorder
@@ -72,7 +75,7 @@ type Server struct {
 	connections *delivery.Service
 	hub         *hub.Hub
 	counter     limits.Counter
-	guard       *limits.AuthGuard
+	guard       limits.Guard
 	log         *slog.Logger
 	now         func() time.Time
 	router      chi.Router

@@ -196,7 +196,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 	}
 
 	domainsSvc := &visibility.Domains{Store: svc.Store, Now: time.Now}
-	guard := limits.NewAuthGuard(cfg.AuthFailuresPerMinute)
+	guard := limits.NewAuthGuard(cfg.AuthFailuresPerMinute, time.Minute)
 	dash, err := dashboard.New(dashboard.Deps{Store: svc.Store, People: svc.People, Auth: svc.Auth, Accounts: svc.Accounts,
 		Counter: counter, Webhooks: webhooks, Hub: connectors, Domains: domainsSvc, Scans: scans, Content: svc.Content, Guard: guard, PublicURL: cfg.PublicURL, Log: log})
 	if err != nil {

@@ -9,7 +9,9 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -71,11 +73,98 @@ func TestSignInFailuresLimitedPerEmail(t *testing.T) {
 	if p, _ := signIn(1, "dev@example.com", password); p.status != http.StatusSeeOther {
 		t.Errorf("another user from an address that failed once: %d, want 303", p.status)
 	}
-	later := now.Add(16 * time.Minute)
+	later := now.Add(15 * time.Minute)
 	e.frozen.Store(&later)
 	if p, _ := signIn(52, "owner@example.com", password); p.status != http.StatusSeeOther {
 		t.Errorf("the right password after the window: %d, want 303", p.status)
 	}
+}
+
+// TestSignInGuessesAtOnceAnsweredUpToTheLimit: 64 wrong sign-ins sent at
+// once are checked only up to the limit of each guard, the others refused
+// with 429 before their password is hashed, and the right password is
+// refused afterwards: from one address (5 a minute), and for one email
+// address from 64 client addresses (10 a quarter hour).
+func TestSignInGuessesAtOnceAnsweredUpToTheLimit(t *testing.T) {
+	const n = 64
+	for _, tc := range []struct {
+		name  string
+		limit int
+		from  func(i int) (email, client string)
+	}{
+		{"one address", 5, func(i int) (string, string) { return fmt.Sprintf("guess%d@example.com", i), "10.1.0.1" }},
+		{"one email address", 10, func(i int) (string, string) { return "owner@example.com", fmt.Sprintf("10.2.0.%d", i) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			now := time.Now()
+			e.frozen.Store(&now)
+			e.owner("owner@example.com", false)
+			var mu sync.Mutex
+			got := map[int]int{}
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for i := range n {
+				c := e.browser()
+				tok := csrf(t, e.get(c, "/signin"))
+				wg.Go(func() {
+					email, client := tc.from(i)
+					<-start
+					p := e.post(c, "/signin", url.Values{"csrf": {tok}, "email": {email}, "password": {"not the password"}}, "X-Test-Client", client)
+					mu.Lock()
+					got[p.status]++
+					mu.Unlock()
+				})
+			}
+			close(start)
+			wg.Wait()
+			if got[http.StatusUnauthorized] != tc.limit || got[http.StatusTooManyRequests] != n-tc.limit {
+				t.Fatalf("answers %v to %d wrong sign-ins at once; want %d 401 and %d 429", got, n, tc.limit, n-tc.limit)
+			}
+			_, client := tc.from(0)
+			c := e.browser()
+			p := e.post(c, "/signin", url.Values{"csrf": {csrf(t, e.get(c, "/signin"))}, "email": {"owner@example.com"}, "password": {password}},
+				"X-Test-Client", client)
+			if p.status != http.StatusTooManyRequests || sessionCookie(c, e.srv.URL) != "" {
+				t.Fatalf("the right password after them: %d, want 429 and no session", p.status)
+			}
+		})
+	}
+}
+
+// TestEmailGuardKeepsNoEmail: the guard per email address keeps a fixed
+// size per address, however long the address typed: failed sign-ins with
+// addresses of 60 KB each leave no trace of that size in memory.
+func TestEmailGuardKeepsNoEmail(t *testing.T) {
+	const n, size = 16, 60 << 10
+	e := newEnv(t)
+	fail := func(i int) {
+		c := e.browser()
+		email := fmt.Sprintf("%d%s@example.com", i, strings.Repeat("a", size))
+		p := e.post(c, "/signin", url.Values{"csrf": {csrf(t, e.get(c, "/signin"))}, "email": {email}, "password": {"not the password"}},
+			"X-Test-Client", fmt.Sprintf("10.3.%d.%d", i/200, i%200))
+		if p.status != http.StatusUnauthorized {
+			t.Fatalf("sign-in %d: %d, want 401", i, p.status)
+		}
+	}
+	fail(-1) // the first sign-in makes what every later one shares
+	before := liveHeap()
+	for i := range n {
+		fail(i)
+	}
+	if grown := liveHeap() - before; grown > n*size/2 {
+		t.Fatalf("%d failed sign-ins with %d-byte addresses left %d bytes more in use; the addresses themselves are %d", n, size, grown, n*size)
+	}
+}
+
+// liveHeap is the heap in use after a collection (two: what finalizers
+// of the first release goes in the second).
+func liveHeap() int64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
 }
 
 func mustUser(t *testing.T, e *env, email string) store.User {

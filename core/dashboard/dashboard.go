@@ -76,7 +76,7 @@ type Deps struct {
 	Content  *content.Service
 	// Guard limits failed sign-ins per client address (the API's guard
 	// of failed authentications, shared).
-	Guard *limits.AuthGuard
+	Guard limits.Guard
 	// ClientAddr is the client's address behind trusted proxies (default:
 	// the peer's).
 	ClientAddr func(*http.Request) netip.Addr
@@ -91,7 +91,7 @@ type Deps struct {
 type Dashboard struct {
 	Deps
 	connections *delivery.Service
-	emails      emailGuard
+	emails      limits.Guard // failed sign-ins per email address
 	pages       map[string]*template.Template
 	router      chi.Router
 }
@@ -107,7 +107,7 @@ func New(d Deps) (*Dashboard, error) {
 	if d.ClientAddr == nil {
 		d.ClientAddr = remoteAddr
 	}
-	s := &Dashboard{Deps: d}
+	s := &Dashboard{Deps: d, emails: limits.NewAuthGuard(emailFailures, emailFailureWindow)}
 	if d.Webhooks != nil {
 		s.connections = d.Webhooks.Connections()
 	}

@@ -1,71 +1,53 @@
 package dashboard
 
 import (
-	"strings"
-	"sync"
 	"time"
+
+	"github.com/aivis/aivis/core/limits"
 )
 
 // Failed sign-ins allowed per email address in a window, from any client
 // address: the guard per client address alone lets many addresses try
-// passwords against one user.
+// passwords against one user. They are counted whether the address has a
+// user or not, so that the answer tells nothing about who signs in.
 const (
 	emailFailures      = 10
 	emailFailureWindow = 15 * time.Minute
-	emailGuardSize     = 100_000
 )
 
-// emailGuard counts failed sign-ins per email address (known or not, so
-// that its answer tells nothing about which addresses sign in).
-type emailGuard struct {
-	mu sync.Mutex
-	m  map[string]*emailCount
+// claim is a failure of a subject taken from a guard for one attempt at a
+// password.
+type claim struct {
+	guard   limits.Guard // nil: none
+	subject limits.Subject
+	tally   limits.Tally
 }
 
-type emailCount struct {
-	n     int
-	start time.Time
-}
-
-func (g *emailGuard) key(email string) string { return strings.ToLower(strings.TrimSpace(email)) }
-
-// blocked reports whether email has used its failures in this window.
-func (g *emailGuard) blocked(email string, now time.Time) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	c, ok := g.m[g.key(email)]
-	return ok && now.Sub(c.start) < emailFailureWindow && c.n >= emailFailures
-}
-
-// fail counts a failure of email.
-func (g *emailGuard) fail(email string, now time.Time) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.m == nil {
-		g.m = map[string]*emailCount{}
-	}
-	k := g.key(email)
-	c, ok := g.m[k]
-	if !ok || now.Sub(c.start) >= emailFailureWindow {
-		if len(g.m) >= emailGuardSize {
-			for k, c := range g.m {
-				if now.Sub(c.start) >= emailFailureWindow {
-					delete(g.m, k)
-				}
-			}
-			if len(g.m) >= emailGuardSize {
-				return // full of live windows: the per-address guard still holds
-			}
+// takeFailures counts a failure of each subject before the password is
+// checked, each in one atomic step, so that concurrent guesses never pass
+// a guard's limit (argon2id is costly: guesses past it are not even
+// hashed). A refusal gives back the failures already taken and is the
+// guard's 429.
+func takeFailures(now time.Time, cs ...claim) ([]claim, error) {
+	for i := range cs {
+		if cs[i].guard == nil {
+			continue
 		}
-		c = &emailCount{start: now}
-		g.m[k] = c
+		cs[i].tally = cs[i].guard.Take(cs[i].subject, now)
+		if err := cs[i].tally.Err(); err != nil {
+			giveBack(cs[:i])
+			return nil, err
+		}
 	}
-	c.n++
+	return cs, nil
 }
 
-// succeed forgets the failures of email.
-func (g *emailGuard) succeed(email string) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	delete(g.m, g.key(email))
+// giveBack returns the failures taken for an attempt that was no failure:
+// the password was right, or was never checked.
+func giveBack(cs []claim) {
+	for _, c := range cs {
+		if c.guard != nil {
+			c.guard.Give(c.subject, c.tally)
+		}
+	}
 }

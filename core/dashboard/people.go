@@ -60,37 +60,23 @@ func remoteAddr(r *http.Request) netip.Addr {
 
 func (s *Dashboard) signIn(w http.ResponseWriter, r *http.Request) {
 	email, next := r.PostFormValue("email"), safeNext(r.PostFormValue("next"))
-	addr, now := s.ClientAddr(r), s.Now()
-	if s.Guard != nil {
-		if _, _, err := s.Guard.Check(addr, now); err != nil {
-			p, status := s.problemOf(r, err)
-			s.render(w, r, status, "signin", page{Title: "Sign in", Problem: p, D: signInData{Email: email, Next: next}})
-			return
-		}
-	}
-	if s.emails.blocked(email, now) {
-		s.render(w, r, http.StatusTooManyRequests, "signin", page{Title: "Sign in",
-			Problem: &problem{Message: "Too many failed sign-ins for this address. Try again in 15 minutes."}, D: signInData{Email: email, Next: next}})
-		return
-	}
-	in, err := s.People.SignIn(r.Context(), email, r.PostFormValue("password"))
-	if err != nil {
-		status := http.StatusUnauthorized
-		msg := "The email or password is wrong."
-		if errors.Is(err, people.ErrSignIn) {
-			s.emails.fail(email, now)
-			if s.Guard != nil {
-				s.Guard.Fail(addr, now)
-			}
-		}
+	taken, err := takeFailures(s.Now(), claim{guard: s.Guard, subject: limits.AddrSubject(s.ClientAddr(r))},
+		claim{guard: s.emails, subject: limits.EmailSubject(email)})
+	var in people.SignedIn
+	if err == nil {
+		in, err = s.People.SignIn(r.Context(), email, r.PostFormValue("password"))
 		if !errors.Is(err, people.ErrSignIn) {
-			s.Log.Error("dashboard: sign in", "err", err)
-			status, msg = http.StatusInternalServerError, "Something went wrong on our side. Try again."
+			giveBack(taken)
 		}
-		s.render(w, r, status, "signin", page{Title: "Sign in", Problem: &problem{Message: msg}, D: signInData{Email: email, Next: next}})
+	}
+	if err != nil {
+		p, status := &problem{Message: "The email or password is wrong."}, http.StatusUnauthorized
+		if !errors.Is(err, people.ErrSignIn) {
+			p, status = s.problemOf(r, err)
+		}
+		s.render(w, r, status, "signin", page{Title: "Sign in", Problem: p, D: signInData{Email: email, Next: next}})
 		return
 	}
-	s.emails.succeed(email)
 	// A session the browser had before is ended: the new one has its own
 	// token (no fixation).
 	if v := viewerOf(r); v != nil {
@@ -181,16 +167,14 @@ func (s *Dashboard) changePassword(w http.ResponseWriter, r *http.Request) {
 	}
 	// Wrong current passwords count with failed sign-ins: a stolen session
 	// is no way to guess the password without limit.
-	now := s.Now()
-	if s.emails.blocked(v.User.Email, now) {
-		s.render(w, r, http.StatusTooManyRequests, "account", page{Title: "Your account", Nav: "account",
-			Problem: &problem{Message: "Too many wrong passwords for this address. Try again in 15 minutes."}})
-		return
-	}
-	if err := s.People.ChangePassword(r.Context(), v.User, v.Token, r.PostFormValue("current_password"), next); err != nil {
-		if fe, ok := fault.As(err); ok && slices.ContainsFunc(fe.Details, func(d fault.FieldError) bool { return d.Field == "current_password" }) {
-			s.emails.fail(v.User.Email, now)
+	taken, err := takeFailures(s.Now(), claim{guard: s.emails, subject: limits.EmailSubject(v.User.Email)})
+	if err == nil {
+		err = s.People.ChangePassword(r.Context(), v.User, v.Token, r.PostFormValue("current_password"), next)
+		if fe, ok := fault.As(err); !ok || !slices.ContainsFunc(fe.Details, func(d fault.FieldError) bool { return d.Field == "current_password" }) {
+			giveBack(taken)
 		}
+	}
+	if err != nil {
 		p, status := s.problemOf(r, err)
 		s.render(w, r, status, "account", page{Title: "Your account", Nav: "account", Problem: p})
 		return

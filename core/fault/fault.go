@@ -95,6 +95,16 @@ func New(code Code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
+// Wait returns an error of a code answered with 429, asking the client to
+// wait retryAfter whole seconds (at least 1) before it tries again. The
+// message ends with the same wait, as every 429's does (service spec
+// section 7).
+func Wait(code Code, retryAfter int, format string, args ...any) *Error {
+	retryAfter = max(retryAfter, 1)
+	return &Error{Code: code, RetryAfter: retryAfter,
+		Message: fmt.Sprintf(format, args...) + fmt.Sprintf("; retry after %d seconds", retryAfter)}
+}
+
 // Invalid returns a VALIDATION_ERROR listing the fields at fault.
 func Invalid(details ...FieldError) *Error {
 	msg := "the request is invalid"

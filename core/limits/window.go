@@ -1,7 +1,6 @@
 package limits
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/aivis/aivis/core/fault"
@@ -70,7 +69,5 @@ func (d Decision) Err() error {
 			w = i
 		}
 	}
-	ra := d.RetryAfter()
-	return &fault.Error{Code: fault.RateLimitExceeded, RetryAfter: ra,
-		Message: fmt.Sprintf("rate limit of %d requests per %s exceeded; retry after %d seconds", d.Limit[w], windowNames[w], ra)}
+	return fault.Wait(fault.RateLimitExceeded, d.RetryAfter(), "rate limit of %d requests per %s exceeded", d.Limit[w], windowNames[w])
 }
