@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -265,5 +266,93 @@ func TestRevokedKeyCountsAgainstItself(t *testing.T) {
 	if ans.status != http.StatusUnauthorized || ans.header.Get("X-RateLimit-Remaining") != strconv.Itoa(limit-1) {
 		t.Fatalf("a wrong secret from the same address: %d, X-RateLimit-Remaining %s; want 401 and %d",
 			ans.status, ans.header.Get("X-RateLimit-Remaining"), limit-1)
+	}
+}
+
+// TestEvery429CarriesItsWait: every code answered with 429 is sent, from
+// every place that sends it, with retry_after, Retry-After and a message
+// naming the same wait.
+func TestEvery429CarriesItsWait(t *testing.T) {
+	const limit = 3
+	a := newTLSApp(t, func() time.Time { return fuzzBase }, limit, nil)
+	ctx := context.Background()
+	starter := func(id string) string {
+		mustTB(t, a.db.CreateAccount(ctx, store.Account{ID: id, Name: id, Tier: "starter", Type: store.AccountStandard, CreatedAt: fuzzBase}))
+		name := strings.ReplaceAll(id, "_", "")
+		key, secret := fixedKey("K"+name), fixedSecret("S"+name)
+		mustTB(t, a.db.CreateKey(ctx, store.Key{ID: "key_" + id, AccountID: id, Name: id, KeyHash: auth.Hash(key), SecretHash: auth.Hash(secret),
+			Hint: auth.Hint(key), Scopes: auth.Scopes, CreatedAt: fuzzBase}))
+		return key + " " + secret
+	}
+	creds := func(s string) map[string]string { k, sec, _ := strings.Cut(s, " "); return keyAndSecret(k, sec) }
+	bs := "/api/v1/ai/budget-status"
+	// Each sends requests until the last is the 429 of its code; the
+	// address's failures come last, as they block the address (and so
+	// would a revoked key's, were they counted against it).
+	senders := []struct {
+		code fault.Code
+		what string
+		send func() answer
+	}{
+		{fault.RateLimitExceeded, "the account's minute", func() answer {
+			h := creds(starter("acct_windows"))
+			for range 60 {
+				if ans := a.call(t, http.MethodGet, bs, h, ""); ans.status != http.StatusOK {
+					t.Fatalf("a request within the minute's 60: %d %s", ans.status, ans.err.Message)
+				}
+			}
+			return a.call(t, http.MethodGet, bs, h, "")
+		}},
+		{fault.ActiveRequestLimit, "the tier's active requests", func() answer {
+			h := creds(starter("acct_active"))
+			for range 5 {
+				if ans := a.call(t, http.MethodPost, "/api/v1/ai/content-requests", h, `{"domain":"example.com","budget":1}`); ans.status != http.StatusCreated {
+					t.Fatalf("creating an active request: %d %s", ans.status, ans.err.Message)
+				}
+			}
+			return a.call(t, http.MethodPost, "/api/v1/ai/content-requests", h, `{"domain":"example.com","budget":1}`)
+		}},
+		{fault.RateLimitExceeded, "a revoked key's refusals", func() answer {
+			for range limit {
+				if ans := a.call(t, http.MethodGet, bs, keyAndSecret(fuzzRevokedKey, fuzzRevokedSecret), ""); ans.err.Code != string(fault.KeyRevoked) {
+					t.Fatalf("a revoked key within its limit: %d %s", ans.status, ans.err.Message)
+				}
+			}
+			return a.call(t, http.MethodGet, bs, keyAndSecret(fuzzRevokedKey, fuzzRevokedSecret), "")
+		}},
+		{fault.RateLimitExceeded, "the address's failures", func() answer {
+			for range limit {
+				if ans := a.call(t, http.MethodGet, bs, keyAndSecret(fuzzKey, "wrong"), ""); ans.status != http.StatusUnauthorized {
+					t.Fatalf("a failure within the address's limit: %d %s", ans.status, ans.err.Message)
+				}
+			}
+			return a.call(t, http.MethodGet, bs, keyAndSecret(fuzzKey, fuzzSecret), "")
+		}},
+	}
+	found := 0
+	for _, code := range fault.Codes() {
+		if code.Status() != http.StatusTooManyRequests {
+			continue
+		}
+		found++
+		if !slices.ContainsFunc(senders, func(s struct {
+			code fault.Code
+			what string
+			send func() answer
+		}) bool {
+			return s.code == code
+		}) {
+			t.Errorf("%s is answered with 429, and this test sends none: add how", code)
+		}
+	}
+	if found < 2 {
+		t.Fatalf("fault.Codes() lists %d codes answered with 429", found)
+	}
+	for _, s := range senders {
+		ans := s.send()
+		if ans.err.Code != string(s.code) {
+			t.Errorf("%s: %d %s, want %s", s.what, ans.status, ans.err.Code, s.code)
+		}
+		checkWait(t, s.what, ans.status, ans.header, ans.err.RetryAfter, ans.err.Message)
 	}
 }

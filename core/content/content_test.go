@@ -20,6 +20,7 @@ import (
 	"github.com/aivis/aivis/core/auth"
 	"github.com/aivis/aivis/core/content"
 	"github.com/aivis/aivis/core/fault"
+	"github.com/aivis/aivis/core/limits"
 	"github.com/aivis/aivis/core/store"
 	"github.com/aivis/aivis/core/store/sqlite"
 )
@@ -334,8 +335,8 @@ func TestActiveRequestLimit(t *testing.T) {
 	}
 	_, _, err := e.svc.Create(ctx, e.starter, req(dollar), nil)
 	fe := wantCode(t, err, fault.ActiveRequestLimit, http.StatusTooManyRequests)
-	if fe.RetryAfter != 0 {
-		t.Errorf("retry_after %d on the active limit: it is not a rate window", fe.RetryAfter)
+	if fe.RetryAfter != limits.ActiveRequestRetry || !strings.HasSuffix(fe.Message, fmt.Sprintf("retry after %d seconds", fe.RetryAfter)) {
+		t.Errorf("retry_after %d, message %q: want %d seconds, named by the message", fe.RetryAfter, fe.Message, limits.ActiveRequestRetry)
 	}
 	if !strings.Contains(fe.Message, "5") {
 		t.Errorf("message %q does not give the limit", fe.Message)

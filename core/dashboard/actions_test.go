@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,6 +40,17 @@ func TestSignInFailuresLimitedPerAddress(t *testing.T) {
 	if p.status != http.StatusTooManyRequests || sessionCookie(c, e.srv.URL) != "" {
 		t.Fatalf("after 5 failures the right password: %d, want 429 and no session", p.status)
 	}
+	checkWait(t, p, 60-int(now.Unix()%60))
+}
+
+// checkWait: a 429 page carries Retry-After, and its message names the
+// same wait.
+func checkWait(t *testing.T, p page, want int) {
+	t.Helper()
+	if p.status != http.StatusTooManyRequests || p.retryAfter != strconv.Itoa(want) ||
+		!strings.Contains(p.body, fmt.Sprintf("retry after %d seconds", want)) {
+		t.Errorf("%d, Retry-After %q; want 429 and a wait of %d seconds, named by the page:\n%s", p.status, p.retryAfter, want, p.body)
+	}
 }
 
 // Failures from many client addresses against one email address are
@@ -64,6 +76,7 @@ func TestSignInFailuresLimitedPerEmail(t *testing.T) {
 	if p.status != http.StatusTooManyRequests || sessionCookie(c, e.srv.URL) != "" {
 		t.Fatalf("after 10 failures from 10 addresses the right password: %d, want 429 and no session", p.status)
 	}
+	checkWait(t, p, 900-int(now.Unix()%900))
 	// An unknown address answers the same: the limit tells nothing.
 	if p, _ := signIn(51, "nobody@example.com", "anything at all"); p.status != http.StatusTooManyRequests {
 		t.Errorf("an unknown address after 10 failures: %d, want 429", p.status)
@@ -514,6 +527,8 @@ func TestPasswordChangeGuessesLimited(t *testing.T) {
 	if st := change(password); st != http.StatusTooManyRequests {
 		t.Fatalf("the right password after 10 wrong ones: %d, want 429", st)
 	}
+	checkWait(t, e.post(c, "/account/password", url.Values{"csrf": {tok}, "current_password": {password},
+		"new_password": {"a brand new passphrase"}, "new_password_again": {"a brand new passphrase"}}), 900-int(now.Unix()%900))
 	if _, err := e.people.SignIn(context.Background(), "owner@example.com", password); err != nil {
 		t.Fatalf("the password changed although refused: %v", err)
 	}

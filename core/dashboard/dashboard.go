@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -355,8 +356,9 @@ type page struct {
 
 // problem is a failure shown above a form.
 type problem struct {
-	Message string
-	Fields  []fault.FieldError
+	Message    string
+	Fields     []fault.FieldError
+	RetryAfter int // seconds; > 0 on a 429, sent as Retry-After
 }
 
 // Can reports whether the viewer's role allows an action by name.
@@ -389,6 +391,9 @@ func (s *Dashboard) render(w http.ResponseWriter, r *http.Request, status int, n
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
+	if p.Problem != nil && p.Problem.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(p.Problem.RetryAfter))
+	}
 	w.WriteHeader(status)
 	if err := t.Execute(w, p); err != nil {
 		s.Log.Error("dashboard: render", "page", name, "err", err)
@@ -423,7 +428,7 @@ func (s *Dashboard) fail(w http.ResponseWriter, r *http.Request, status int, msg
 func (s *Dashboard) problemOf(r *http.Request, err error) (*problem, int) {
 	var fe *fault.Error
 	if errors.As(err, &fe) && fe.Code != fault.Internal {
-		return &problem{Message: fe.Message, Fields: fe.Details}, fe.Code.Status()
+		return &problem{Message: fe.Message, Fields: fe.Details, RetryAfter: fe.RetryAfter}, fe.Code.Status()
 	}
 	if errors.Is(err, people.ErrForbidden) {
 		return &problem{Message: "Your role does not allow this."}, http.StatusForbidden

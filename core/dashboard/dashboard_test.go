@@ -99,9 +99,10 @@ func (e *env) browser() *http.Client {
 }
 
 type page struct {
-	status int
-	body   string
-	loc    string
+	status     int
+	body       string
+	loc        string
+	retryAfter string
 }
 
 func (e *env) get(c *http.Client, path string) page {
@@ -112,7 +113,7 @@ func (e *env) get(c *http.Client, path string) page {
 	}
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
-	return page{res.StatusCode, string(b), res.Header.Get("Location")}
+	return page{res.StatusCode, string(b), res.Header.Get("Location"), res.Header.Get("Retry-After")}
 }
 
 func (e *env) post(c *http.Client, path string, form url.Values, header ...string) page {
@@ -128,7 +129,7 @@ func (e *env) post(c *http.Client, path string, form url.Values, header ...strin
 	}
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
-	return page{res.StatusCode, string(b), res.Header.Get("Location")}
+	return page{res.StatusCode, string(b), res.Header.Get("Location"), res.Header.Get("Retry-After")}
 }
 
 var csrfRE = regexp.MustCompile(`name="csrf" value="([^"]+)"`)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 )
 
 // Code is a stable, documented error code (decisions.md section 2).
@@ -72,6 +73,16 @@ func (c Code) Status() int {
 		return s
 	}
 	return http.StatusInternalServerError
+}
+
+// Codes lists every code, sorted.
+func Codes() []Code {
+	cs := make([]Code, 0, len(statuses))
+	for c := range statuses {
+		cs = append(cs, c)
+	}
+	slices.Sort(cs)
+	return cs
 }
 
 // FieldError names one field of a request that breaks a rule.

@@ -75,12 +75,19 @@ func (t Tier) CheckRequestBudget(budget int64) error {
 	return nil
 }
 
+// ActiveRequestRetry is the wait, in seconds, a refusal for the
+// active-request limit asks for. No request's end can be foreseen (an
+// analysis takes seconds, an optimization by an engine up to minutes), so
+// it is an interval at which to try again, not a promise: a request that
+// ends or is cancelled frees its place at once.
+const ActiveRequestRetry = 30
+
 // CheckNewRequest decides whether a new content request with this budget may
 // start, given the account's active requests and the month's committed
 // amount (spent + reserved). Call it in the transaction that creates it.
 func (t Tier) CheckNewRequest(active int, committed, budget int64) error {
 	if active >= t.ActiveRequests {
-		return fault.New(fault.ActiveRequestLimit,
+		return fault.Wait(fault.ActiveRequestLimit, ActiveRequestRetry,
 			"the %s tier allows %d active content requests and %d are queued or processing; wait for one to end or cancel one",
 			t.Title, t.ActiveRequests, active)
 	}
