@@ -121,20 +121,29 @@ type deliveryStack struct {
 	stop     func()
 }
 
-func newDeliveryStack(b *testing.B) *deliveryStack {
+// benchDB opens a database file with its master key and one Enterprise
+// account; the caller closes it.
+func benchDB(b *testing.B) (*sqlite.DB, store.Account) {
 	db, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "aivis.db"))
 	if err != nil {
 		b.Fatal(err)
 	}
 	box, _, err := secrets.Load(filepath.Join(b.TempDir(), secrets.KeyFile), true)
 	if err != nil {
+		db.Close()
 		b.Fatal(err)
 	}
 	db.SetSecrets(box)
 	a := store.Account{ID: "acct_bench", Name: "Bench", Tier: "enterprise", Type: store.AccountStandard, CreatedAt: time.Now()}
 	if err := db.CreateAccount(context.Background(), a); err != nil {
+		db.Close()
 		b.Fatal(err)
 	}
+	return db, a
+}
+
+func newDeliveryStack(b *testing.B) *deliveryStack {
+	db, a := benchDB(b)
 	w, r := db.Pools()
 	sub, err := bus.NewSubscriber(w, r, bus.SubscriberConfig{ConsumerGroup: "webhooks", MaxInFlight: delivery.FanoutInFlight, BatchSize: delivery.FanoutBatch}, watermill.NopLogger{})
 	if err != nil {

@@ -58,6 +58,9 @@ type Webhook struct {
 	PreviousSecretExpiresAt *time.Time `json:"previous_secret_expires_at"`
 	CreatedAt               time.Time  `json:"created_at"`
 	UpdatedAt               time.Time  `json:"updated_at"`
+	// DeletedAt is when it was deleted: it is kept, disabled, with its
+	// deliveries until they age out; disabled_reason says why.
+	DeletedAt *time.Time `json:"deleted_at"`
 }
 
 // RotateSecret is the optional body of POST /v1/webhooks/{id}/rotate-secret.
@@ -178,6 +181,9 @@ type Connection struct {
 	ClientID  *string   `json:"client_id"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
+	// DeletedAt is when it was deleted (by the account, or by Zapier): it
+	// is kept, disabled, with its deliveries until they age out.
+	DeletedAt *time.Time `json:"deleted_at"`
 }
 
 // ConnectionTestResult is the answer to POST /v1/connections/{id}/test:

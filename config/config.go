@@ -34,6 +34,7 @@ type Config struct {
 	AllowedTargets        []string `json:"allowed_targets"`
 	AllowHTTPTargets      bool     `json:"allow_http_targets"`
 	WebhookTimeout        Duration `json:"webhook_timeout"`
+	DeliveryRetention     Duration `json:"delivery_retention"`
 	LogLevel              string   `json:"log_level"`
 	LogFormat             string   `json:"log_format"`
 	AuthFailuresPerMinute int      `json:"auth_failures_per_minute"`
@@ -120,6 +121,11 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	return d.Set(s)
 }
 
+// MinDeliveryRetention is the shortest delivery_retention: longer than a
+// delivery's retries take and than an endpoint may fail before it is
+// disabled (5 days).
+const MinDeliveryRetention = 7 * 24 * time.Hour
+
 // Default is the configuration with nothing set.
 func Default() Config {
 	return Config{
@@ -131,6 +137,7 @@ func Default() Config {
 		CounterFlushInterval:  Duration(time.Second),
 		ShutdownTimeout:       Duration(30 * time.Second),
 		WebhookTimeout:        Duration(15 * time.Second),
+		DeliveryRetention:     Duration(30 * 24 * time.Hour),
 		ScanWorkers:           2,
 		ContentWorkers:        2,
 		ContentMaxTokens:      2048,
@@ -163,6 +170,7 @@ func (c *Config) fields(serve bool) []field {
 		field{"allowed-targets", "comma-separated CIDRs outbound deliveries may reach despite the guard", (*list)(&c.AllowedTargets)},
 		field{"allow-http-targets", "accept webhook endpoints on plain http:// (default: https:// only)", (*boolean)(&c.AllowHTTPTargets)},
 		field{"webhook-timeout", "how long one webhook delivery attempt may take", &c.WebhookTimeout},
+		field{"delivery-retention", "how long deliveries and their attempts are kept, deleted webhooks' and connections' too (at least 168h)", &c.DeliveryRetention},
 		field{"log-level", "debug, info, warn or error", (*str)(&c.LogLevel)},
 		field{"log-format", "text or json", (*str)(&c.LogFormat)},
 		field{"auth-failures-per-minute", "failed authentications allowed per client address per minute", (*integer)(&c.AuthFailuresPerMinute)},
@@ -292,6 +300,9 @@ func (c *Config) Validate() error {
 	}
 	if c.WebhookTimeout < Duration(100*time.Millisecond) || c.WebhookTimeout > Duration(time.Minute) {
 		errs = append(errs, errors.New("webhook_timeout must be between 100ms and 1m"))
+	}
+	if c.DeliveryRetention < Duration(MinDeliveryRetention) {
+		errs = append(errs, fmt.Errorf("delivery_retention must be at least %s (7 days: a delivery is retried for days)", MinDeliveryRetention))
 	}
 	if c.ScanWorkers < 1 || c.ScanWorkers > 64 {
 		errs = append(errs, errors.New("scan_workers must be between 1 and 64"))

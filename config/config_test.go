@@ -33,7 +33,8 @@ func TestDefaults(t *testing.T) {
 		DataDir: "./aivis-data", Addr: "127.0.0.1:8443", LogLevel: "info", LogFormat: "text",
 		AuthFailuresPerMinute: 20, CounterFlushInterval: config.Duration(time.Second),
 		ShutdownTimeout: config.Duration(30 * time.Second), WebhookTimeout: config.Duration(15 * time.Second), ScanWorkers: 2,
-		ContentWorkers: 2, ContentMaxTokens: 2048, ContentLease: config.Duration(time.Minute), ContentPrices: config.ContentPrices{Fetch: 1_000, Analysis: 2_000},
+		ContentWorkers: 2, ContentMaxTokens: 2048, DeliveryRetention: config.Duration(30 * 24 * time.Hour),
+		ContentLease: config.Duration(time.Minute), ContentPrices: config.ContentPrices{Fetch: 1_000, Analysis: 2_000},
 	}
 	if !reflect.DeepEqual(d, want) {
 		t.Fatalf("Default() = %+v, want %+v", d, want)
@@ -99,6 +100,7 @@ func TestPrecedence(t *testing.T) {
 		LogLevel:              "debug",                                     // file, env
 		LogFormat:             "json",                                      // flag only
 		WebhookTimeout:        config.Duration(15 * time.Second),           // default
+		DeliveryRetention:     config.Duration(30 * 24 * time.Hour),        // default
 		AuthFailuresPerMinute: 7,                                           // file, env
 		CounterFlushInterval:  config.Duration(4 * time.Second),            // file, env, flag
 		ShutdownTimeout:       config.Duration(10 * time.Second),           // file only
@@ -234,6 +236,8 @@ func TestValidate(t *testing.T) {
 		}, []string{"engines[0].base_url", "engines[0].model", "engines[0]: set api_key or api_key_env", "engines[0]: prices",
 			"engines[1].label", "engines[1].concurrency"}},
 		{"scan workers", func(c *config.Config) { c.ScanWorkers = 0 }, []string{"scan_workers"}},
+		{"shortest retention", func(c *config.Config) { c.DeliveryRetention = config.Duration(config.MinDeliveryRetention) }, nil},
+		{"retention too short", func(c *config.Config) { c.DeliveryRetention = config.Duration(6 * 24 * time.Hour) }, []string{"delivery_retention"}},
 		{"content settings", func(c *config.Config) {
 			c.ContentWorkers, c.ContentMaxTokens, c.ContentPrices.Analysis, c.ContentEngine = -1, 1, -1, "nope"
 			c.ContentLease = config.Duration(time.Millisecond)
@@ -407,5 +411,30 @@ func TestContentSettings(t *testing.T) {
 	bad := writeFile(t, `{"content_prices": {"fetch": 0.0000001}}`)
 	if _, _, err := config.Load(nil, env(map[string]string{"AIVIS_CONFIG": bad}), true, nil); err == nil || !strings.Contains(err.Error(), "six decimal") {
 		t.Errorf("a price below the micro-dollar: %v", err)
+	}
+}
+
+// delivery_retention is set as every setting is: in the file, by
+// AIVIS_DELIVERY_RETENTION, by --delivery-retention, each over the one
+// before.
+func TestDeliveryRetention(t *testing.T) {
+	file := writeFile(t, `{"delivery_retention": "1000h"}`)
+	for _, tc := range []struct {
+		env  map[string]string
+		args []string
+		want time.Duration
+	}{
+		{map[string]string{"AIVIS_CONFIG": file}, nil, 1000 * time.Hour},
+		{map[string]string{"AIVIS_CONFIG": file, "AIVIS_DELIVERY_RETENTION": "2000h"}, nil, 2000 * time.Hour},
+		{map[string]string{"AIVIS_CONFIG": file, "AIVIS_DELIVERY_RETENTION": "2000h"}, []string{"--delivery-retention", "3000h"}, 3000 * time.Hour},
+	} {
+		got, _, err := config.Load(tc.args, env(tc.env), true, nil)
+		if err != nil || time.Duration(got.DeliveryRetention) != tc.want {
+			t.Errorf("%v %v: %v, %v; want %v", tc.env, tc.args, got.DeliveryRetention, err, tc.want)
+		}
+	}
+	if _, _, err := config.Load([]string{"--delivery-retention", "24h"}, env(nil), true, nil); err == nil ||
+		!strings.Contains(err.Error(), "delivery_retention must be at least 168h") {
+		t.Errorf("a retention of a day: %v", err)
 	}
 }

@@ -236,12 +236,19 @@ func TestConnectionsEndToEnd(t *testing.T) {
 		t.Fatalf("recent events: %s", evs.Items)
 	}
 
-	// Delete: gone from the API, and no more deliveries.
+	// Delete: no longer listed nor changed, but readable with its
+	// deliveries until they age out.
 	if r = s.do(t, req{method: "DELETE", path: "/v1/connections/" + ca.ID, header: bearer(ka)}); r.Status != 204 {
 		t.Fatalf("delete: %d", r.Status)
 	}
-	if r = s.do(t, req{method: "GET", path: "/v1/connections/" + ca.ID, header: bearer(ka)}); r.Status != 404 {
+	var gone client.Connection
+	if r = s.do(t, req{method: "GET", path: "/v1/connections/" + ca.ID, header: bearer(ka)}); r.Status != 200 {
 		t.Fatalf("after delete: %d", r.Status)
+	} else if r.decode(t, &gone); gone.DeletedAt == nil || gone.Enabled {
+		t.Fatalf("after delete: %s", r.Body)
+	}
+	if r = s.do(t, req{method: "POST", path: "/v1/connections/" + ca.ID + "/test", header: bearer(ka)}); r.Status != 404 {
+		t.Fatalf("a test of a deleted connection: %d", r.Status)
 	}
 }
 

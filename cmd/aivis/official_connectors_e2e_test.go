@@ -87,12 +87,23 @@ func TestOfficialConnectors(t *testing.T) {
 		t.Errorf("zap payload %+v", p)
 	}
 
-	// The Zap is turned off: Zapier answers 410 and the subscription is deleted.
+	// The Zap is turned off: Zapier answers 410 and the subscription is
+	// deleted, its deliveries kept.
 	zap.TurnOff(hook)
 	s.do(t, req{method: "POST", path: "/v1/visibility", header: bearer(k), body: `{"domain":"example.com","visibility_score":50,"sentiment":"neutral"}`})
+	var gone client.Connection
 	waitFor(t, "the subscription deleted", func() bool {
-		return s.do(t, req{method: "GET", path: "/v1/connections/" + sub.ID, header: bearer(k)}).Status == 404
+		s.do(t, req{method: "GET", path: "/v1/connections/" + sub.ID, header: bearer(k)}).decode(t, &gone)
+		return gone.DeletedAt != nil
 	})
+	if gone.DisabledReason == nil || !strings.Contains(*gone.DisabledReason, "410") {
+		t.Errorf("why the subscription went: %v", gone.DisabledReason)
+	}
+	var log client.List[client.Delivery]
+	s.do(t, req{method: "GET", path: "/v1/connections/" + sub.ID + "/deliveries", header: bearer(k)}).decode(t, &log)
+	if len(log.Items) != 2 || log.Items[0].Status != "failed" || log.Items[1].Status != "succeeded" {
+		t.Errorf("the deleted subscription's deliveries: %+v", log.Items)
+	}
 	waitFor(t, "the other connections' deliveries", func() bool { return len(sl.Received()) == 3 && len(seg.Received()) == 2 })
 	if r = s.do(t, req{method: "DELETE", path: "/v1/zapier/hooks/" + sub.ID, header: bearer(k)}); r.Status != 404 {
 		t.Errorf("unsubscribe after deletion: %d", r.Status)

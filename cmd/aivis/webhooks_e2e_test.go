@@ -286,8 +286,25 @@ func TestWebhooksEndToEnd(t *testing.T) {
 	if r.Status != 204 {
 		t.Fatalf("delete: %d %s", r.Status, r.Body)
 	}
-	if r := s.do(t, req{method: "GET", path: "/v1/webhooks/" + wh.ID, header: bearer(k)}); r.Status != 404 {
-		t.Fatalf("after delete: %d", r.Status)
+	// It is kept, disabled and no longer listed, with its deliveries, until
+	// they age out; it can no longer be changed.
+	var gone client.Webhook
+	if r := s.do(t, req{method: "GET", path: "/v1/webhooks/" + wh.ID, header: bearer(k)}); r.Status != 200 {
+		t.Fatalf("after delete: %d %s", r.Status, r.Body)
+	} else if r.decode(t, &gone); gone.DeletedAt == nil || gone.Enabled || gone.DisabledReason == nil {
+		t.Fatalf("after delete: %s", r.Body)
+	}
+	var log client.List[client.Delivery]
+	if r := s.do(t, req{method: "GET", path: "/v1/webhooks/" + wh.ID + "/deliveries", header: bearer(k)}); r.Status != 200 {
+		t.Fatalf("its deliveries after delete: %d %s", r.Status, r.Body)
+	} else if r.decode(t, &log); len(log.Items) == 0 {
+		t.Fatalf("its deliveries after delete: %s", r.Body)
+	}
+	if r := s.do(t, req{method: "PATCH", path: "/v1/webhooks/" + wh.ID, header: bearer(k), body: `{"enabled":true}`}); r.Status != 404 {
+		t.Fatalf("enabling it after delete: %d", r.Status)
+	}
+	if r := s.do(t, req{method: "GET", path: "/v1/webhooks?client_id=*", header: bearer(k)}); strings.Contains(string(r.Body), wh.ID) {
+		t.Fatalf("listed after delete: %s", r.Body)
 	}
 	rc.mu.Lock()
 	invalid := rc.invalid

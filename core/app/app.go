@@ -150,7 +150,8 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 		return fmt.Errorf("connectors: %w", err)
 	}
 	defer connectors.Close() // after the engine has stopped
-	engine := delivery.New(svc.Store, sub, outbound, log, delivery.Options{Timeout: timeout, Connectors: connectors})
+	engine := delivery.New(svc.Store, sub, outbound, log, delivery.Options{Timeout: timeout, Connectors: connectors,
+		Retention: time.Duration(cfg.DeliveryRetention)})
 	engineCtx, stopEngine := context.WithCancel(context.Background())
 	engineDone := make(chan error, 1)
 	go func() { engineDone <- engine.Run(engineCtx) }()

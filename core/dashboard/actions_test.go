@@ -434,12 +434,23 @@ func TestWebhookPages(t *testing.T) {
 	if p.status != http.StatusBadRequest && p.status != http.StatusUnprocessableEntity {
 		t.Errorf("replay of an empty range: %d", p.status)
 	}
-	// Delete: gone with its deliveries.
+	// Delete: no longer listed nor changed, but its page, reached from the
+	// list of deleted webhooks, shows its deliveries until they age out.
 	if p := e.post(c, "/webhooks/"+id+"/delete", url.Values{"csrf": {tok}}); p.status != http.StatusSeeOther {
 		t.Fatalf("delete: %d", p.status)
 	}
-	if p := e.get(c, "/webhooks/"+id); p.status != http.StatusNotFound {
-		t.Errorf("the deleted webhook's page: %d", p.status)
+	list := e.get(c, "/webhooks")
+	deleted := list.body[strings.Index(list.body, `id="deleted-webhooks"`)+1:]
+	if strings.Contains(list.body[:len(list.body)-len(deleted)], "/webhooks/"+id) || !strings.Contains(deleted, `href="/webhooks/`+id+`"`) {
+		t.Errorf("the list does not show it among the deleted only:\n%s", list.body)
+	}
+	page = e.get(c, "/webhooks/"+id)
+	if page.status != http.StatusOK || !strings.Contains(page.body, "deleted by the account") || !strings.Contains(page.body, "webhook_test") ||
+		strings.Contains(page.body, "/rotate") || strings.Contains(page.body, "/redeliver") || strings.Contains(page.body, "/replay") {
+		t.Errorf("the deleted webhook's page: %d\n%s", page.status, page.body)
+	}
+	if p := e.post(c, "/webhooks/"+id+"/enabled", url.Values{"csrf": {tok}, "enabled": {"true"}}); p.status != http.StatusNotFound {
+		t.Errorf("enabling a deleted webhook: %d", p.status)
 	}
 }
 

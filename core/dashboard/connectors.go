@@ -213,6 +213,7 @@ func (s *Dashboard) connector(name string) (connectorView, bool) {
 type connectorsData struct {
 	Connectors  []hub.Connector
 	Connections []store.Webhook
+	Deleted     []store.Webhook // their history still kept
 }
 
 func (s *Dashboard) connectorsPage(w http.ResponseWriter, r *http.Request) {
@@ -226,6 +227,10 @@ func (s *Dashboard) connectorsPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.Connections = cs
+	if d.Deleted, _, err = s.connections.ListDeleted(r.Context(), principal(r), "*", "", 100); err != nil {
+		s.failWith(w, r, err)
+		return
+	}
 	s.render(w, r, http.StatusOK, "connectors", page{Title: "Connectors", Nav: "connectors", D: d})
 }
 

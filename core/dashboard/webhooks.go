@@ -15,6 +15,7 @@ import (
 
 type webhooksData struct {
 	Webhooks   []store.Webhook
+	Deleted    []store.Webhook // their history still kept
 	Clients    []store.Client
 	Kinds      []string
 	DefaultURL string
@@ -34,6 +35,10 @@ func (s *Dashboard) showWebhooks(w http.ResponseWriter, r *http.Request, status 
 	pr := principal(r)
 	ws, _, err := s.Webhooks.List(r.Context(), pr, "*", "", 100)
 	if err != nil {
+		s.failWith(w, r, err)
+		return
+	}
+	if d.Deleted, _, err = s.Webhooks.ListDeleted(r.Context(), pr, "*", "", 100); err != nil {
 		s.failWith(w, r, err)
 		return
 	}

@@ -189,7 +189,7 @@ func (s *Service) insertConnection(ctx context.Context, p auth.Principal, client
 // saved ones (a JSON merge patch: a field left out keeps its value, null
 // removes it) and validated again by the connector.
 func (s *Service) UpdateConnection(ctx context.Context, p auth.Principal, id string, in client.UpdateConnection) (store.Webhook, error) {
-	cur, err := s.Get(ctx, p, id)
+	cur, err := s.live(ctx, p, id)
 	if err != nil {
 		return cur, err
 	}
@@ -274,7 +274,7 @@ func (s *Service) UpdateConnection(ctx context.Context, p auth.Principal, id str
 // the connection's settings, and says what became of it.
 func (s *Service) TestConnection(ctx context.Context, p auth.Principal, id string) (client.ConnectionTestResult, error) {
 	var out client.ConnectionTestResult
-	w, err := s.Get(ctx, p, id)
+	w, err := s.live(ctx, p, id)
 	if err != nil {
 		return out, err
 	}

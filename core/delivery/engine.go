@@ -37,7 +37,6 @@ import (
 
 	"github.com/aivis/aivis/core/events"
 	"github.com/aivis/aivis/core/netguard"
-	"github.com/aivis/aivis/core/randid"
 	"github.com/aivis/aivis/core/retryafter"
 	"github.com/aivis/aivis/core/store"
 	"github.com/aivis/aivis/plugins/sdk"
@@ -67,7 +66,16 @@ type Options struct {
 	// Idle is the longest the dispatcher sleeps without looking for due
 	// deliveries that another process wrote (default 1 s).
 	Idle time.Duration
+	// Retention is how long a delivery and its attempts are kept after it
+	// was made (default DefaultRetention); PruneEvery, how often what is
+	// older is pruned (default hourly).
+	Retention  time.Duration
+	PruneEvery time.Duration
 }
+
+// DefaultRetention is how long deliveries and their attempts are kept, as
+// Svix keeps payloads and Stripe its events: 30 days.
+const DefaultRetention = 30 * 24 * time.Hour
 
 // Engine runs the fan-out and the dispatcher.
 type Engine struct {
@@ -169,6 +177,12 @@ func New(st store.Store, sub message.Subscriber, client *http.Client, log *slog.
 	}
 	if opt.Idle <= 0 {
 		opt.Idle = time.Second
+	}
+	if opt.Retention <= 0 {
+		opt.Retention = DefaultRetention
+	}
+	if opt.PruneEvery <= 0 {
+		opt.PruneEvery = time.Hour
 	}
 	return &Engine{store: st, sub: sub, client: client, log: log, opt: opt,
 		// A claimed delivery may wait behind a full endpoint for as long
@@ -274,20 +288,59 @@ func (e *Engine) Run(ctx context.Context) error {
 // the bus keeps its messages).
 const EventLogRetention = 7 * 24 * time.Hour
 
-// prune forgets old logged events, hourly, until ctx ends.
+// PruneBatch bounds the rows one write of the retention removes, so that
+// the writer is never held long: a batch of deliveries, each with its
+// attempts, holds it for about 3 ms (docs/benchmarks.md).
+const PruneBatch = 200
+
+// prune forgets what retention no longer keeps, every PruneEvery until ctx
+// ends.
 func (e *Engine) prune(ctx context.Context) {
-	t := time.NewTicker(time.Hour)
+	t := time.NewTicker(e.opt.PruneEvery)
 	defer t.Stop()
 	for {
-		if n, err := e.store.DeleteEventsBefore(ctx, e.opt.Now().Add(-EventLogRetention)); err != nil && ctx.Err() == nil {
-			e.log.Warn("pruning the event log failed", "err", err)
-		} else if n > 0 {
-			e.log.Debug("pruned the event log", "count", n)
-		}
+		e.pruneOnce(ctx)
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+	}
+}
+
+// pruneOnce forgets the deliveries, with their attempts, made before the
+// retention; then the deleted webhooks and connections whose deliveries
+// have all gone; then the logged events past EventLogRetention. Each batch
+// of PruneBatch rows is a write of its own: the group commit's callers
+// take their turn between two.
+func (e *Engine) pruneOnce(ctx context.Context) {
+	now := e.opt.Now()
+	for _, step := range []struct {
+		what   string
+		before time.Time
+		prune  func(context.Context, time.Time, int) (int, error)
+	}{
+		{"deliveries", now.Add(-e.opt.Retention), e.store.PruneDeliveries},
+		{"deleted webhooks and connections", now.Add(-e.opt.Retention), e.store.PruneDeleted},
+		{"logged events", now.Add(-EventLogRetention), e.store.PruneEvents},
+	} {
+		total, batches, longest := 0, 0, time.Duration(0)
+		for {
+			start := time.Now()
+			n, err := step.prune(ctx, step.before, PruneBatch)
+			if err != nil {
+				if ctx.Err() == nil {
+					e.log.Warn("retention: pruning failed", "what", step.what, "err", err)
+				}
+				return
+			}
+			total, batches, longest = total+n, batches+1, max(longest, time.Since(start))
+			if n < PruneBatch {
+				break
+			}
+		}
+		if total > 0 {
+			e.log.Info("retention: pruned", "what", step.what, "count", total, "batches", batches, "longest_batch", longest)
 		}
 	}
 }
@@ -304,7 +357,7 @@ func (e *Engine) fanout(msg *message.Message) error {
 	var logged *store.LoggedEvent
 	if ev.WebhookID != "" {
 		w, err := e.store.Webhook(ctx, ev.AccountID, ev.WebhookID)
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, store.ErrNotFound) || (err == nil && w.Deleted()) {
 			return nil
 		} else if err != nil {
 			return err
@@ -329,7 +382,7 @@ func (e *Engine) fanout(msg *message.Message) error {
 	now := e.opt.Now()
 	ds := make([]claimed, 0, len(targets))
 	for _, w := range targets {
-		d := &store.Delivery{ID: randid.Sorted("dlv", now), WebhookID: w.ID, AccountID: w.AccountID,
+		d := &store.Delivery{ID: store.NewDeliveryID(now), WebhookID: w.ID, AccountID: w.AccountID,
 			EventID: ev.ID, Event: ev.Event, Payload: msg.Payload, Status: store.DeliveryPending,
 			NextAttemptAt: now, CreatedAt: now, UpdatedAt: now}
 		if !w.Enabled {
@@ -536,7 +589,7 @@ func (e *Engine) refillOne(ctx context.Context, ep *endpoint, sends *sync.WaitGr
 		}
 	}
 	if errors.Is(err, store.ErrNotFound) {
-		err = nil // deleted meanwhile: its deliveries went with it
+		err = nil // its deleted row pruned meanwhile, its deliveries with it
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -898,16 +951,14 @@ func (e *Engine) apply(tx store.Tx, batch []outcome, notes *healthNotes) error {
 			// The common case costs no read of the target.
 			res := store.DeliveryOutcome{Attempt: o.attempt, Step: o.d.Step + 1, Status: store.DeliverySucceeded}
 			if err := tx.RecordOutcome(o.d.ID, res); err != nil {
-				if _, werr := tx.Webhook(o.w.AccountID, o.w.ID); !errors.Is(werr, store.ErrNotFound) {
-					return err
-				} // deleted meanwhile: its deliveries went with it
+				return err
 			}
 			continue
 		}
 		if w == nil {
 			cur, err := tx.Webhook(o.w.AccountID, o.w.ID)
-			if errors.Is(err, store.ErrNotFound) {
-				cur = *o.w // deleted meanwhile: its deliveries went with it
+			if errors.Is(err, store.ErrNotFound) || (err == nil && cur.Deleted()) {
+				cur = *o.w // deleted meanwhile: nothing of it changes, and its deliveries end
 				cur.ID = ""
 			} else if err != nil {
 				return err
@@ -932,13 +983,15 @@ func (e *Engine) apply(tx store.Tx, batch []outcome, notes *healthNotes) error {
 				notes.healthy[o.w.ID] = w.LastSuccessAt
 			}
 		case o.gone && w.Subscription && w.ID != "":
-			// The destination's own subscription ended (Zapier REST Hooks).
+			// The destination's own subscription ended (Zapier REST Hooks):
+			// deleted, its history kept until it ages out.
 			res.Status = store.DeliveryFailed
-			if err := tx.DeleteWebhook(w.AccountID, w.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
+			err := tx.DeleteWebhook(w.AccountID, w.ID, "the destination ended the subscription: "+o.attempt.Error, at)
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
 				return err
 			}
 			e.log.Info("connections: subscription deleted: the destination is gone", "connection", w.ID, "why", o.attempt.Error)
-			w.ID = "" // its deliveries went with it
+			w.ID = "" // its deliveries end
 		case o.gone:
 			res.Status = store.DeliveryFailed
 			if w.Enabled && w.ID != "" {
@@ -972,7 +1025,10 @@ func (e *Engine) apply(tx store.Tx, batch []outcome, notes *healthNotes) error {
 				disabled[o.w.ID] = true
 			}
 		}
-		if err := tx.RecordOutcome(o.d.ID, res); err != nil && w.ID != "" {
+		if w.ID == "" && res.Status == store.DeliveryPending {
+			res.Status, res.Next = store.DeliveryFailed, time.Time{} // no retry to a deleted target
+		}
+		if err := tx.RecordOutcome(o.d.ID, res); err != nil {
 			return err
 		}
 	}

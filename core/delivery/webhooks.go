@@ -172,7 +172,7 @@ func (s *Service) Create(ctx context.Context, p auth.Principal, in client.Create
 		if err := tx.InsertWebhook(w); err != nil {
 			return err
 		}
-		dl := store.Delivery{ID: randid.Sorted("dlv", now), WebhookID: w.ID, AccountID: w.AccountID, EventID: ev.ID, Event: ev.Event,
+		dl := store.Delivery{ID: store.NewDeliveryID(now), WebhookID: w.ID, AccountID: w.AccountID, EventID: ev.ID, Event: ev.Event,
 			Payload: m.Payload, Status: store.DeliveryPending, CreatedAt: now, UpdatedAt: now}
 		if _, err := tx.InsertDelivery(dl); err != nil {
 			return err
@@ -196,10 +196,17 @@ func (s *Service) verify(ctx context.Context, w store.Webhook, eventID string, p
 	return a
 }
 
-// Get reads a webhook the principal may see.
+// Get reads a webhook the principal may see, a deleted one included: its
+// deliveries stay readable until they age out.
 func (s *Service) Get(ctx context.Context, p auth.Principal, id string) (store.Webhook, error) {
 	w, err := s.Store.Webhook(ctx, p.AccountID(), id)
 	return s.visible(p, id, w, err)
+}
+
+// live reads a webhook the principal may change: not deleted.
+func (s *Service) live(ctx context.Context, p auth.Principal, id string) (store.Webhook, error) {
+	w, err := s.Store.Webhook(ctx, p.AccountID(), id)
+	return s.alive(p, id, w, err)
 }
 
 // visible hides another client's webhook, and a target of the other kind,
@@ -212,13 +219,22 @@ func (s *Service) visible(p auth.Principal, id string, w store.Webhook, err erro
 	return w, err
 }
 
-// change reads a webhook the principal may see, lets fn change it, and
+// alive is visible, and hides a deleted webhook from what would change it
+// or send it anything.
+func (s *Service) alive(p auth.Principal, id string, w store.Webhook, err error) (store.Webhook, error) {
+	if w, err = s.visible(p, id, w, err); err == nil && w.Deleted() {
+		return store.Webhook{}, fault.New(fault.NotFound, "%s %s was deleted; its deliveries stay readable until they age out", s.noun(), id)
+	}
+	return w, err
+}
+
+// change reads a webhook the principal may change, lets fn change it, and
 // writes it, in one transaction; an error from fn changes nothing.
 func (s *Service) change(ctx context.Context, p auth.Principal, id string, fn func(w *store.Webhook) error) (store.Webhook, error) {
 	var w store.Webhook
 	err := s.Store.Update(ctx, func(tx store.Tx) (err error) {
 		w, err = tx.Webhook(p.AccountID(), id)
-		if w, err = s.visible(p, id, w, err); err != nil {
+		if w, err = s.alive(p, id, w, err); err != nil {
 			return err
 		}
 		if err := fn(&w); err != nil {
@@ -233,12 +249,22 @@ func (s *Service) change(ctx context.Context, p auth.Principal, id string, fn fu
 // an account key the account's and every client's, or one client's with
 // clientID (accounts.ListScope).
 func (s *Service) List(ctx context.Context, p auth.Principal, clientID, cursor string, limit int) ([]store.Webhook, string, error) {
+	return s.list(ctx, p, clientID, store.WebhookFilter{Cursor: cursor, Limit: limit})
+}
+
+// ListDeleted lists, as List does, the deleted webhooks whose history is
+// still kept.
+func (s *Service) ListDeleted(ctx context.Context, p auth.Principal, clientID, cursor string, limit int) ([]store.Webhook, string, error) {
+	return s.list(ctx, p, clientID, store.WebhookFilter{Cursor: cursor, Limit: limit, Deleted: true})
+}
+
+func (s *Service) list(ctx context.Context, p auth.Principal, clientID string, f store.WebhookFilter) ([]store.Webhook, string, error) {
 	owner, all, ok := accounts.ListScope(p, clientID)
 	if !ok {
 		return nil, "", nil
 	}
-	ws, next, err := s.Store.ListWebhooks(ctx, store.WebhookFilter{AccountID: p.AccountID(), ClientID: owner, AllClients: all,
-		Cursor: cursor, Limit: limit, Connections: s.connections})
+	f.AccountID, f.ClientID, f.AllClients, f.Connections = p.AccountID(), owner, all, s.connections
+	ws, next, err := s.Store.ListWebhooks(ctx, f)
 	return ws, next, accounts.CursorError(err)
 }
 
@@ -293,14 +319,16 @@ func setEnabled(w *store.Webhook, enabled *bool, now time.Time) {
 	}
 }
 
-// Delete removes a webhook or connection with its deliveries.
+// Delete deletes a webhook or connection: it gets nothing more (its pending
+// deliveries fail), and is no longer listed, but it and its deliveries stay
+// readable until they age out (Options.Retention).
 func (s *Service) Delete(ctx context.Context, p auth.Principal, id string) error {
 	return s.Store.Update(ctx, func(tx store.Tx) error {
 		w, err := tx.Webhook(p.AccountID(), id)
-		if _, err := s.visible(p, id, w, err); err != nil {
+		if _, err := s.alive(p, id, w, err); err != nil {
 			return err
 		}
-		return tx.DeleteWebhook(p.AccountID(), id)
+		return tx.DeleteWebhook(p.AccountID(), id, "deleted by the account", s.now())
 	})
 }
 
@@ -328,7 +356,7 @@ func (s *Service) Rotate(ctx context.Context, p auth.Principal, id string, grace
 // SendTest publishes a webhook_test event to one webhook through the bus,
 // delivered like any other event.
 func (s *Service) SendTest(ctx context.Context, p auth.Principal, id string) (string, error) {
-	w, err := s.Get(ctx, p, id)
+	w, err := s.live(ctx, p, id)
 	if err != nil {
 		return "", err
 	}
@@ -370,6 +398,9 @@ func (s *Service) Delivery(ctx context.Context, p auth.Principal, id, deliveryID
 
 // Redeliver schedules one delivery again from the start of the schedule.
 func (s *Service) Redeliver(ctx context.Context, p auth.Principal, id, deliveryID string) (store.Delivery, error) {
+	if _, err := s.live(ctx, p, id); err != nil {
+		return store.Delivery{}, err
+	}
 	d, _, err := s.Delivery(ctx, p, id, deliveryID)
 	if err != nil {
 		return d, err
@@ -394,7 +425,7 @@ func (s *Service) Redeliver(ctx context.Context, p auth.Principal, id, deliveryI
 // Replay schedules again every failed delivery of an event whose timestamp
 // is in [since, until).
 func (s *Service) Replay(ctx context.Context, p auth.Principal, id string, since, until time.Time) (int, error) {
-	if _, err := s.Get(ctx, p, id); err != nil {
+	if _, err := s.live(ctx, p, id); err != nil {
 		return 0, err
 	}
 	now := s.now()

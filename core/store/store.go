@@ -306,21 +306,27 @@ type Tx interface {
 	DueDomains(now time.Time, limit int) ([]DueDomain, error)
 
 	InsertWebhook(w Webhook) error
-	// Webhook reads a webhook of an account, for update.
+	// Webhook reads a webhook of an account, a deleted one included, for
+	// update.
 	Webhook(accountID, id string) (Webhook, error)
 	UpdateWebhook(w Webhook) error
 	// UpdateWebhookHealth writes only what attempts change: failing_since,
 	// failures, last_success_at and updated_at.
 	UpdateWebhookHealth(w Webhook) error
-	DeleteWebhook(accountID, id string) error
+	// DeleteWebhook deletes a webhook or connection that is not deleted
+	// yet (else ErrNotFound) at at, for the reason given: it keeps it
+	// without its secrets for its history, and fails its pending
+	// deliveries.
+	DeleteWebhook(accountID, id, reason string, at time.Time) error
 	// LogEvent keeps an event in the event log (once: a repeat is ignored).
 	LogEvent(e LoggedEvent) error
 	// InsertDelivery adds a delivery unless the webhook already has one for
-	// the event (added reports which).
+	// the event or was deleted (added reports which).
 	InsertDelivery(d Delivery) (added bool, err error)
 	AddAttempt(a Attempt) error
 	// RecordOutcome writes an attempt and the delivery's new state, and ends
-	// its lease once the transaction commits.
+	// its lease once the transaction commits; nothing when the delivery is
+	// gone (retention removed it).
 	RecordOutcome(deliveryID string, o DeliveryOutcome) error
 	// Redeliver makes failed or succeeded deliveries of a webhook pending
 	// again from the start of the schedule: ids, or with ids nil every

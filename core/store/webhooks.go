@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"time"
+
+	"github.com/aivis/aivis/core/randid"
 )
 
 // Webhook is a delivery target of an owner: a signed webhook endpoint that
@@ -42,7 +44,25 @@ type Webhook struct {
 	// Subscription marks a connection the destination created (a Zapier
 	// REST Hook): deleted, not disabled, when the destination is gone.
 	Subscription bool
+
+	// DeletedAt is when it was deleted (zero: it was not). A deleted one
+	// is kept, disabled and without its secrets, until its deliveries age
+	// out, so that its delivery log stays readable; DisabledReason says
+	// why it went.
+	DeletedAt time.Time
 }
+
+// Deleted reports whether w was deleted (and is kept for its history).
+func (w Webhook) Deleted() bool { return !w.DeletedAt.IsZero() }
+
+// NewDeliveryID makes the id of a delivery made at t. It begins with t, so
+// that deliveries are kept in the order they were made and retention
+// prunes them along their primary key (DeliveryIDFloor).
+func NewDeliveryID(t time.Time) string { return randid.Sorted("dlv", t) }
+
+// DeliveryIDFloor is what the id of every delivery made at t or later sorts
+// at or above, and that of every one made before t below.
+func DeliveryIDFloor(t time.Time) string { return randid.SortedFloor("dlv", t) }
 
 // IsConnection reports whether w delivers through a connector plugin.
 func (w Webhook) IsConnection() bool { return w.Connector != "" }
@@ -115,8 +135,11 @@ type WebhookFilter struct {
 	AllClients bool
 	// Connections lists connections instead of webhooks.
 	Connections bool
-	Cursor      string
-	Limit       int
+	// Deleted lists the deleted ones whose history is still kept instead
+	// of the others.
+	Deleted bool
+	Cursor  string
+	Limit   int
 }
 
 // DeliveryFilter selects a webhook's deliveries.
@@ -137,8 +160,16 @@ type Webhooks interface {
 	MatchWebhooks(ctx context.Context, accountID, clientID, domain string) ([]Webhook, error)
 	// RecentEvents lists an owner's logged events, newest first.
 	RecentEvents(ctx context.Context, f EventFilter) ([]LoggedEvent, error)
-	// DeleteEventsBefore forgets logged events made before t.
-	DeleteEventsBefore(ctx context.Context, t time.Time) (int64, error)
+
+	// Retention: each call forgets, oldest first, at most limit rows made
+	// before t in one short write transaction, and says how many went (a
+	// number under limit: none of them is left). PruneDeliveries forgets
+	// deliveries with their attempts; PruneDeleted, deleted webhooks and
+	// connections deleted before t whose deliveries have all gone;
+	// PruneEvents, logged events.
+	PruneDeliveries(ctx context.Context, t time.Time, limit int) (int, error)
+	PruneDeleted(ctx context.Context, t time.Time, limit int) (int, error)
+	PruneEvents(ctx context.Context, t time.Time, limit int) (int, error)
 	Delivery(ctx context.Context, webhookID, id string) (Delivery, []Attempt, error)
 	ListDeliveries(ctx context.Context, f DeliveryFilter) ([]Delivery, string, error)
 	// DefaultWebhookURL is the owner's default endpoint, "" when unset.

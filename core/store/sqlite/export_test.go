@@ -24,3 +24,7 @@ func BeforeRedo(t interface{ Cleanup(func()) }, f func()) {
 	beforeRedo = f
 	t.Cleanup(func() { beforeRedo = nil })
 }
+
+// PruneQueries are the retention's statements: deliveries, deleted
+// webhooks, logged events.
+var PruneQueries = []string{pruneDeliveries, pruneDeleted, pruneEvents}

@@ -181,7 +181,7 @@ func TestMatchWebhooksSeesEveryChange(t *testing.T) {
 	if ws := match(); len(ws) != 2 {
 		t.Fatalf("after another handle's insert: %d webhooks", len(ws))
 	}
-	must(t, other.Update(ctx, func(tx store.Tx) error { return tx.DeleteWebhook("acct_1", "wh_1") }))
+	must(t, other.Update(ctx, func(tx store.Tx) error { return tx.DeleteWebhook("acct_1", "wh_1", "deleted by the account", t0) }))
 	if ws := match(); len(ws) != 1 || ws[0].ID != "wh_2" {
 		t.Fatalf("after another handle's delete: %+v", ws)
 	}

@@ -54,19 +54,24 @@ func (t *txn) Publish(topic string, msgs ...*message.Message) error {
 	return nil
 }
 
-const webhookColumns = `id, account_id, client_id, domain, url, events, min_score_change, enabled, disabled_reason, disabled_at,
+// webhookColumns are those written; webhookSelect, those read: a webhook
+// is marked deleted only by DeleteWebhook.
+const (
+	webhookColumns = `id, account_id, client_id, domain, url, events, min_score_change, enabled, disabled_reason, disabled_at,
 	secret, prev_secret, prev_secret_end, failing_since, failures, last_success_at, created_at, updated_at,
 	connector, name, domains, settings, public_settings, secret_fields, subscription`
+	webhookSelect = webhookColumns + `, deleted_at`
+)
 
 func (db *DB) scanWebhook(s scanner) (store.Webhook, error) {
 	var w store.Webhook
 	var client, reason, prev, connector sql.NullString
 	var events, doms, settings, public, secretFields string
 	var enabled, subscription int
-	var disabledAt, prevEnd, failing, success, created, updated sql.NullInt64
+	var disabledAt, prevEnd, failing, success, created, updated, deleted sql.NullInt64
 	err := s.Scan(&w.ID, &w.AccountID, &client, &w.Domain, &w.URL, &events, &w.MinScoreChange, &enabled, &reason, &disabledAt,
 		&w.Secret, &prev, &prevEnd, &failing, &w.Failures, &success, &created, &updated,
-		&connector, &w.Name, &doms, &settings, &public, &secretFields, &subscription)
+		&connector, &w.Name, &doms, &settings, &public, &secretFields, &subscription, &deleted)
 	if err != nil {
 		return w, err
 	}
@@ -84,7 +89,7 @@ func (db *DB) scanWebhook(s scanner) (store.Webhook, error) {
 	w.Events = strings.Fields(events)
 	w.Enabled = enabled == 1
 	w.DisabledAt, w.PrevSecretEnd, w.FailingSince = fromNS(disabledAt), fromNS(prevEnd), fromNS(failing)
-	w.LastSuccessAt, w.CreatedAt, w.UpdatedAt = fromNS(success), fromNS(created), fromNS(updated)
+	w.LastSuccessAt, w.CreatedAt, w.UpdatedAt, w.DeletedAt = fromNS(success), fromNS(created), fromNS(updated), fromNS(deleted)
 	if w.Secret, err = db.open(w.Secret); err != nil {
 		return w, err
 	}
@@ -133,7 +138,7 @@ func (t *txn) InsertWebhook(w store.Webhook) error {
 }
 
 func (t *txn) Webhook(accountID, id string) (store.Webhook, error) {
-	w, err := t.db.scanWebhook(t.tx.QueryRow(`SELECT `+webhookColumns+` FROM webhooks WHERE account_id = ? AND id = ?`, accountID, id))
+	w, err := t.db.scanWebhook(t.tx.QueryRow(`SELECT `+webhookSelect+` FROM webhooks WHERE account_id = ? AND id = ?`, accountID, id))
 	if err != nil {
 		return w, fmt.Errorf("sqlite: webhook %s: %w", id, notFound(err))
 	}
@@ -170,13 +175,23 @@ func (t *txn) UpdateWebhookHealth(w store.Webhook) error {
 	return nil
 }
 
-func (t *txn) DeleteWebhook(accountID, id string) error {
-	res, err := t.tx.Exec(`DELETE FROM webhooks WHERE account_id = ? AND id = ?`, accountID, id)
+func (t *txn) DeleteWebhook(accountID, id, reason string, at time.Time) error {
+	// Kept for its delivery log; its secrets are of no further use.
+	res, err := t.tx.Exec(`UPDATE webhooks SET deleted_at = ?3, enabled = 0, disabled_reason = ?4, disabled_at = ?3, updated_at = ?3,
+		secret = '', prev_secret = NULL, prev_secret_end = NULL, settings = ''
+		WHERE account_id = ?1 AND id = ?2 AND deleted_at IS NULL`, accountID, id, at.UnixNano(), reason)
 	if err != nil {
 		return fmt.Errorf("sqlite: delete webhook: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		return fmt.Errorf("sqlite: webhook %s: %w", id, store.ErrNotFound)
+	}
+	// Along its due index: what is left to send will not be.
+	_, err = t.tx.Exec(`UPDATE webhook_deliveries INDEXED BY webhook_deliveries_due_by_webhook
+		SET status = 'failed', next_attempt_at = NULL, last_error = ?1, updated_at = ?2 WHERE webhook_id = ?3 AND status = 'pending'`,
+		reason, at.UnixNano(), id)
+	if err != nil {
+		return fmt.Errorf("sqlite: delete webhook: %w", err)
 	}
 	return nil
 }
@@ -197,7 +212,10 @@ func scanDelivery(s scanner) (store.Delivery, error) {
 }
 
 func (t *txn) InsertDelivery(d store.Delivery) (bool, error) {
-	res, err := t.tx.Exec(`INSERT INTO webhook_deliveries (`+deliveryColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	// A webhook deleted since the fan-out matched it gets nothing more.
+	res, err := t.tx.Exec(`INSERT INTO webhook_deliveries (`+deliveryColumns+`)
+		SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15
+		WHERE NOT EXISTS (SELECT 1 FROM webhooks WHERE id = ?2 AND deleted_at IS NOT NULL)
 		ON CONFLICT (webhook_id, event_id) DO NOTHING`,
 		d.ID, d.WebhookID, d.AccountID, d.EventID, d.Event, d.Payload, d.Status, d.Attempts, d.Step, ns(d.NextAttemptAt),
 		ns(d.LastAttemptAt), nullInt(d.LastStatus), nullStr(d.LastError), ns(d.CreatedAt), ns(d.UpdatedAt))
@@ -361,7 +379,7 @@ func (db *DB) ClaimDeliveries(ctx context.Context, now, leaseEnd time.Time, limi
 		hooks[d.WebhookID] = store.Webhook{}
 	}
 	for id := range hooks {
-		w, err := db.scanWebhook(db.r.QueryRowContext(ctx, `SELECT `+webhookColumns+` FROM webhooks WHERE id = ?`, id))
+		w, err := db.scanWebhook(db.r.QueryRowContext(ctx, `SELECT `+webhookSelect+` FROM webhooks WHERE id = ?`, id))
 		if err != nil {
 			for _, d := range out {
 				db.leases.release(d.ID)
@@ -374,18 +392,18 @@ func (db *DB) ClaimDeliveries(ctx context.Context, now, leaseEnd time.Time, limi
 }
 
 func (t *txn) RecordOutcome(id string, o store.DeliveryOutcome) error {
-	if err := t.AddAttempt(o.Attempt); err != nil {
-		return err
-	}
 	t.released = append(t.released, id)
-	_, err := t.tx.Exec(`UPDATE webhook_deliveries SET status = ?, attempts = ?, step = ?, next_attempt_at = ?,
+	res, err := t.tx.Exec(`UPDATE webhook_deliveries SET status = ?, attempts = ?, step = ?, next_attempt_at = ?,
 		last_attempt_at = ?, last_status = ?, last_error = ?, updated_at = ? WHERE id = ?`,
 		o.Status, o.Attempt.N, o.Step, ns(o.Next), o.Attempt.At.UnixNano(), nullInt(o.Attempt.StatusCode), nullStr(o.Attempt.Error),
 		o.Attempt.At.UnixNano(), id)
 	if err != nil {
 		return fmt.Errorf("sqlite: record outcome: %w", err)
 	}
-	return nil
+	if n, _ := res.RowsAffected(); n == 0 {
+		return nil // pruned while it was attempted: nothing to keep
+	}
+	return t.AddAttempt(o.Attempt)
 }
 
 func (t *txn) Redeliver(webhookID string, ids []string, since, until, now time.Time) (int, error) {
@@ -425,7 +443,7 @@ func (db *DB) NextDue(ctx context.Context, now time.Time) (time.Time, error) {
 
 // Webhook reads a webhook of an account.
 func (db *DB) Webhook(ctx context.Context, accountID, id string) (store.Webhook, error) {
-	w, err := db.scanWebhook(db.r.QueryRowContext(ctx, `SELECT `+webhookColumns+` FROM webhooks WHERE account_id = ? AND id = ?`, accountID, id))
+	w, err := db.scanWebhook(db.r.QueryRowContext(ctx, `SELECT `+webhookSelect+` FROM webhooks WHERE account_id = ? AND id = ?`, accountID, id))
 	if err != nil {
 		return w, fmt.Errorf("sqlite: webhook %s: %w", id, notFound(err))
 	}
@@ -434,8 +452,8 @@ func (db *DB) Webhook(ctx context.Context, accountID, id string) (store.Webhook,
 
 // ListWebhooks returns one page of an owner's webhooks, newest first.
 func (db *DB) ListWebhooks(ctx context.Context, f store.WebhookFilter) ([]store.Webhook, string, error) {
-	q := `SELECT ` + webhookColumns + ` FROM webhooks WHERE account_id = ? AND (connector IS NOT NULL) = ?`
-	args := []any{f.AccountID, f.Connections}
+	q := `SELECT ` + webhookSelect + ` FROM webhooks WHERE account_id = ? AND (connector IS NOT NULL) = ? AND (deleted_at IS NOT NULL) = ?`
+	args := []any{f.AccountID, f.Connections, f.Deleted}
 	if !f.AllClients {
 		q += ` AND client_id IS ?`
 		args = append(args, nullStr(f.ClientID))
@@ -457,8 +475,9 @@ func (db *DB) MatchWebhooks(ctx context.Context, accountID, clientID, domain str
 	if ws, ok := db.fresh.match(k); ok {
 		return ws, nil
 	}
-	rows, err := db.r.QueryContext(ctx, `SELECT `+webhookColumns+` FROM webhooks
-		WHERE account_id = ?1 AND client_id IS ?3 AND (domain = ?2 OR connector IS NOT NULL)`, accountID, domain, nullStr(clientID))
+	rows, err := db.r.QueryContext(ctx, `SELECT `+webhookSelect+` FROM webhooks
+		WHERE account_id = ?1 AND client_id IS ?3 AND (domain = ?2 OR connector IS NOT NULL) AND deleted_at IS NULL`,
+		accountID, domain, nullStr(clientID))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: match webhooks: %w", err)
 	}
@@ -600,12 +619,47 @@ func (db *DB) RecentEvents(ctx context.Context, f store.EventFilter) ([]store.Lo
 	return out, rows.Err()
 }
 
-// DeleteEventsBefore forgets logged events made before t.
-func (db *DB) DeleteEventsBefore(ctx context.Context, t time.Time) (int64, error) {
-	// Along the primary key: an event's id begins with its time.
-	res, err := db.w.ExecContext(ctx, `DELETE FROM event_log WHERE id < ? AND created_at < ?`, events.IDFloor(t), t.UnixNano())
+// The retention's statements, each bounded by its LIMIT. Deliveries and
+// logged events are pruned along their primary keys, whose ids begin with
+// the time they were made; deliveries take their attempts with them (ON
+// DELETE CASCADE). A deleted webhook goes once its deliveries have: they
+// were made before it was deleted, so they are pruned first.
+const (
+	pruneDeliveries = `DELETE FROM webhook_deliveries WHERE id IN (
+		SELECT id FROM webhook_deliveries WHERE id < ? ORDER BY id LIMIT ?)`
+	pruneDeleted = `DELETE FROM webhooks WHERE id IN (
+		SELECT id FROM webhooks w INDEXED BY webhooks_deleted WHERE deleted_at < ?
+		AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.webhook_id = w.id) ORDER BY deleted_at LIMIT ?)`
+	pruneEvents = `DELETE FROM event_log WHERE id IN (
+		SELECT id FROM event_log WHERE id < ? AND created_at < ? ORDER BY id LIMIT ?)`
+)
+
+// PruneDeliveries forgets up to limit deliveries made before t, oldest
+// first, with their attempts.
+func (db *DB) PruneDeliveries(ctx context.Context, t time.Time, limit int) (int, error) {
+	return db.prune(ctx, "deliveries", pruneDeliveries, store.DeliveryIDFloor(t), limit)
+}
+
+// PruneDeleted forgets up to limit webhooks and connections deleted before
+// t whose deliveries have all gone.
+func (db *DB) PruneDeleted(ctx context.Context, t time.Time, limit int) (int, error) {
+	return db.prune(ctx, "deleted webhooks", pruneDeleted, t.UnixNano(), limit)
+}
+
+// PruneEvents forgets up to limit logged events made before t, oldest
+// first.
+func (db *DB) PruneEvents(ctx context.Context, t time.Time, limit int) (int, error) {
+	return db.prune(ctx, "events", pruneEvents, events.IDFloor(t), t.UnixNano(), limit)
+}
+
+// prune runs one bounded DELETE on the writer connection: a short write
+// transaction of its own, outside the group commit, which the writer's
+// next group waits for.
+func (db *DB) prune(ctx context.Context, what, q string, args ...any) (int, error) {
+	res, err := db.w.ExecContext(ctx, q, args...)
 	if err != nil {
-		return 0, fmt.Errorf("sqlite: forget events: %w", err)
+		return 0, fmt.Errorf("sqlite: prune %s: %w", what, err)
 	}
-	return res.RowsAffected()
+	n, err := res.RowsAffected()
+	return int(n), err
 }
