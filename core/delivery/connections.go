@@ -139,7 +139,8 @@ func split(settings map[string]json.RawMessage, secret []string) (full, public j
 }
 
 // CreateConnection validates a connection, its settings by its connector,
-// and keeps it. Nothing is kept when anything is wrong.
+// and keeps it if the tier's cap allows one more. Nothing is kept when
+// anything is wrong.
 func (s *Service) CreateConnection(ctx context.Context, p auth.Principal, in client.CreateConnection) (store.Webhook, error) {
 	var f fault.Fields
 	if in.Connector == "" {
@@ -162,6 +163,9 @@ func (s *Service) CreateConnection(ctx context.Context, p auth.Principal, in cli
 
 func (s *Service) insertConnection(ctx context.Context, p auth.Principal, clientID, connector, name string,
 	settings map[string]json.RawMessage, kinds, doms []string, minChange int, subscription bool) (store.Webhook, error) {
+	if err := s.room(ctx, p, true); err != nil {
+		return store.Webhook{}, err
+	}
 	full, _, err := split(settings, nil)
 	if err != nil {
 		return store.Webhook{}, err
@@ -181,8 +185,7 @@ func (s *Service) insertConnection(ctx context.Context, p auth.Principal, client
 	w := store.Webhook{ID: randid.New("con"), AccountID: p.AccountID(), ClientID: clientID, Connector: connector, Name: name,
 		Settings: full, PublicSettings: public, SecretFields: info.SecretFields, Events: kinds, Domains: doms,
 		MinScoreChange: minChange, Enabled: true, Subscription: subscription, CreatedAt: now, UpdatedAt: now}
-	err = s.Store.Update(ctx, func(tx store.Tx) error { return tx.InsertWebhook(w) })
-	return w, err
+	return w, s.keep(ctx, p, w, nil)
 }
 
 // UpdateConnection changes a connection: settings are merged into the

@@ -1,8 +1,10 @@
 package delivery_test
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/aivis/aivis/core/events"
 	"github.com/aivis/aivis/core/fault"
 	"github.com/aivis/aivis/core/store"
+	"github.com/aivis/aivis/plugins/sdk"
 )
 
 func faultCode(err error) fault.Code {
@@ -94,5 +97,80 @@ func TestDeletedWebhookReadableUntilItAgesOut(t *testing.T) {
 	}
 	if ds := deliveries(t, e, other.ID); len(ds) != 0 {
 		t.Errorf("the other webhook's old deliveries: %d", len(ds))
+	}
+}
+
+// The tier caps webhooks and connections; the cap is checked and the new
+// one kept in one transaction, so that of 32 concurrent creations at one
+// below the cap exactly one is kept. A creation past the cap sends no test
+// payload; a deleted one leaves room.
+func TestCapsHoldUnderConcurrentCreation(t *testing.T) {
+	h := &fakeHub{batch: 1, answer: func(sdk.Event, json.RawMessage) sdk.Result { return sdk.DeliveredResult() }}
+	e := connEnv(t, h)
+	e.p.Account.Tier = "starter" // 10 webhooks, 5 connections
+	hooks := &delivery.Service{Store: e.db, Client: e.svc.Client, AllowHTTP: true, CheckURL: e.svc.CheckURL, VerifyTimeout: e.svc.VerifyTimeout}
+	rc := newReceiver(t, nil)
+	create := func() error {
+		_, err := hooks.Create(ctx, e.p, client.CreateWebhook{Domain: "example.com", URL: rc.URL + "/hook", Events: []string{events.VisibilityChange}})
+		return err
+	}
+	connect := func() error {
+		_, err := e.svc.CreateConnection(ctx, e.p, client.CreateConnection{Connector: "fake", Settings: json.RawMessage(`{"token":"t"}`),
+			Events: []string{events.VisibilityChange}})
+		return err
+	}
+	for _, tc := range []struct {
+		what     string
+		make     func() error
+		cap      int
+		code     fault.Code
+		svc      *delivery.Service
+		requests func() int64
+	}{
+		{"webhooks", create, 10, fault.WebhookLimitReached, hooks, rc.requests.Load},
+		{"connections", connect, 5, fault.ConnectionLimitReached, e.svc, func() int64 { return 0 }}, // nothing is sent to verify one
+	} {
+		for range tc.cap - 1 {
+			if err := tc.make(); err != nil {
+				t.Fatalf("%s below the cap: %v", tc.what, err)
+			}
+		}
+		var wg sync.WaitGroup
+		errs := make([]error, 32)
+		for i := range errs {
+			wg.Go(func() { errs[i] = tc.make() })
+		}
+		wg.Wait()
+		kept := 0
+		for _, err := range errs {
+			switch {
+			case err == nil:
+				kept++
+			case faultCode(err) != tc.code:
+				t.Fatalf("%s: %v", tc.what, err)
+			}
+		}
+		n, err := e.db.CountWebhooks(ctx, e.p.AccountID(), tc.svc == e.svc)
+		if kept != 1 || n != tc.cap || err != nil {
+			t.Fatalf("%s: %d of 32 concurrent creations kept, %d in all (%v); want 1 and %d", tc.what, kept, n, err, tc.cap)
+		}
+		sent := tc.requests()
+		err = tc.make()
+		if fe, ok := fault.As(err); !ok || fe.Code != tc.code || fe.Code.Status() != http.StatusForbidden {
+			t.Fatalf("%s past the cap: %v", tc.what, err)
+		}
+		if tc.requests() != sent {
+			t.Errorf("%s: a creation past the cap sent its test payload", tc.what)
+		}
+		all, _, err := tc.svc.List(ctx, e.p, "", "", 100)
+		if err != nil || len(all) != tc.cap {
+			t.Fatalf("%s: %d listed, %v", tc.what, len(all), err)
+		}
+		if err := tc.svc.Delete(ctx, e.p, all[0].ID); err != nil {
+			t.Fatal(err)
+		}
+		if err := tc.make(); err != nil {
+			t.Errorf("%s: a deleted one leaves no room: %v", tc.what, err)
+		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/aivis/aivis/core/domains"
 	"github.com/aivis/aivis/core/events"
 	"github.com/aivis/aivis/core/fault"
+	"github.com/aivis/aivis/core/limits"
 	"github.com/aivis/aivis/core/randid"
 	"github.com/aivis/aivis/core/store"
 	"github.com/aivis/aivis/webhook"
@@ -112,8 +113,9 @@ func checkMinChange(f *fault.Fields, v *int) int {
 }
 
 // Create validates a webhook, sends it the test payload and keeps it only
-// if the endpoint answers 200 within the verification timeout. The secret
-// is in the result, the only time it is shown.
+// if the endpoint answers 200 within the verification timeout, and the
+// tier's cap allows one more. The secret is in the result, the only time
+// it is shown.
 func (s *Service) Create(ctx context.Context, p auth.Principal, in client.CreateWebhook) (store.Webhook, error) {
 	var f fault.Fields
 	d, err := domains.Normalize(in.Domain)
@@ -141,6 +143,9 @@ func (s *Service) Create(ctx context.Context, p auth.Principal, in client.Create
 	if err := f.Err(); err != nil {
 		return store.Webhook{}, err
 	}
+	if err := s.room(ctx, p, false); err != nil {
+		return store.Webhook{}, err
+	}
 	secret, err := webhook.NewSecret()
 	if err != nil {
 		return store.Webhook{}, err
@@ -148,39 +153,94 @@ func (s *Service) Create(ctx context.Context, p auth.Principal, in client.Create
 	now := s.now()
 	w := store.Webhook{ID: randid.New("wh"), AccountID: p.AccountID(), ClientID: clientID, Domain: d, URL: url, Events: kinds,
 		MinScoreChange: minChange, Enabled: true, Secret: secret, CreatedAt: now, UpdatedAt: now}
-
-	ev, err := events.New(events.WebhookTest, now, w.AccountID, w.ClientID, w.Domain,
-		events.WebhookTestData{WebhookID: &w.ID, Domain: d, Message: "aivis is verifying this endpoint; answer 200 to activate the webhook"})
+	v, err := s.verify(ctx, w, "aivis is verifying this endpoint; answer 200 to activate the webhook")
 	if err != nil {
 		return store.Webhook{}, err
+	}
+	return w, s.keep(ctx, p, w, &v)
+}
+
+// room refuses a new webhook or connection past the tier's cap before
+// anything is sent for it; keep checks again, in the insert's transaction.
+func (s *Service) room(ctx context.Context, p auth.Principal, connection bool) error {
+	n, err := s.Store.CountWebhooks(ctx, p.AccountID(), connection)
+	if err != nil {
+		return err
+	}
+	return capped(p, connection, n)
+}
+
+// capped refuses one more webhook or connection to an account that has n
+// of them (its clients' included) at its tier's cap.
+func capped(p auth.Principal, connection bool, n int) error {
+	tier, _ := limits.TierByName(p.Account.Tier)
+	if connection {
+		return tier.CheckNewConnection(n)
+	}
+	return tier.CheckNewWebhook(n)
+}
+
+// keep stores a new webhook or connection, with the test delivery that
+// verified it (v, nil for none) and its attempt, in one transaction that
+// checks the tier's cap first: of concurrent creations, no more pass the
+// cap than it has room for.
+func (s *Service) keep(ctx context.Context, p auth.Principal, w store.Webhook, v *verification) error {
+	return s.Store.Update(ctx, func(tx store.Tx) error {
+		n, err := tx.CountWebhooks(w.AccountID, w.IsConnection())
+		if err != nil {
+			return err
+		}
+		if err := capped(p, w.IsConnection(), n); err != nil {
+			return err
+		}
+		if err := tx.InsertWebhook(w); err != nil {
+			return err
+		}
+		if v == nil {
+			return nil
+		}
+		if _, err := tx.InsertDelivery(v.d); err != nil {
+			return err
+		}
+		return tx.RecordOutcome(v.d.ID, store.DeliveryOutcome{Attempt: v.a, Status: store.DeliverySucceeded, Step: 1})
+	})
+}
+
+// verification is the webhook_test delivery that verified a new webhook,
+// and its attempt.
+type verification struct {
+	d store.Delivery
+	a store.Attempt
+}
+
+// verify sends a new webhook the signed webhook_test payload once; an
+// endpoint that does not answer 200 within the verification timeout is
+// refused with WEBHOOK_VERIFICATION_FAILED.
+func (s *Service) verify(ctx context.Context, w store.Webhook, message string) (verification, error) {
+	now := s.now()
+	ev, err := events.New(events.WebhookTest, now, w.AccountID, w.ClientID, w.Domain,
+		events.WebhookTestData{WebhookID: &w.ID, Domain: w.Domain, Message: message})
+	if err != nil {
+		return verification{}, err
 	}
 	ev.WebhookID = w.ID
 	m, err := ev.Message()
 	if err != nil {
-		return store.Webhook{}, err
+		return verification{}, err
 	}
-	a := s.verify(ctx, w, ev.ID, m.Payload)
-	if a.StatusCode != http.StatusOK {
-		why := a.Error
+	v := verification{d: store.Delivery{ID: store.NewDeliveryID(now), WebhookID: w.ID, AccountID: w.AccountID, EventID: ev.ID,
+		Event: ev.Event, Payload: m.Payload, Status: store.DeliveryPending, CreatedAt: now, UpdatedAt: now}}
+	v.a, _ = post(ctx, s.Client, s.verifyTimeout(), w.URL, []string{w.Secret}, ev.ID, m.Payload, store.Attempt{N: 1, At: now})
+	v.a.DeliveryID = v.d.ID
+	if v.a.StatusCode != http.StatusOK {
+		why := v.a.Error
 		if why == "" {
-			why = fmt.Sprintf("it answered %d", a.StatusCode)
+			why = fmt.Sprintf("it answered %d", v.a.StatusCode)
 		}
-		return store.Webhook{}, fault.New(fault.WebhookVerification,
+		return v, fault.New(fault.WebhookVerification,
 			"the endpoint did not answer the test payload with 200 within %s: %s", s.verifyTimeout(), why)
 	}
-	err = s.Store.Update(ctx, func(tx store.Tx) error {
-		if err := tx.InsertWebhook(w); err != nil {
-			return err
-		}
-		dl := store.Delivery{ID: store.NewDeliveryID(now), WebhookID: w.ID, AccountID: w.AccountID, EventID: ev.ID, Event: ev.Event,
-			Payload: m.Payload, Status: store.DeliveryPending, CreatedAt: now, UpdatedAt: now}
-		if _, err := tx.InsertDelivery(dl); err != nil {
-			return err
-		}
-		a.DeliveryID = dl.ID
-		return tx.RecordOutcome(dl.ID, store.DeliveryOutcome{Attempt: a, Status: store.DeliverySucceeded, Step: 1})
-	})
-	return w, err
+	return v, nil
 }
 
 func (s *Service) verifyTimeout() time.Duration {
@@ -188,12 +248,6 @@ func (s *Service) verifyTimeout() time.Duration {
 		return s.VerifyTimeout
 	}
 	return 10 * time.Second
-}
-
-// verify sends the signed test payload once.
-func (s *Service) verify(ctx context.Context, w store.Webhook, eventID string, payload []byte) store.Attempt {
-	a, _ := post(ctx, s.Client, s.verifyTimeout(), w.URL, []string{w.Secret}, eventID, payload, store.Attempt{N: 1, At: s.now()})
-	return a
 }
 
 // Get reads a webhook the principal may see, a deleted one included: its

@@ -34,6 +34,8 @@ const (
 	WebhookVerification    Code = "WEBHOOK_VERIFICATION_FAILED"
 	ConnectorUnavailable   Code = "CONNECTOR_UNAVAILABLE"
 	DomainLimitReached     Code = "DOMAIN_LIMIT_REACHED"
+	WebhookLimitReached    Code = "WEBHOOK_LIMIT_REACHED"
+	ConnectionLimitReached Code = "CONNECTION_LIMIT_REACHED"
 	AlreadyExists          Code = "ALREADY_EXISTS"
 	RateLimitExceeded      Code = "RATE_LIMIT_EXCEEDED"
 	ActiveRequestLimit     Code = "ACTIVE_REQUEST_LIMIT_EXCEEDED"
@@ -61,6 +63,8 @@ var statuses = map[Code]int{
 	WebhookVerification:    http.StatusUnprocessableEntity,
 	ConnectorUnavailable:   http.StatusServiceUnavailable,
 	DomainLimitReached:     http.StatusForbidden,
+	WebhookLimitReached:    http.StatusForbidden,
+	ConnectionLimitReached: http.StatusForbidden,
 	AlreadyExists:          http.StatusConflict,
 	RateLimitExceeded:      http.StatusTooManyRequests,
 	ActiveRequestLimit:     http.StatusTooManyRequests,

@@ -23,14 +23,19 @@ type Tier struct {
 	MonthlyBudget       int64
 	MaxDomains          int           // monitored domains, the account's and its clients'
 	ScanInterval        time.Duration // between scheduled scans of a monitored domain
+	// MaxWebhooks and MaxConnections cap the webhooks and the connections
+	// (Zapier subscriptions included) of an account, its clients' too:
+	// each event is sent to each of them.
+	MaxWebhooks    int
+	MaxConnections int
 }
 
 const dollar = 1_000_000
 
 var tiers = map[string]Tier{
-	"starter":      {"starter", "Starter", 60, 1_000, 10_000, 5, 1_000 * dollar, 5_000 * dollar, 5, 7 * 24 * time.Hour},
-	"professional": {"professional", "Professional", 120, 5_000, 50_000, 20, 5_000 * dollar, 25_000 * dollar, 50, 24 * time.Hour},
-	"enterprise":   {"enterprise", "Enterprise", 300, 15_000, 150_000, 100, 20_000 * dollar, 100_000 * dollar, 500, 6 * time.Hour},
+	"starter":      {"starter", "Starter", 60, 1_000, 10_000, 5, 1_000 * dollar, 5_000 * dollar, 5, 7 * 24 * time.Hour, 10, 5},
+	"professional": {"professional", "Professional", 120, 5_000, 50_000, 20, 5_000 * dollar, 25_000 * dollar, 50, 24 * time.Hour, 100, 25},
+	"enterprise":   {"enterprise", "Enterprise", 300, 15_000, 150_000, 100, 20_000 * dollar, 100_000 * dollar, 500, 6 * time.Hour, 1_000, 100},
 }
 
 // TierByName finds a tier by its stored name, case-insensitively.
@@ -95,6 +100,28 @@ func (t Tier) CheckNewRequest(active int, committed, budget int64) error {
 		return fault.New(fault.MonthlyBudgetExceeded,
 			"budget %s would pass the %s tier's monthly budget limit of %s: %s is already committed this month and %s remains",
 			usd(budget), t.Title, usd(t.MonthlyBudget), usd(committed), usd(t.BudgetRemaining(committed)))
+	}
+	return nil
+}
+
+// CheckNewWebhook refuses one more webhook to an account that has n (its
+// clients' included). Call it in the transaction that creates it.
+func (t Tier) CheckNewWebhook(n int) error {
+	if n >= t.MaxWebhooks {
+		return fault.New(fault.WebhookLimitReached, "the %s tier allows %d webhooks (the account's and its clients'); delete one or change the tier",
+			t.Title, t.MaxWebhooks)
+	}
+	return nil
+}
+
+// CheckNewConnection refuses one more connection (a Zapier subscription
+// is one) to an account that has n (its clients' included). Call it in the
+// transaction that creates it.
+func (t Tier) CheckNewConnection(n int) error {
+	if n >= t.MaxConnections {
+		return fault.New(fault.ConnectionLimitReached,
+			"the %s tier allows %d connections, Zapier subscriptions included (the account's and its clients'); delete one or change the tier",
+			t.Title, t.MaxConnections)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package limits_test
 
 import (
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -14,15 +15,19 @@ import (
 const dollar = 1_000_000
 
 // TestTierTableMatchesSpec is service-spec section 8, row by row, with the
-// monitored-domain cap and scan interval of docs/api.md.
+// caps on monitored domains, webhooks and connections and the scan
+// interval of docs/api.md.
 func TestTierTableMatchesSpec(t *testing.T) {
 	want := []limits.Tier{
 		{Name: "starter", Title: "Starter", PerMinute: 60, PerHour: 1_000, PerDay: 10_000,
-			ActiveRequests: 5, MaxBudgetPerRequest: 1_000 * dollar, MonthlyBudget: 5_000 * dollar, MaxDomains: 5, ScanInterval: 7 * 24 * time.Hour},
+			ActiveRequests: 5, MaxBudgetPerRequest: 1_000 * dollar, MonthlyBudget: 5_000 * dollar, MaxDomains: 5, ScanInterval: 7 * 24 * time.Hour,
+			MaxWebhooks: 10, MaxConnections: 5},
 		{Name: "professional", Title: "Professional", PerMinute: 120, PerHour: 5_000, PerDay: 50_000,
-			ActiveRequests: 20, MaxBudgetPerRequest: 5_000 * dollar, MonthlyBudget: 25_000 * dollar, MaxDomains: 50, ScanInterval: 24 * time.Hour},
+			ActiveRequests: 20, MaxBudgetPerRequest: 5_000 * dollar, MonthlyBudget: 25_000 * dollar, MaxDomains: 50, ScanInterval: 24 * time.Hour,
+			MaxWebhooks: 100, MaxConnections: 25},
 		{Name: "enterprise", Title: "Enterprise", PerMinute: 300, PerHour: 15_000, PerDay: 150_000,
-			ActiveRequests: 100, MaxBudgetPerRequest: 20_000 * dollar, MonthlyBudget: 100_000 * dollar, MaxDomains: 500, ScanInterval: 6 * time.Hour},
+			ActiveRequests: 100, MaxBudgetPerRequest: 20_000 * dollar, MonthlyBudget: 100_000 * dollar, MaxDomains: 500, ScanInterval: 6 * time.Hour,
+			MaxWebhooks: 1_000, MaxConnections: 100},
 	}
 	for _, w := range want {
 		t.Run(w.Name, func(t *testing.T) {
@@ -184,5 +189,34 @@ func TestCheckNewRequest(t *testing.T) {
 	fe, _ = fault.As(starter.CheckNewRequest(0, 6_000*dollar, dollar))
 	if !strings.Contains(fe.Message, "$0 remains") {
 		t.Errorf("monthly message %q: what remains is never negative, want $0 remains", fe.Message)
+	}
+}
+
+// A webhook or connection past the tier's cap is refused with 403 and a
+// code of its own that names the cap.
+func TestCheckNewWebhookAndConnection(t *testing.T) {
+	for _, name := range limits.TierNames() {
+		tier, _ := limits.TierByName(name)
+		for _, tc := range []struct {
+			check func(int) error
+			cap   int
+			code  fault.Code
+			noun  string
+		}{
+			{tier.CheckNewWebhook, tier.MaxWebhooks, fault.WebhookLimitReached, "webhooks"},
+			{tier.CheckNewConnection, tier.MaxConnections, fault.ConnectionLimitReached, "connections"},
+		} {
+			for _, n := range []int{0, tc.cap - 1} {
+				if err := tc.check(n); err != nil {
+					t.Errorf("%s with %d %s: %v", name, n, tc.noun, err)
+				}
+			}
+			for _, n := range []int{tc.cap, tc.cap + 1} {
+				fe := wantFault(t, tc.check(n), tc.code, http.StatusForbidden)
+				if !strings.Contains(fe.Message, fmt.Sprintf("%s tier allows %d %s", tier.Title, tc.cap, tc.noun)) {
+					t.Errorf("message %q", fe.Message)
+				}
+			}
+		}
 	}
 }

@@ -306,6 +306,9 @@ type Tx interface {
 	DueDomains(now time.Time, limit int) ([]DueDomain, error)
 
 	InsertWebhook(w Webhook) error
+	// CountWebhooks is Webhooks.CountWebhooks in the transaction: with
+	// InsertWebhook, a cap checked and kept in one step.
+	CountWebhooks(accountID string, connections bool) (int, error)
 	// Webhook reads a webhook of an account, a deleted one included, for
 	// update.
 	Webhook(accountID, id string) (Webhook, error)

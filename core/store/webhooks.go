@@ -158,6 +158,9 @@ type Webhooks interface {
 	// and every connection of that owner, enabled or not. The slice may be
 	// shared with other callers: it must not be changed.
 	MatchWebhooks(ctx context.Context, accountID, clientID, domain string) ([]Webhook, error)
+	// CountWebhooks counts the webhooks, or with connections the
+	// connections, of an account, its clients' included, deleted ones not.
+	CountWebhooks(ctx context.Context, accountID string, connections bool) (int, error)
 	// RecentEvents lists an owner's logged events, newest first.
 	RecentEvents(ctx context.Context, f EventFilter) ([]LoggedEvent, error)
 

@@ -93,8 +93,8 @@ func TestPruneDeliveriesInBoundedBatches(t *testing.T) {
 
 // A deleted webhook is kept, disabled and without its secrets, with its
 // deliveries and their attempts, until they age out: then it goes too.
-// Meanwhile nothing new reaches it and it is neither matched, listed nor
-// deleted again.
+// Meanwhile nothing new reaches it and it is neither matched, listed,
+// counted nor deleted again.
 func TestDeletedWebhookKeptUntilItsDeliveriesAgeOut(t *testing.T) {
 	db, path, _, w := webhookDB(t)
 	sent := deliveriesAt(t, db, w, t0, 3)
@@ -133,6 +133,9 @@ func TestDeletedWebhookKeptUntilItsDeliveriesAgeOut(t *testing.T) {
 	}))
 	if ws, err := db.MatchWebhooks(ctx, w.AccountID, "", w.Domain); err != nil || len(ws) != 0 {
 		t.Errorf("matched: %+v %v", ws, err)
+	}
+	if n, err := db.CountWebhooks(ctx, w.AccountID, false); err != nil || n != 0 {
+		t.Errorf("counted: %d %v", n, err)
 	}
 	for _, del := range []bool{false, true} {
 		ws, _, err := db.ListWebhooks(ctx, store.WebhookFilter{AccountID: w.AccountID, Deleted: del})

@@ -196,6 +196,26 @@ func (t *txn) DeleteWebhook(accountID, id, reason string, at time.Time) error {
 	return nil
 }
 
+func (t *txn) CountWebhooks(accountID string, connections bool) (int, error) {
+	return countWebhooks(t.tx.QueryRow, accountID, connections)
+}
+
+// CountWebhooks counts an account's webhooks or connections, its clients'
+// included, deleted ones not.
+func (db *DB) CountWebhooks(ctx context.Context, accountID string, connections bool) (int, error) {
+	return countWebhooks(func(q string, args ...any) *sql.Row { return db.r.QueryRowContext(ctx, q, args...) }, accountID, connections)
+}
+
+func countWebhooks(queryRow func(string, ...any) *sql.Row, accountID string, connections bool) (int, error) {
+	var n int
+	err := queryRow(`SELECT count(*) FROM webhooks WHERE account_id = ? AND (connector IS NOT NULL) = ? AND deleted_at IS NULL`,
+		accountID, connections).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: count webhooks: %w", err)
+	}
+	return n, nil
+}
+
 const deliveryColumns = `id, webhook_id, account_id, event_id, event, payload, status, attempts, step, next_attempt_at,
 	last_attempt_at, last_status, last_error, created_at, updated_at`
 
