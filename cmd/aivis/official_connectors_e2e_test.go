@@ -62,20 +62,21 @@ func TestOfficialConnectors(t *testing.T) {
 		t.Fatalf("slack test: %+v, received %+v", res, sl.Received())
 	}
 
-	// A Zapier app subscribes to the instant trigger.
+	// A Zapier app subscribes to the instant trigger: the hook accepts the
+	// test event first.
 	hook := zap.Hook("standard", "42")
 	var sub client.ZapierSubscription
 	r = s.do(t, req{method: "POST", path: "/v1/zapier/hooks", header: bearer(k), body: `{"target_url":"` + hook + `","event":"ai_visibility_change"}`})
 	r.decode(t, &sub)
-	if r.Status != 201 || sub.ID == "" {
-		t.Fatalf("subscribe: %d %s", r.Status, r.Body)
+	if r.Status != 201 || sub.ID == "" || len(zap.Received()) != 1 || zap.Received()[0].Payload["event"] != "webhook_test" {
+		t.Fatalf("subscribe: %d %s, received %+v", r.Status, r.Body, zap.Received())
 	}
 
 	// A reading reaches Slack, Segment and the Zap.
 	var rec client.RecordedReading
 	s.do(t, req{method: "POST", path: "/v1/visibility", header: bearer(k), body: `{"domain":"example.com","visibility_score":64,"sentiment":"positive"}`}).decode(t, &rec)
 	waitFor(t, "the reading at all three", func() bool {
-		return len(sl.Received()) == 2 && len(seg.Received()) == 1 && len(zap.Received()) == 1
+		return len(sl.Received()) == 2 && len(seg.Received()) == 1 && len(zap.Received()) == 2
 	})
 	if m := sl.Received()[1]; m.Channel != "#alerts" || !strings.Contains(m.Text, "example.com 64") {
 		t.Errorf("slack message %+v", m)
@@ -83,7 +84,7 @@ func TestOfficialConnectors(t *testing.T) {
 	if c := seg.Received()[0]; c.MessageID != *rec.EventID || c.Event != "AI Visibility Changed" || c.UserID != a.ID || c.Properties["visibility_score"] != 64.0 {
 		t.Errorf("segment call %+v", c)
 	}
-	if p := zap.Received()[0].Payload; p["id"] != *rec.EventID || p["event"] != "ai_visibility_change" {
+	if p := zap.Received()[1].Payload; p["id"] != *rec.EventID || p["event"] != "ai_visibility_change" {
 		t.Errorf("zap payload %+v", p)
 	}
 
@@ -101,7 +102,7 @@ func TestOfficialConnectors(t *testing.T) {
 	}
 	var log client.List[client.Delivery]
 	s.do(t, req{method: "GET", path: "/v1/connections/" + sub.ID + "/deliveries", header: bearer(k)}).decode(t, &log)
-	if len(log.Items) != 2 || log.Items[0].Status != "failed" || log.Items[1].Status != "succeeded" {
+	if len(log.Items) != 3 || log.Items[0].Status != "failed" || log.Items[2].Event != "webhook_test" {
 		t.Errorf("the deleted subscription's deliveries: %+v", log.Items)
 	}
 	waitFor(t, "the other connections' deliveries", func() bool { return len(sl.Received()) == 3 && len(seg.Received()) == 2 })

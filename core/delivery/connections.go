@@ -161,6 +161,9 @@ func (s *Service) CreateConnection(ctx context.Context, p auth.Principal, in cli
 	return s.insertConnection(ctx, p, clientID, in.Connector, name, settings, kinds, doms, minChange, false)
 }
 
+// insertConnection checks a new connection's settings with its connector
+// and keeps it; a subscription (its destination made it: any URL) is
+// verified first, as a webhook is.
 func (s *Service) insertConnection(ctx context.Context, p auth.Principal, clientID, connector, name string,
 	settings map[string]json.RawMessage, kinds, doms []string, minChange int, subscription bool) (store.Webhook, error) {
 	if err := s.room(ctx, p, true); err != nil {
@@ -185,7 +188,14 @@ func (s *Service) insertConnection(ctx context.Context, p auth.Principal, client
 	w := store.Webhook{ID: randid.New("con"), AccountID: p.AccountID(), ClientID: clientID, Connector: connector, Name: name,
 		Settings: full, PublicSettings: public, SecretFields: info.SecretFields, Events: kinds, Domains: doms,
 		MinScoreChange: minChange, Enabled: true, Subscription: subscription, CreatedAt: now, UpdatedAt: now}
-	return w, s.keep(ctx, p, w, nil)
+	if !subscription {
+		return w, s.keep(ctx, p, w, nil)
+	}
+	v, err := s.verify(ctx, w, "aivis is verifying this subscription; accept it (2xx) to keep it")
+	if err != nil {
+		return store.Webhook{}, err
+	}
+	return w, s.keep(ctx, p, w, &v)
 }
 
 // UpdateConnection changes a connection: settings are merged into the
@@ -284,12 +294,7 @@ func (s *Service) TestConnection(ctx context.Context, p auth.Principal, id strin
 	if s.Hub == nil {
 		return out, fault.New(fault.ConnectorUnavailable, "this server runs no connectors")
 	}
-	domain := ""
-	if len(w.Domains) > 0 {
-		domain = w.Domains[0]
-	}
-	ev, err := events.New(events.WebhookTest, s.now(), w.AccountID, w.ClientID, domain, events.WebhookTestData{
-		ConnectionID: &w.ID, Domain: domain, Message: "a test event from aivis: this connection works"})
+	ev, err := testEvent(w, s.now(), "a test event from aivis: this connection works")
 	if err != nil {
 		return out, err
 	}
@@ -331,7 +336,8 @@ func optionalString(s string) *string {
 
 // Subscribe makes a Zapier REST Hook subscription: a connection of the
 // zapier connector that delivers one event kind (of one domain, or all)
-// to target_url, deleted when Zapier unsubscribes or answers 410.
+// to target_url, deleted when Zapier unsubscribes or answers 410. It is
+// kept only if target_url accepts a webhook_test event first.
 func (s *Service) Subscribe(ctx context.Context, p auth.Principal, in client.ZapierSubscribe) (store.Webhook, error) {
 	var f fault.Fields
 	switch {

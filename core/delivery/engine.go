@@ -1110,22 +1110,26 @@ func (e *Engine) connect(ctx context.Context, cs []claimed) []outcome {
 		if err != nil {
 			o.attempt.Result, o.attempt.Error = ResultError, truncate("connector "+w.Connector+": "+err.Error())
 		} else {
-			r := rs[i]
-			o.attempt.Error = truncate(r.Reason)
-			switch r.Outcome {
-			case sdk.Delivered:
-				o.ok, o.attempt.Result, o.attempt.Error = true, ResultDelivered, ""
-			case sdk.Retry:
-				o.retryIn, o.attempt.Result = min(r.RetryAfter, MaxRetryAfter), ResultRetry
-			case sdk.Gone:
-				o.gone, o.attempt.Result = true, ResultGone
-			default:
-				o.permanent, o.attempt.Result = true, ResultFailed
-			}
+			o.read(rs[i])
 		}
 		out[i] = o
 	}
 	return out
+}
+
+// read takes in what a connector answered for a delivery.
+func (o *outcome) read(r sdk.Result) {
+	o.attempt.Error = truncate(r.Reason)
+	switch r.Outcome {
+	case sdk.Delivered:
+		o.ok, o.attempt.Result, o.attempt.Error = true, ResultDelivered, ""
+	case sdk.Retry:
+		o.retryIn, o.attempt.Result = min(r.RetryAfter, MaxRetryAfter), ResultRetry
+	case sdk.Gone:
+		o.gone, o.attempt.Result = true, ResultGone
+	default:
+		o.permanent, o.attempt.Result = true, ResultFailed
+	}
 }
 
 // What a connector answered, as an attempt records it.

@@ -206,41 +206,90 @@ func (s *Service) keep(ctx context.Context, p auth.Principal, w store.Webhook, v
 	})
 }
 
-// verification is the webhook_test delivery that verified a new webhook,
+// verification is the webhook_test delivery that verified a new target,
 // and its attempt.
 type verification struct {
 	d store.Delivery
 	a store.Attempt
 }
 
-// verify sends a new webhook the signed webhook_test payload once; an
-// endpoint that does not answer 200 within the verification timeout is
-// refused with WEBHOOK_VERIFICATION_FAILED.
+// verify sends a new webhook, or a new Zapier subscription, a webhook_test
+// event once: signed to a webhook's URL, through the connector to a
+// connection's destination. A target that does not accept it (a webhook:
+// 200; a connection: delivered, that is 2xx) within the verification
+// timeout is refused with WEBHOOK_VERIFICATION_FAILED, so that aivis sends
+// events only where they were asked for.
 func (s *Service) verify(ctx context.Context, w store.Webhook, message string) (verification, error) {
 	now := s.now()
-	ev, err := events.New(events.WebhookTest, now, w.AccountID, w.ClientID, w.Domain,
-		events.WebhookTestData{WebhookID: &w.ID, Domain: w.Domain, Message: message})
+	ev, err := testEvent(w, now, message)
 	if err != nil {
 		return verification{}, err
 	}
-	ev.WebhookID = w.ID
 	m, err := ev.Message()
 	if err != nil {
 		return verification{}, err
 	}
 	v := verification{d: store.Delivery{ID: store.NewDeliveryID(now), WebhookID: w.ID, AccountID: w.AccountID, EventID: ev.ID,
 		Event: ev.Event, Payload: m.Payload, Status: store.DeliveryPending, CreatedAt: now, UpdatedAt: now}}
-	v.a, _ = post(ctx, s.Client, s.verifyTimeout(), w.URL, []string{w.Secret}, ev.ID, m.Payload, store.Attempt{N: 1, At: now})
+	what, want, ok := "endpoint", "with 200", false
+	if w.IsConnection() {
+		what, want = "target_url", "(2xx)"
+		if v.a, ok, err = s.testConnector(ctx, w, v.d, now); err != nil {
+			return v, err
+		}
+	} else {
+		v.a, _ = post(ctx, s.Client, s.verifyTimeout(), w.URL, []string{w.Secret}, ev.ID, m.Payload, store.Attempt{N: 1, At: now})
+		ok = v.a.StatusCode == http.StatusOK
+	}
 	v.a.DeliveryID = v.d.ID
-	if v.a.StatusCode != http.StatusOK {
+	if !ok {
 		why := v.a.Error
 		if why == "" {
 			why = fmt.Sprintf("it answered %d", v.a.StatusCode)
 		}
 		return v, fault.New(fault.WebhookVerification,
-			"the endpoint did not answer the test payload with 200 within %s: %s", s.verifyTimeout(), why)
+			"the %s did not answer the test payload %s within %s: %s", what, want, s.verifyTimeout(), why)
 	}
 	return v, nil
+}
+
+// testConnector has a connection's connector deliver the test delivery d
+// once, within the verification timeout, and says whether it was delivered.
+func (s *Service) testConnector(ctx context.Context, w store.Webhook, d store.Delivery, now time.Time) (store.Attempt, bool, error) {
+	if s.Hub == nil {
+		return store.Attempt{}, false, fault.New(fault.ConnectorUnavailable, "this server runs no connectors")
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.verifyTimeout())
+	defer cancel()
+	start := time.Now()
+	res, err := s.Hub.Test(ctx, w.Connector, w.Settings, SDKEvent(d, w.ClientID))
+	o := outcome{attempt: store.Attempt{N: 1, At: now, Latency: time.Since(start)}}
+	switch {
+	case err != nil && ctx.Err() != nil:
+		o.attempt.Error = fmt.Sprintf("no answer within %s", s.verifyTimeout())
+	case err != nil:
+		return o.attempt, false, s.hubError(w.Connector, err)
+	default:
+		o.read(res)
+	}
+	return o.attempt, o.ok, nil
+}
+
+// testEvent is a webhook_test event aimed at w alone, about its domain (a
+// connection's first; none when it takes every domain).
+func testEvent(w store.Webhook, at time.Time, message string) (events.Event, error) {
+	data := events.WebhookTestData{Domain: w.Domain, Message: message}
+	if w.IsConnection() {
+		data.ConnectionID, data.Domain = &w.ID, ""
+		if len(w.Domains) > 0 {
+			data.Domain = w.Domains[0]
+		}
+	} else {
+		data.WebhookID = &w.ID
+	}
+	ev, err := events.New(events.WebhookTest, at, w.AccountID, w.ClientID, data.Domain, data)
+	ev.WebhookID = w.ID
+	return ev, err
 }
 
 func (s *Service) verifyTimeout() time.Duration {
@@ -414,12 +463,10 @@ func (s *Service) SendTest(ctx context.Context, p auth.Principal, id string) (st
 	if err != nil {
 		return "", err
 	}
-	ev, err := events.New(events.WebhookTest, s.now(), w.AccountID, w.ClientID, w.Domain,
-		events.WebhookTestData{WebhookID: &w.ID, Domain: w.Domain, Message: "a test event sent on request"})
+	ev, err := testEvent(w, s.now(), "a test event sent on request")
 	if err != nil {
 		return "", err
 	}
-	ev.WebhookID = w.ID
 	if err := s.Store.Update(ctx, func(tx store.Tx) error { return events.Publish(tx, ev) }); err != nil {
 		return "", err
 	}
