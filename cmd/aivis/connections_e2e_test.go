@@ -87,6 +87,20 @@ func connectionBody(t *testing.T, v any) string {
 	return string(b)
 }
 
+// connect makes a connection of connector with settings, for the
+// ai_visibility_change events of every domain; the API must accept it.
+func connect(t *testing.T, s *server, k key, connector, settings string) client.Connection {
+	t.Helper()
+	r := s.do(t, req{method: "POST", path: "/v1/connections", header: bearer(k), body: connectionBody(t, client.CreateConnection{
+		Connector: connector, Events: []string{"ai_visibility_change"}, Settings: json.RawMessage(settings)})})
+	var c client.Connection
+	r.decode(t, &c)
+	if r.Status != 201 {
+		t.Fatalf("create %s %s: %d %s", connector, settings, r.Status, r.Body)
+	}
+	return c
+}
+
 func TestConnectionsEndToEnd(t *testing.T) {
 	dir := t.TempDir()
 	bin := buildPlugin(t, "../../examples/partner-connector", "partner-connector")
@@ -343,17 +357,7 @@ func TestMisbehavingConnectors(t *testing.T) {
 	k := newKey(t, dir, a.ID)
 	s := start(t, dir, "--allowed-targets", "127.0.0.1/32", "--allow-http-targets", "--webhook-timeout", "2s")
 	rc := newChatReceiver(t)
-	conn := func(connector, settings string) string {
-		r := s.do(t, req{method: "POST", path: "/v1/connections", header: bearer(k), body: connectionBody(t, client.CreateConnection{
-			Connector: connector, Events: []string{"ai_visibility_change"}, Settings: json.RawMessage(settings)})})
-		var c client.Connection
-		r.decode(t, &c)
-		if r.Status != 201 {
-			t.Fatalf("create %s: %d %s", settings, r.Status, r.Body)
-		}
-		return c.ID
-	}
-	fine := conn("partner-chat", `{"webhook_url":"`+rc.URL+`"}`)
+	fine := connect(t, s, k, "partner-chat", `{"webhook_url":"`+rc.URL+`"}`).ID
 	lastError := func(id string) string {
 		var dl client.List[client.Delivery]
 		s.do(t, req{method: "GET", path: "/v1/connections/" + id + "/deliveries", header: bearer(k)}).decode(t, &dl)
@@ -365,7 +369,7 @@ func TestMisbehavingConnectors(t *testing.T) {
 		return ""
 	}
 	for i, tc := range []struct{ mode, want string }{{"hang", "deadline"}, {"garbage", "results"}} {
-		id := conn("test", `{"mode":"`+tc.mode+`"}`)
+		id := connect(t, s, k, "test", `{"mode":"`+tc.mode+`"}`).ID
 		before := rc.count()
 		code, _, err := post(s, "/v1/visibility", k.Key, fmt.Sprintf(`{"domain":"x.example.com","visibility_score":%d,"sentiment":"neutral"}`, 10+i))
 		if err != nil || code != 201 {

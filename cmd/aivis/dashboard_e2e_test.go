@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"os"
@@ -884,33 +883,8 @@ func TestOperatorInvitesAUser(t *testing.T) {
 	if msg := cliFails(t, dir, "user", "invite", "--account", "acct_missing", "--email", "x@example.com"); !strings.Contains(msg, "no account") {
 		t.Fatalf("inviting to a missing account: %s", msg)
 	}
-	jar, _ := cookiejar.New(nil)
-	c := &http.Client{Transport: s.HTTP.Transport, Jar: jar}
-	get := func(u string) string {
-		res, err := c.Get(u)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		if res.StatusCode != 200 {
-			t.Fatalf("GET %s: %d\n%s", u, res.StatusCode, b)
-		}
-		return string(b)
-	}
-	page := get(inv.Link)
-	m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(page)
-	if m == nil {
-		t.Fatalf("no form on the invitation page:\n%s", page)
-	}
-	token := strings.TrimPrefix(inv.Link, s.URL+"/join?token=")
-	res, err := c.PostForm(s.URL+"/join", url.Values{"csrf": {m[1]}, "token": {token}, "email": {"ops@example.com"},
-		"password": {"twelve characters"}, "password_again": {"twelve characters"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	keys := get(s.URL + "/keys")
+	c := join(t, s, inv.Link, "ops@example.com")
+	keys := dashGet(t, c, s.URL+"/keys")
 	if !strings.Contains(keys, "ops@example.com") || !strings.Contains(keys, "admin") || !strings.Contains(keys, k.ID) {
 		t.Fatalf("after joining, the keys page does not show the user and the account's key:\n%s", keys)
 	}

@@ -820,7 +820,7 @@ func post(ctx context.Context, client *http.Client, timeout time.Duration, url s
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(payload))
 	if err != nil {
-		a.Error = err.Error()
+		a.Error = sdk.ErrorText(err)
 		return a, nil
 	}
 	req.Header.Set("Content-Type", "application/json")
@@ -840,7 +840,7 @@ func post(ctx context.Context, client *http.Client, timeout time.Duration, url s
 	a.StatusCode = resp.StatusCode
 	a.ResponseBody = strings.ToValidUTF8(string(body), string(utf8.RuneError))
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
-		a.Error = fmt.Sprintf("redirect to %q not followed", resp.Header.Get("Location"))
+		a.Error = fmt.Sprintf("redirect to %q not followed", sdk.Redact(resp.Header.Get("Location")))
 	}
 	return a, resp.Header
 }

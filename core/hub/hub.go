@@ -187,29 +187,86 @@ func (h *Hub) Info(ctx context.Context, name string) (sdk.Info, error) {
 
 // ValidateSettings asks a connector what is wrong with settings.
 func (h *Hub) ValidateSettings(ctx context.Context, name string, settings json.RawMessage) ([]sdk.FieldError, error) {
-	sup, _, err := h.running(ctx, name)
+	sup, info, err := h.running(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	return sup.ValidateSettings(ctx, settings)
+	fes, err := sup.ValidateSettings(ctx, settings)
+	secrets := secretValues(settings, info.SecretFields)
+	for i := range fes {
+		fes[i].Message = sdk.Redact(fes[i].Message, secrets...)
+	}
+	return fes, redactError(err, secrets)
 }
 
 // Test has a connector deliver one test event.
 func (h *Hub) Test(ctx context.Context, name string, settings json.RawMessage, ev sdk.Event) (sdk.Result, error) {
-	sup, _, err := h.running(ctx, name)
+	rs, err := h.results(ctx, name, settings, func(sup *host.Supervisor) ([]sdk.Result, error) {
+		r, err := sup.Test(ctx, settings, ev)
+		return []sdk.Result{r}, err
+	})
 	if err != nil {
 		return sdk.Result{}, err
 	}
-	return sup.Test(ctx, settings, ev)
+	return rs[0], nil
 }
 
 // Deliver has a connector deliver events; an error is the plugin's failure.
 func (h *Hub) Deliver(ctx context.Context, name string, settings json.RawMessage, evs []sdk.Event) ([]sdk.Result, error) {
-	sup, _, err := h.running(ctx, name)
+	return h.results(ctx, name, settings, func(sup *host.Supervisor) ([]sdk.Result, error) {
+		return sup.Deliver(ctx, settings, evs)
+	})
+}
+
+// results makes a call of a connector with settings, and redacts what it
+// says: here, for every caller (the delivery log, a connection test, the
+// logs), no reason or error carries the value of a secret setting, a
+// secret URL's path, or any URL's query or user information
+// (sdk.Redact), whatever the connector wrote.
+func (h *Hub) results(ctx context.Context, name string, settings json.RawMessage,
+	call func(*host.Supervisor) ([]sdk.Result, error)) ([]sdk.Result, error) {
+	sup, info, err := h.running(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	return sup.Deliver(ctx, settings, evs)
+	rs, err := call(sup)
+	secrets := secretValues(settings, info.SecretFields)
+	for i := range rs {
+		rs[i].Reason = sdk.Redact(rs[i].Reason, secrets...)
+	}
+	return rs, redactError(err, secrets)
+}
+
+// secretValues are the values of a connection's secret settings.
+func secretValues(settings json.RawMessage, fields []string) []string {
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(settings, &m)
+	var out []string
+	for _, f := range fields {
+		var s string
+		if v, ok := m[f]; ok && json.Unmarshal(v, &s) != nil {
+			s = string(v) // not a string: its JSON text
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// redacted is an error whose text was redacted; errors.Is and errors.As
+// still see what it wraps.
+type redacted struct {
+	msg string
+	err error
+}
+
+func (e *redacted) Error() string { return e.msg }
+func (e *redacted) Unwrap() error { return e.err }
+
+func redactError(err error, secrets []string) error {
+	if err == nil {
+		return nil
+	}
+	return &redacted{msg: sdk.Redact(err.Error(), secrets...), err: err}
 }
 
 // MaxBatch is how many events one Deliver of a connector may carry.

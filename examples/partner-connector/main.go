@@ -95,13 +95,15 @@ func (c *chat) post(ctx context.Context, s settings, ev sdk.Event) sdk.Result {
 	msg, _ := json.Marshal(map[string]string{"content": text, "username": s.Username})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.WebhookURL, bytes.NewReader(msg))
 	if err != nil {
-		return sdk.FailedResult(err.Error())
+		return sdk.FailedResult(sdk.ErrorText(err))
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", ev.ID)
 	resp, err := c.client.Do(req)
 	if err != nil {
-		return sdk.RetryResult(0, err.Error())
+		// Not err.Error(): it carries the whole URL, whose path is the
+		// webhook's secret.
+		return sdk.RetryResult(0, sdk.ErrorText(err))
 	}
 	defer resp.Body.Close()
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))

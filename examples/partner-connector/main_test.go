@@ -135,7 +135,7 @@ func TestThroughTheHost(t *testing.T) {
 	}
 	defer p2.Kill()
 	rs, err := p2.Connector().Deliver(ctx, settings, []sdk.Event{ev})
-	if err != nil || rs[0].Outcome != sdk.Retry || !strings.Contains(rs[0].Reason, "loopback") {
+	if err != nil || rs[0].Outcome != sdk.Retry || !strings.Contains(rs[0].Reason, "not allowed") {
 		t.Errorf("a plugin without the allow-list reached loopback: %+v %v", rs, err)
 	}
 }

@@ -85,7 +85,8 @@ func ByStatus(r Response, who string) sdk.Result {
 	}
 }
 
-// Unreachable is the result of a request that got no answer.
+// Unreachable is the result of a request that got no answer; its reason
+// keeps the request's URL to its host (sdk.ErrorText).
 func Unreachable(who string, err error) sdk.Result {
-	return sdk.RetryResult(0, fmt.Sprintf("%s: %v", who, err))
+	return sdk.RetryResult(0, who+": "+sdk.ErrorText(err))
 }

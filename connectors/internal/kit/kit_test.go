@@ -1,8 +1,10 @@
 package kit
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,5 +80,26 @@ func TestParse(t *testing.T) {
 	}
 	if Truncate("héllo", 3) != "hé…" || Truncate("hé", 3) != "hé" {
 		t.Error(Truncate("héllo", 3))
+	}
+}
+
+// A request that gets no answer is retried with a reason that keeps its
+// URL to the host: the path, query and user information of a hook URL
+// are its credentials.
+func TestUnreachableTellsNoSecret(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := Do(ctx, sdk.HTTPClient(5*time.Second), http.MethodPost, "https://user:pw@aivis-test.invalid/hooks/catch/s3cr3t?api_secret=t0k3n", nil, []byte(`{}`))
+	if err == nil {
+		t.Fatal("a request to an .invalid host was answered")
+	}
+	r := Unreachable("Zapier", err)
+	if r.Outcome != sdk.Retry || !strings.HasPrefix(r.Reason, "Zapier: POST https://aivis-test.invalid: ") {
+		t.Fatalf("%+v", r)
+	}
+	for _, secret := range []string{"user", "pw", "s3cr3t", "api_secret", "t0k3n"} {
+		if strings.Contains(r.Reason, secret) {
+			t.Errorf("the reason %q carries %q", r.Reason, secret)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 // A connector that misbehaves on request, for the host's tests: the
-// settings' "mode" is ok, hang, garbage (wrong result count), crash or
-// warn (a warning on stderr).
+// settings' "mode" is ok, hang, garbage (wrong result count), crash,
+// warn (a warning on stderr), or leak (a reason that tells its secret
+// settings, "secret" and the hook URL "url", in every form).
 // With TESTPLUGIN_NEWER set it also offers a protocol version the host
 // does not know.
 package main
@@ -8,7 +9,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log"
+	"net/url"
 	"os"
 	"time"
 
@@ -20,15 +23,25 @@ import (
 type bad struct{}
 
 func (bad) Info() sdk.Info {
-	return sdk.Info{Name: "test", Kind: "other", Version: "0", SettingsSchema: json.RawMessage(`{"type":"object"}`), MaxBatch: 10}
+	return sdk.Info{Name: "test", Kind: "other", Version: "0", SettingsSchema: json.RawMessage(`{"type":"object"}`),
+		SecretFields: []string{"secret", "url"}, MaxBatch: 10}
 }
 
 func (bad) ValidateSettings(context.Context, json.RawMessage) []sdk.FieldError { return nil }
 
 func (bad) Deliver(ctx context.Context, raw json.RawMessage, events []sdk.Event) []sdk.Result {
-	var s struct{ Mode string }
+	var s struct{ Mode, Secret, URL string }
 	json.Unmarshal(raw, &s)
 	switch s.Mode {
+	case "leak":
+		u, _ := url.Parse(s.URL)
+		why := fmt.Sprintf("settings %s; secret %s, %s, %s; Post %q: refused; path %s; elsewhere https://user:pw@other.example/p?token=t0k3n#frag",
+			raw, s.Secret, url.QueryEscape(s.Secret), url.PathEscape(s.Secret), s.URL, u.Path)
+		out := make([]sdk.Result, len(events))
+		for i := range out {
+			out[i] = sdk.RetryResult(0, why)
+		}
+		return out
 	case "hang":
 		time.Sleep(time.Hour)
 	case "garbage":
