@@ -128,7 +128,12 @@ type ConnectorKind struct {
 	Version        string          `json:"version"`
 	SettingsSchema json.RawMessage `json:"settings_schema"`
 	SecretFields   []string        `json:"secret_fields"`
-	Health         ConnectorHealth `json:"health"`
+	// DestinationFields are the settings that decide where the secret
+	// fields are sent: a change of one needs the saved secrets again.
+	// Empty: the connector names none, and every change of its settings
+	// needs them.
+	DestinationFields []string        `json:"destination_fields"`
+	Health            ConnectorHealth `json:"health"`
 }
 
 // ConnectorHealth is the state of a connector's plugin process.

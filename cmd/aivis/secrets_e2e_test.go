@@ -11,10 +11,14 @@ import (
 	"testing"
 
 	"github.com/aivis/aivis/client"
+	"github.com/aivis/aivis/connectors/hubspot/hubspotfake"
+	"github.com/aivis/aivis/connectors/segment/segmentfake"
+	"github.com/aivis/aivis/connectors/slack/slackfake"
+	"github.com/aivis/aivis/connectors/workflow/workflowfake"
 )
 
 // officialConnectors builds every official connector, and the host's test
-// plugin, and registers them.
+// plugin (which names no destination settings), and registers them.
 func officialConnectors(t *testing.T, dir string) {
 	for _, name := range []string{"slack", "zapier", "hubspot", "ga4", "segment", "workflow"} {
 		cli(t, dir, nil, "plugin", "register", buildPlugin(t, "../../connectors/"+name, name))
@@ -87,6 +91,203 @@ func csrfOf(t *testing.T, page string) string {
 		t.Fatalf("no form on the page:\n%s", page)
 	}
 	return m[1]
+}
+
+var (
+	editForm = regexp.MustCompile(`(?s)<form method="post" action="(/connections/con_[^"/]+)">(.*?)</form>`)
+	inputTag = regexp.MustCompile(`<input ([^>]*)>`)
+	selectEl = regexp.MustCompile(`(?s)<select [^>]*name="([^"]+)"[^>]*>(.*?)</select>`)
+	attr     = regexp.MustCompile(`([a-z-]+)(?:="([^"]*)")?`)
+	selected = regexp.MustCompile(`<option selected>([^<]*)</option>`)
+)
+
+// formOf reads a connection page's edit form as a browser would submit
+// it untouched: its action and every input's value (checked boxes only).
+func formOf(t *testing.T, page string) (string, url.Values) {
+	t.Helper()
+	m := editForm.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("no edit form on the page:\n%s", page)
+	}
+	v := url.Values{}
+	for _, in := range inputTag.FindAllStringSubmatch(m[2], -1) {
+		a := map[string]string{}
+		for _, kv := range attr.FindAllStringSubmatch(in[1], -1) {
+			a[kv[1]] = kv[2]
+		}
+		if _, checked := a["checked"]; a["name"] == "" || a["type"] == "checkbox" && !checked {
+			continue
+		}
+		if a["type"] == "checkbox" && a["value"] == "" {
+			a["value"] = "on"
+		}
+		v.Add(a["name"], a["value"])
+	}
+	for _, sel := range selectEl.FindAllStringSubmatch(m[2], -1) {
+		val := ""
+		if o := selected.FindStringSubmatch(sel[2]); o != nil {
+			val = o[1]
+		}
+		v.Set(sel[1], val)
+	}
+	return m[1], v
+}
+
+// fieldErrors reads the details of a VALIDATION_ERROR.
+func fieldErrors(t *testing.T, r resp) []string {
+	t.Helper()
+	if r.Status != 400 || r.errorCode(t) != "VALIDATION_ERROR" {
+		t.Fatalf("want 400 VALIDATION_ERROR, got %d %s", r.Status, r.Body)
+	}
+	var e struct {
+		Error struct {
+			Details []struct{ Field, Message string } `json:"details"`
+		} `json:"error"`
+	}
+	r.decode(t, &e)
+	var fields []string
+	for _, d := range e.Error.Details {
+		if !strings.Contains(d.Message, "given again") {
+			t.Errorf("detail %s: %q does not say to give it again", d.Field, d.Message)
+		}
+		fields = append(fields, d.Field)
+	}
+	return fields
+}
+
+// TestEditedDestinationNeedsTheSecretsAgain: a connection's saved secrets
+// never follow an edited address. Through the API and the dashboard, with
+// the real plugins: a change of a destination setting without the secrets
+// is refused naming each, and nothing reaches the new address; given
+// again, they go there.
+func TestEditedDestinationNeedsTheSecretsAgain(t *testing.T) {
+	dir := t.TempDir()
+	officialConnectors(t, dir)
+	a := newAccount(t, dir, "enterprise", false)
+	k := newKey(t, dir, a.ID)
+	s := start(t, dir, "--allowed-targets", "127.0.0.1/32", "--allow-http-targets", "--webhook-timeout", "3s")
+
+	// Every official connector names where its secrets go.
+	var kinds client.List[client.ConnectorKind]
+	s.do(t, req{method: "GET", path: "/v1/connectors", header: bearer(k)}).decode(t, &kinds)
+	want := map[string][]string{"slack": {"api_url", "webhook_url"}, "zapier": {"target_url"}, "hubspot": {"api_url"},
+		"ga4": {"api_url"}, "segment": {"region", "api_url"}, "workflow": {"webhook_url"}, "test": {}}
+	for _, c := range kinds.Items {
+		if w, ok := want[c.Name]; !ok || !slices.Equal(c.DestinationFields, w) {
+			t.Errorf("%s: destination_fields %q, want %q", c.Name, c.DestinationFields, w)
+		}
+		delete(want, c.Name)
+	}
+	if len(want) != 0 {
+		t.Fatalf("connectors not listed: %v", want)
+	}
+
+	patch := func(c client.Connection, settings string) resp {
+		t.Helper()
+		return s.do(t, req{method: "PATCH", path: "/v1/connections/" + c.ID, header: bearer(k), body: `{"settings":` + settings + `}`})
+	}
+	test := func(c client.Connection) client.ConnectionTestResult {
+		t.Helper()
+		var res client.ConnectionTestResult
+		s.do(t, req{method: "POST", path: "/v1/connections/" + c.ID + "/test", header: bearer(k)}).decode(t, &res)
+		return res
+	}
+	refused := func(c client.Connection, settings string, secrets ...string) {
+		t.Helper()
+		before := s.do(t, req{method: "GET", path: "/v1/connections/" + c.ID, header: bearer(k)})
+		if got := fieldErrors(t, patch(c, settings)); !slices.Equal(got, secrets) {
+			t.Errorf("%s %s: the refusal names %q, want %q", c.Connector, settings, got, secrets)
+		}
+		if after := s.do(t, req{method: "GET", path: "/v1/connections/" + c.ID, header: bearer(k)}); string(after.Body) != string(before.Body) {
+			t.Errorf("a refused change changed the connection:\n%s\n%s", before.Body, after.Body)
+		}
+	}
+
+	// HubSpot: the token stays with the API it was typed for.
+	hsHome, hsElsewhere := hubspotfake.New(), hubspotfake.New()
+	defer hsHome.Close()
+	defer hsElsewhere.Close()
+	hs := connect(t, s, k, "hubspot", `{"access_token":"`+hubspotfake.Token+`","api_url":"`+hsHome.URL()+`"}`)
+	refused(hs, `{"api_url":"`+hsElsewhere.URL()+`"}`, "settings.access_token")
+	refused(hs, `{"api_url":null}`, "settings.access_token")
+	if res := test(hs); res.Result != "delivered" || len(hsHome.Requests()) == 0 {
+		t.Fatalf("hubspot test at home: %+v, %d requests", res, len(hsHome.Requests()))
+	}
+	if n := len(hsElsewhere.Requests()); n != 0 {
+		t.Fatalf("the other HubSpot got %d requests before the token was given again", n)
+	}
+	if r := patch(hs, `{"api_url":"`+hsElsewhere.URL()+`","access_token":"`+hubspotfake.Token+`"}`); r.Status != 200 {
+		t.Fatalf("a move with the token: %d %s", r.Status, r.Body)
+	}
+	if res := test(hs); res.Result != "delivered" || len(hsElsewhere.Requests()) == 0 {
+		t.Fatalf("hubspot test after the move: %+v", res)
+	}
+
+	// n8n with basic authentication: the password stays with its URL (the
+	// URL itself, a secret, is given by the change).
+	wfHome, wfElsewhere := workflowfake.New(), workflowfake.New()
+	defer wfHome.Close()
+	defer wfElsewhere.Close()
+	home := wfHome.N8nWebhook("aivis", workflowfake.Auth{User: "aivis", Password: "home-password"})
+	elsewhere := wfElsewhere.N8nWebhook("aivis", workflowfake.Auth{User: "aivis", Password: "other-password"})
+	wf := connect(t, s, k, "workflow", `{"platform":"n8n","webhook_url":"`+home+`","auth":"basic","username":"aivis","password":"home-password"}`)
+	refused(wf, `{"webhook_url":"`+elsewhere+`"}`, "settings.password")
+	if res := test(wf); res.Result != "delivered" || len(wfHome.Received()) != 1 {
+		t.Fatalf("n8n test at home: %+v", res)
+	}
+	if n := len(wfElsewhere.Requests()); n != 0 {
+		t.Fatalf("the other n8n got %d requests before the password was given again", n)
+	}
+	if r := patch(wf, `{"webhook_url":"`+elsewhere+`","password":"other-password"}`); r.Status != 200 {
+		t.Fatalf("a move with the password: %d %s", r.Status, r.Body)
+	}
+	if res := test(wf); res.Result != "delivered" || len(wfElsewhere.Received()) != 1 {
+		t.Fatalf("n8n test after the move: %+v", res)
+	}
+
+	// Segment: a region is a destination too.
+	seg := segmentfake.New()
+	defer seg.Close()
+	sc := connect(t, s, k, "segment", `{"write_key":"`+segmentfake.WriteKey+`","api_url":"`+seg.URL()+`"}`)
+	refused(sc, `{"api_url":null,"region":"eu"}`, "settings.write_key")
+
+	// Slack: a setting that sends nothing elsewhere needs no secret.
+	sl := slackfake.New()
+	defer sl.Close()
+	slc := connect(t, s, k, "slack", `{"bot_token":"`+slackfake.Token+`","channel":"#alerts","api_url":"`+sl.APIURL()+`"}`)
+	if r := patch(slc, `{"dashboard_url":"https://aivis.example.com","api_url":"`+sl.APIURL()+`"}`); r.Status != 200 {
+		t.Fatalf("slack: a change of the dashboard URL: %d %s", r.Status, r.Body)
+	}
+	refused(slc, `{"api_url":"https://slack.example.com/api/"}`, "settings.bot_token")
+
+	// A connector that names no destination: every change needs its secrets.
+	tc := connect(t, s, k, "test", `{"mode":"ok","secret":"plugin-secret"}`)
+	refused(tc, `{"note":"y"}`, "settings.secret")
+	if r := patch(tc, `{"note":"y","secret":"plugin-secret"}`); r.Status != 200 {
+		t.Fatalf("test: with the secret: %d %s", r.Status, r.Body)
+	}
+
+	// The dashboard's edit form goes through the same rule and shows the
+	// refusal; a form saved as shown, over a connection whose default
+	// destination is not saved, moves nothing.
+	dev := dashboardUser(t, s, a.ID, "dev@example.com", "developer")
+	action, form := formOf(t, dashGet(t, dev, s.URL+"/connections/"+hs.ID))
+	form.Set("s.api_url", hsHome.URL())
+	status, page := dashPost(t, dev, s.URL+action, form)
+	if status != 400 || !strings.Contains(page, "settings.access_token") || !strings.Contains(page, "given again") {
+		t.Fatalf("the dashboard's refused edit: %d\n%s", status, page)
+	}
+	ga := connect(t, s, k, "ga4", `{"measurement_id":"G-AIVIS1234","api_secret":"ga4-secret"}`)
+	action, form = formOf(t, dashGet(t, dev, s.URL+"/connections/"+ga.ID))
+	form.Set("name", "GA4 renamed")
+	if status, page := dashPost(t, dev, s.URL+action, form); status != http.StatusSeeOther {
+		t.Fatalf("the dashboard's edit of a name: %d\n%s", status, page)
+	}
+	var got client.Connection
+	s.do(t, req{method: "GET", path: "/v1/connections/" + ga.ID, header: bearer(k)}).decode(t, &got)
+	if got.Name != "GA4 renamed" || !slices.Equal(got.SecretFields, []string{"api_secret"}) {
+		t.Fatalf("after the dashboard's edit: %+v", got)
+	}
 }
 
 // TestFailedDeliveriesTellNoSecret points every official connector, and

@@ -49,7 +49,7 @@ type connector struct{ client *http.Client }
 func (c *connector) Info() sdk.Info {
 	return sdk.Info{Name: "ga4", Kind: "analytics", Version: "1.0.0", DisplayName: "Google Analytics 4",
 		Description:    "Sends aivis events to GA4 with the Measurement Protocol.",
-		SettingsSchema: schema, SecretFields: []string{"api_secret"}, MaxBatch: mp.MaxEvents}
+		SettingsSchema: schema, SecretFields: []string{"api_secret"}, DestinationFields: []string{"api_url"}, MaxBatch: mp.MaxEvents}
 }
 
 func parse(raw json.RawMessage) (settings, kit.Fields) {

@@ -66,7 +66,7 @@ type connector struct{ client *http.Client }
 func (c *connector) Info() sdk.Info {
 	return sdk.Info{Name: "hubspot", Kind: "crm", Version: "1.0.0", DisplayName: "HubSpot",
 		Description:    "Keeps each domain's HubSpot company up to date with its AI visibility, with a note on each alert.",
-		SettingsSchema: schema, SecretFields: []string{"access_token"}, MaxBatch: maxBatch}
+		SettingsSchema: schema, SecretFields: []string{"access_token"}, DestinationFields: []string{"api_url"}, MaxBatch: maxBatch}
 }
 
 func parse(raw json.RawMessage) (settings, kit.Fields) {

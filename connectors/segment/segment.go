@@ -51,7 +51,7 @@ type connector struct{ client *http.Client }
 func (c *connector) Info() sdk.Info {
 	return sdk.Info{Name: "segment", Kind: "cdp", Version: version, DisplayName: "Segment / RudderStack",
 		Description:    "Sends aivis events to Segment (or RudderStack) as track calls.",
-		SettingsSchema: schema, SecretFields: []string{"write_key"}, MaxBatch: maxBatch}
+		SettingsSchema: schema, SecretFields: []string{"write_key"}, DestinationFields: []string{"region", "api_url"}, MaxBatch: maxBatch}
 }
 
 func parse(raw json.RawMessage) (settings, kit.Fields) {

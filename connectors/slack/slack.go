@@ -61,7 +61,8 @@ func newConnector(c *http.Client) *connector {
 func (c *connector) Info() sdk.Info {
 	return sdk.Info{Name: "slack", Kind: "chat", Version: "1.0.0", DisplayName: "Slack",
 		Description:    "Posts aivis alerts to a Slack channel as Block Kit messages.",
-		SettingsSchema: schema, SecretFields: []string{"bot_token", "webhook_url"}, MaxBatch: 1}
+		SettingsSchema: schema, SecretFields: []string{"bot_token", "webhook_url"},
+		DestinationFields: []string{"api_url", "webhook_url"}, MaxBatch: 1}
 }
 
 func parse(raw json.RawMessage) (settings, kit.Fields) {

@@ -47,7 +47,8 @@ type connector struct{ client *http.Client }
 func (c *connector) Info() sdk.Info {
 	return sdk.Info{Name: "workflow", Kind: "workflow", Version: "1.0.0", DisplayName: "Make / n8n",
 		Description:    "Starts a Make scenario or an n8n workflow with each aivis event.",
-		SettingsSchema: schema, SecretFields: []string{"webhook_url", "password", "header_value", "token"}, MaxBatch: 1}
+		SettingsSchema: schema, SecretFields: []string{"webhook_url", "password", "header_value", "token"},
+		DestinationFields: []string{"webhook_url"}, MaxBatch: 1}
 }
 
 func parse(raw json.RawMessage) (settings, kit.Fields) {

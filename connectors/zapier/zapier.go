@@ -29,7 +29,7 @@ type connector struct{ client *http.Client }
 func (c *connector) Info() sdk.Info {
 	return sdk.Info{Name: "zapier", Kind: "automation", Version: "1.0.0", DisplayName: "Zapier",
 		Description:    "Triggers Zaps with aivis events: instant triggers (REST Hooks) and Catch Hooks.",
-		SettingsSchema: schema, SecretFields: []string{"target_url"}, MaxBatch: 1}
+		SettingsSchema: schema, SecretFields: []string{"target_url"}, DestinationFields: []string{"target_url"}, MaxBatch: 1}
 }
 
 func parse(raw json.RawMessage) (settings, kit.Fields) {

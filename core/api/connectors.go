@@ -12,14 +12,11 @@ func (s *Server) listConnectors(w http.ResponseWriter, r *http.Request) {
 	page := client.List[client.ConnectorKind]{Items: []client.ConnectorKind{}}
 	if s.hub != nil {
 		for _, c := range s.hub.Connectors() {
-			secret := c.Info.SecretFields
-			if secret == nil {
-				secret = []string{}
-			}
 			page.Items = append(page.Items, client.ConnectorKind{Name: c.Record.Name, Kind: c.Record.Kind,
 				DisplayName: c.Record.DisplayName, Description: c.Info.Description, Version: c.Record.Version,
-				SettingsSchema: c.Info.SettingsSchema, SecretFields: secret,
-				Health: client.ConnectorHealth{State: c.Health.State, Restarts: c.Health.Restarts, Problem: optional(c.Problem)}})
+				SettingsSchema: c.Info.SettingsSchema, SecretFields: nonNilList(c.Info.SecretFields),
+				DestinationFields: nonNilList(c.Info.DestinationFields), Health: client.ConnectorHealth{State: c.Health.State,
+					Restarts: c.Health.Restarts, Problem: optional(c.Problem)}})
 		}
 	}
 	writeJSON(w, http.StatusOK, page)

@@ -27,6 +27,7 @@ type field struct {
 	Required    bool
 	Secret      bool
 	Value       string // never set for a secret
+	Default     string // the schema's default, shown where an edit leaves the value unset
 	Checked     bool
 }
 
@@ -76,7 +77,12 @@ func schemaProps(raw json.RawMessage) ([]string, map[string]json.RawMessage, []s
 }
 
 // fields builds a connector's form from its settings schema; values are
-// the saved public settings (secret fields are never shown).
+// the saved public settings (secret fields are never shown), or for a new
+// connection (public nil) the schema's defaults. An edit leaves a setting
+// that is not saved empty, showing its default, so that saving sends no
+// value nobody typed: a destination setting filled in would move the
+// connection's secrets, which the server refuses unless they are typed
+// again. A checkbox has no empty state and shows the default.
 func fields(c hub.Connector, public json.RawMessage) []field {
 	order, props, required := schemaProps(c.Info.SettingsSchema)
 	var saved map[string]any
@@ -113,8 +119,10 @@ func fields(c hub.Connector, public json.RawMessage) []field {
 			f.Input = "email"
 		}
 		v, ok := saved[name]
-		if !ok {
+		if !ok && (public == nil || p.Type == "boolean") {
 			v = p.Default
+		} else if !ok && p.Default != nil {
+			f.Default = toString(p.Default)
 		}
 		if !f.Secret && v != nil {
 			if b, isBool := v.(bool); isBool {

@@ -36,7 +36,7 @@ func TestFormFromSchema(t *testing.T) {
 	want := []field{
 		{Name: "url", Title: "Endpoint", Type: "string", Input: "url", Required: true, Value: "https://x.example"},
 		{Name: "token", Title: "Token", Type: "string", Input: "password", Secret: true},
-		{Name: "region", Title: "region", Type: "string", Input: "text", Enum: []string{"eu", "us"}, Value: "eu"},
+		{Name: "region", Title: "region", Type: "string", Input: "text", Enum: []string{"eu", "us"}, Default: "eu"},
 		{Name: "batch", Title: "batch", Type: "integer", Input: "number", Value: "5"},
 		{Name: "tags", Title: "tags", Type: "array", Input: "text", Value: "a, b"},
 		{Name: "verbose", Title: "verbose", Type: "boolean", Input: "text", Checked: true},
@@ -44,9 +44,15 @@ func TestFormFromSchema(t *testing.T) {
 	for i := range want {
 		g, w := fs[i], want[i]
 		if g.Name != w.Name || g.Title != w.Title || g.Type != w.Type || g.Input != w.Input || g.Required != w.Required ||
-			g.Secret != w.Secret || g.Value != w.Value || g.Checked != w.Checked || strings.Join(g.Enum, ",") != strings.Join(w.Enum, ",") {
+			g.Secret != w.Secret || g.Value != w.Value || g.Default != w.Default || g.Checked != w.Checked ||
+			strings.Join(g.Enum, ",") != strings.Join(w.Enum, ",") {
 			t.Errorf("field %d = %+v, want %+v", i, g, w)
 		}
+	}
+	// A new connection's form has the defaults as values; an edit leaves
+	// what is not saved empty, so that saving sends nothing nobody typed.
+	if f := fields(c, nil)[2]; f.Value != "eu" || f.Default != "" {
+		t.Errorf("a new connection's region field = %+v, want the default as its value", f)
 	}
 
 	form := url.Values{"s.url": {"https://y.example"}, "s.token": {""}, "s.region": {""}, "s.batch": {"7"}, "s.tags": {"x, y,"},

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -51,9 +53,8 @@ func (s *Service) hubError(name string, err error) error {
 	return fault.New(fault.ConnectorUnavailable, "the %s connector failed: %v", name, err)
 }
 
-// checkSettings validates settings with their connector: its field errors
-// come back as settings.<field>.
-func (s *Service) checkSettings(ctx context.Context, connector string, settings json.RawMessage) (sdk.Info, error) {
+// connectorInfo is how a connector describes itself.
+func (s *Service) connectorInfo(ctx context.Context, connector string) (sdk.Info, error) {
 	if s.Hub == nil {
 		return sdk.Info{}, fault.New(fault.ConnectorUnavailable, "this server runs no connectors")
 	}
@@ -61,22 +62,69 @@ func (s *Service) checkSettings(ctx context.Context, connector string, settings 
 	if err != nil {
 		return info, s.hubError(connector, err)
 	}
+	return info, nil
+}
+
+// checkSettings validates settings with their connector: its field errors
+// come back as settings.<field>.
+func (s *Service) checkSettings(ctx context.Context, connector string, settings json.RawMessage) error {
 	fes, err := s.Hub.ValidateSettings(ctx, connector, settings)
 	if err != nil {
-		return info, s.hubError(connector, err)
+		return s.hubError(connector, err)
 	}
-	if len(fes) > 0 {
-		var f fault.Fields
-		for _, fe := range fes {
-			field := "settings"
-			if fe.Field != "" {
-				field += "." + fe.Field
-			}
-			f.Add(field, "%s", fe.Message)
+	var f fault.Fields
+	for _, fe := range fes {
+		field := "settings"
+		if fe.Field != "" {
+			field += "." + fe.Field
 		}
-		return info, f.Err()
+		f.Add(field, "%s", fe.Message)
 	}
-	return info, nil
+	return f.Err()
+}
+
+// checkSecretsFollow refuses a change of settings that changes where the
+// saved secrets are sent (a destination setting the connector declares,
+// or any setting of one that declares none) unless it gives every saved
+// secret again: a token typed for one host is never sent to another.
+// saved and merged are the settings before and after patch.
+func checkSecretsFollow(f *fault.Fields, info sdk.Info, secret []string, saved, merged, patch map[string]json.RawMessage) {
+	dests := info.DestinationFields
+	if len(dests) == 0 {
+		dests = slices.Concat(slices.Collect(maps.Keys(saved)), slices.Collect(maps.Keys(patch)))
+	}
+	var moved []string
+	for _, d := range dests {
+		if !sameJSON(saved[d], merged[d]) && !slices.Contains(moved, "settings."+d) {
+			moved = append(moved, "settings."+d)
+		}
+	}
+	if len(moved) == 0 {
+		return
+	}
+	slices.Sort(moved)
+	names := slices.Concat(info.SecretFields, secret)
+	slices.Sort(names)
+	for _, name := range slices.Compact(names) {
+		_, kept := saved[name]
+		_, given := patch[name]
+		if kept && !given {
+			f.Add("settings."+name, "must be given again: this change moves where it is sent (%s), and a saved secret never follows its destination",
+				strings.Join(moved, ", "))
+		}
+	}
+}
+
+// sameJSON says whether two JSON values (nil: absent) are the same.
+func sameJSON(a, b json.RawMessage) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	var va, vb any
+	if json.Unmarshal(a, &va) != nil || json.Unmarshal(b, &vb) != nil {
+		return false
+	}
+	return reflect.DeepEqual(va, vb)
 }
 
 // settingsObject checks that raw is a JSON object of bounded size.
@@ -169,16 +217,15 @@ func (s *Service) insertConnection(ctx context.Context, p auth.Principal, client
 	if err := s.room(ctx, p, true); err != nil {
 		return store.Webhook{}, err
 	}
-	full, _, err := split(settings, nil)
-	if err != nil {
-		return store.Webhook{}, err
-	}
-	info, err := s.checkSettings(ctx, connector, full)
+	info, err := s.connectorInfo(ctx, connector)
 	if err != nil {
 		return store.Webhook{}, err
 	}
 	full, public, err := split(settings, info.SecretFields)
 	if err != nil {
+		return store.Webhook{}, err
+	}
+	if err := s.checkSettings(ctx, connector, full); err != nil {
 		return store.Webhook{}, err
 	}
 	if name == "" {
@@ -229,10 +276,11 @@ func (s *Service) UpdateConnection(ctx context.Context, p auth.Principal, id str
 	var full, public json.RawMessage
 	var secret []string
 	if patch != nil {
-		merged := map[string]json.RawMessage{}
-		if err := json.Unmarshal(cur.Settings, &merged); err != nil {
+		saved := map[string]json.RawMessage{}
+		if err := json.Unmarshal(cur.Settings, &saved); err != nil {
 			return cur, err
 		}
+		merged := maps.Clone(saved)
 		for k, v := range patch {
 			if bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
 				delete(merged, k)
@@ -240,16 +288,21 @@ func (s *Service) UpdateConnection(ctx context.Context, p auth.Principal, id str
 				merged[k] = v
 			}
 		}
-		full, _, err = split(merged, nil)
+		info, err := s.connectorInfo(ctx, cur.Connector)
 		if err != nil {
 			return cur, err
 		}
-		info, err := s.checkSettings(ctx, cur.Connector, full)
-		if err != nil {
+		// Before the connector sees the settings: its validation might
+		// call the new destination with the saved secrets.
+		checkSecretsFollow(&f, info, cur.SecretFields, saved, merged, patch)
+		if err := f.Err(); err != nil {
 			return cur, err
 		}
 		secret = info.SecretFields
 		if full, public, err = split(merged, secret); err != nil {
+			return cur, err
+		}
+		if err := s.checkSettings(ctx, cur.Connector, full); err != nil {
 			return cur, err
 		}
 	}

@@ -20,23 +20,35 @@ import (
 )
 
 // fakeHub is an in-process connector host: the connector "fake" answers
-// each event with what answer says, and records every call.
+// each event with what answer says, and records every call. Its secret
+// setting is token, sent to the destination url.
 type fakeHub struct {
-	mu     sync.Mutex
-	batch  int
-	calls  [][]sdk.Event
-	answer func(ev sdk.Event, settings json.RawMessage) sdk.Result
-	broken error // every call fails in the plugin
+	mu        sync.Mutex
+	batch     int
+	calls     [][]sdk.Event
+	validated []json.RawMessage
+	answer    func(ev sdk.Event, settings json.RawMessage) sdk.Result
+	broken    error // every call fails in the plugin
+	// undeclared: the connector names no destination settings, as one
+	// built before they could be named.
+	undeclared bool
 }
 
 func (h *fakeHub) Info(_ context.Context, name string) (sdk.Info, error) {
 	if name != "fake" {
 		return sdk.Info{}, hub.ErrUnknown
 	}
-	return sdk.Info{Name: "fake", DisplayName: "Fake", SecretFields: []string{"token"}, MaxBatch: h.batch}, nil
+	info := sdk.Info{Name: "fake", DisplayName: "Fake", SecretFields: []string{"token"}, MaxBatch: h.batch}
+	if !h.undeclared {
+		info.DestinationFields = []string{"url"}
+	}
+	return info, nil
 }
 
 func (h *fakeHub) ValidateSettings(_ context.Context, _ string, settings json.RawMessage) ([]sdk.FieldError, error) {
+	h.mu.Lock()
+	h.validated = append(h.validated, settings)
+	h.mu.Unlock()
 	var s struct {
 		Token string `json:"token"`
 	}
@@ -271,5 +283,66 @@ func TestConnectionValidation(t *testing.T) {
 	// The webhook service does not see connections.
 	if _, err := (&delivery.Service{Store: e.db}).Get(ctx, e.p, c.ID); err == nil {
 		t.Fatal("the webhook service reads a connection")
+	}
+}
+
+// A change of where a connection sends its secrets needs them given again,
+// and is refused, changing nothing and showing the connector nothing,
+// without them.
+func TestEditedDestinationNeedsTheSecretsAgain(t *testing.T) {
+	h := &fakeHub{batch: 1, answer: func(sdk.Event, json.RawMessage) sdk.Result { return sdk.DeliveredResult() }}
+	e := connEnv(t, h)
+	c := e.connect(t, client.CreateConnection{Settings: json.RawMessage(`{"token":"s3cret","label":"x","url":"https://a.example"}`)})
+	patch := func(settings string) (store.Webhook, error) {
+		t.Helper()
+		return e.svc.UpdateConnection(ctx, e.p, c.ID, client.UpdateConnection{Settings: json.RawMessage(settings)})
+	}
+	refused := func(settings string) {
+		t.Helper()
+		h.mu.Lock()
+		seen := len(h.validated)
+		h.mu.Unlock()
+		before, _ := e.svc.Get(ctx, e.p, c.ID)
+		_, err := patch(settings)
+		var fe *fault.Error
+		if !errors.As(err, &fe) || fe.Code != fault.ValidationError || len(fe.Details) != 1 || fe.Details[0].Field != "settings.token" ||
+			!strings.Contains(fe.Details[0].Message, "given again") {
+			t.Fatalf("patch %s: %v, want a validation error naming settings.token", settings, err)
+		}
+		got, _ := e.svc.Get(ctx, e.p, c.ID)
+		if string(got.Settings) != string(before.Settings) {
+			t.Fatalf("a refused patch changed the settings: %s", got.Settings)
+		}
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if len(h.validated) != seen {
+			t.Fatalf("the connector was shown the refused settings %s", h.validated[seen:])
+		}
+	}
+	refused(`{"url":"https://b.example"}`)
+	refused(`{"url":"https://b.example","label":"y"}`)
+	refused(`{"url":null}`)
+
+	// Not a move: the same address, or another setting.
+	for _, same := range []string{`{"url":"https://a.example"}`, `{"url": "https:\/\/a.example"}`, `{"label":"y"}`} {
+		if up, err := patch(same); err != nil || !strings.Contains(string(up.Settings), `"token":"s3cret"`) {
+			t.Fatalf("patch %s: %s %v", same, up.Settings, err)
+		}
+	}
+	// A move with the secret given again.
+	up, err := patch(`{"url":"https://b.example","token":"n3w"}`)
+	if err != nil || string(up.Settings) != `{"label":"y","token":"n3w","url":"https://b.example"}` || string(up.PublicSettings) != `{"label":"y","url":"https://b.example"}` {
+		t.Fatalf("a move with the secret: %s %v", up.Settings, err)
+	}
+
+	// A connector that names no destination: any change of its settings
+	// may move its secrets.
+	h.undeclared = true
+	refused(`{"label":"z"}`)
+	if up, err := patch(`{"label":"z","token":"n3w"}`); err != nil || string(up.Settings) != `{"label":"z","token":"n3w","url":"https://b.example"}` {
+		t.Fatalf("undeclared destinations, with the secret: %s %v", up.Settings, err)
+	}
+	if _, err := e.svc.UpdateConnection(ctx, e.p, c.ID, client.UpdateConnection{Name: new("renamed")}); err != nil {
+		t.Fatalf("a change of name only: %v", err)
 	}
 }

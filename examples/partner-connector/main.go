@@ -41,7 +41,7 @@ var schema = json.RawMessage(`{
 func (c *chat) Info() sdk.Info {
 	return sdk.Info{Name: "partner-chat", Kind: "chat", Version: "1.0.0", DisplayName: "Partner Chat",
 		Description: "Posts aivis alerts to a chat incoming webhook.", SettingsSchema: schema,
-		SecretFields: []string{"webhook_url"}, MaxBatch: 1}
+		SecretFields: []string{"webhook_url"}, DestinationFields: []string{"webhook_url"}, MaxBatch: 1}
 }
 
 func parse(raw json.RawMessage) (settings, []sdk.FieldError) {

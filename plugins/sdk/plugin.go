@@ -85,7 +85,8 @@ type server struct {
 func (s *server) Info(context.Context, *pb.InfoRequest) (*pb.InfoResponse, error) {
 	i := s.impl.Info()
 	return &pb.InfoResponse{Name: i.Name, Kind: i.Kind, Version: i.Version, DisplayName: i.DisplayName,
-		Description: i.Description, SettingsSchema: i.SettingsSchema, SecretFields: i.SecretFields, MaxBatch: int32(i.MaxBatch)}, nil
+		Description: i.Description, SettingsSchema: i.SettingsSchema, SecretFields: i.SecretFields, DestinationFields: i.DestinationFields,
+		MaxBatch: int32(i.MaxBatch)}, nil
 }
 
 func (s *server) ValidateSettings(ctx context.Context, r *pb.ValidateSettingsRequest) (*pb.ValidateSettingsResponse, error) {
@@ -174,7 +175,8 @@ func (c *Client) Info(ctx context.Context) (Info, error) {
 		return Info{}, err
 	}
 	return Info{Name: r.Name, Kind: r.Kind, Version: r.Version, DisplayName: r.DisplayName, Description: r.Description,
-		SettingsSchema: r.SettingsSchema, SecretFields: r.SecretFields, MaxBatch: max(int(r.MaxBatch), 1)}, nil
+		SettingsSchema: r.SettingsSchema, SecretFields: r.SecretFields, DestinationFields: r.DestinationFields,
+		MaxBatch: max(int(r.MaxBatch), 1)}, nil
 }
 
 // ValidateSettings asks the plugin what is wrong with settings.

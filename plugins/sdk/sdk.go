@@ -29,6 +29,15 @@ type Info struct {
 	// SecretFields name the settings the server stores encrypted and never
 	// shows again.
 	SecretFields []string
+	// DestinationFields name the settings that decide where the secret
+	// fields are sent: an API URL, a region, a webhook URL. When a change
+	// of a connection's settings changes one of them, the server refuses
+	// it unless every saved secret field is given again in the same
+	// change, so that a secret never follows an edited address. A
+	// connector that names none is taken to send its secrets wherever any
+	// of its settings says: every change of its settings then needs them
+	// again.
+	DestinationFields []string
 	// MaxBatch is how many events one Deliver call may carry (default 1).
 	MaxBatch int
 }

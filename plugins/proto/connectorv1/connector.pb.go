@@ -127,8 +127,15 @@ type InfoResponse struct {
 	SettingsSchema []byte                 `protobuf:"bytes,6,opt,name=settings_schema,json=settingsSchema,proto3" json:"settings_schema,omitempty"` // a JSON Schema (draft 2020-12) object
 	SecretFields   []string               `protobuf:"bytes,7,rep,name=secret_fields,json=secretFields,proto3" json:"secret_fields,omitempty"`       // settings never shown again once saved
 	MaxBatch       int32                  `protobuf:"varint,8,opt,name=max_batch,json=maxBatch,proto3" json:"max_batch,omitempty"`                  // events per Deliver call; 0 means 1
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The settings that decide where the secret fields are sent (an API
+	// URL, a region, a webhook URL): when one of them changes, the host asks
+	// for every saved secret field again. Added in protocol version 1
+	// without a version bump (an added proto3 field): a plugin that sends
+	// none, older plugins included, is taken to send its secrets wherever
+	// any setting says, so every change of its settings needs them again.
+	DestinationFields []string `protobuf:"bytes,9,rep,name=destination_fields,json=destinationFields,proto3" json:"destination_fields,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *InfoResponse) Reset() {
@@ -215,6 +222,13 @@ func (x *InfoResponse) GetMaxBatch() int32 {
 		return x.MaxBatch
 	}
 	return 0
+}
+
+func (x *InfoResponse) GetDestinationFields() []string {
+	if x != nil {
+		return x.DestinationFields
+	}
+	return nil
 }
 
 type FieldError struct {
@@ -618,7 +632,7 @@ var File_connector_proto protoreflect.FileDescriptor
 const file_connector_proto_rawDesc = "" +
 	"\n" +
 	"\x0fconnector.proto\x12\x12aivis.connector.v1\"\r\n" +
-	"\vInfoRequest\"\x80\x02\n" +
+	"\vInfoRequest\"\xaf\x02\n" +
 	"\fInfoResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x18\n" +
@@ -627,7 +641,8 @@ const file_connector_proto_rawDesc = "" +
 	"\vdescription\x18\x05 \x01(\tR\vdescription\x12'\n" +
 	"\x0fsettings_schema\x18\x06 \x01(\fR\x0esettingsSchema\x12#\n" +
 	"\rsecret_fields\x18\a \x03(\tR\fsecretFields\x12\x1b\n" +
-	"\tmax_batch\x18\b \x01(\x05R\bmaxBatch\"<\n" +
+	"\tmax_batch\x18\b \x01(\x05R\bmaxBatch\x12-\n" +
+	"\x12destination_fields\x18\t \x03(\tR\x11destinationFields\"<\n" +
 	"\n" +
 	"FieldError\x12\x14\n" +
 	"\x05field\x18\x01 \x01(\tR\x05field\x12\x18\n" +

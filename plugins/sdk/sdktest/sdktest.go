@@ -81,6 +81,14 @@ func Run(t *testing.T, s Suite) {
 				t.Errorf("secret field %q is not in the schema's properties", f)
 			}
 		}
+		for _, f := range info.DestinationFields {
+			if _, ok := props[f]; !ok {
+				t.Errorf("destination field %q is not in the schema's properties", f)
+			}
+		}
+		if len(info.SecretFields) > 0 && len(info.DestinationFields) == 0 {
+			t.Logf("no DestinationFields: the server asks for the secret fields again on every change of the settings")
+		}
 		if info.MaxBatch < 1 {
 			t.Errorf("MaxBatch %d", info.MaxBatch)
 		}

@@ -1,7 +1,8 @@
 // A connector that misbehaves on request, for the host's tests: the
 // settings' "mode" is ok, hang, garbage (wrong result count), crash,
 // warn (a warning on stderr), or leak (a reason that tells its secret
-// settings, "secret" and the hook URL "url", in every form).
+// settings, "secret" and the hook URL "url", in every form). It names no
+// destination settings.
 // With TESTPLUGIN_NEWER set it also offers a protocol version the host
 // does not know.
 package main
