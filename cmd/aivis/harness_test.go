@@ -316,6 +316,28 @@ func (s *server) logged(msg, attr string) bool {
 	return false
 }
 
+// db opens the server's database read-only, for what a test checks of
+// the stored state itself.
+func (s *server) db(t *testing.T) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite3", "file:"+filepath.Join(s.DataDir, "aivis.db")+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// count runs a query of one number on the server's database.
+func (s *server) count(t *testing.T, query string) int {
+	t.Helper()
+	var n int
+	if err := s.db(t).QueryRow(query).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 // eventsHandled waits until the fan-out (consumer group webhooks) has
 // acknowledged every event committed before the call: it acknowledges an
 // event once the event's log entry and deliveries are committed, and the
@@ -323,11 +345,7 @@ func (s *server) logged(msg, attr string) bool {
 // acknowledged.
 func (s *server) eventsHandled(t *testing.T) {
 	t.Helper()
-	db, err := sql.Open("sqlite3", "file:"+filepath.Join(s.DataDir, "aivis.db")+"?mode=ro")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := s.db(t)
 	last := map[string]int64{}
 	rows, err := db.Query(`SELECT topic, max(seq) FROM bus_messages GROUP BY topic`)
 	if err != nil {
