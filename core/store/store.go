@@ -203,7 +203,10 @@ type Accounts interface {
 // Keys reads and writes API keys.
 type Keys interface {
 	CreateKey(ctx context.Context, k Key) error
-	// PrincipalByKeyHash finds a key, revoked or not, with its account.
+	// PrincipalByKeyHash finds a key, revoked or not, with its account:
+	// of the key, what authentication reads (its id, account, client,
+	// secret hash, scopes, expiry and revocation), not its name, hint,
+	// hashes or times of creation and last use.
 	PrincipalByKeyHash(ctx context.Context, hash []byte) (Principal, error)
 	Key(ctx context.Context, id string) (Key, error)
 	ListKeys(ctx context.Context, accountID string) ([]Key, error)

@@ -14,10 +14,10 @@ const accountColumns = `a.id, a.name, a.tier, a.type, a.created_at`
 
 type scanner interface{ Scan(...any) error }
 
-func scanAccount(s scanner) (store.Account, error) {
+func scanAccount(s scanner, extra ...any) (store.Account, error) {
 	var a store.Account
 	var created sql.NullInt64
-	err := s.Scan(&a.ID, &a.Name, &a.Tier, &a.Type, &created)
+	err := s.Scan(append([]any{&a.ID, &a.Name, &a.Tier, &a.Type, &created}, extra...)...)
 	a.CreatedAt = fromNS(created)
 	return a, err
 }
@@ -152,27 +152,34 @@ func (db *DB) PrincipalByKeyHash(ctx context.Context, hash []byte) (store.Princi
 	if err != nil {
 		return store.Principal{}, err
 	}
-	if p, ok := db.fresh.principal(hash); ok {
-		return p, nil
+	if k, ok := db.fresh.authKey(hash); ok {
+		return k.principal(), nil
 	}
-	p, err := db.principalByKeyHash(ctx, hash)
-	if err == nil {
-		db.fresh.putPrincipal(v, hash, p)
+	k, scopes, err := db.authKeyByHash(ctx, hash)
+	if err != nil {
+		return store.Principal{}, err
 	}
-	return p, err
+	k = db.fresh.putAuthKey(v, hash, k, scopes)
+	return k.principal(), nil
 }
 
-func (db *DB) principalByKeyHash(ctx context.Context, hash []byte) (store.Principal, error) {
-	var p store.Principal
-	var created sql.NullInt64
-	a := &p.Account
-	k, err := scanKey(db.keyByHash.QueryRowContext(ctx, hash), &a.ID, &a.Name, &a.Tier, &a.Type, &created)
+// principalQuery reads what authKey holds.
+const principalQuery = `SELECT ` + accountColumns + `, k.id, k.client_id, k.secret_hash, k.scopes, k.expires_at, k.revoked_at
+	FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.key_hash = ?`
+
+// authKeyByHash reads a key for the cache, and its scopes column.
+func (db *DB) authKeyByHash(ctx context.Context, hash []byte) (authKey, string, error) {
+	var k authKey
+	var client sql.NullString
+	var scopes string
+	var exp, rev sql.NullInt64
+	a, err := scanAccount(db.keyByHash.QueryRowContext(ctx, hash), &k.id, &client, &k.secret, &scopes, &exp, &rev)
 	if err != nil {
-		return p, fmt.Errorf("sqlite: key by hash: %w", notFound(err))
+		return k, "", fmt.Errorf("sqlite: key by hash: %w", notFound(err))
 	}
-	p.Key = k
-	a.CreatedAt = fromNS(created)
-	return p, nil
+	k.account, k.client, k.scopes = &a, client.String, strings.Fields(scopes)
+	k.expires, k.revoked = fromNS(exp), fromNS(rev)
+	return k, scopes, nil
 }
 
 // Key reads one key record.

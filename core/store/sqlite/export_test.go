@@ -28,3 +28,10 @@ func BeforeRedo(t interface{ Cleanup(func()) }, f func()) {
 // PruneQueries are the retention's statements: deliveries, deleted
 // webhooks, logged events.
 var PruneQueries = []string{pruneDeliveries, pruneDeleted, pruneEvents}
+
+// CachedKeys is how many keys the key cache holds.
+func CachedKeys(db *DB) int {
+	db.fresh.cacheMu.Lock()
+	defer db.fresh.cacheMu.Unlock()
+	return len(db.fresh.keys)
+}

@@ -35,9 +35,31 @@ type fresh struct {
 	valid   bool      // seen is set
 	cacheMu sync.Mutex
 	version epoch
-	keys    map[string]store.Principal
-	budgets map[budgetKey]budgetEntry
-	matches map[matchKey][]store.Webhook
+	keys    map[string]authKey // by key hash
+	// The keys' accounts and scopes, each held once for all the keys
+	// that share it; emptied with keys.
+	accounts map[string]*store.Account
+	scopes   map[string][]string // by the scopes column
+	budgets  map[budgetKey]budgetEntry
+	matches  map[matchKey][]store.Webhook
+}
+
+// authKey is what the cache holds of a key: what authentication reads of
+// it, the columns whose changes move cache_epoch's keys counter (its
+// name, hint and times of creation and last use are neither), and its
+// account, shared with the account's other keys. A store.Principal is
+// some 950 bytes of heap; this about 250.
+type authKey struct {
+	id, client       string
+	account          *store.Account
+	secret           []byte
+	scopes           []string
+	expires, revoked time.Time
+}
+
+func (k *authKey) principal() store.Principal {
+	return store.Principal{Key: store.Key{ID: k.id, AccountID: k.account.ID, ClientID: k.client, SecretHash: k.secret,
+		Scopes: k.scopes, ExpiresAt: k.expires, RevokedAt: k.revoked}, Account: *k.account}
 }
 
 type budgetKey struct{ account, month string }
@@ -130,7 +152,7 @@ func (f *fresh) current(ctx context.Context) (epoch, error) {
 	}
 	f.cacheMu.Lock()
 	if err == nil && v.keys != f.version.keys {
-		f.keys = make(map[string]store.Principal)
+		f.keys, f.accounts, f.scopes = make(map[string]authKey), make(map[string]*store.Account), make(map[string][]string)
 	}
 	if err == nil && v.budgets != f.version.budgets {
 		f.budgets = make(map[budgetKey]budgetEntry)
@@ -149,22 +171,39 @@ func (f *fresh) current(ctx context.Context) (epoch, error) {
 	return v, nil
 }
 
-func (f *fresh) principal(hash []byte) (store.Principal, bool) {
+func (f *fresh) authKey(hash []byte) (authKey, bool) {
 	f.cacheMu.Lock()
-	p, ok := f.keys[string(hash)]
+	k, ok := f.keys[string(hash)]
 	f.cacheMu.Unlock()
-	return p, ok
+	return k, ok
 }
 
-func (f *fresh) putPrincipal(v epoch, hash []byte, p store.Principal) {
+// putAuthKey caches k, whose scopes column is scopes, under hash if the
+// keys' counter is still v's, sharing the account and scopes of the keys
+// cached before it; it returns k as cached.
+func (f *fresh) putAuthKey(v epoch, hash []byte, k authKey, scopes string) authKey {
 	f.cacheMu.Lock()
-	if v.keys == f.version.keys {
-		if len(f.keys) >= maxEntries {
-			clear(f.keys)
-		}
-		f.keys[string(hash)] = p
+	defer f.cacheMu.Unlock()
+	if v.keys != f.version.keys {
+		return k
 	}
-	f.cacheMu.Unlock()
+	if len(f.keys) >= maxEntries {
+		clear(f.keys)
+		clear(f.accounts)
+		clear(f.scopes)
+	}
+	if a, ok := f.accounts[k.account.ID]; ok {
+		k.account = a
+	} else {
+		f.accounts[k.account.ID] = k.account
+	}
+	if s, ok := f.scopes[scopes]; ok {
+		k.scopes = s
+	} else {
+		f.scopes[scopes] = k.scopes
+	}
+	f.keys[string(hash)] = k
+	return k
 }
 
 func (f *fresh) budget(k budgetKey) (budgetEntry, bool) {

@@ -114,8 +114,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		db.Close()
 		return nil, err
 	}
-	db.keyByHash, err = r.PrepareContext(ctx, `SELECT `+keyColumns+`, `+accountColumns+`
-		FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.key_hash = ?`)
+	db.keyByHash, err = r.PrepareContext(ctx, principalQuery)
 	if err == nil {
 		db.budget, err = r.PrepareContext(ctx, budgetQuery)
 	}
