@@ -98,6 +98,14 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	}
 	q.Set("_txlock", "deferred")
 	q.Set("_query_only", "true")
+	// A reader's page cache lasts until the next commit of any connection
+	// (SQLite empties it when a read transaction finds the WAL changed);
+	// a server in use commits every second (the request counts) or more
+	// often. SQLite's default of 2 MB a connection held pages that were
+	// seldom read again and kept the C heap that large for each reader;
+	// 512 KiB keep the indexes' upper pages. The checkpointer, which
+	// copies pages without caching them, gets the same.
+	q.Set("_cache_size", "-512")
 	r, err := sql.Open(driverName, file+"?"+q.Encode())
 	if err != nil {
 		w.Close()
