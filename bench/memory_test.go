@@ -178,9 +178,9 @@ func memStatus(pid int) (rss, hwm float64, err error) {
 // BenchmarkServerMemory measures the resident memory of the real server
 // binary holding 10,000 accounts and 100,000 keys in its database after
 // each of the 100,000 keys has made an authenticated request, so the
-// rate-limit counters and the usage map hold every account and key, and
-// the key cache as many as it keeps. It runs once whatever b.N is; run it
-// with -benchtime=1x.
+// rate-limit counters hold every account, every key's usage has been
+// counted, and the key cache holds as many keys as it keeps. It runs once
+// whatever b.N is; run it with -benchtime=1x.
 func BenchmarkServerMemory(b *testing.B) {
 	if runtime.GOOS != "linux" {
 		b.Skip("reads /proc/PID/status")
