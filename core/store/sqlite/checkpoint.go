@@ -51,10 +51,18 @@ func (c *checkpointer) run() {
 		case <-t.C:
 			// A busy or failing checkpoint leaves the WAL as it is: the
 			// next tick tries again.
-			c.db.Exec(`PRAGMA wal_checkpoint(PASSIVE)`)
+			var busy, frames, copied int
+			err := c.db.QueryRow(`PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &frames, &copied)
+			if afterCheckpoint != nil && err == nil {
+				afterCheckpoint(frames, copied)
+			}
 		}
 	}
 }
+
+// afterCheckpoint, when set (by tests), is told after each checkpoint how
+// many frames the WAL held and how many of them it copied.
+var afterCheckpoint func(frames, copied int)
 
 // stop ends the checkpoints and closes their connection.
 func (c *checkpointer) stop() {

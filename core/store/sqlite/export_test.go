@@ -35,3 +35,10 @@ func CachedKeys(db *DB) int {
 	defer db.fresh.cacheMu.Unlock()
 	return len(db.fresh.keys)
 }
+
+// AfterCheckpoint sets what the checkpointer tells after each checkpoint,
+// until the test ends.
+func AfterCheckpoint(t interface{ Cleanup(func()) }, f func(frames, copied int)) {
+	afterCheckpoint = f
+	t.Cleanup(func() { afterCheckpoint = nil })
+}
