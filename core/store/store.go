@@ -317,7 +317,8 @@ type Tx interface {
 	Webhook(accountID, id string) (Webhook, error)
 	UpdateWebhook(w Webhook) error
 	// UpdateWebhookHealth writes only what attempts change: failing_since,
-	// failures, last_success_at and updated_at.
+	// failures and last_success_at. updated_at stays when the settings
+	// last changed, which an edit checks it read the latest of.
 	UpdateWebhookHealth(w Webhook) error
 	// DeleteWebhook deletes a webhook or connection that is not deleted
 	// yet (else ErrNotFound) at at, for the reason given: it keeps it

@@ -162,13 +162,19 @@ func TestMatchWebhooksSeesEveryChange(t *testing.T) {
 		return n
 	}
 	before := epoch()
-	update(func(w *store.Webhook) { w.Failures, w.URL = 3, "https://ignored.example/" }, true)
+	changed, err := db.Webhook(ctx, "acct_1", "wh_1")
+	must(t, err)
+	update(func(w *store.Webhook) {
+		w.Failures, w.URL, w.UpdatedAt = 3, "https://ignored.example/", changed.UpdatedAt.Add(time.Hour)
+	}, true)
 	if after := epoch(); after != before {
 		t.Errorf("a health write moved the epoch from %d to %d", before, after)
 	}
+	// updated_at is when its settings last changed, which a user's edit
+	// checks against: a delivery's outcome does not refuse the edit.
 	cur, err := db.Webhook(ctx, "acct_1", "wh_1")
-	if err != nil || cur.Failures != 3 || cur.URL != "https://example.com/v2" {
-		t.Fatalf("after a health write: %+v %v", cur, err)
+	if err != nil || cur.Failures != 3 || cur.URL != "https://example.com/v2" || !cur.UpdatedAt.Equal(changed.UpdatedAt) {
+		t.Fatalf("after a health write: %+v %v (updated_at was %v)", cur, err, changed.UpdatedAt)
 	}
 
 	// Another handle (another process) adds a webhook of the domain, then

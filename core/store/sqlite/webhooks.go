@@ -164,8 +164,8 @@ func (t *txn) UpdateWebhook(w store.Webhook) error {
 }
 
 func (t *txn) UpdateWebhookHealth(w store.Webhook) error {
-	res, err := t.tx.Exec(`UPDATE webhooks SET failing_since = ?, failures = ?, last_success_at = ?, updated_at = ?
-		WHERE id = ? AND account_id = ?`, ns(w.FailingSince), w.Failures, ns(w.LastSuccessAt), ns(w.UpdatedAt), w.ID, w.AccountID)
+	res, err := t.tx.Exec(`UPDATE webhooks SET failing_since = ?, failures = ?, last_success_at = ?
+		WHERE id = ? AND account_id = ?`, ns(w.FailingSince), w.Failures, ns(w.LastSuccessAt), w.ID, w.AccountID)
 	if err != nil {
 		return fmt.Errorf("sqlite: update webhook: %w", err)
 	}
