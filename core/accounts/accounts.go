@@ -104,9 +104,14 @@ func (s *Service) CreateClient(ctx context.Context, accountID, name string) (sto
 	return c, nil
 }
 
+// Clients reads an account's client, what Owner checks.
+type Clients interface {
+	Client(ctx context.Context, accountID, id string) (store.Client, error)
+}
+
 // Owner resolves the client a request acts for: a client key's own, or the
 // one an agency's account key names (which must exist).
-func Owner(ctx context.Context, st store.Accounts, p auth.Principal, clientID string) (string, error) {
+func Owner(ctx context.Context, st Clients, p auth.Principal, clientID string) (string, error) {
 	if p.ClientID() != "" {
 		if clientID != "" && clientID != p.ClientID() {
 			return "", fault.New(fault.NotFound, "no client %s", clientID)

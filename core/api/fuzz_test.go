@@ -128,7 +128,7 @@ func newTestServer(tb testing.TB, now func() time.Time, guardPerMinute int) *tes
 	tb.Helper()
 	db := newTestDB(tb)
 	as := &auth.Service{Keys: db, Accounts: db, Now: now}
-	cs := &content.Service{Store: db, Clients: db, Now: now}
+	cs := &content.Service{Store: db, Now: now}
 	srv := New(Config{}, Deps{Store: db, Auth: as, Content: cs, Counter: limits.NewMemory(nil, testLog),
 		Guard: limits.NewAuthGuard(guardPerMinute, time.Minute), Log: testLog, Now: now})
 	return wrap(tb, db, srv, as, cs)
@@ -142,7 +142,7 @@ func newAppServer(tb testing.TB) *testServer {
 	tb.Helper()
 	db := newTestDB(tb)
 	as := &auth.Service{Keys: db, Accounts: db, Now: time.Now}
-	cs := &content.Service{Store: db, Clients: db, Now: time.Now}
+	cs := &content.Service{Store: db, Now: time.Now}
 	srv := New(Config{}, Deps{Store: db, Auth: as, Content: cs, Counter: limits.NewMemory(db, testLog),
 		Guard: limits.NewAuthGuard(1<<30, time.Minute), Log: testLog})
 	return wrap(tb, db, srv, as, cs)

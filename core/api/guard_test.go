@@ -45,7 +45,7 @@ func newTLSApp(t *testing.T, now func() time.Time, guardPerMinute int, keys stor
 		keys = db
 	}
 	as := &auth.Service{Keys: keys, Accounts: db, Now: now}
-	cs := &content.Service{Store: db, Clients: db, Now: now}
+	cs := &content.Service{Store: db, Now: now}
 	accts := &accounts.Service{Store: db, Now: now}
 	counter := limits.NewMemory(nil, testLog)
 	guard := limits.NewAuthGuard(guardPerMinute, time.Minute)

@@ -17,7 +17,7 @@ import (
 	"github.com/aivis/aivis/core/fault"
 	"github.com/aivis/aivis/core/limits"
 	"github.com/aivis/aivis/core/randid"
-	"github.com/aivis/aivis/core/store"
+	"github.com/aivis/aivis/core/store/cache"
 )
 
 type ctxKey int
@@ -74,7 +74,7 @@ func (s *Server) base(next http.Handler) http.Handler {
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("Cache-Control", "no-store")
 		// Reads may be served from caches validated after this request began.
-		r = r.WithContext(store.AsOf(context.WithValue(r.Context(), keyRequestID, id), start))
+		r = r.WithContext(cache.AsOf(context.WithValue(r.Context(), keyRequestID, id), start))
 		sw := &statusWriter{ResponseWriter: w}
 		defer func() {
 			if v := recover(); v != nil {

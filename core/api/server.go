@@ -4,6 +4,7 @@
 package api
 
 import (
+	"context"
 	_ "embed"
 	"log/slog"
 	"net/http"
@@ -35,9 +36,18 @@ type Config struct {
 	TrustedProxies []netip.Prefix
 }
 
+// Store is what the API reads directly: an account's budget, and the
+// readings and scans behind GET /v1/visibility.
+type Store interface {
+	Budget(ctx context.Context, accountID, month string) (store.BudgetMonth, int, error)
+	LatestReading(ctx context.Context, f store.ReadingFilter) (store.Reading, error)
+	ListReadings(ctx context.Context, f store.ReadingFilter, cursor string, limit int) ([]store.Reading, string, error)
+	LatestScan(ctx context.Context, accountID, clientID, domain string) (store.Scan, error)
+}
+
 // Deps are the services the API adapts to HTTP.
 type Deps struct {
-	Store   store.Store
+	Store   Store
 	Auth    *auth.Service
 	Content *content.Service
 	Counter limits.Counter
@@ -63,7 +73,7 @@ type Deps struct {
 // Server is the v1 API.
 type Server struct {
 	cfg      Config
-	store    store.Store
+	store    Store
 	auth     *auth.Service
 	content  *content.Service
 	readings *visibility.Recorder

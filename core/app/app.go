@@ -73,7 +73,7 @@ func Open(ctx context.Context, dataDir string) (*Services, error) {
 		Store:            db,
 		Auth:             &auth.Service{Keys: db, Accounts: db, Now: now},
 		Accounts:         accts,
-		Content:          &content.Service{Store: db, Clients: db, Now: now},
+		Content:          &content.Service{Store: db, Now: now},
 		People:           &people.Service{Store: db, Accounts: accts, Now: now},
 	}, nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/aivis/aivis/core/auth"
 	"github.com/aivis/aivis/core/fault"
 	"github.com/aivis/aivis/core/store"
+	"github.com/aivis/aivis/core/store/cache"
 	"github.com/aivis/aivis/core/store/sqlite"
 )
 
@@ -338,7 +339,7 @@ func TestRevocationIsImmediate(t *testing.T) {
 	if err != nil || !k.RevokedAt.Equal(t0) {
 		t.Fatalf("Revoke = %+v, %v", k, err)
 	}
-	_, err = e.svc.Authenticate(store.AsOf(ctx, time.Now()), c.APIKey, c.Secret, true)
+	_, err = e.svc.Authenticate(cache.AsOf(ctx, time.Now()), c.APIKey, c.Secret, true)
 	fe := wantCode(t, err, fault.KeyRevoked, http.StatusUnauthorized)
 	if !strings.Contains(fe.Message, t0.Format(time.RFC3339)) {
 		t.Errorf("message %q does not give the revocation time", fe.Message)

@@ -8,6 +8,7 @@ import (
 	"github.com/aivis/aivis/core/auth"
 	"github.com/aivis/aivis/core/fault"
 	"github.com/aivis/aivis/core/store"
+	"github.com/aivis/aivis/core/store/cache"
 )
 
 func TestRollKeepsTheOldKeyForTheGrace(t *testing.T) {
@@ -115,7 +116,7 @@ func TestRevokeDuringTheGrace(t *testing.T) {
 				t.Fatalf("%s = revoked at %v, %v; want %v", revoke, k.RevokedAt, err, t0.Add(time.Minute))
 			}
 			for _, secret := range []string{old.Secret, ""} {
-				_, err := e.svc.Authenticate(store.AsOf(ctx, time.Now()), old.APIKey, secret, secret != "")
+				_, err := e.svc.Authenticate(cache.AsOf(ctx, time.Now()), old.APIKey, secret, secret != "")
 				wantCode(t, err, fault.KeyRevoked, http.StatusUnauthorized)
 			}
 			if _, err := e.svc.Authenticate(ctx, n.APIKey, n.Secret, true); err != nil {

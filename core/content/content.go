@@ -42,9 +42,8 @@ const (
 
 // Service creates, reads and cancels content requests.
 type Service struct {
-	Store   store.Store
-	Clients store.Accounts
-	Now     func() time.Time
+	Store Store
+	Now   func() time.Time
 	// Queued, when set, is called after a request is queued (it wakes
 	// the workers).
 	Queued func()
@@ -208,7 +207,7 @@ func (s *Service) create(ctx context.Context, p auth.Principal, in client.Create
 		if err := t.CheckRequestBudget(int64(in.Budget)); err != nil {
 			return store.ContentRequest{}, err
 		}
-		clientID, err := accounts.Owner(ctx, s.Clients, p, in.ClientID)
+		clientID, err := accounts.Owner(ctx, s.Store, p, in.ClientID)
 		if err != nil {
 			return store.ContentRequest{}, err
 		}

@@ -63,7 +63,7 @@ func newEnv(t *testing.T) *env {
 	t.Cleanup(func() { db.Close() })
 	c := &clock{t: t0}
 	e := &env{path: path, db: db, clock: c, auth: &auth.Service{Keys: db, Accounts: db, Now: c.Now},
-		svc: &content.Service{Store: db, Clients: db, Now: c.Now}}
+		svc: &content.Service{Store: db, Now: c.Now}}
 	for _, a := range []store.Account{
 		{ID: "acct_starter", Name: "S", Tier: "starter", Type: store.AccountStandard, CreatedAt: t0},
 		{ID: "acct_pro", Name: "P", Tier: "professional", Type: store.AccountStandard, CreatedAt: t0},

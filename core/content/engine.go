@@ -28,7 +28,7 @@ type Fetcher interface {
 // claimed again when its lease ends and resumes after its last paid step;
 // a cancelled one is noticed within CancelPoll and stopped.
 type Engine struct {
-	Store   store.Store
+	Store   Store
 	Fetcher Fetcher
 	// Client and AI are the AI engine rewrites and drafts are asked of;
 	// AI nil: the built-in analysis and drafts only.

@@ -50,12 +50,21 @@ const (
 	csrfField     = "csrf"
 )
 
-// Store is what the dashboard reads directly: the core store, the
-// recorded usage.
+// Store is what the dashboard reads directly; it changes things through
+// the services.
 type Store interface {
-	store.Store
-	store.Usage
-	store.People
+	Account(ctx context.Context, id string) (store.Account, error)
+	Client(ctx context.Context, accountID, id string) (store.Client, error)
+	ListClients(ctx context.Context, accountID string) ([]store.Client, error)
+	ListKeys(ctx context.Context, accountID string) ([]store.Key, error)
+	ListUsers(ctx context.Context, accountID string) ([]store.User, error)
+	ListInvitations(ctx context.Context, accountID string, now time.Time) ([]store.Invitation, error)
+	Budget(ctx context.Context, accountID, month string) (store.BudgetMonth, int, error)
+	UsageSince(ctx context.Context, accountID string, since time.Time) ([]store.KeyUsage, error)
+	LatestReadings(ctx context.Context, accountID string, domainIDs []string) (map[string]store.Reading, error)
+	ListReadings(ctx context.Context, f store.ReadingFilter, cursor string, limit int) ([]store.Reading, string, error)
+	LatestScan(ctx context.Context, accountID, clientID, domain string) (store.Scan, error)
+	DefaultWebhookURL(ctx context.Context, accountID, clientID string) (string, error)
 }
 
 // Peeker reads an account's rate-limit windows without counting a request.

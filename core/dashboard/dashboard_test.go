@@ -67,7 +67,7 @@ func newEnv(t *testing.T) *env {
 	}}
 	d, err := dashboard.New(dashboard.Deps{Store: db, People: e.people, Auth: e.auth, Accounts: accts,
 		Counter: limits.NewMemory(nil, log), Webhooks: webhooks, Domains: &visibility.Domains{Store: db, Now: time.Now},
-		Content: &content.Service{Store: db, Clients: db, Now: time.Now}, Guard: limits.NewAuthGuard(5, time.Minute), Log: log,
+		Content: &content.Service{Store: db, Now: time.Now}, Guard: limits.NewAuthGuard(5, time.Minute), Log: log,
 		// Tests name the client's address in a header to sign in from many.
 		ClientAddr: func(r *http.Request) netip.Addr {
 			if a, err := netip.ParseAddr(r.Header.Get("X-Test-Client")); err == nil {

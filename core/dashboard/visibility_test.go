@@ -76,7 +76,7 @@ func TestContentAndBudgetPages(t *testing.T) {
 	c, u := e.owner("owner@example.com", false)
 	ctx := context.Background()
 	a, _ := e.db.Account(ctx, u.AccountID)
-	svc := &content.Service{Store: e.db, Clients: e.db, Now: time.Now}
+	svc := &content.Service{Store: e.db, Now: time.Now}
 	cr, _, err := svc.Create(ctx, people.Principal(a), client.CreateContentRequest{Domain: "acme.example", Budget: client.Dollars(12.5)}, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -232,9 +232,10 @@ func (s *Service) insertConnection(ctx context.Context, p auth.Principal, client
 		name = info.DisplayName
 	}
 	now := s.now()
-	w := store.Webhook{ID: randid.New("con"), AccountID: p.AccountID(), ClientID: clientID, Connector: connector, Name: name,
-		Settings: full, PublicSettings: public, SecretFields: info.SecretFields, Events: kinds, Domains: doms,
-		MinScoreChange: minChange, Enabled: true, Subscription: subscription, CreatedAt: now, UpdatedAt: now}
+	w := store.Webhook{ID: randid.New("con"), AccountID: p.AccountID(), ClientID: clientID, Events: kinds,
+		MinScoreChange: minChange, Enabled: true, CreatedAt: now, UpdatedAt: now,
+		Connection: store.Connection{Connector: connector, Name: name, Settings: full, PublicSettings: public,
+			SecretFields: info.SecretFields, Domains: doms, Subscription: subscription}}
 	if !subscription {
 		return w, s.keep(ctx, p, w, nil)
 	}

@@ -79,7 +79,7 @@ const DefaultRetention = 30 * 24 * time.Hour
 
 // Engine runs the fan-out and the dispatcher.
 type Engine struct {
-	store  store.Store
+	store  Store
 	sub    message.Subscriber
 	client *http.Client
 	log    *slog.Logger
@@ -162,7 +162,7 @@ type outcome struct {
 
 // New builds an engine. client makes the attempts (a netguard client: it
 // must not follow redirects); sub is the subscriber of the event topic.
-func New(st store.Store, sub message.Subscriber, client *http.Client, log *slog.Logger, opt Options) *Engine {
+func New(st Store, sub message.Subscriber, client *http.Client, log *slog.Logger, opt Options) *Engine {
 	if opt.Timeout <= 0 {
 		opt.Timeout = 15 * time.Second
 	}
@@ -697,7 +697,12 @@ func (e *Engine) offer(cs []claimed, written time.Time) {
 		ids = append(ids, c.d.ID)
 	}
 	leased := map[string]bool{}
-	for _, id := range e.store.LeaseDeliveries(ids, written, e.opt.Now().Add(e.lease)) {
+	got, err := e.store.LeaseDeliveries(e.runCtx, ids, written, e.opt.Now().Add(e.lease))
+	if err != nil {
+		// Those not leased stay in the store, where the claims find them.
+		e.log.Warn("webhooks: lease new deliveries", "err", err)
+	}
+	for _, id := range got {
 		leased[id] = true
 	}
 	for _, c := range take {

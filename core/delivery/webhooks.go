@@ -24,7 +24,7 @@ import (
 // Service is what the API and the dashboard do with webhooks, and, as
 // Connections returns it, with connections.
 type Service struct {
-	Store  store.Store
+	Store  Store
 	Client *http.Client // the guarded client of the engine
 	// CheckURL validates an endpoint URL a user gives (netguard).
 	CheckURL func(raw string, allowHTTP bool) error

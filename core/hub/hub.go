@@ -49,11 +49,17 @@ type Hub struct {
 	entries []*entry
 }
 
+// Registry is where plugins are registered: what the hub reads of the
+// store.
+type Registry interface {
+	ListPlugins(ctx context.Context) ([]store.PluginRecord, error)
+}
+
 // Open starts every registered plugin whose binary is unchanged, giving it
 // the outbound policy; dir is searched for binaries that are not
 // registered, which are reported in the log. A plugin that fails to start
 // is reported, not fatal: the server runs without it.
-func Open(ctx context.Context, st store.Plugins, dir string, policy netguard.Policy, log *slog.Logger) (*Hub, error) {
+func Open(ctx context.Context, st Registry, dir string, policy netguard.Policy, log *slog.Logger) (*Hub, error) {
 	recs, err := st.ListPlugins(ctx)
 	if err != nil {
 		return nil, err

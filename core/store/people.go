@@ -81,10 +81,3 @@ type People interface {
 	// ErrConflict when the email is taken).
 	AcceptInvitation(ctx context.Context, hash []byte, u User, account *Account) error
 }
-
-// Usage reads the recorded per-key hourly request counts.
-type Usage interface {
-	// UsageSince lists an account's per-key hourly counts from since on,
-	// oldest first.
-	UsageSince(ctx context.Context, accountID string, since time.Time) ([]KeyUsage, error)
-}

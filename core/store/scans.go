@@ -49,3 +49,23 @@ type Scans interface {
 	// (clientID "" for the account's own).
 	LatestScan(ctx context.Context, accountID, clientID, domain string) (Scan, error)
 }
+
+// ScansTx is the scans' part of a write transaction. A monitored domain
+// has at most one active (queued or running) scan: a unique index refuses
+// a second (ErrConflict).
+type ScansTx interface {
+	InsertScan(s Scan) error
+	UpdateScan(s Scan) error
+	// ActiveScan is the queued or running scan of a monitored domain
+	// (ErrNotFound when none).
+	ActiveScan(domainID string) (Scan, error)
+	// ClaimScan takes the oldest queued scan, or a running one whose lease
+	// ended before now, and leases it until leaseEnd, adding one to its
+	// Attempts (the claim's fencing token); a scan is never claimed by two
+	// callers at once (PostgreSQL: FOR UPDATE SKIP LOCKED). ErrNotFound
+	// when none.
+	ClaimScan(now, leaseEnd time.Time) (Scan, error)
+	// DueDomains lists up to limit monitored domains whose next scan is due
+	// at now.
+	DueDomains(now time.Time, limit int) ([]DueDomain, error)
+}

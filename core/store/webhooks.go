@@ -2,16 +2,16 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
 	"github.com/aivis/aivis/core/randid"
 )
 
 // Webhook is a delivery target of an owner: a signed webhook endpoint that
-// receives the events of one domain, or a connection (Connector set), which
-// delivers the events of its domains through a connector plugin. Both share
-// the delivery log, the retry schedule and the dispatcher.
+// receives the events of one domain, or a connection (Connector set, see
+// Connection), which delivers the events of its domains through a
+// connector plugin. Both share the delivery log, the retry schedule and
+// the dispatcher.
 type Webhook struct {
 	ID             string
 	AccountID      string
@@ -31,20 +31,7 @@ type Webhook struct {
 	LastSuccessAt  time.Time
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
-
-	// A connection's: the connector plugin's name, a label, the domains it
-	// wants (none: every domain of the owner), its settings with secrets
-	// (sealed at rest), the same without the secret fields, and their names.
-	Connector      string
-	Name           string
-	Domains        []string
-	Settings       json.RawMessage
-	PublicSettings json.RawMessage
-	SecretFields   []string
-	// Subscription marks a connection the destination created (a Zapier
-	// REST Hook): deleted, not disabled, when the destination is gone.
-	Subscription bool
-
+	Connection
 	// DeletedAt is when it was deleted (zero: it was not). A deleted one
 	// is kept, disabled and without its secrets, until its deliveries age
 	// out, so that its delivery log stays readable; DisabledReason says
@@ -63,9 +50,6 @@ func NewDeliveryID(t time.Time) string { return randid.Sorted("dlv", t) }
 // DeliveryIDFloor is what the id of every delivery made at t or later sorts
 // at or above, and that of every one made before t below.
 func DeliveryIDFloor(t time.Time) string { return randid.SortedFloor("dlv", t) }
-
-// IsConnection reports whether w delivers through a connector plugin.
-func (w Webhook) IsConnection() bool { return w.Connector != "" }
 
 // Delivery statuses.
 const (
@@ -107,26 +91,6 @@ type Attempt struct {
 	Result string
 }
 
-// LoggedEvent is an event as the event log keeps it.
-type LoggedEvent struct {
-	ID        string
-	AccountID string
-	ClientID  string
-	Event     string
-	Domain    string
-	Payload   []byte // the body receivers get
-	CreatedAt time.Time
-}
-
-// EventFilter selects an owner's recent events, newest first.
-type EventFilter struct {
-	AccountID  string
-	ClientID   string // "" with AllClients false: the account's own only
-	AllClients bool   // the account's and every client's
-	Event      string // "" for every kind
-	Limit      int
-}
-
 // WebhookFilter selects an owner's webhooks.
 type WebhookFilter struct {
 	AccountID string
@@ -142,6 +106,56 @@ type WebhookFilter struct {
 	Limit   int
 }
 
+// Webhooks reads and writes webhooks and connections outside a write
+// transaction. Secrets (signing secrets, a connection's secret settings)
+// are returned in clear and kept sealed at rest.
+type Webhooks interface {
+	// Webhook reads a webhook or connection of an account, a deleted one
+	// included.
+	Webhook(ctx context.Context, accountID, id string) (Webhook, error)
+	// ListWebhooks returns one page of an owner's webhooks or connections,
+	// newest first, and the next page's cursor ("" on the last).
+	ListWebhooks(ctx context.Context, f WebhookFilter) ([]Webhook, string, error)
+	// MatchWebhooks lists the webhooks of exactly one owner for a domain,
+	// and every connection of that owner, enabled or not, deleted ones
+	// not: the targets an event of that owner and domain may reach.
+	MatchWebhooks(ctx context.Context, accountID, clientID, domain string) ([]Webhook, error)
+	// CountWebhooks counts the webhooks, or with connections the
+	// connections, of an account, its clients' included, deleted ones not.
+	CountWebhooks(ctx context.Context, accountID string, connections bool) (int, error)
+	// DefaultWebhookURL is the owner's default endpoint, "" when unset.
+	DefaultWebhookURL(ctx context.Context, accountID, clientID string) (string, error)
+	// SetDefaultWebhookURL sets (or, with "", clears) the owner's default
+	// endpoint.
+	SetDefaultWebhookURL(ctx context.Context, accountID, clientID, url string) error
+	// PruneDeleted forgets, oldest first, at most limit webhooks and
+	// connections deleted before t whose deliveries have all gone, in one
+	// short write transaction, and says how many went (a number under
+	// limit: none is left).
+	PruneDeleted(ctx context.Context, t time.Time, limit int) (int, error)
+}
+
+// WebhooksTx is the webhooks' part of a write transaction. The cap of an
+// account's webhooks (or connections) is CountWebhooks then InsertWebhook
+// in one Update: it admits no more than the cap however many race.
+type WebhooksTx interface {
+	InsertWebhook(w Webhook) error
+	// CountWebhooks is Webhooks.CountWebhooks in the transaction.
+	CountWebhooks(accountID string, connections bool) (int, error)
+	// Webhook reads a webhook of an account, a deleted one included.
+	Webhook(accountID, id string) (Webhook, error)
+	UpdateWebhook(w Webhook) error
+	// UpdateWebhookHealth writes only what attempts change: failing_since,
+	// failures and last_success_at. updated_at stays when the settings
+	// last changed, which an edit checks it read the latest of.
+	UpdateWebhookHealth(w Webhook) error
+	// DeleteWebhook deletes a webhook or connection that is not deleted
+	// yet (else ErrNotFound) at at, for the reason given: it keeps it
+	// without its secrets for its history, and fails its pending
+	// deliveries.
+	DeleteWebhook(accountID, id, reason string, at time.Time) error
+}
+
 // DeliveryFilter selects a webhook's deliveries.
 type DeliveryFilter struct {
 	WebhookID string
@@ -150,42 +164,21 @@ type DeliveryFilter struct {
 	Limit     int
 }
 
-// Webhooks reads webhooks and deliveries outside a write transaction.
-type Webhooks interface {
-	Webhook(ctx context.Context, accountID, id string) (Webhook, error)
-	ListWebhooks(ctx context.Context, f WebhookFilter) ([]Webhook, string, error)
-	// MatchWebhooks lists the webhooks of exactly one owner for a domain,
-	// and every connection of that owner, enabled or not. The slice may be
-	// shared with other callers: it must not be changed.
-	MatchWebhooks(ctx context.Context, accountID, clientID, domain string) ([]Webhook, error)
-	// CountWebhooks counts the webhooks, or with connections the
-	// connections, of an account, its clients' included, deleted ones not.
-	CountWebhooks(ctx context.Context, accountID string, connections bool) (int, error)
-	// RecentEvents lists an owner's logged events, newest first.
-	RecentEvents(ctx context.Context, f EventFilter) ([]LoggedEvent, error)
-
-	// Retention: each call forgets, oldest first, at most limit rows made
-	// before t in one short write transaction, and says how many went (a
-	// number under limit: none of them is left). PruneDeliveries forgets
-	// deliveries with their attempts; PruneDeleted, deleted webhooks and
-	// connections deleted before t whose deliveries have all gone;
-	// PruneEvents, logged events.
-	PruneDeliveries(ctx context.Context, t time.Time, limit int) (int, error)
-	PruneDeleted(ctx context.Context, t time.Time, limit int) (int, error)
-	PruneEvents(ctx context.Context, t time.Time, limit int) (int, error)
+// Deliveries reads deliveries and claims the due ones. A delivery is one
+// per webhook and event (a unique index). A claim leases deliveries to
+// its caller until the lease's end: while the lease holds, no other claim
+// returns them, in this process or another (PostgreSQL: FOR UPDATE SKIP
+// LOCKED); the lease ends when DeliveriesTx.RecordOutcome commits, or at
+// its end.
+type Deliveries interface {
 	Delivery(ctx context.Context, webhookID, id string) (Delivery, []Attempt, error)
+	// ListDeliveries returns one page of a webhook's deliveries, newest
+	// event first, and the next page's cursor.
 	ListDeliveries(ctx context.Context, f DeliveryFilter) ([]Delivery, string, error)
-	// DefaultWebhookURL is the owner's default endpoint, "" when unset.
-	DefaultWebhookURL(ctx context.Context, accountID, clientID string) (string, error)
-	// SetDefaultWebhookURL sets (or, with "", clears) the owner's default
-	// endpoint.
-	SetDefaultWebhookURL(ctx context.Context, accountID, clientID, url string) error
-
 	// ClaimDeliveries leases up to limit pending deliveries of enabled
 	// webhooks due at now, oldest first, at most perWebhook of one webhook
 	// and none of the webhooks in skip, until leaseEnd, and returns them
-	// with their webhooks. A lease keeps other claims away while an attempt
-	// is in flight; it ends when Tx.RecordOutcome commits, or at leaseEnd.
+	// with their webhooks.
 	ClaimDeliveries(ctx context.Context, now, leaseEnd time.Time, limit, perWebhook int, skip []string) ([]Delivery, map[string]Webhook, error)
 	// ClaimWebhookDeliveries leases up to limit pending deliveries of one
 	// webhook due at now, oldest first, until leaseEnd, passing over those
@@ -195,11 +188,31 @@ type Webhooks interface {
 	// LeaseDeliveries leases deliveries the caller already has (just
 	// inserted, at written) until leaseEnd, and returns those it leased:
 	// none that a claim leased first, nor any released since written.
-	LeaseDeliveries(ids []string, written, leaseEnd time.Time) []string
+	LeaseDeliveries(ctx context.Context, ids []string, written, leaseEnd time.Time) ([]string, error)
 	// NextDue is the earliest next attempt after now of a pending
 	// delivery; zero when there is none. (Leases that end are found by
 	// polling.)
 	NextDue(ctx context.Context, now time.Time) (time.Time, error)
+	// PruneDeliveries forgets, oldest first, at most limit deliveries made
+	// before t with their attempts, in one short write transaction, and
+	// says how many went (a number under limit: none is left).
+	PruneDeliveries(ctx context.Context, t time.Time, limit int) (int, error)
+}
+
+// DeliveriesTx is the deliveries' part of a write transaction.
+type DeliveriesTx interface {
+	// InsertDelivery adds a delivery unless the webhook already has one for
+	// the event or was deleted (added reports which).
+	InsertDelivery(d Delivery) (added bool, err error)
+	AddAttempt(a Attempt) error
+	// RecordOutcome writes an attempt and the delivery's new state, and ends
+	// its lease once the transaction commits; nothing when the delivery is
+	// gone (retention removed it).
+	RecordOutcome(deliveryID string, o DeliveryOutcome) error
+	// Redeliver makes failed or succeeded deliveries of a webhook pending
+	// again from the start of the schedule: ids, or with ids nil every
+	// failed one of an event in [since, until). It returns how many.
+	Redeliver(webhookID string, ids []string, since, until, now time.Time) (int, error)
 }
 
 // DeliveryOutcome is the result of one attempt and what follows from it,

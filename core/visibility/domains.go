@@ -22,7 +22,7 @@ import (
 
 // Domains is what the API and the dashboard do with monitored domains.
 type Domains struct {
-	Store store.Store
+	Store Store
 	Now   func() time.Time
 }
 

@@ -32,7 +32,7 @@ const MaxSkew = 5 * time.Minute
 
 // Recorder stores readings and detects changes.
 type Recorder struct {
-	Store store.Store
+	Store Store
 	Now   func() time.Time
 }
 

@@ -52,7 +52,7 @@ type ScanResult struct {
 // events in one transaction. A scan whose process died is leased again
 // once its lease ends: a restart resumes every scan.
 type Scans struct {
-	Store    store.Store
+	Store    Store
 	Scanner  Scanner
 	Recorder *Recorder
 	Log      *slog.Logger

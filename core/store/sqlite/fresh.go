@@ -11,6 +11,7 @@ import (
 	sqlite3 "github.com/mattn/go-sqlite3"
 
 	"github.com/aivis/aivis/core/store"
+	"github.com/aivis/aivis/core/store/cache"
 )
 
 // fresh caches the reads on the hot path of every request (a key with its
@@ -126,7 +127,7 @@ func (f *fresh) close() *commits {
 // commit that lands in between only costs a miss. A reading that began at or after
 // the context's AsOf time is reused.
 func (f *fresh) current(ctx context.Context) (epoch, error) {
-	asOf, hasAsOf := store.AsOfTime(ctx)
+	asOf, hasAsOf := cache.AsOfTime(ctx)
 	f.mu.Lock()
 	n, watched := f.commits.counter()
 	if (watched && f.valid && n == f.seen) || (hasAsOf && !f.checked.IsZero() && !f.checked.Before(asOf)) {

@@ -50,8 +50,8 @@ func pendingDeliveries(t *testing.T, n int) (*sqlite.DB, store.Webhook, []string
 func TestClaimWebhookDeliveriesPassesOverLeases(t *testing.T) {
 	db, w, ids := pendingDeliveries(t, 300)
 	now, end := t0.Add(time.Hour), t0.Add(2*time.Hour)
-	if got := db.LeaseDeliveries(ids[:150], now, end); len(got) != 150 {
-		t.Fatalf("leased %d of the first 150", len(got))
+	if got, err := db.LeaseDeliveries(ctx, ids[:150], now, end); err != nil || len(got) != 150 {
+		t.Fatalf("leased %d of the first 150 (%v)", len(got), err)
 	}
 	ds, more, err := db.ClaimWebhookDeliveries(ctx, w.ID, now, end, 30, 0)
 	must(t, err)
@@ -71,17 +71,17 @@ func TestNoLeaseFromAReadOlderThanARelease(t *testing.T) {
 	db, _, ids := pendingDeliveries(t, 2)
 	now, end := t0.Add(time.Hour), t0.Add(2*time.Hour)
 	read := time.Now()
-	if got := db.LeaseDeliveries(ids[:1], read, end); len(got) != 1 {
+	if got, _ := db.LeaseDeliveries(ctx, ids[:1], read, end); len(got) != 1 {
 		t.Fatal("not leased")
 	}
 	must(t, db.Update(ctx, func(tx store.Tx) error {
 		return tx.RecordOutcome(ids[0], store.DeliveryOutcome{Status: store.DeliveryPending, Step: 1, Next: t0,
 			Attempt: store.Attempt{DeliveryID: ids[0], N: 1, At: now, StatusCode: 500}})
 	}))
-	if got := db.LeaseDeliveries(ids, read, end); len(got) != 1 || got[0] != ids[1] {
+	if got, _ := db.LeaseDeliveries(ctx, ids, read, end); len(got) != 1 || got[0] != ids[1] {
 		t.Errorf("leased %v from a read before the release; want only %s", got, ids[1])
 	}
-	if got := db.LeaseDeliveries(ids[:1], time.Now(), end); len(got) != 1 {
+	if got, _ := db.LeaseDeliveries(ctx, ids[:1], time.Now(), end); len(got) != 1 {
 		t.Errorf("a read after the release could not lease it: %v", got)
 	}
 }

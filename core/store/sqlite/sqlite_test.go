@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/aivis/aivis/core/store"
+	"github.com/aivis/aivis/core/store/cache"
 	"github.com/aivis/aivis/core/store/sqlite"
 )
 
@@ -839,7 +840,7 @@ func TestTwoHandlesSeeEachOther(t *testing.T) {
 		t.Fatalf("server after CLI revocation: RevokedAt %v, %v", p.Key.RevokedAt, err)
 	}
 	must(t, cli.SetTier(ctx, "acct_1", "enterprise"))
-	p, err = server.PrincipalByKeyHash(store.AsOf(ctx, time.Now()), k.KeyHash)
+	p, err = server.PrincipalByKeyHash(cache.AsOf(ctx, time.Now()), k.KeyHash)
 	if err != nil || p.Account.Tier != "enterprise" {
 		t.Fatalf("server after CLI set-tier (AsOf now): tier %q, %v", p.Account.Tier, err)
 	}
@@ -847,7 +848,7 @@ func TestTwoHandlesSeeEachOther(t *testing.T) {
 	// Budget and active counts move with the other handle's writes.
 	must(t, cli.Update(ctx, func(tx store.Tx) error { return tx.AddToBudgetMonth("acct_1", "2025-06", 1, 2) }))
 	insert(t, cli, cr("cr_1", "acct_1", "", t0))
-	b, active, err := server.Budget(store.AsOf(ctx, time.Now()), "acct_1", "2025-06")
+	b, active, err := server.Budget(cache.AsOf(ctx, time.Now()), "acct_1", "2025-06")
 	if err != nil || b != (store.BudgetMonth{Spent: 1, Reserved: 2}) || active != 1 {
 		t.Fatalf("server budget after CLI writes: %+v active %d, %v", b, active, err)
 	}

@@ -1,0 +1,47 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+)
+
+// LoggedEvent is an event as the event log keeps it.
+type LoggedEvent struct {
+	ID        string
+	AccountID string
+	ClientID  string
+	Event     string
+	Domain    string
+	Payload   []byte // the body receivers get
+	CreatedAt time.Time
+}
+
+// EventFilter selects an owner's recent events, newest first.
+type EventFilter struct {
+	AccountID  string
+	ClientID   string // "" with AllClients false: the account's own only
+	AllClients bool   // the account's and every client's
+	Event      string // "" for every kind
+	Limit      int
+}
+
+// Events reads the event log: each event once, as the fan-out logged it.
+type Events interface {
+	// RecentEvents lists an owner's logged events, newest first.
+	RecentEvents(ctx context.Context, f EventFilter) ([]LoggedEvent, error)
+	// PruneEvents forgets, oldest first, at most limit events logged
+	// before t, in one short write transaction, and says how many went (a
+	// number under limit: none is left).
+	PruneEvents(ctx context.Context, t time.Time, limit int) (int, error)
+}
+
+// EventsTx is the events' part of a write transaction.
+type EventsTx interface {
+	// Publish writes messages to a bus topic in this transaction (the
+	// outbox): subscribers see them once it commits, never if it rolls back.
+	Publish(topic string, msgs ...*message.Message) error
+	// LogEvent keeps an event in the event log (once: a repeat is ignored).
+	LogEvent(e LoggedEvent) error
+}

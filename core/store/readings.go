@@ -1,0 +1,101 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// Reading is one visibility reading of a domain.
+type Reading struct {
+	ID              int64
+	AccountID       string
+	ClientID        string
+	Domain          string
+	VisibilityScore int
+	Sentiment       string
+	SentimentScore  float64
+	Source          string
+	MeasuredAt      time.Time
+}
+
+// ReadingFilter selects readings: ClientID scopes to one client when set.
+type ReadingFilter struct {
+	AccountID string
+	ClientID  string
+	Domain    string
+	// AtOrBefore, when set, bounds measured_at: the latest reading as of
+	// that moment.
+	AtOrBefore time.Time
+}
+
+// Readings reads and writes visibility readings. Outside a transaction a
+// filter without ClientID reads the account and every client of it (the
+// newest reading of any owner); with one, that client's only.
+type Readings interface {
+	// AddReading adds a reading in a transaction of its own.
+	AddReading(ctx context.Context, r Reading) (Reading, error)
+	// LatestReading is the newest reading of the filter's domain, measured
+	// at AtOrBefore or earlier when that is set (ErrNotFound when none).
+	LatestReading(ctx context.Context, f ReadingFilter) (Reading, error)
+	// LatestReadings finds, in one query, the newest reading of each of an
+	// account's monitored domains (by id), each of the domain's own owner;
+	// a domain without readings is absent from the map.
+	LatestReadings(ctx context.Context, accountID string, domainIDs []string) (map[string]Reading, error)
+	// ListReadings returns one page of a domain's readings, newest
+	// measured first, and the next page's cursor ("" on the last).
+	ListReadings(ctx context.Context, f ReadingFilter, cursor string, limit int) ([]Reading, string, error)
+}
+
+// ReadingsTx is the readings part of a write transaction.
+type ReadingsTx interface {
+	// LatestReading is the newest reading of exactly one owner (ClientID ""
+	// is the account's own) for a domain.
+	LatestReading(f ReadingFilter) (Reading, error)
+	// InsertReading adds a reading and returns it with its id.
+	InsertReading(r Reading) (Reading, error)
+}
+
+// MonitoredDomain is a domain an owner monitors: what the visibility
+// engine audits and probes, with the names its answers are searched for.
+type MonitoredDomain struct {
+	ID          string
+	AccountID   string
+	ClientID    string // "" for the account's own
+	Domain      string
+	Brands      []string // the brand's names, the main one first
+	Aliases     []string
+	Competitors []string
+	Topics      []string // what the brand is about, for generated prompts
+	Prompts     []string // the owner's own prompts
+	NextScanAt  time.Time
+	LastScanAt  time.Time
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+// DomainFilter selects an owner's monitored domains.
+type DomainFilter struct {
+	AccountID  string
+	ClientID   string
+	AllClients bool // the account's and every client's
+	Cursor     string
+	Limit      int
+}
+
+// Domains reads monitored domains outside a write transaction.
+type Domains interface {
+	MonitoredDomain(ctx context.Context, accountID, id string) (MonitoredDomain, error)
+	ListDomains(ctx context.Context, f DomainFilter) ([]MonitoredDomain, string, error)
+}
+
+// DomainsTx is the monitored domains' part of a write transaction. An
+// owner monitors a domain once (a unique index: ErrConflict). The cap of
+// an account's domains is CountDomains then InsertDomain in one Update.
+type DomainsTx interface {
+	InsertDomain(d MonitoredDomain) error
+	MonitoredDomain(accountID, id string) (MonitoredDomain, error)
+	UpdateDomain(d MonitoredDomain) error
+	DeleteDomain(accountID, id string) error
+	// CountDomains counts an account's domains, its clients' included.
+	CountDomains(accountID string) (int, error)
+}

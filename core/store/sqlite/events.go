@@ -1,0 +1,66 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	bus "github.com/aivis/aivis/core/bus/sqlite"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/aivis/aivis/core/store"
+)
+
+// Publish writes messages to the bus's table in this transaction; Update
+// wakes this process's subscribers once it commits.
+func (t *txn) Publish(topic string, msgs ...*message.Message) error {
+	if err := bus.PublishTx(bg, t.tx, topic, msgs...); err != nil {
+		return fmt.Errorf("sqlite: publish: %w", err)
+	}
+	t.topics = append(t.topics, topic)
+	return nil
+}
+
+func (t *txn) LogEvent(e store.LoggedEvent) error {
+	_, err := t.tx.Exec(`INSERT INTO event_log (id, account_id, client_id, event, domain, payload, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+		e.ID, e.AccountID, nullStr(e.ClientID), e.Event, e.Domain, e.Payload, e.CreatedAt.UnixNano())
+	if err != nil {
+		return fmt.Errorf("sqlite: log event: %w", err)
+	}
+	return nil
+}
+
+// RecentEvents lists an owner's logged events, newest first.
+func (db *DB) RecentEvents(ctx context.Context, f store.EventFilter) ([]store.LoggedEvent, error) {
+	q := `SELECT id, account_id, client_id, event, domain, payload, created_at FROM event_log WHERE account_id = ?`
+	args := []any{f.AccountID}
+	if !f.AllClients {
+		q += ` AND client_id IS ?`
+		args = append(args, nullStr(f.ClientID))
+	}
+	if f.Event != "" {
+		q += ` AND event = ?`
+		args = append(args, f.Event)
+	}
+	q += ` ORDER BY created_at DESC, id DESC LIMIT ?`
+	args = append(args, max(f.Limit, 1))
+	rows, err := db.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: recent events: %w", err)
+	}
+	defer rows.Close()
+	var out []store.LoggedEvent
+	for rows.Next() {
+		var e store.LoggedEvent
+		var client sql.NullString
+		var created int64
+		if err := rows.Scan(&e.ID, &e.AccountID, &client, &e.Event, &e.Domain, &e.Payload, &created); err != nil {
+			return nil, fmt.Errorf("sqlite: recent events: %w", err)
+		}
+		e.ClientID, e.CreatedAt = client.String, time.Unix(0, created).UTC()
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
