@@ -1,0 +1,236 @@
+package delivery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aivis/aivis/core/events"
+	"github.com/aivis/aivis/core/store"
+)
+
+// record writes outcomes in batches, one transaction each, until the
+// channel closes.
+func (e *Engine) record() {
+	batch := make([]outcome, 0, 256)
+	for o := range e.outcomes {
+		batch = append(batch[:0], o)
+	drain:
+		for len(batch) < cap(batch) {
+			select {
+			case o, ok := <-e.outcomes:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, o)
+			default:
+				break drain
+			}
+		}
+		// The attempts happened: keep trying to write them down. Should that
+		// fail for good, their leases end and they are attempted again.
+		for try := 1; ; try++ {
+			var notes healthNotes
+			err := e.store.Update(context.Background(), func(tx store.Tx) error {
+				notes = healthNotes{}
+				return e.apply(tx, batch, &notes)
+			})
+			if err == nil {
+				e.noteHealth(notes)
+				for _, o := range batch {
+					if !o.ok {
+						e.Wake() // a retry is scheduled: the dispatcher's timer learns when
+						break
+					}
+				}
+				break
+			}
+			e.log.Error("webhooks: record attempts", "count", len(batch), "try", try, "err", err)
+			if try == 10 {
+				break
+			}
+			time.Sleep(time.Duration(try) * 100 * time.Millisecond)
+		}
+	}
+}
+
+// healthNotes is what a batch of outcomes wrote of its targets' health:
+// the success times written (with the failures reset), and the targets
+// that failed.
+type healthNotes struct {
+	healthy map[string]time.Time
+	failed  map[string]bool
+}
+
+// noteHealth remembers, once their transaction committed, the successes
+// this engine wrote and forgets the targets that failed since.
+func (e *Engine) noteHealth(n healthNotes) {
+	e.healthMu.Lock()
+	defer e.healthMu.Unlock()
+	for id := range n.failed {
+		delete(e.healthy, id)
+	}
+	for id, at := range n.healthy {
+		if len(e.healthy) >= maxHealthy {
+			clear(e.healthy)
+		}
+		e.healthy[id] = at
+	}
+}
+
+// maxHealthy bounds the memory of healthy targets; past it, it starts
+// afresh (and the next success of each reads its target again).
+const maxHealthy = 100_000
+
+// knownHealthy reports that this engine wrote a success of the target,
+// with its failures reset, less than a minute before at and saw no failure
+// since: a success at at has nothing to write of the target's health.
+// (Failures another process records are reset by this engine's next
+// success a minute on at the latest, long before they could disable it.)
+func (e *Engine) knownHealthy(id string, at time.Time) bool {
+	e.healthMu.Lock()
+	last, ok := e.healthy[id]
+	e.healthMu.Unlock()
+	return ok && at.Sub(last) <= time.Minute
+}
+
+// apply writes a batch of outcomes and their consequences for the webhooks.
+func (e *Engine) apply(tx store.Tx, batch []outcome, notes *healthNotes) error {
+	hooks := make(map[string]*store.Webhook)
+	changed := make(map[string]bool)  // written back
+	disabled := make(map[string]bool) // turned off too
+	notes.healthy, notes.failed = make(map[string]time.Time), make(map[string]bool)
+	for _, o := range batch {
+		w := hooks[o.w.ID]
+		if w == nil && o.ok && !notes.failed[o.w.ID] && e.knownHealthy(o.w.ID, o.attempt.At) {
+			// The common case costs no read of the target.
+			res := store.DeliveryOutcome{Attempt: o.attempt, Step: o.d.Step + 1, Status: store.DeliverySucceeded}
+			if err := tx.RecordOutcome(o.d.ID, res); err != nil {
+				return err
+			}
+			continue
+		}
+		if w == nil {
+			cur, err := tx.Webhook(o.w.AccountID, o.w.ID)
+			if errors.Is(err, store.ErrNotFound) || (err == nil && cur.Deleted()) {
+				cur = *o.w // deleted meanwhile: nothing of it changes, and its deliveries end
+				cur.ID = ""
+			} else if err != nil {
+				return err
+			}
+			w = &cur
+			hooks[o.w.ID] = w
+		}
+		res := store.DeliveryOutcome{Attempt: o.attempt, Step: o.d.Step + 1}
+		at := o.attempt.At
+		if !o.ok {
+			notes.failed[o.w.ID] = true
+			delete(notes.healthy, o.w.ID)
+		}
+		switch {
+		case o.ok:
+			res.Status = store.DeliverySucceeded
+			if !w.FailingSince.IsZero() || w.Failures > 0 || at.Sub(w.LastSuccessAt) > time.Minute {
+				w.FailingSince, w.Failures, w.LastSuccessAt = time.Time{}, 0, at
+				changed[o.w.ID] = true
+			}
+			if !notes.failed[o.w.ID] {
+				notes.healthy[o.w.ID] = w.LastSuccessAt
+			}
+		case o.gone && w.Subscription && w.ID != "":
+			// The destination's own subscription ended (Zapier REST Hooks):
+			// deleted, its history kept until it ages out.
+			res.Status = store.DeliveryFailed
+			err := tx.DeleteWebhook(w.AccountID, w.ID, "the destination ended the subscription: "+o.attempt.Error, at)
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+			e.log.Info("connections: subscription deleted: the destination is gone", "connection", w.ID, "why", o.attempt.Error)
+			w.ID = "" // its deliveries end
+		case o.gone:
+			res.Status = store.DeliveryFailed
+			if w.Enabled && w.ID != "" {
+				why := "the endpoint answered 410 Gone"
+				if w.IsConnection() {
+					why = "the destination is gone: " + o.attempt.Error
+				}
+				if err := e.disable(tx, w, at, why); err != nil {
+					return err
+				}
+				changed[o.w.ID], disabled[o.w.ID] = true, true
+			}
+		default:
+			if res.Step < len(Schedule) && !o.permanent {
+				res.Status = store.DeliveryPending
+				res.Next = at.Add(retryDelay(res.Step, o.retryIn))
+			} else {
+				res.Status = store.DeliveryFailed
+			}
+			if w.FailingSince.IsZero() {
+				w.FailingSince = at
+			}
+			w.Failures++
+			changed[o.w.ID] = true
+			if w.Enabled && w.ID != "" && at.Sub(w.FailingSince) >= DisableAfter && w.Failures >= DisableMinFailures {
+				err := e.disable(tx, w, at, fmt.Sprintf("no successful delivery since %s (%d failed attempts)",
+					w.FailingSince.Format(time.RFC3339), w.Failures))
+				if err != nil {
+					return err
+				}
+				disabled[o.w.ID] = true
+			}
+		}
+		if w.ID == "" && res.Status == store.DeliveryPending {
+			res.Status, res.Next = store.DeliveryFailed, time.Time{} // no retry to a deleted target
+		}
+		if err := tx.RecordOutcome(o.d.ID, res); err != nil {
+			return err
+		}
+	}
+	for id := range changed {
+		w := hooks[id]
+		if w.ID == "" {
+			continue
+		}
+		w.UpdatedAt = e.opt.Now()
+		update := tx.UpdateWebhookHealth // the common case: what matching reads is unchanged
+		if disabled[id] {
+			update = tx.UpdateWebhook
+		}
+		if err := update(*w); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+	}
+	return nil
+}
+
+// disable turns a webhook or connection off and emits webhook_disabled
+// (to the owner's webhooks of the domain) or connection_disabled (to the
+// owner's connections), in the same transaction.
+func (e *Engine) disable(tx store.Tx, w *store.Webhook, at time.Time, reason string) error {
+	w.Enabled, w.DisabledReason, w.DisabledAt = false, reason, at
+	var failing *time.Time
+	if !w.FailingSince.IsZero() {
+		fs := w.FailingSince.UTC()
+		failing = &fs
+	}
+	var ev events.Event
+	var err error
+	if w.IsConnection() {
+		ev, err = events.New(events.ConnectionDisabled, at, w.AccountID, w.ClientID, "", events.ConnectionDisabledData{
+			ConnectionID: w.ID, Connector: w.Connector, Name: w.Name, Reason: reason, DisabledAt: at.UTC(),
+			FailingSince: failing, ClientID: events.Optional(w.ClientID)})
+	} else {
+		ev, err = events.New(events.WebhookDisabled, at, w.AccountID, w.ClientID, w.Domain, events.WebhookDisabledData{
+			WebhookID: w.ID, Domain: w.Domain, URL: w.URL, Reason: reason, DisabledAt: at.UTC(), FailingSince: failing})
+	}
+	if err == nil {
+		err = events.Publish(tx, ev)
+	}
+	if err != nil {
+		return err
+	}
+	e.log.Warn("deliveries: "+targetNoun(*w)+" disabled", "id", w.ID, "reason", reason)
+	return nil
+}

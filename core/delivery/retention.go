@@ -1,0 +1,71 @@
+package delivery
+
+import (
+	"context"
+	"time"
+)
+
+// DefaultRetention is how long deliveries and their attempts are kept, as
+// Svix keeps payloads and Stripe its events: 30 days.
+const DefaultRetention = 30 * 24 * time.Hour
+
+// EventLogRetention is how long the event log keeps an event (as long as
+// the bus keeps its messages).
+const EventLogRetention = 7 * 24 * time.Hour
+
+// PruneBatch bounds the rows one write of the retention removes, so that
+// the writer is never held long: a batch of deliveries, each with its
+// attempts, holds it for about 3 ms (docs/benchmarks.md).
+const PruneBatch = 200
+
+// prune forgets what retention no longer keeps, every PruneEvery until ctx
+// ends.
+func (e *Engine) prune(ctx context.Context) {
+	t := time.NewTicker(e.opt.PruneEvery)
+	defer t.Stop()
+	for {
+		e.pruneOnce(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// pruneOnce forgets the deliveries, with their attempts, made before the
+// retention; then the deleted webhooks and connections whose deliveries
+// have all gone; then the logged events past EventLogRetention. Each batch
+// of PruneBatch rows is a write of its own: the group commit's callers
+// take their turn between two.
+func (e *Engine) pruneOnce(ctx context.Context) {
+	now := e.opt.Now()
+	for _, step := range []struct {
+		what   string
+		before time.Time
+		prune  func(context.Context, time.Time, int) (int, error)
+	}{
+		{"deliveries", now.Add(-e.opt.Retention), e.store.PruneDeliveries},
+		{"deleted webhooks and connections", now.Add(-e.opt.Retention), e.store.PruneDeleted},
+		{"logged events", now.Add(-EventLogRetention), e.store.PruneEvents},
+	} {
+		total, batches, longest := 0, 0, time.Duration(0)
+		for {
+			start := time.Now()
+			n, err := step.prune(ctx, step.before, PruneBatch)
+			if err != nil {
+				if ctx.Err() == nil {
+					e.log.Warn("retention: pruning failed", "what", step.what, "err", err)
+				}
+				return
+			}
+			total, batches, longest = total+n, batches+1, max(longest, time.Since(start))
+			if n < PruneBatch {
+				break
+			}
+		}
+		if total > 0 {
+			e.log.Info("retention: pruned", "what", step.what, "count", total, "batches", batches, "longest_batch", longest)
+		}
+	}
+}
