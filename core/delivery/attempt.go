@@ -13,20 +13,18 @@ import (
 	"unicode/utf8"
 
 	"github.com/aivis/aivis/core/netguard"
-	"github.com/aivis/aivis/core/retryafter"
 	"github.com/aivis/aivis/core/store"
 	"github.com/aivis/aivis/plugins/sdk"
 	"github.com/aivis/aivis/webhook"
 )
 
+// outcome is an attempt of a delivery, and what it came to (policy.go).
 type outcome struct {
-	d         *store.Delivery
-	w         *store.Webhook
-	attempt   store.Attempt
-	ok        bool          // delivered
-	retryIn   time.Duration // honoured Retry-After
-	gone      bool          // 410, or a connector's Gone
-	permanent bool          // a connector's permanent failure: no retry
+	d       *store.Delivery
+	w       *store.Webhook
+	attempt store.Attempt
+	verdict verdict
+	retryIn time.Duration // what a Retry-After asked for
 }
 
 // maxResponseBody is how much of an endpoint's answer the log keeps.
@@ -53,13 +51,7 @@ func (e *Engine) sign(ctx context.Context, c claimed) outcome {
 	var h http.Header
 	o.attempt, h = post(ctx, e.client, e.opt.Timeout, c.w.URL, secrets, c.d.EventID, c.d.Payload,
 		store.Attempt{DeliveryID: c.d.ID, N: c.d.Attempts + 1, At: now})
-	o.ok = o.attempt.StatusCode >= 200 && o.attempt.StatusCode < 300
-	switch o.attempt.StatusCode {
-	case http.StatusGone:
-		o.gone = true
-	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-		o.retryIn = retryafter.Header(h, now)
-	}
+	o.verdict, o.retryIn = answered(o.attempt.StatusCode, h, now)
 	return o
 }
 
@@ -151,27 +143,11 @@ func (e *Engine) connect(ctx context.Context, cs []claimed) []outcome {
 
 // read takes in what a connector answered for a delivery.
 func (o *outcome) read(r sdk.Result) {
-	o.attempt.Error = truncate(r.Reason)
-	switch r.Outcome {
-	case sdk.Delivered:
-		o.ok, o.attempt.Result, o.attempt.Error = true, ResultDelivered, ""
-	case sdk.Retry:
-		o.retryIn, o.attempt.Result = min(r.RetryAfter, MaxRetryAfter), ResultRetry
-	case sdk.Gone:
-		o.gone, o.attempt.Result = true, ResultGone
-	default:
-		o.permanent, o.attempt.Result = true, ResultFailed
+	o.verdict, o.retryIn, o.attempt.Result = connectorVerdict(r)
+	if o.verdict != delivered {
+		o.attempt.Error = truncate(r.Reason)
 	}
 }
-
-// What a connector answered, as an attempt records it.
-const (
-	ResultDelivered = "delivered"
-	ResultRetry     = "retry"
-	ResultFailed    = "failed"
-	ResultGone      = "gone"
-	ResultError     = "error" // the plugin failed: not running, crashed, past its deadline
-)
 
 func truncate(s string) string {
 	if len(s) <= maxResponseBody {

@@ -364,19 +364,14 @@ func (s *Service) TestConnection(ctx context.Context, p auth.Principal, id strin
 	}
 	out = client.ConnectionTestResult{EventID: ev.ID, LatencyMS: float64(time.Since(start).Microseconds()) / 1000,
 		Reason: optionalString(truncate(res.Reason))}
-	switch res.Outcome {
-	case sdk.Delivered:
-		out.Result, out.Reason = ResultDelivered, nil
-	case sdk.Retry:
-		out.Result = ResultRetry
-		if res.RetryAfter > 0 {
-			secs := res.RetryAfter.Seconds()
-			out.RetryAfterSeconds = &secs
-		}
-	case sdk.Gone:
-		out.Result = ResultGone
-	default:
-		out.Result = ResultFailed
+	var v verdict
+	v, _, out.Result = connectorVerdict(res)
+	switch {
+	case v == delivered:
+		out.Reason = nil
+	case v == retry && res.RetryAfter > 0:
+		secs := res.RetryAfter.Seconds() // as the connector said it, not capped
+		out.RetryAfterSeconds = &secs
 	}
 	return out, nil
 }

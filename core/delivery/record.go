@@ -3,7 +3,7 @@ package delivery
 import (
 	"context"
 	"errors"
-	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/aivis/aivis/core/events"
@@ -39,7 +39,7 @@ func (e *Engine) record() {
 			if err == nil {
 				e.noteHealth(notes)
 				for _, o := range batch {
-					if !o.ok {
+					if o.verdict != delivered {
 						e.Wake() // a retry is scheduled: the dispatcher's timer learns when
 						break
 					}
@@ -103,8 +103,9 @@ func (e *Engine) apply(tx store.Tx, batch []outcome, notes *healthNotes) error {
 	notes.healthy, notes.failed = make(map[string]time.Time), make(map[string]bool)
 	for _, o := range batch {
 		w := hooks[o.w.ID]
-		if w == nil && o.ok && !notes.failed[o.w.ID] && e.knownHealthy(o.w.ID, o.attempt.At) {
-			// The common case costs no read of the target.
+		if w == nil && o.verdict == delivered && !notes.failed[o.w.ID] && e.knownHealthy(o.w.ID, o.attempt.At) {
+			// The common case costs no read of the target: a success of a
+			// target known healthy changes nothing of it (decide).
 			res := store.DeliveryOutcome{Attempt: o.attempt, Step: o.d.Step + 1, Status: store.DeliverySucceeded}
 			if err := tx.RecordOutcome(o.d.ID, res); err != nil {
 				return err
@@ -122,68 +123,36 @@ func (e *Engine) apply(tx store.Tx, batch []outcome, notes *healthNotes) error {
 			w = &cur
 			hooks[o.w.ID] = w
 		}
-		res := store.DeliveryOutcome{Attempt: o.attempt, Step: o.d.Step + 1}
 		at := o.attempt.At
-		if !o.ok {
-			notes.failed[o.w.ID] = true
-			delete(notes.healthy, o.w.ID)
+		step := o.d.Step + 1
+		dec := decide(tried{verdict: o.verdict, retryIn: o.retryIn, step: step, at: at, error: o.attempt.Error},
+			targetOf(w), rand.Float64()*2-1)
+		w.FailingSince, w.Failures, w.LastSuccessAt = dec.health.failingSince, dec.health.failures, dec.health.lastSuccessAt
+		if dec.changed {
+			changed[o.w.ID] = true
 		}
 		switch {
-		case o.ok:
-			res.Status = store.DeliverySucceeded
-			if !w.FailingSince.IsZero() || w.Failures > 0 || at.Sub(w.LastSuccessAt) > time.Minute {
-				w.FailingSince, w.Failures, w.LastSuccessAt = time.Time{}, 0, at
-				changed[o.w.ID] = true
-			}
-			if !notes.failed[o.w.ID] {
-				notes.healthy[o.w.ID] = w.LastSuccessAt
-			}
-		case o.gone && w.Subscription && w.ID != "":
-			// The destination's own subscription ended (Zapier REST Hooks):
-			// deleted, its history kept until it ages out.
-			res.Status = store.DeliveryFailed
-			err := tx.DeleteWebhook(w.AccountID, w.ID, "the destination ended the subscription: "+o.attempt.Error, at)
+		case dec.unsubscribe != "":
+			// Deleted, its history kept until it ages out.
+			err := tx.DeleteWebhook(w.AccountID, w.ID, dec.unsubscribe, at)
 			if err != nil && !errors.Is(err, store.ErrNotFound) {
 				return err
 			}
 			e.log.Info("connections: subscription deleted: the destination is gone", "connection", w.ID, "why", o.attempt.Error)
 			w.ID = "" // its deliveries end
-		case o.gone:
-			res.Status = store.DeliveryFailed
-			if w.Enabled && w.ID != "" {
-				why := "the endpoint answered 410 Gone"
-				if w.IsConnection() {
-					why = "the destination is gone: " + o.attempt.Error
-				}
-				if err := e.disable(tx, w, at, why); err != nil {
-					return err
-				}
-				changed[o.w.ID], disabled[o.w.ID] = true, true
+		case dec.disable != "":
+			if err := e.disable(tx, w, at, dec.disable); err != nil {
+				return err
 			}
-		default:
-			if res.Step < len(Schedule) && !o.permanent {
-				res.Status = store.DeliveryPending
-				res.Next = at.Add(retryDelay(res.Step, o.retryIn))
-			} else {
-				res.Status = store.DeliveryFailed
-			}
-			if w.FailingSince.IsZero() {
-				w.FailingSince = at
-			}
-			w.Failures++
-			changed[o.w.ID] = true
-			if w.Enabled && w.ID != "" && at.Sub(w.FailingSince) >= DisableAfter && w.Failures >= DisableMinFailures {
-				err := e.disable(tx, w, at, fmt.Sprintf("no successful delivery since %s (%d failed attempts)",
-					w.FailingSince.Format(time.RFC3339), w.Failures))
-				if err != nil {
-					return err
-				}
-				disabled[o.w.ID] = true
-			}
+			disabled[o.w.ID] = true
 		}
-		if w.ID == "" && res.Status == store.DeliveryPending {
-			res.Status, res.Next = store.DeliveryFailed, time.Time{} // no retry to a deleted target
+		if o.verdict != delivered {
+			notes.failed[o.w.ID] = true
+			delete(notes.healthy, o.w.ID)
+		} else if !notes.failed[o.w.ID] {
+			notes.healthy[o.w.ID] = w.LastSuccessAt
 		}
+		res := store.DeliveryOutcome{Attempt: o.attempt, Step: step, Status: dec.status, Next: dec.next}
 		if err := tx.RecordOutcome(o.d.ID, res); err != nil {
 			return err
 		}
@@ -203,6 +172,13 @@ func (e *Engine) apply(tx store.Tx, batch []outcome, notes *healthNotes) error {
 		}
 	}
 	return nil
+}
+
+// targetOf is what the policy reads of a webhook or connection; one
+// deleted meanwhile has no id.
+func targetOf(w *store.Webhook) target {
+	return target{live: w.ID != "", enabled: w.Enabled, subscription: w.Subscription, connection: w.IsConnection(),
+		health: health{failingSince: w.FailingSince, failures: w.Failures, lastSuccessAt: w.LastSuccessAt}}
 }
 
 // disable turns a webhook or connection off and emits webhook_disabled

@@ -272,7 +272,7 @@ func (s *Service) testConnector(ctx context.Context, w store.Webhook, d store.De
 	default:
 		o.read(res)
 	}
-	return o.attempt, o.ok, nil
+	return o.attempt, o.verdict == delivered, nil
 }
 
 // testEvent is a webhook_test event aimed at w alone, about its domain (a
