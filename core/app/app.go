@@ -20,6 +20,7 @@ import (
 	"github.com/aivis/aivis/core/accounts"
 	"github.com/aivis/aivis/core/api"
 	"github.com/aivis/aivis/core/auth"
+	"github.com/aivis/aivis/core/bus/buslog"
 	bus "github.com/aivis/aivis/core/bus/sqlite"
 	"github.com/aivis/aivis/core/content"
 	"github.com/aivis/aivis/core/dashboard"
@@ -141,7 +142,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 		MaxInFlight: delivery.FanoutInFlight, BatchSize: delivery.FanoutBatch, Retention: 7 * 24 * time.Hour,
 		// After a crash the restarted server waits this long for the dead
 		// one's lease on the event topic.
-		LeaseDuration: 5 * time.Second}, delivery.BusLogger(log))
+		LeaseDuration: 5 * time.Second}, buslog.New(log))
 	if err != nil {
 		return fmt.Errorf("event bus: %w", err)
 	}

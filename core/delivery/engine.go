@@ -25,9 +25,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 
+	"github.com/aivis/aivis/core/bus/buslog"
 	"github.com/aivis/aivis/core/events"
 	"github.com/aivis/aivis/plugins/sdk"
 )
@@ -127,34 +127,10 @@ func New(st Store, sub message.Subscriber, client *http.Client, log *slog.Logger
 		healthy: make(map[string]time.Time)}
 }
 
-// BusLogger is Watermill's logger for the product: its routine messages
-// (handlers added, started, stopped) at debug, its warnings and errors as
-// they are.
-func BusLogger(log *slog.Logger) watermill.LoggerAdapter {
-	return busLogger{watermill.NewSlogLoggerWithLevelMapping(log, map[slog.Level]slog.Level{slog.LevelInfo: slog.LevelDebug}), log}
-}
-
-// busLogger skips Watermill's per-message trace unless the log shows it:
-// the adapter would build its attributes for each message first.
-type busLogger struct {
-	watermill.LoggerAdapter
-	log *slog.Logger
-}
-
-func (l busLogger) Trace(msg string, fields watermill.LogFields) {
-	if l.log.Enabled(context.Background(), watermill.LevelTrace) {
-		l.LoggerAdapter.Trace(msg, fields)
-	}
-}
-
-func (l busLogger) With(fields watermill.LogFields) watermill.LoggerAdapter {
-	return busLogger{l.LoggerAdapter.With(fields), l.log}
-}
-
 // Run runs the fan-out and the dispatcher until ctx ends; attempts in
 // flight are given until their timeout to finish and be recorded.
 func (e *Engine) Run(ctx context.Context) error {
-	router, err := message.NewRouter(message.RouterConfig{CloseTimeout: e.opt.Timeout}, BusLogger(e.log))
+	router, err := message.NewRouter(message.RouterConfig{CloseTimeout: e.opt.Timeout}, buslog.New(e.log))
 	if err != nil {
 		return err
 	}

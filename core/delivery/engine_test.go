@@ -1,10 +1,8 @@
 package delivery_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -754,25 +752,5 @@ func TestSuccessWritesHealthOncePerMinute(t *testing.T) {
 	succeeded(4)
 	if got := target(); got.Failures != 0 || !got.LastSuccessAt.Equal(now()) {
 		t.Fatalf("the success after a failure did not reset it: %+v", got)
-	}
-}
-
-// Watermill's per-message trace reaches a log that shows it, and no other;
-// its other messages keep their levels, routine ones at debug.
-func TestBusLoggerLevels(t *testing.T) {
-	for _, level := range []slog.Level{slog.LevelDebug, watermill.LevelTrace} {
-		var buf bytes.Buffer
-		l := delivery.BusLogger(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: level}))).
-			With(watermill.LogFields{"topic": "t"})
-		l.Trace("per message", watermill.LogFields{"uuid": "m1"})
-		l.Info("handler added", nil)
-		l.Error("failed", errors.New("boom"), nil)
-		out := buf.String()
-		if shown, want := strings.Contains(out, "per message"), level == watermill.LevelTrace; shown != want {
-			t.Errorf("at %v: trace shown %v, want %v\n%s", level, shown, want, out)
-		}
-		if !strings.Contains(out, "level=DEBUG msg=\"handler added\" topic=t") || !strings.Contains(out, "level=ERROR msg=failed topic=t error=boom") {
-			t.Errorf("at %v:\n%s", level, out)
-		}
 	}
 }
