@@ -18,6 +18,11 @@ import (
 	"github.com/aivis/aivis/webhook"
 )
 
+// The attempt: one signed POST to a webhook (sign, post), or one Deliver
+// call of a connection's connector with a batch of its deliveries
+// (connect); either comes back as an outcome per delivery, with its
+// verdict (policy.go), for the recorder (record.go).
+
 // outcome is an attempt of a delivery, and what it came to (policy.go).
 type outcome struct {
 	d       *store.Delivery

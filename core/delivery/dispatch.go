@@ -11,6 +11,14 @@ import (
 	"github.com/aivis/aivis/core/store"
 )
 
+// The dispatcher: a queue in memory per target (endpoint), each within its
+// share (PerEndpoint attempts in flight, queueRounds more rounds queued),
+// all within Workers; startLocked starts attempts (attempt.go) and hands
+// their outcomes to the recorder (record.go). Deliveries are leased for
+// e.lease in three places, one store call each: offer (the fan-out's new
+// deliveries, LeaseDeliveries), claim (whatever is due, ClaimDeliveries)
+// and refillOne (a spilled target's own backlog, ClaimWebhookDeliveries).
+
 // Wake makes the dispatcher look for due deliveries at once.
 func (e *Engine) Wake() { signal(e.wake) }
 

@@ -4,15 +4,26 @@
 // POST signed per Standard Webhooks; a connection gets its events through
 // its connector plugin (core/hub), in batches as large as the plugin takes.
 //
-// Two consumers do the work. The fan-out is an ordinary Watermill handler
-// of the event topic: for each event it writes one delivery per matching
-// webhook, in one transaction, before it acknowledges the message, so an
-// event is never lost between the bus and the deliveries. The dispatcher
-// leases due deliveries from the store, sends them, and records each
-// attempt and what follows from it (the next attempt, success, failure,
-// disabling the endpoint). A lease outlives an attempt, so after a crash a
-// leased delivery is attempted again once its lease ends: at least once,
-// with the same webhook-id.
+// The engine's stages, a file each, can be read alone:
+//
+//   - fanout.go: a Watermill handler of the event topic writes, for each
+//     event, one delivery per webhook or connection that wants it, in one
+//     transaction, before it acknowledges the message, so an event is never
+//     lost between the bus and the deliveries.
+//   - dispatch.go: the queues. New deliveries go straight to their target's
+//     queue; due ones are claimed from the store; both leased. Each target
+//     has its share of attempts in flight, the engine a bound on them all.
+//   - attempt.go: one attempt, a signed POST to a webhook or a call of a
+//     connection's connector.
+//   - policy.go: what an attempt comes to, a pure function: the next
+//     attempt on the schedule, giving up, disabling the target.
+//   - record.go: writes each attempt and what the policy decided.
+//   - retention.go: prunes what is older than the retention.
+//
+// engine.go ties them together (Options, New, Run); webhooks.go and
+// connections.go are the services behind the API. A lease outlives an
+// attempt, so after a crash a leased delivery is attempted again once its
+// lease ends: at least once, with the same webhook-id.
 package delivery
 
 import (

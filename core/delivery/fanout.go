@@ -11,6 +11,13 @@ import (
 	"github.com/aivis/aivis/core/store"
 )
 
+// The fan-out: the Watermill handler of the event topic (webhook-fanout)
+// turns each event into its event-log entry and one delivery per webhook or
+// connection that wants it (Wants). insert commits the deliveries of the
+// events handled meanwhile in one transaction, before their messages are
+// acknowledged, and offers the new ones to the dispatcher (dispatch.go),
+// so that they go out without a claim.
+
 // fanout turns one event into its log entry and its deliveries.
 func (e *Engine) fanout(msg *message.Message) error {
 	ev, err := events.FromMessage(msg)

@@ -10,6 +10,13 @@ import (
 	"github.com/aivis/aivis/core/store"
 )
 
+// The recorder: writes the outcomes of attempts in batches, one
+// transaction each: each attempt, and what the policy (decide, policy.go)
+// says follows for its delivery and its target (the next attempt,
+// success, failure, disabling with its event, a subscription deleted).
+// It remembers the targets it knows healthy, so that a success of one
+// costs no read of it.
+
 // record writes outcomes in batches, one transaction each, until the
 // channel closes.
 func (e *Engine) record() {

@@ -5,6 +5,11 @@ import (
 	"time"
 )
 
+// Retention: the engine's pruner forgets, every PruneEvery, the deliveries
+// older than Options.Retention with their attempts, then the deleted
+// targets whose deliveries have all gone, then the logged events older
+// than EventLogRetention, in short writes of PruneBatch rows.
+
 // DefaultRetention is how long deliveries and their attempts are kept, as
 // Svix keeps payloads and Stripe its events: 30 days.
 const DefaultRetention = 30 * 24 * time.Hour
