@@ -47,7 +47,7 @@ func BenchmarkPrune(b *testing.B) {
 						return err
 					}
 					for n := 1; n <= 3; n++ {
-						err := tx.RecordOutcome(d.ID, store.DeliveryOutcome{Status: store.DeliverySucceeded, Step: n, Attempt: store.Attempt{
+						err := tx.RecordOutcome(d.ID, "", store.DeliveryOutcome{Status: store.DeliverySucceeded, Step: n, Attempt: store.Attempt{
 							DeliveryID: d.ID, N: n, At: from, StatusCode: 200, Latency: time.Millisecond, ResponseBody: `{"ok":true}`}})
 						if err != nil {
 							return err

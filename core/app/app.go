@@ -32,6 +32,8 @@ import (
 	"github.com/aivis/aivis/core/probe"
 	"github.com/aivis/aivis/core/readiness"
 	"github.com/aivis/aivis/core/secrets"
+	"github.com/aivis/aivis/core/store"
+	"github.com/aivis/aivis/core/store/cache"
 	"github.com/aivis/aivis/core/store/sqlite"
 	"github.com/aivis/aivis/core/tlsconf"
 	"github.com/aivis/aivis/core/visibility"
@@ -45,11 +47,14 @@ type Services struct {
 	// MasterKeyCreated says the master key (data-dir/master.key) was made
 	// by this Open: secrets stored from now on need that file.
 	MasterKeyCreated bool
-	Store            *sqlite.DB
-	Auth             *auth.Service
-	Accounts         *accounts.Service
-	Content          *content.Service
-	People           *people.Service
+	DB               *sqlite.DB
+	// Store is DB with its hot reads cached (core/store/cache), validated
+	// by its signal: what every service reads through.
+	Store    store.Store
+	Auth     *auth.Service
+	Accounts *accounts.Service
+	Content  *content.Service
+	People   *people.Service
 }
 
 // Open opens the data directory's database and builds the services on it.
@@ -67,20 +72,22 @@ func Open(ctx context.Context, dataDir string) (*Services, error) {
 		return nil, err
 	}
 	db.SetSecrets(box)
+	st := cache.Wrap(db, db.Signal())
 	now := time.Now
-	accts := &accounts.Service{Store: db, Now: now}
+	accts := &accounts.Service{Store: st, Now: now}
 	return &Services{
 		MasterKeyCreated: created,
-		Store:            db,
-		Auth:             &auth.Service{Keys: db, Accounts: db, Now: now},
+		DB:               db,
+		Store:            st,
+		Auth:             &auth.Service{Keys: st, Accounts: st, Now: now},
 		Accounts:         accts,
-		Content:          &content.Service{Store: db, Now: now},
-		People:           &people.Service{Store: db, Accounts: accts, Now: now},
+		Content:          &content.Service{Store: st, Now: now},
+		People:           &people.Service{Store: st, Accounts: accts, Now: now},
 	}, nil
 }
 
 // Close closes the database.
-func (s *Services) Close() error { return s.Store.Close() }
+func (s *Services) Close() error { return s.DB.Close() }
 
 // Logger builds the configured logger.
 func Logger(cfg config.Config, w io.Writer) *slog.Logger {
@@ -137,7 +144,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 	policy := netguard.Policy{AllowPrivate: cfg.AllowPrivateTargets, Allow: prefixes(cfg.AllowedTargets)}
 	timeout := time.Duration(cfg.WebhookTimeout)
 	outbound := policy.Client(timeout)
-	write, read := svc.Store.Pools()
+	write, read := svc.DB.Pools()
 	sub, err := bus.NewSubscriber(write, read, bus.SubscriberConfig{ConsumerGroup: "webhooks",
 		MaxInFlight: delivery.FanoutInFlight, BatchSize: delivery.FanoutBatch, Retention: 7 * 24 * time.Hour,
 		// After a crash the restarted server waits this long for the dead
@@ -152,7 +159,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 	}
 	defer connectors.Close() // after the engine has stopped
 	engine := delivery.New(svc.Store, sub, outbound, log, delivery.Options{Timeout: timeout, Connectors: connectors,
-		Retention: time.Duration(cfg.DeliveryRetention)})
+		Retention: time.Duration(cfg.DeliveryRetention), Holder: svc.DB.Holder()})
 	engineCtx, stopEngine := context.WithCancel(context.Background())
 	engineDone := make(chan error, 1)
 	go func() { engineDone <- engine.Run(engineCtx) }()
@@ -170,7 +177,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 	// the engines are the operator's own endpoints (local models included).
 	recorder := &visibility.Recorder{Store: svc.Store, Now: time.Now}
 	auditor := &readiness.Auditor{Client: policy.Client(0)}
-	scans := &visibility.Scans{Store: svc.Store, Recorder: recorder, Log: log, Now: time.Now, Workers: cfg.ScanWorkers,
+	scans := &visibility.Scans{Store: svc.Store, Recorder: recorder, Log: log, Now: time.Now, Workers: cfg.ScanWorkers, Holder: svc.DB.Holder(),
 		Scanner: &visibility.EngineScanner{
 			Readiness: func(ctx context.Context, domain string) (int, any, error) {
 				r, err := auditor.Audit(ctx, domain)
@@ -185,7 +192,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 
 	// Content requests: pages are fetched through the outbound guard as
 	// the audit fetches them; the engine is the operator's own.
-	contents, err := contentEngine(cfg, svc.Store, auditor, log)
+	contents, err := contentEngine(cfg, svc.Store, svc.DB.Holder(), auditor, log)
 	if err != nil {
 		return err
 	}
@@ -278,8 +285,8 @@ func engines(cs []config.Engine) []probe.Engine {
 }
 
 // contentEngine builds the engine of content requests from the settings.
-func contentEngine(cfg config.Config, db *sqlite.DB, fetcher content.Fetcher, log *slog.Logger) (*content.Engine, error) {
-	e := &content.Engine{Store: db, Fetcher: fetcher, Client: &probe.Client{HTTP: &http.Client{}}, Log: log, Now: time.Now,
+func contentEngine(cfg config.Config, db content.Store, holder string, fetcher content.Fetcher, log *slog.Logger) (*content.Engine, error) {
+	e := &content.Engine{Store: db, Holder: holder, Fetcher: fetcher, Client: &probe.Client{HTTP: &http.Client{}}, Log: log, Now: time.Now,
 		Workers: cfg.ContentWorkers, MaxTokens: cfg.ContentMaxTokens, Lease: time.Duration(cfg.ContentLease),
 		Prices: content.Prices{Fetch: int64(cfg.ContentPrices.Fetch), Analysis: int64(cfg.ContentPrices.Analysis)}}
 	all := engines(cfg.Engines)

@@ -314,7 +314,7 @@ func (s *Service) Cancel(ctx context.Context, p auth.Principal, id string, idem 
 			return cr, err
 		}
 		now := s.Now().UTC()
-		if cr, err = end(tx, cr, client.StatusCancelled, now); err != nil {
+		if cr, err = end(tx, cr, client.StatusCancelled, now, 0); err != nil {
 			return cr, err
 		}
 		return cr, Emit(tx, events.ContentRequestCancelled, now, cr)
@@ -323,15 +323,17 @@ func (s *Service) Cancel(ctx context.Context, p auth.Principal, id string, idem 
 
 // end moves a request to a final state in tx and releases what it did not
 // spend to its month: the one way a request ends (cancelled, completed or
-// failed). The caller emits the event in the same transaction.
-func end(tx store.Tx, cr store.ContentRequest, to string, now time.Time) (store.ContentRequest, error) {
+// failed). claim is the worker's claim that ends it (0 for a cancel): a
+// claim taken over meanwhile gets store.ErrLost. The caller emits the
+// event in the same transaction.
+func end(tx store.Tx, cr store.ContentRequest, to string, now time.Time, claim int) (store.ContentRequest, error) {
 	if err := Transition(cr, to); err != nil {
 		return cr, err
 	}
 	unspent := cr.Budget - cr.Spent
 	// The work between steps is of no use once the request has ended.
 	cr.Status, cr.UpdatedAt, cr.EndedAt, cr.LeaseUntil, cr.Work = to, now, now, time.Time{}, nil
-	if err := tx.UpdateContentRequest(cr); err != nil {
+	if err := tx.UpdateContentRequest(cr, claim); err != nil {
 		return cr, err
 	}
 	if err := tx.AddToBudgetMonth(cr.AccountID, cr.BudgetMonth, 0, -unspent); err != nil {

@@ -354,7 +354,7 @@ func TestActiveRequestLimit(t *testing.T) {
 		for i, status := range []string{client.StatusCompleted, client.StatusFailed} {
 			c := crs[i]
 			c.Status = status
-			if err := tx.UpdateContentRequest(c); err != nil {
+			if err := tx.UpdateContentRequest(c, 0); err != nil {
 				return err
 			}
 		}
@@ -368,7 +368,7 @@ func TestActiveRequestLimit(t *testing.T) {
 	must(t, e.db.Update(ctx, func(tx store.Tx) error {
 		c := crs[2]
 		c.Status = client.StatusProcessing
-		return tx.UpdateContentRequest(c)
+		return tx.UpdateContentRequest(c, 0)
 	}))
 	_, _, err = e.svc.Create(ctx, e.starter, req(dollar), nil)
 	wantCode(t, err, fault.ActiveRequestLimit, http.StatusTooManyRequests)
@@ -459,7 +459,7 @@ func TestCancel(t *testing.T) {
 	must(t, e.db.Update(ctx, func(tx store.Tx) error {
 		c := cr
 		c.Status, c.Spent = client.StatusProcessing, 300*dollar
-		if err := tx.UpdateContentRequest(c); err != nil {
+		if err := tx.UpdateContentRequest(c, 0); err != nil {
 			return err
 		}
 		return tx.AddToBudgetMonth("acct_starter", "2025-06", 300*dollar, -300*dollar)
@@ -476,7 +476,7 @@ func TestCancel(t *testing.T) {
 	for _, status := range []string{client.StatusCompleted, client.StatusFailed} {
 		c := e.create(t, e.starter, req(dollar))
 		c.Status = status
-		must(t, e.db.Update(ctx, func(tx store.Tx) error { return tx.UpdateContentRequest(c) }))
+		must(t, e.db.Update(ctx, func(tx store.Tx) error { return tx.UpdateContentRequest(c, 0) }))
 		_, _, err := e.svc.Cancel(ctx, e.starter, c.ID, nil)
 		wantCode(t, err, fault.InvalidState, http.StatusConflict)
 	}

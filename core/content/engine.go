@@ -11,6 +11,7 @@ import (
 	"github.com/aivis/aivis/client"
 	"github.com/aivis/aivis/core/events"
 	"github.com/aivis/aivis/core/probe"
+	"github.com/aivis/aivis/core/randid"
 	"github.com/aivis/aivis/core/readiness"
 	"github.com/aivis/aivis/core/store"
 )
@@ -50,6 +51,9 @@ type Engine struct {
 	// MaxAttempts bounds the claims of a request before it fails (default
 	// 3), less those handed back by a graceful stop.
 	MaxAttempts int
+	// Holder names this process in the requests it claims (default: a
+	// new random one).
+	Holder string
 
 	wake chan struct{}
 	once sync.Once
@@ -63,6 +67,9 @@ func (e *Engine) init() {
 		}
 		if e.Lease <= 0 {
 			e.Lease = time.Minute
+		}
+		if e.Holder == "" {
+			e.Holder = randid.New("proc")
 		}
 		if e.Poll <= 0 {
 			e.Poll = 2 * time.Second
@@ -142,13 +149,13 @@ func (e *Engine) claim(ctx context.Context) (store.ContentRequest, error) {
 		err := e.Store.Update(ctx, func(tx store.Tx) (err error) {
 			// Read inside the transaction: claims are ordered as their times.
 			now := e.Now().UTC()
-			cr, err = tx.ClaimContentRequest(now, now.Add(e.Lease))
+			cr, err = tx.ClaimContentRequest(e.Holder, now, now.Add(e.Lease))
 			if err != nil || cr.Attempts-cr.HandBacks <= e.MaxAttempts {
 				return err
 			}
 			exhausted = true
 			cr.FailureReason = fmt.Sprintf("processing stopped %d times before it ended (the server restarted or crashed)", e.MaxAttempts)
-			cr, err = end(tx, cr, client.StatusFailed, now)
+			cr, err = end(tx, cr, client.StatusFailed, now, cr.Attempts)
 			if err != nil {
 				return err
 			}
@@ -163,7 +170,7 @@ func (e *Engine) claim(ctx context.Context) (store.ContentRequest, error) {
 
 // errLost says the request is no longer this worker's: cancelled, or
 // claimed again after the lease ended.
-var errLost = errors.New("content: the request is no longer processed by this worker")
+var errLost = fmt.Errorf("content: the request is no longer processed by this worker: %w", store.ErrLost)
 
 // run processes one claimed request, watching for a cancel and renewing
 // the lease meanwhile.
@@ -182,7 +189,7 @@ func (e *Engine) run(ctx context.Context, cr store.ContentRequest) {
 	<-watched
 	switch {
 	case err == nil:
-	case errors.Is(err, errLost) || lost:
+	case errors.Is(err, store.ErrLost) || lost:
 		e.Log.Info("content: request left", "request", cr.ID, "reason", "cancelled or claimed again")
 	case ctx.Err() != nil:
 		// Shutting down: the next start resumes it at once.
@@ -199,7 +206,7 @@ func (e *Engine) handBack(cr store.ContentRequest) {
 	err := e.Store.Update(context.Background(), func(tx store.Tx) error {
 		return tx.HandBackContentRequest(cr.ID, cr.Attempts, e.Now().UTC())
 	})
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err != nil && !errors.Is(err, store.ErrLost) {
 		e.Log.Warn("content: hand back", "request", cr.ID, "err", err)
 	}
 }
@@ -228,7 +235,7 @@ func (e *Engine) watch(ctx context.Context, stop context.CancelFunc, cr store.Co
 			return tx.RenewContentLease(cr.ID, cr.Attempts, e.Now().UTC().Add(e.Lease))
 		})
 		switch {
-		case errors.Is(err, store.ErrNotFound):
+		case errors.Is(err, store.ErrLost):
 			stop()
 			return true
 		case err != nil && ctx.Err() == nil:
@@ -265,7 +272,7 @@ func (e *Engine) charge(ctx context.Context, cr *store.ContentRequest, step stri
 		}
 		cur.Spent += cost
 		cur.Step, cur.Work, cur.UpdatedAt = step, work, e.Now().UTC()
-		if err := tx.UpdateContentRequest(cur); err != nil {
+		if err := tx.UpdateContentRequest(cur, cur.Attempts); err != nil {
 			return err
 		}
 		if err := tx.AddToBudgetMonth(cur.AccountID, cur.BudgetMonth, cost, -cost); err != nil {
@@ -286,7 +293,7 @@ func (e *Engine) setStep(ctx context.Context, cr *store.ContentRequest, step str
 			return err
 		}
 		cur.Step, cur.UpdatedAt = step, e.Now().UTC()
-		if err := tx.UpdateContentRequest(cur); err != nil {
+		if err := tx.UpdateContentRequest(cur, cur.Attempts); err != nil {
 			return err
 		}
 		*cr = cur
@@ -303,7 +310,7 @@ func (e *Engine) complete(ctx context.Context, cr *store.ContentRequest, result 
 		}
 		now := e.Now().UTC()
 		cur.Result, cur.Step = result, StepDone
-		if cur, err = end(tx, cur, client.StatusCompleted, now); err != nil {
+		if cur, err = end(tx, cur, client.StatusCompleted, now, cur.Attempts); err != nil {
 			return err
 		}
 		ev, err := events.New(events.ContentOptimized, now, cur.AccountID, cur.ClientID, cur.Domain, events.ContentOptimizedData{
@@ -326,7 +333,7 @@ func (e *Engine) fail(ctx context.Context, cr *store.ContentRequest, reason stri
 		}
 		now := e.Now().UTC()
 		cur.FailureReason = reason
-		if cur, err = end(tx, cur, client.StatusFailed, now); err != nil {
+		if cur, err = end(tx, cur, client.StatusFailed, now, cur.Attempts); err != nil {
 			return err
 		}
 		*cr = cur

@@ -544,7 +544,7 @@ func TestEngineFailsAfterMaxAttempts(t *testing.T) {
 	for range 3 {
 		must(t, e.db.Update(ctx, func(tx store.Tx) error {
 			now := time.Now()
-			_, err := tx.ClaimContentRequest(now, now.Add(-time.Millisecond))
+			_, err := tx.ClaimContentRequest("proc_test", now, now.Add(-time.Millisecond))
 			return err
 		}))
 	}

@@ -14,10 +14,13 @@ import (
 // The dispatcher: a queue in memory per target (endpoint), each within its
 // share (PerEndpoint attempts in flight, queueRounds more rounds queued),
 // all within Workers; startLocked starts attempts (attempt.go) and hands
-// their outcomes to the recorder (record.go). Deliveries are leased for
-// e.lease in three places, one store call each: offer (the fan-out's new
-// deliveries, LeaseDeliveries), claim (whatever is due, ClaimDeliveries)
-// and refillOne (a spilled target's own backlog, ClaimWebhookDeliveries).
+// their outcomes to the recorder (record.go). Every delivery in memory is
+// leased in the store, under a lease of its own claim (newLease), for
+// e.lease, taken in three places: reserve (the fan-out's new deliveries,
+// leased in the transaction that inserts them), claim (whatever is due,
+// ClaimDeliveries) and refillOne (a spilled target's own backlog,
+// ClaimWebhookDeliveries). An attempt whose lease is about to end renews
+// it first (renew).
 
 // Wake makes the dispatcher look for due deliveries at once.
 func (e *Engine) Wake() { signal(e.wake) }
@@ -36,6 +39,7 @@ type endpoint struct {
 	account  string
 	spilled  bool // some of its deliveries wait in the store: its queue was full
 	inflight int  // deliveries
+	reserved int  // the fan-out's new deliveries, leased in their insert, not queued yet
 	queue    []claimed
 	batch    int // deliveries per attempt: 1 for a webhook
 	limit    int // deliveries in flight: PerEndpoint attempts' worth
@@ -64,10 +68,12 @@ func (e *Engine) newEndpoint(w *store.Webhook) *endpoint {
 }
 
 // full reports that an endpoint has its share.
-func (ep *endpoint) full() bool { return ep.inflight+len(ep.queue) >= held(ep.limit) }
+func (ep *endpoint) full() bool { return ep.inflight+ep.reserved+len(ep.queue) >= held(ep.limit) }
 
 // idle reports that an endpoint has nothing to do: it may be forgotten.
-func (ep *endpoint) idle() bool { return ep.inflight == 0 && len(ep.queue) == 0 && !ep.spilled }
+func (ep *endpoint) idle() bool {
+	return ep.inflight == 0 && ep.reserved == 0 && len(ep.queue) == 0 && !ep.spilled
+}
 
 // claimed is a delivery on its way, with its target. Both are shared, and
 // read only: the target may be the fan-out's cached match.
@@ -158,12 +164,12 @@ func (e *Engine) refillOne(ctx context.Context, ep *endpoint, sends *sync.WaitGr
 	w, err := e.store.Webhook(ctx, ep.account, ep.id)
 	if err == nil && w.Enabled {
 		e.mu.Lock()
-		room, holding := held(ep.limit)-ep.inflight-len(ep.queue), ep.inflight+len(ep.queue)
+		room := held(ep.limit) - ep.inflight - ep.reserved - len(ep.queue)
 		e.mu.Unlock()
 		more = room <= 0 // refilled meanwhile: its turn comes again
 		if room > 0 {
 			now := e.opt.Now()
-			got, more, err = e.store.ClaimWebhookDeliveries(ctx, ep.id, now, now.Add(e.lease), room, holding)
+			got, more, err = e.store.ClaimWebhookDeliveries(ctx, e.newLease(), ep.id, now, now.Add(e.lease), room)
 		}
 	}
 	if errors.Is(err, store.ErrNotFound) {
@@ -195,7 +201,7 @@ func (e *Engine) claim(ctx context.Context, sends *sync.WaitGroup) (n int, full 
 	free := e.maxHeld() - e.inflight
 	var skip []string // endpoints with a full share: their turn comes later
 	for id, ep := range e.endpoints {
-		free -= len(ep.queue)
+		free -= len(ep.queue) + ep.reserved
 		if ep.full() {
 			skip = append(skip, id)
 		}
@@ -205,7 +211,7 @@ func (e *Engine) claim(ctx context.Context, sends *sync.WaitGroup) (n int, full 
 		return 0, true, nil
 	}
 	now := e.opt.Now()
-	ds, hooks, err := e.store.ClaimDeliveries(ctx, now, now.Add(e.lease), min(free, 1024), held(e.opt.PerEndpoint), skip)
+	ds, hooks, err := e.store.ClaimDeliveries(ctx, e.newLease(), now, now.Add(e.lease), min(free, 1024), held(e.opt.PerEndpoint), skip)
 	if err != nil {
 		return 0, false, err
 	}
@@ -238,24 +244,22 @@ func (e *Engine) claim(ctx context.Context, sends *sync.WaitGroup) (n int, full 
 	return len(got), len(got) >= free, nil
 }
 
-// offer hands new deliveries straight to their endpoints' queues where
-// there is room, leased like claimed ones; the rest wait in the store for a
-// claim. The common case, an event on its way at once, costs no query.
-func (e *Engine) offer(cs []claimed, written time.Time) {
-	if len(cs) == 0 {
-		return
-	}
+// reserve gives the fan-out's new pending deliveries a lease where their
+// endpoints have room, to be taken in the transaction that inserts them:
+// those then go out without a claim (offer), the common case of an event on
+// its way at once; the rest wait in the store for a claim or a refill.
+func (e *Engine) reserve(cs []claimed) []claimed {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.runCtx == nil || e.runCtx.Err() != nil {
-		return
+		return nil
 	}
-	queued := 0
+	queued := e.reserved
 	for _, ep := range e.endpoints {
 		queued += len(ep.queue)
 	}
 	var take []claimed
-	var ids []string
+	lease, until := e.newLease(), e.opt.Now().Add(e.lease)
 	for _, c := range cs {
 		ep := e.endpoints[c.w.ID]
 		if ep == nil {
@@ -270,35 +274,38 @@ func (e *Engine) offer(cs []claimed, written time.Time) {
 			e.backlog.Store(true)
 			continue
 		}
-		ep.queue = append(ep.queue, c) // holds its room until leased below
+		ep.reserved++
+		c.d.Lease, c.d.LeaseUntil = lease, until
 		take = append(take, c)
-		ids = append(ids, c.d.ID)
 	}
-	leased := map[string]bool{}
-	got, err := e.store.LeaseDeliveries(e.runCtx, ids, written, e.opt.Now().Add(e.lease))
-	if err != nil {
-		// Those not leased stay in the store, where the claims find them.
-		e.log.Warn("webhooks: lease new deliveries", "err", err)
+	e.reserved += len(take)
+	return take
+}
+
+// offer queues the reserved deliveries that their transaction inserted
+// (added), and gives back the room of the rest (a repeat of an event, a
+// target deleted meanwhile, a transaction that failed).
+func (e *Engine) offer(reserved []claimed, added map[*store.Delivery]bool) {
+	if len(reserved) == 0 {
+		if e.backlog.Load() {
+			e.Wake()
+		}
+		return
 	}
-	for _, id := range got {
-		leased[id] = true
-	}
-	for _, c := range take {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.reserved -= len(reserved)
+	for _, c := range reserved {
 		ep := e.endpoints[c.w.ID]
-		if !leased[c.d.ID] {
-			// A claim has it already, and may have queued it too: drop the
-			// copy queued above (the last), not the claim's.
-			for i, q := range slices.Backward(ep.queue) {
-				if q.d.ID == c.d.ID {
-					ep.queue = slices.Delete(ep.queue, i, i+1)
-					break
-				}
-			}
+		ep.reserved--
+		if added[c.d] {
+			ep.queue = append(ep.queue, c)
 		}
 	}
-	for _, c := range cs {
-		if ep := e.endpoints[c.w.ID]; ep != nil && !e.forgetIfIdleLocked(ep) {
-			e.startLocked(e.runCtx, ep, e.sends)
+	ctx := e.runCtx
+	for _, c := range reserved {
+		if ep := e.endpoints[c.w.ID]; ep != nil && !e.forgetIfIdleLocked(ep) && ctx.Err() == nil {
+			e.startLocked(ctx, ep, e.sends)
 		}
 	}
 	if e.backlog.Load() {
@@ -322,8 +329,10 @@ func (e *Engine) startLocked(ctx context.Context, ep *endpoint, sends *sync.Wait
 		e.inflight += n
 		sends.Go(func() {
 			// An attempt started before shutdown runs to its own timeout.
-			for _, o := range e.attempt(context.WithoutCancel(ctx), cs) {
-				e.outcomes <- o
+			if cs := e.renew(ctx, cs); len(cs) > 0 {
+				for _, o := range e.attempt(context.WithoutCancel(ctx), cs) {
+					e.outcomes <- o
+				}
 			}
 			e.mu.Lock()
 			ep.inflight -= n
@@ -354,3 +363,50 @@ func (e *Engine) startLocked(ctx context.Context, ep *endpoint, sends *sync.Wait
 		})
 	}
 }
+
+// renew extends the leases of deliveries about to be attempted that would
+// end before their attempt's outcome could be recorded (they waited long
+// behind a slow target), and leaves out those it lost: another claim took
+// them once their lease ended. A renewal that fails leaves them as they
+// are: their outcome is refused if they were lost, recorded if not.
+func (e *Engine) renew(ctx context.Context, cs []claimed) []claimed {
+	now := e.opt.Now()
+	var due []store.Delivery
+	for _, c := range cs {
+		if c.d.LeaseUntil.Sub(now) < e.opt.Timeout+renewMargin {
+			due = append(due, *c.d)
+		}
+	}
+	if len(due) == 0 {
+		return cs
+	}
+	until := now.Add(e.lease)
+	kept, err := e.store.RenewLeases(context.WithoutCancel(ctx), due, until)
+	if err != nil {
+		e.log.Warn("webhooks: renew leases", "count", len(due), "err", err)
+		return cs
+	}
+	renewed := make(map[string]bool, len(kept))
+	for _, id := range kept {
+		renewed[id] = true
+	}
+	out := cs[:0:0]
+	for _, c := range cs {
+		switch {
+		case c.d.LeaseUntil.Sub(now) >= e.opt.Timeout+renewMargin:
+			out = append(out, c)
+		case renewed[c.d.ID]:
+			d := *c.d
+			d.LeaseUntil = until
+			out = append(out, claimed{&d, c.w})
+		default:
+			e.log.Info("webhooks: delivery left: its lease ended and another claim took it", "delivery", c.d.ID)
+		}
+	}
+	return out
+}
+
+// renewMargin is how long before its end, beyond an attempt's timeout, a
+// lease is renewed: time for the outcome to be recorded (a batch of them
+// commits in milliseconds).
+const renewMargin = 5 * time.Second

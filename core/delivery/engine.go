@@ -32,6 +32,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,6 +41,7 @@ import (
 
 	"github.com/aivis/aivis/core/bus/buslog"
 	"github.com/aivis/aivis/core/events"
+	"github.com/aivis/aivis/core/randid"
 	"github.com/aivis/aivis/plugins/sdk"
 )
 
@@ -71,6 +73,9 @@ type Options struct {
 	// older is pruned (default hourly).
 	Retention  time.Duration
 	PruneEvery time.Duration
+	// Holder names this process in the leases it takes (default: a new
+	// random one); each claim's lease is the holder and the claim's number.
+	Holder string
 }
 
 // Engine runs the fan-out and the dispatcher.
@@ -81,6 +86,7 @@ type Engine struct {
 	log    *slog.Logger
 	opt    Options
 	lease  time.Duration
+	claims atomic.Uint64 // the number of the last lease taken
 
 	wake     chan struct{}
 	refills  chan struct{} // endpoints wait in refill
@@ -90,6 +96,7 @@ type Engine struct {
 
 	mu        sync.Mutex
 	inflight  int
+	reserved  int // leased by the fan-out, about to be queued
 	endpoints map[string]*endpoint
 	waiting   map[*endpoint]struct{} // with queued deliveries, stopped by Workers
 	refill    map[*endpoint]struct{} // spilled, down to half their share
@@ -124,6 +131,9 @@ func New(st Store, sub message.Subscriber, client *http.Client, log *slog.Logger
 	}
 	if opt.PruneEvery <= 0 {
 		opt.PruneEvery = time.Hour
+	}
+	if opt.Holder == "" {
+		opt.Holder = randid.New("proc")
 	}
 	return &Engine{store: st, sub: sub, client: client, log: log, opt: opt,
 		// A claimed delivery may wait behind a full endpoint for as long
@@ -175,4 +185,11 @@ func (e *Engine) Run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// newLease names a new claim's lease: unique to it, so that an outcome
+// recorded under a lease that ended and was claimed again, by this process
+// or another, is refused.
+func (e *Engine) newLease() string {
+	return e.opt.Holder + "/" + strconv.FormatUint(e.claims.Add(1), 10)
 }

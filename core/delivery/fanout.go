@@ -119,10 +119,18 @@ func (e *Engine) insert() {
 				break drain
 			}
 		}
-		var added []claimed
-		written := time.Now()
+		var pending []claimed
+		for _, req := range batch {
+			for _, c := range req.ds {
+				if c.d.Status == store.DeliveryPending {
+					pending = append(pending, c)
+				}
+			}
+		}
+		reserved := e.reserve(pending)
+		added := make(map[*store.Delivery]bool, len(reserved))
 		err := e.store.Update(context.Background(), func(tx store.Tx) error {
-			added = added[:0]
+			clear(added)
 			for _, req := range batch {
 				if req.log != nil {
 					if err := tx.LogEvent(*req.log); err != nil {
@@ -136,8 +144,8 @@ func (e *Engine) insert() {
 					} else if err != nil {
 						return err
 					}
-					if ok && c.d.Status == store.DeliveryPending {
-						added = append(added, c)
+					if ok {
+						added[c.d] = true
 					}
 				}
 			}
@@ -146,9 +154,10 @@ func (e *Engine) insert() {
 		for _, req := range batch {
 			req.done <- err
 		}
-		if err == nil {
-			e.offer(added, written)
+		if err != nil {
+			clear(added)
 		}
+		e.offer(reserved, added)
 	}
 }
 

@@ -15,10 +15,10 @@ import (
 	"github.com/aivis/aivis/core/store/sqlite"
 )
 
-// A delivery that a claim leased and queued while the fan-out offered it
-// too stays queued once: the offer drops its own copy, not the claim's
-// (else it would wait for its lease to end).
-func TestOfferKeepsTheClaimsCopy(t *testing.T) {
+// A new delivery the fan-out reserves room for is leased in the
+// transaction that inserts it: no claim takes it, and the offer queues it
+// once. A reservation whose delivery was not inserted gives its room back.
+func TestReservedDeliveriesAreTheFanouts(t *testing.T) {
 	ctx := context.Background()
 	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "aivis.db"))
 	if err != nil {
@@ -36,19 +36,9 @@ func TestOfferKeepsTheClaimsCopy(t *testing.T) {
 	}
 	w := store.Webhook{ID: "wh_1", AccountID: "acct_1", Domain: "example.com", URL: "https://example.com/hook",
 		Events: []string{"ai_visibility_change"}, Enabled: true, Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", CreatedAt: now, UpdatedAt: now}
-	d := store.Delivery{ID: "dlv_1", WebhookID: w.ID, AccountID: w.AccountID, EventID: "evt_1", Event: "ai_visibility_change",
-		Payload: []byte(`{}`), Status: store.DeliveryPending, NextAttemptAt: now, CreatedAt: now, UpdatedAt: now}
-	err = db.Update(ctx, func(tx store.Tx) error {
-		if err := tx.InsertWebhook(w); err != nil {
-			return err
-		}
-		_, err := tx.InsertDelivery(d)
-		return err
-	})
-	if err != nil {
+	if err := db.Update(ctx, func(tx store.Tx) error { return tx.InsertWebhook(w) }); err != nil {
 		t.Fatal(err)
 	}
-
 	e := New(db, nil, &http.Client{}, slog.New(slog.NewTextHandler(io.Discard, nil)), Options{PerEndpoint: 1})
 	e.runCtx, e.sends = ctx, &sync.WaitGroup{}
 	// The endpoint's one attempt is in flight: what comes next waits queued.
@@ -56,14 +46,28 @@ func TestOfferKeepsTheClaimsCopy(t *testing.T) {
 	ep.inflight, e.inflight = 1, 1
 	e.endpoints[w.ID] = ep
 
-	n, _, err := e.claim(ctx, e.sends)
-	if err != nil || n != 1 {
-		t.Fatalf("claim: %d, %v; want the delivery", n, err)
+	delivery := func(id string) *store.Delivery {
+		return &store.Delivery{ID: id, WebhookID: w.ID, AccountID: w.AccountID, EventID: "evt_" + id, Event: "ai_visibility_change",
+			Payload: []byte(`{}`), Status: store.DeliveryPending, NextAttemptAt: now, CreatedAt: now, UpdatedAt: now}
 	}
-	e.offer([]claimed{{&d, &w}}, time.Now()) // the fan-out's hand-off of the same delivery
+	d := delivery("dlv_1")
+	reserved := e.reserve([]claimed{{d, &w}})
+	if len(reserved) != 1 || d.Lease == "" || !d.LeaseUntil.After(now) {
+		t.Fatalf("reserve: %d reserved, lease %q until %v", len(reserved), d.Lease, d.LeaseUntil)
+	}
+	if err := db.Update(ctx, func(tx store.Tx) error { _, err := tx.InsertDelivery(*d); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if n, _, err := e.claim(ctx, e.sends); err != nil || n != 0 {
+		t.Fatalf("a claim took %d deliveries (%v); the fan-out's is leased", n, err)
+	}
+	e.offer(reserved, map[*store.Delivery]bool{d: true})
+	// Not inserted (a failed transaction): its room comes back.
+	lost := delivery("dlv_2")
+	e.offer(e.reserve([]claimed{{lost, &w}}), nil)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if len(ep.queue) != 1 || ep.queue[0].d.ID != d.ID {
-		t.Fatalf("queue after claim and offer = %v, want the delivery once", ep.queue)
+	if len(ep.queue) != 1 || ep.queue[0].d.ID != d.ID || ep.reserved != 0 || e.reserved != 0 {
+		t.Fatalf("queue %v, reserved %d (engine %d); want the first delivery once and no reservation left", ep.queue, ep.reserved, e.reserved)
 	}
 }

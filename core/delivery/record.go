@@ -114,7 +114,7 @@ func (e *Engine) apply(tx store.Tx, batch []outcome, notes *healthNotes) error {
 			// The common case costs no read of the target: a success of a
 			// target known healthy changes nothing of it (decide).
 			res := store.DeliveryOutcome{Attempt: o.attempt, Step: o.d.Step + 1, Status: store.DeliverySucceeded}
-			if err := tx.RecordOutcome(o.d.ID, res); err != nil {
+			if err := e.recordOutcome(tx, o, res); err != nil {
 				return err
 			}
 			continue
@@ -160,7 +160,7 @@ func (e *Engine) apply(tx store.Tx, batch []outcome, notes *healthNotes) error {
 			notes.healthy[o.w.ID] = w.LastSuccessAt
 		}
 		res := store.DeliveryOutcome{Attempt: o.attempt, Step: step, Status: dec.status, Next: dec.next}
-		if err := tx.RecordOutcome(o.d.ID, res); err != nil {
+		if err := e.recordOutcome(tx, o, res); err != nil {
 			return err
 		}
 	}
@@ -179,6 +179,20 @@ func (e *Engine) apply(tx store.Tx, batch []outcome, notes *healthNotes) error {
 		}
 	}
 	return nil
+}
+
+// recordOutcome writes a delivery's outcome under the lease its attempt
+// was made under. A lease that ended and went to another claim (a stall
+// past its end, another process) writes nothing: the new holder's outcome
+// stands, and the receiver has seen the event once more, with the same
+// webhook-id. What the attempt said of its target's health still counts.
+func (e *Engine) recordOutcome(tx store.Tx, o outcome, res store.DeliveryOutcome) error {
+	err := tx.RecordOutcome(o.d.ID, o.d.Lease, res)
+	if errors.Is(err, store.ErrLost) {
+		e.log.Info("webhooks: outcome of a lost lease dropped", "delivery", o.d.ID, "lease", o.d.Lease)
+		return nil
+	}
+	return err
 }
 
 // targetOf is what the policy reads of a webhook or connection; one

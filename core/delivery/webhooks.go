@@ -202,7 +202,7 @@ func (s *Service) keep(ctx context.Context, p auth.Principal, w store.Webhook, v
 		if _, err := tx.InsertDelivery(v.d); err != nil {
 			return err
 		}
-		return tx.RecordOutcome(v.d.ID, store.DeliveryOutcome{Attempt: v.a, Status: store.DeliverySucceeded, Step: 1})
+		return tx.RecordOutcome(v.d.ID, "", store.DeliveryOutcome{Attempt: v.a, Status: store.DeliverySucceeded, Step: 1})
 	})
 }
 

@@ -27,10 +27,12 @@ type ContentRequest struct {
 	Step string
 	// Attempts counts the claims of the request by a worker (each claim's
 	// number is its identity: it never goes down); HandBacks, the claims
-	// handed back by a server that stopped gracefully; LeaseUntil is when
-	// a processing request's claim ends unless renewed.
+	// handed back by a server that stopped gracefully; Holder, the process
+	// whose worker holds it; LeaseUntil is when a processing request's
+	// claim ends unless renewed.
 	Attempts   int
 	HandBacks  int
+	Holder     string
 	LeaseUntil time.Time
 	// Work is what the paid steps produced so far (JSON, the content
 	// engine's), so that a retry pays for no step twice.
@@ -97,25 +99,30 @@ type ContentRetention interface {
 type ContentTx interface {
 	ContentRequest(accountID, id string) (ContentRequest, error)
 	InsertContentRequest(cr ContentRequest) error
-	UpdateContentRequest(cr ContentRequest) error
+	// UpdateContentRequest writes a request. With claim > 0 it is the write
+	// of the worker whose claim made Attempts claim: it succeeds only while
+	// the request is processing under that claim, else ErrLost and nothing
+	// is written (a cancel, an end or a new claim came first). With claim 0
+	// (a cancel) it writes whatever holds the request.
+	UpdateContentRequest(cr ContentRequest, claim int) error
 	ActiveContentRequests(accountID string) (int, error)
 	// ClaimContentRequest moves the next request to process to processing
-	// with a lease until leaseEnd: a processing one whose lease ended
+	// for holder with a lease until leaseEnd: a processing one whose lease ended
 	// before now (its worker died), else a queued one of the account, and
 	// within it the client, with the fewest processing and the longest
 	// wait since their last start (fair shares), oldest first. The claim
 	// adds one to the request's Attempts, which is the claim's fencing
 	// token: a request is never claimed by two callers at once (PostgreSQL:
 	// FOR UPDATE SKIP LOCKED). ErrNotFound when there is none.
-	ClaimContentRequest(now, leaseEnd time.Time) (ContentRequest, error)
+	ClaimContentRequest(holder string, now, leaseEnd time.Time) (ContentRequest, error)
 	// RenewContentLease sets the lease of a request still processing under
-	// the claim that made attempts, writing nothing else; ErrNotFound when
-	// the request is no longer that claim's (cancelled, ended, taken again).
+	// the claim that made attempts, writing nothing else; ErrLost when the
+	// request is no longer that claim's (cancelled, ended, taken again).
 	RenewContentLease(id string, attempts int, leaseUntil time.Time) error
 	// HandBackContentRequest ends the lease of a request still processing
 	// under the claim that made attempts, at now, and counts a hand-back:
 	// a server that stops gracefully leaves the request to the next claim.
-	// ErrNotFound as for RenewContentLease.
+	// ErrLost as for RenewContentLease.
 	HandBackContentRequest(id string, attempts int, now time.Time) error
 	// BudgetMonth reads an account's ledger for a month (zero when
 	// untouched); AddToBudgetMonth adds to it, refusing to take spent or

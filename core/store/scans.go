@@ -26,7 +26,8 @@ type Scan struct {
 	Domain     string
 	Trigger    string
 	Status     string
-	Attempts   int
+	Attempts   int    // the claims so far; the last claim's number fences its writes
+	Holder     string // the process whose worker holds a running scan
 	LeaseUntil time.Time
 	Result     json.RawMessage // when completed
 	Error      string          // when failed, or why the last attempt failed
@@ -55,16 +56,19 @@ type Scans interface {
 // a second (ErrConflict).
 type ScansTx interface {
 	InsertScan(s Scan) error
+	// UpdateScan writes a running scan as the claim that made s.Attempts
+	// (a renewed lease, the scan queued again, its end): ErrLost, and
+	// nothing written, when the scan is no longer running under that claim.
 	UpdateScan(s Scan) error
 	// ActiveScan is the queued or running scan of a monitored domain
 	// (ErrNotFound when none).
 	ActiveScan(domainID string) (Scan, error)
 	// ClaimScan takes the oldest queued scan, or a running one whose lease
-	// ended before now, and leases it until leaseEnd, adding one to its
+	// ended before now, and leases it to holder until leaseEnd, adding one to its
 	// Attempts (the claim's fencing token); a scan is never claimed by two
 	// callers at once (PostgreSQL: FOR UPDATE SKIP LOCKED). ErrNotFound
 	// when none.
-	ClaimScan(now, leaseEnd time.Time) (Scan, error)
+	ClaimScan(holder string, now, leaseEnd time.Time) (Scan, error)
 	// DueDomains lists up to limit monitored domains whose next scan is due
 	// at now.
 	DueDomains(now time.Time, limit int) ([]DueDomain, error)

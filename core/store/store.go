@@ -18,6 +18,10 @@
 //     handed out twice, a cap never passed) says how.
 //   - Uniqueness a contract states is enforced by the engine (a unique
 //     index), not by callers reading first.
+//
+// Records are values: a caller may change the fields of the records it
+// gets, but not the contents of their slices and maps, which may be shared
+// (with a cache, say); it replaces a slice rather than change it in place.
 package store
 
 import (
@@ -43,6 +47,7 @@ type Store interface {
 	Counters
 	Usage
 	Content
+	ContentRetention
 	Readings
 	Domains
 	Scans

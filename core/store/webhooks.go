@@ -75,6 +75,10 @@ type Delivery struct {
 	LastError     string
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
+	// Lease is the claim that holds the delivery ("" when none: a token
+	// its claimer makes unique per claim) and LeaseUntil when it ends.
+	Lease      string
+	LeaseUntil time.Time
 }
 
 // Attempt is one HTTP request of a delivery and what came back.
@@ -152,7 +156,8 @@ type WebhooksTx interface {
 	// DeleteWebhook deletes a webhook or connection that is not deleted
 	// yet (else ErrNotFound) at at, for the reason given: it keeps it
 	// without its secrets for its history, and fails its pending
-	// deliveries.
+	// deliveries, ending their leases (an attempt in flight then records
+	// nothing).
 	DeleteWebhook(accountID, id, reason string, at time.Time) error
 }
 
@@ -165,30 +170,32 @@ type DeliveryFilter struct {
 }
 
 // Deliveries reads deliveries and claims the due ones. A delivery is one
-// per webhook and event (a unique index). A claim leases deliveries to
-// its caller until the lease's end: while the lease holds, no other claim
-// returns them, in this process or another (PostgreSQL: FOR UPDATE SKIP
-// LOCKED); the lease ends when DeliveriesTx.RecordOutcome commits, or at
-// its end.
+// per webhook and event (a unique index). A claim leases deliveries under
+// a lease token its caller makes, unique per claim, until the lease's end:
+// while a lease holds, no other claim takes the delivery, in this process
+// or another (the claim is one atomic write; PostgreSQL: FOR UPDATE SKIP
+// LOCKED). The lease ends when DeliveriesTx.RecordOutcome commits under
+// it, or at its end, when another claim may take the delivery: an outcome
+// recorded under an ended lease that another claim took is refused, so a
+// late holder never overwrites the new holder's result.
 type Deliveries interface {
 	Delivery(ctx context.Context, webhookID, id string) (Delivery, []Attempt, error)
 	// ListDeliveries returns one page of a webhook's deliveries, newest
 	// event first, and the next page's cursor.
 	ListDeliveries(ctx context.Context, f DeliveryFilter) ([]Delivery, string, error)
-	// ClaimDeliveries leases up to limit pending deliveries of enabled
-	// webhooks due at now, oldest first, at most perWebhook of one webhook
-	// and none of the webhooks in skip, until leaseEnd, and returns them
-	// with their webhooks.
-	ClaimDeliveries(ctx context.Context, now, leaseEnd time.Time, limit, perWebhook int, skip []string) ([]Delivery, map[string]Webhook, error)
-	// ClaimWebhookDeliveries leases up to limit pending deliveries of one
-	// webhook due at now, oldest first, until leaseEnd, passing over those
-	// leased already (the webhook holds held of them); more reports that
-	// due ones may remain.
-	ClaimWebhookDeliveries(ctx context.Context, webhookID string, now, leaseEnd time.Time, limit, held int) (ds []Delivery, more bool, err error)
-	// LeaseDeliveries leases deliveries the caller already has (just
-	// inserted, at written) until leaseEnd, and returns those it leased:
-	// none that a claim leased first, nor any released since written.
-	LeaseDeliveries(ctx context.Context, ids []string, written, leaseEnd time.Time) ([]string, error)
+	// ClaimDeliveries leases, under lease until leaseEnd, up to limit
+	// pending deliveries of enabled webhooks, due at now and not leased,
+	// oldest first, at most perWebhook of one webhook and none of the
+	// webhooks in skip, and returns them with their webhooks.
+	ClaimDeliveries(ctx context.Context, lease string, now, leaseEnd time.Time, limit, perWebhook int, skip []string) ([]Delivery, map[string]Webhook, error)
+	// ClaimWebhookDeliveries leases, under lease until leaseEnd, up to
+	// limit pending deliveries of one webhook, due at now and not leased,
+	// oldest first; more reports that due ones may remain.
+	ClaimWebhookDeliveries(ctx context.Context, lease, webhookID string, now, leaseEnd time.Time, limit int) (ds []Delivery, more bool, err error)
+	// RenewLeases moves to until the end of each delivery's lease that
+	// its caller still holds (by the delivery's Lease token), and returns
+	// the ids of those it renewed: the others were lost.
+	RenewLeases(ctx context.Context, ds []Delivery, until time.Time) ([]string, error)
 	// NextDue is the earliest next attempt after now of a pending
 	// delivery; zero when there is none. (Leases that end are found by
 	// polling.)
@@ -202,13 +209,19 @@ type Deliveries interface {
 // DeliveriesTx is the deliveries' part of a write transaction.
 type DeliveriesTx interface {
 	// InsertDelivery adds a delivery unless the webhook already has one for
-	// the event or was deleted (added reports which).
+	// the event or was deleted (added reports which). A delivery given a
+	// Lease is inserted leased to its caller (the fan-out that hands it
+	// straight to its endpoint's queue).
 	InsertDelivery(d Delivery) (added bool, err error)
 	AddAttempt(a Attempt) error
-	// RecordOutcome writes an attempt and the delivery's new state, and ends
-	// its lease once the transaction commits; nothing when the delivery is
-	// gone (retention removed it).
-	RecordOutcome(deliveryID string, o DeliveryOutcome) error
+	// RecordOutcome writes an attempt and the delivery's new state under
+	// the lease it holds ("": a delivery no lease holds, such as a
+	// webhook's setup test), and ends the lease: ErrLost, and nothing written,
+	// when the delivery is held by another lease or by none (the caller's
+	// ended and was taken, or the delivery was deleted with its webhook);
+	// nothing, and no error, when the delivery is gone (retention removed
+	// it).
+	RecordOutcome(deliveryID, lease string, o DeliveryOutcome) error
 	// Redeliver makes failed or succeeded deliveries of a webhook pending
 	// again from the start of the schedule: ids, or with ids nil every
 	// failed one of an event in [since, until). It returns how many.

@@ -68,6 +68,9 @@ type Scans struct {
 	// MaxAttempts bounds the attempts of a scan whose scanner fails
 	// (default 3).
 	MaxAttempts int
+	// Holder names this process in the scans it claims (default: a new
+	// random one).
+	Holder string
 
 	wake chan struct{}
 	once sync.Once
@@ -87,6 +90,9 @@ func (s *Scans) init() {
 		}
 		if s.MaxAttempts <= 0 {
 			s.MaxAttempts = 3
+		}
+		if s.Holder == "" {
+			s.Holder = randid.New("proc")
 		}
 		if s.Log == nil {
 			s.Log = slog.New(slog.DiscardHandler)
@@ -232,7 +238,7 @@ func (s *Scans) work(ctx context.Context) {
 		var sc store.Scan
 		now := s.Now()
 		err := s.Store.Update(ctx, func(tx store.Tx) (err error) {
-			sc, err = tx.ClaimScan(now, now.Add(s.Lease))
+			sc, err = tx.ClaimScan(s.Holder, now, now.Add(s.Lease))
 			return err
 		})
 		if errors.Is(err, store.ErrNotFound) {
@@ -268,6 +274,7 @@ func (s *Scans) run(ctx context.Context, sc store.Scan) {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	renewed := make(chan struct{})
+	var lost bool // the lease went to another claim: written before renewed closes
 	go func() {
 		defer close(renewed)
 		t := time.NewTicker(s.Lease / 3)
@@ -280,7 +287,13 @@ func (s *Scans) run(ctx context.Context, sc store.Scan) {
 			}
 			sc.LeaseUntil = s.Now().Add(s.Lease)
 			cur := sc
-			if err := s.Store.Update(runCtx, func(tx store.Tx) error { return tx.UpdateScan(cur) }); err != nil && runCtx.Err() == nil {
+			err := s.Store.Update(runCtx, func(tx store.Tx) error { return tx.UpdateScan(cur) })
+			switch {
+			case errors.Is(err, store.ErrLost):
+				lost = true
+				cancel()
+				return
+			case err != nil && runCtx.Err() == nil:
 				s.Log.Warn("scans: renew lease", "scan", sc.ID, "err", err)
 			}
 		}
@@ -288,16 +301,19 @@ func (s *Scans) run(ctx context.Context, sc store.Scan) {
 	out, err := s.Scanner.Scan(runCtx, md)
 	cancel()
 	<-renewed
-	if ctx.Err() != nil {
+	switch {
+	case lost:
+		s.Log.Info("scans: scan left", "scan", sc.ID, "reason", "its lease ended and another worker took it")
+	case ctx.Err() != nil:
 		s.requeue(sc) // shutting down: the next start takes it again
-		return
+	default:
+		s.finish(sc, &out, err, sc.Attempts >= s.MaxAttempts)
 	}
-	s.finish(sc, &out, err, sc.Attempts >= s.MaxAttempts)
 }
 
 // requeue hands a scan back to the queue.
 func (s *Scans) requeue(sc store.Scan) {
-	sc.Status, sc.LeaseUntil = store.ScanQueued, time.Time{}
+	sc.Status, sc.LeaseUntil, sc.Holder = store.ScanQueued, time.Time{}, ""
 	if err := s.Store.Update(context.Background(), func(tx store.Tx) error { return tx.UpdateScan(sc) }); err != nil {
 		s.Log.Warn("scans: requeue", "scan", sc.ID, "err", err)
 	}
@@ -310,7 +326,7 @@ func (s *Scans) finish(sc store.Scan, out *Outcome, scanErr error, last bool) {
 	now := s.Now()
 	err := s.Store.Update(context.Background(), func(tx store.Tx) error {
 		if scanErr != nil {
-			sc.Error, sc.LeaseUntil = scanErr.Error(), time.Time{}
+			sc.Error, sc.LeaseUntil, sc.Holder = scanErr.Error(), time.Time{}, ""
 			sc.Status = store.ScanQueued
 			if last {
 				sc.Status, sc.FinishedAt = store.ScanFailed, now
@@ -347,7 +363,11 @@ func (s *Scans) finish(sc store.Scan, out *Outcome, scanErr error, last bool) {
 		}
 		return events.Publish(tx, ev)
 	})
-	if err != nil {
+	switch {
+	case errors.Is(err, store.ErrLost):
+		s.Log.Info("scans: scan left", "scan", sc.ID, "reason", "its lease ended and another worker took it")
+		return
+	case err != nil:
 		s.Log.Error("scans: record the end", "scan", sc.ID, "err", err)
 		return // its lease ends and it runs again
 	}

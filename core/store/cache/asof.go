@@ -15,8 +15,8 @@ func AsOf(ctx context.Context, t time.Time) context.Context {
 	return context.WithValue(ctx, asOfKey{}, t)
 }
 
-// AsOfTime is the time given to AsOf, if any.
-func AsOfTime(ctx context.Context) (time.Time, bool) {
+// asOfTime is the time given to AsOf, if any.
+func asOfTime(ctx context.Context) (time.Time, bool) {
 	t, ok := ctx.Value(asOfKey{}).(time.Time)
 	return t, ok
 }

@@ -145,42 +145,26 @@ func (db *DB) CreateKey(ctx context.Context, k store.Key) error {
 	return nil
 }
 
-// PrincipalByKeyHash finds a key and its account by the key's hash, from
-// the cache while the database is unchanged.
+// PrincipalByKeyHash finds a key, with what authentication reads of it,
+// and its account.
 func (db *DB) PrincipalByKeyHash(ctx context.Context, hash []byte) (store.Principal, error) {
-	v, err := db.fresh.current(ctx)
-	if err != nil {
-		return store.Principal{}, err
-	}
-	if k, ok := db.fresh.authKey(hash); ok {
-		return k.principal(), nil
-	}
-	k, scopes, err := db.authKeyByHash(ctx, hash)
-	if err != nil {
-		return store.Principal{}, err
-	}
-	k = db.fresh.putAuthKey(v, hash, k, scopes)
-	return k.principal(), nil
-}
-
-// principalQuery reads what authKey holds.
-const principalQuery = `SELECT ` + accountColumns + `, k.id, k.client_id, k.secret_hash, k.scopes, k.expires_at, k.revoked_at
-	FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.key_hash = ?`
-
-// authKeyByHash reads a key for the cache, and its scopes column.
-func (db *DB) authKeyByHash(ctx context.Context, hash []byte) (authKey, string, error) {
-	var k authKey
+	var p store.Principal
 	var client sql.NullString
 	var scopes string
 	var exp, rev sql.NullInt64
-	a, err := scanAccount(db.keyByHash.QueryRowContext(ctx, hash), &k.id, &client, &k.secret, &scopes, &exp, &rev)
+	a, err := scanAccount(db.keyByHash.QueryRowContext(ctx, hash), &p.Key.ID, &client, &p.Key.SecretHash, &scopes, &exp, &rev)
 	if err != nil {
-		return k, "", fmt.Errorf("sqlite: key by hash: %w", notFound(err))
+		return p, fmt.Errorf("sqlite: key by hash: %w", notFound(err))
 	}
-	k.account, k.client, k.scopes = &a, client.String, strings.Fields(scopes)
-	k.expires, k.revoked = fromNS(exp), fromNS(rev)
-	return k, scopes, nil
+	p.Account = a
+	p.Key.AccountID, p.Key.ClientID, p.Key.Scopes = a.ID, client.String, strings.Fields(scopes)
+	p.Key.ExpiresAt, p.Key.RevokedAt = fromNS(exp), fromNS(rev)
+	return p, nil
 }
+
+// principalQuery reads what PrincipalByKeyHash returns.
+const principalQuery = `SELECT ` + accountColumns + `, k.id, k.client_id, k.secret_hash, k.scopes, k.expires_at, k.revoked_at
+	FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.key_hash = ?`
 
 // Key reads one key record.
 func (db *DB) Key(ctx context.Context, id string) (store.Key, error) {

@@ -22,7 +22,7 @@ type querier interface {
 
 const crColumns = `id, account_id, client_id, key_id, type, status, domain, url, content, target_queries, metadata,
 	budget, spent, budget_month, failure_reason, result, created_at, updated_at, started_at, ended_at,
-	step, attempts, lease_until, work, handbacks`
+	step, attempts, lease_until, work, handbacks, holder`
 
 // crListColumns leaves the content and the work out: list pages do not
 // carry them.
@@ -30,17 +30,17 @@ var crListColumns = strings.Replace(strings.Replace(crColumns, "content,", "NULL
 
 func scanCR(s scanner) (store.ContentRequest, error) {
 	var c store.ContentRequest
-	var client, key, url, content, reason, result, step, work sql.NullString
+	var client, key, url, content, reason, result, step, work, holder sql.NullString
 	var queries, meta string
 	var created, updated, started, ended, lease sql.NullInt64
 	err := s.Scan(&c.ID, &c.AccountID, &client, &key, &c.Type, &c.Status, &c.Domain, &url, &content, &queries, &meta,
 		&c.Budget, &c.Spent, &c.BudgetMonth, &reason, &result, &created, &updated, &started, &ended,
-		&step, &c.Attempts, &lease, &work, &c.HandBacks)
+		&step, &c.Attempts, &lease, &work, &c.HandBacks, &holder)
 	if err != nil {
 		return c, err
 	}
 	c.ClientID, c.KeyID, c.URL, c.Content, c.FailureReason = client.String, key.String, url.String, content.String, reason.String
-	c.Step, c.LeaseUntil = step.String, fromNS(lease)
+	c.Step, c.LeaseUntil, c.Holder = step.String, fromNS(lease), holder.String
 	if result.Valid {
 		c.Result = []byte(result.String)
 	}
@@ -95,22 +95,6 @@ func (db *DB) ContentRequest(ctx context.Context, accountID, id string) (store.C
 
 // Budget reads an account's ledger for a month and its active requests.
 func (db *DB) Budget(ctx context.Context, accountID, month string) (store.BudgetMonth, int, error) {
-	v, err := db.fresh.current(ctx)
-	if err != nil {
-		return store.BudgetMonth{}, 0, err
-	}
-	k := budgetKey{accountID, month}
-	if e, ok := db.fresh.budget(k); ok {
-		return e.b, e.active, nil
-	}
-	b, active, err := db.readBudget(ctx, accountID, month)
-	if err == nil {
-		db.fresh.putBudget(v, k, budgetEntry{b, active})
-	}
-	return b, active, err
-}
-
-func (db *DB) readBudget(ctx context.Context, accountID, month string) (store.BudgetMonth, int, error) {
 	var b store.BudgetMonth
 	var active int
 	if err := db.budget.QueryRowContext(ctx, accountID, month).Scan(&active, &b.Spent, &b.Reserved); err != nil {
@@ -209,10 +193,9 @@ func (db *DB) ListContentRequests(ctx context.Context, f store.ContentFilter) ([
 
 // txn is a write transaction.
 type txn struct {
-	db       *DB
-	tx       *wtx
-	topics   []string // published to: woken after the commit
-	released []string // leases to end after the commit
+	db     *DB
+	tx     *wtx
+	topics []string // published to: woken after the commit
 	// The newest readings: this call's writes, its group's earlier calls'
 	// (committed with it), and the writer's cache of committed ones.
 	readings map[readingKey]latestEntry
@@ -279,7 +262,7 @@ func crArgs(c store.ContentRequest) ([]any, error) {
 	return []any{c.ID, c.AccountID, nullStr(c.ClientID), nullStr(c.KeyID), c.Type, c.Status, c.Domain, nullStr(c.URL),
 		nullStr(c.Content), string(queries), string(meta), c.Budget, c.Spent, c.BudgetMonth, nullStr(c.FailureReason), result,
 		c.CreatedAt.UnixNano(), c.UpdatedAt.UnixNano(), ns(c.StartedAt), ns(c.EndedAt),
-		nullStr(c.Step), c.Attempts, ns(c.LeaseUntil), work, c.HandBacks}, nil
+		nullStr(c.Step), c.Attempts, ns(c.LeaseUntil), work, c.HandBacks, nullStr(c.Holder)}, nil
 }
 
 func nonNil(s []string) []string {
@@ -294,24 +277,34 @@ func (t *txn) InsertContentRequest(c store.ContentRequest) error {
 	if err != nil {
 		return err
 	}
-	_, err = t.tx.Exec(`INSERT INTO content_requests (`+crColumns+`) VALUES (`+placeholders(25)+`)`, args...)
+	_, err = t.tx.Exec(`INSERT INTO content_requests (`+crColumns+`) VALUES (`+placeholders(26)+`)`, args...)
 	if err != nil {
 		return fmt.Errorf("sqlite: insert content request: %w", conflict(err))
 	}
 	return nil
 }
 
-func (t *txn) UpdateContentRequest(c store.ContentRequest) error {
+func (t *txn) UpdateContentRequest(c store.ContentRequest, claim int) error {
 	args, err := crArgs(c)
 	if err != nil {
 		return err
 	}
-	res, err := t.tx.Exec(`UPDATE content_requests SET (`+crColumns+`) = (`+placeholders(25)+`)
-		WHERE id = ?`, append(args, c.ID)...)
+	q := `UPDATE content_requests SET (` + crColumns + `) = (` + placeholders(26) + `) WHERE id = ?`
+	args = append(args, c.ID)
+	if claim > 0 {
+		q += ` AND status = 'processing' AND attempts = ?`
+		args = append(args, claim)
+	}
+	res, err := t.tx.Exec(q, args...)
 	if err != nil {
 		return fmt.Errorf("sqlite: update content request: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
+		if claim > 0 {
+			if _, err := getCR(bg, t.tx, c.AccountID, c.ID); err == nil {
+				return fmt.Errorf("sqlite: content request %s is not processing under claim %d: %w", c.ID, claim, store.ErrLost)
+			}
+		}
 		return fmt.Errorf("sqlite: content request %s: %w", c.ID, store.ErrNotFound)
 	}
 	return nil

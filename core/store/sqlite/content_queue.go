@@ -15,7 +15,7 @@ import (
 // share their account's turn): the one with the fewest requests
 // processing, then the one whose last request started longest ago (never
 // first), then the one whose oldest queued request is oldest.
-func (t *txn) ClaimContentRequest(now, leaseEnd time.Time) (store.ContentRequest, error) {
+func (t *txn) ClaimContentRequest(holder string, now, leaseEnd time.Time) (store.ContentRequest, error) {
 	c, err := scanCR(t.tx.QueryRow(`SELECT `+crColumns+` FROM content_requests `+claimExpired, now.UnixNano()))
 	if errors.Is(err, sql.ErrNoRows) {
 		c, err = t.fairQueued()
@@ -23,12 +23,12 @@ func (t *txn) ClaimContentRequest(now, leaseEnd time.Time) (store.ContentRequest
 	if err != nil {
 		return c, fmt.Errorf("sqlite: claim content request: %w", notFound(err))
 	}
-	c.Status, c.LeaseUntil, c.UpdatedAt = "processing", leaseEnd, now
+	c.Status, c.LeaseUntil, c.UpdatedAt, c.Holder = "processing", leaseEnd, now, holder
 	c.Attempts++
 	if c.StartedAt.IsZero() {
 		c.StartedAt = now
 	}
-	return c, t.UpdateContentRequest(c)
+	return c, t.UpdateContentRequest(c, 0)
 }
 
 // The claim's queries (migration 0012 indexes each): a processing request
@@ -72,7 +72,7 @@ func (t *txn) RenewContentLease(id string, attempts int, leaseUntil time.Time) e
 		return fmt.Errorf("sqlite: renew content lease: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("sqlite: content request %s is not processing under attempt %d: %w", id, attempts, store.ErrNotFound)
+		return fmt.Errorf("sqlite: content request %s is not processing under attempt %d: %w", id, attempts, store.ErrLost)
 	}
 	return nil
 }
@@ -87,7 +87,7 @@ func (t *txn) HandBackContentRequest(id string, attempts int, now time.Time) err
 		return fmt.Errorf("sqlite: hand back content request: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("sqlite: content request %s is not processing under attempt %d: %w", id, attempts, store.ErrNotFound)
+		return fmt.Errorf("sqlite: content request %s is not processing under attempt %d: %w", id, attempts, store.ErrLost)
 	}
 	return nil
 }

@@ -1,12 +1,12 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"math"
 	"slices"
 	"time"
 
@@ -15,28 +15,29 @@ import (
 )
 
 const deliveryColumns = `id, webhook_id, account_id, event_id, event, payload, status, attempts, step, next_attempt_at,
-	last_attempt_at, last_status, last_error, created_at, updated_at`
+	last_attempt_at, last_status, last_error, created_at, updated_at, lease, lease_until`
 
 func scanDelivery(s scanner) (store.Delivery, error) {
 	var d store.Delivery
-	var next, last, created, updated sql.NullInt64
+	var next, last, created, updated, leaseUntil sql.NullInt64
 	var status sql.NullInt64
-	var lastErr sql.NullString
+	var lastErr, lease sql.NullString
 	err := s.Scan(&d.ID, &d.WebhookID, &d.AccountID, &d.EventID, &d.Event, &d.Payload, &d.Status, &d.Attempts, &d.Step, &next,
-		&last, &status, &lastErr, &created, &updated)
+		&last, &status, &lastErr, &created, &updated, &lease, &leaseUntil)
 	d.NextAttemptAt, d.LastAttemptAt, d.CreatedAt, d.UpdatedAt = fromNS(next), fromNS(last), fromNS(created), fromNS(updated)
-	d.LastStatus, d.LastError = int(status.Int64), lastErr.String
+	d.LastStatus, d.LastError, d.Lease, d.LeaseUntil = int(status.Int64), lastErr.String, lease.String, fromNS(leaseUntil)
 	return d, err
 }
 
 func (t *txn) InsertDelivery(d store.Delivery) (bool, error) {
 	// A webhook deleted since the fan-out matched it gets nothing more.
 	res, err := t.tx.Exec(`INSERT INTO webhook_deliveries (`+deliveryColumns+`)
-		SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15
+		SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17
 		WHERE NOT EXISTS (SELECT 1 FROM webhooks WHERE id = ?2 AND deleted_at IS NOT NULL)
 		ON CONFLICT (webhook_id, event_id) DO NOTHING`,
 		d.ID, d.WebhookID, d.AccountID, d.EventID, d.Event, d.Payload, d.Status, d.Attempts, d.Step, ns(d.NextAttemptAt),
-		ns(d.LastAttemptAt), nullInt(d.LastStatus), nullStr(d.LastError), ns(d.CreatedAt), ns(d.UpdatedAt))
+		ns(d.LastAttemptAt), nullInt(d.LastStatus), nullStr(d.LastError), ns(d.CreatedAt), ns(d.UpdatedAt),
+		nullStr(d.Lease), ns(d.LeaseUntil))
 	if err != nil {
 		return false, fmt.Errorf("sqlite: insert delivery: %w", conflict(err))
 	}
@@ -61,164 +62,148 @@ func (t *txn) AddAttempt(a store.Attempt) error {
 	return nil
 }
 
-// leases are the embedded engine's delivery leases. They live in the
-// memory of the process that serves the database: one process delivers
-// from a SQLite file, and a lease ends with it, so after a crash every
-// pending delivery is due again at once. (An engine shared by several
-// processes keeps them in the database, e.g. PostgreSQL's FOR UPDATE SKIP
-// LOCKED.)
-// LeaseDeliveries leases, in memory, deliveries no claim holds and none
-// released since written (their outcome may be newer than the caller's
-// copy). It never waits for a claim's query: a claim leases what it read
-// the same way, so whichever comes second finds the lease taken.
-func (db *DB) LeaseDeliveries(_ context.Context, ids []string, written, leaseEnd time.Time) ([]string, error) {
-	return db.leases.take(ids, -1, time.Now(), leaseEnd, written), nil
-}
+// A claim is one write (an UPDATE that returns the rows it leased) run by
+// the writer, which every process's writes to the file take in turn: two
+// claims, in one process or in several, never lease one delivery. The
+// lease's end is in the row, so a process that dies leaves its deliveries
+// to the claims of another once their leases end.
 
-// ClaimWebhookDeliveries reads the webhook's oldest due deliveries on its
-// own index, a page at a time, and leases the first limit of them that no
-// one holds: those the webhook holds and those whose outcome is being
-// recorded come first and are passed over. It reads at most maxPages pages;
-// more reports that rows it did not read may remain.
-func (db *DB) ClaimWebhookDeliveries(ctx context.Context, webhookID string, now, leaseEnd time.Time, limit, held int) (out []store.Delivery, more bool, err error) {
-	const maxPages = 8
-	page := max(limit+held, 64)
-	after, afterRow := int64(math.MinInt64), int64(0)
-	for range maxPages {
-		read := time.Now() // before the query's snapshot
-		rows, err := db.r.QueryContext(ctx, `SELECT rowid, `+deliveryColumns+` FROM webhook_deliveries INDEXED BY webhook_deliveries_due_by_webhook
-			WHERE webhook_id = ?1 AND status = 'pending' AND next_attempt_at <= ?2
-			AND (next_attempt_at > ?3 OR (next_attempt_at = ?3 AND rowid > ?4))
-			ORDER BY next_attempt_at, rowid LIMIT ?5`,
-			webhookID, now.UnixNano(), after, afterRow, page)
-		if err != nil {
-			return nil, false, fmt.Errorf("sqlite: claim deliveries of %s: %w", webhookID, err)
-		}
-		var ds []store.Delivery
-		var ids []string
-		for rows.Next() {
-			d, err := scanDelivery(rowidScanner{rows, &afterRow})
-			if err != nil {
-				rows.Close()
-				return nil, false, fmt.Errorf("sqlite: claim deliveries of %s: %w", webhookID, err)
-			}
-			after = d.NextAttemptAt.UnixNano()
-			ds = append(ds, d)
-			ids = append(ids, d.ID)
-		}
-		err = rows.Err()
-		rows.Close()
-		if err != nil {
-			return nil, false, err
-		}
-		taken := make(map[string]bool)
-		for _, id := range db.leases.take(ids, limit-len(out), now, leaseEnd, read) {
-			taken[id] = true
-		}
-		for _, d := range ds {
-			if taken[d.ID] {
-				out = append(out, d)
-			}
-		}
-		if len(out) == limit {
-			return out, true, nil
-		}
-		if len(ds) < page {
-			return out, false, nil
-		}
+// ClaimWebhookDeliveries leases the webhook's oldest due deliveries that no
+// lease holds, along the webhook's due index.
+func (db *DB) ClaimWebhookDeliveries(ctx context.Context, lease, webhookID string, now, leaseEnd time.Time, limit int) ([]store.Delivery, bool, error) {
+	ds, err := db.claim(ctx, `UPDATE webhook_deliveries SET lease = ?1, lease_until = ?2 WHERE id IN (
+			SELECT id FROM webhook_deliveries INDEXED BY webhook_deliveries_due_by_webhook
+			WHERE webhook_id = ?3 AND status = 'pending' AND next_attempt_at <= ?4 AND (lease_until IS NULL OR lease_until <= ?4)
+			ORDER BY next_attempt_at LIMIT ?5)
+		RETURNING `+deliveryColumns, lease, leaseEnd.UnixNano(), webhookID, now.UnixNano(), limit)
+	if err != nil {
+		return nil, false, fmt.Errorf("sqlite: claim deliveries of %s: %w", webhookID, err)
 	}
-	return out, true, nil
+	return ds, len(ds) == limit, nil
 }
 
-// rowidScanner scans a row whose first column is the rowid, into *rowid,
-// and the rest as s would.
-type rowidScanner struct {
-	s     scanner
-	rowid *int64
-}
-
-func (r rowidScanner) Scan(dest ...any) error {
-	return r.s.Scan(append([]any{r.rowid}, dest...)...)
-}
-
-// ClaimDeliveries reads due deliveries on a reader and leases them in memory.
-func (db *DB) ClaimDeliveries(ctx context.Context, now, leaseEnd time.Time, limit, perWebhook int, skip []string) ([]store.Delivery, map[string]store.Webhook, error) {
-	db.claimMu.Lock() // one claim at a time
-	defer db.claimMu.Unlock()
-	read := time.Now() // before the held list and the query's snapshot
+// ClaimDeliveries leases the due deliveries of enabled webhooks that no
+// lease holds: the inner query walks the due index in order and stops
+// after a bounded window, so a claim costs the same with a long backlog;
+// the outer one caps each webhook's share of the window.
+func (db *DB) ClaimDeliveries(ctx context.Context, lease string, now, leaseEnd time.Time, limit, perWebhook int, skip []string) ([]store.Delivery, map[string]store.Webhook, error) {
 	skipJSON, err := json.Marshal(nonNil(skip))
 	if err != nil {
 		return nil, nil, err
 	}
-	heldJSON, err := json.Marshal(db.leases.held(now))
-	if err != nil {
+	// Most claims find nothing due: a read says so without taking the
+	// write lock.
+	var due bool
+	err = db.r.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM webhook_deliveries d INDEXED BY webhook_deliveries_due
+		WHERE d.status = 'pending' AND d.next_attempt_at <= ?1 AND (d.lease_until IS NULL OR d.lease_until <= ?1)
+		AND d.webhook_id IN (SELECT id FROM webhooks WHERE enabled = 1))`, now.UnixNano()).Scan(&due)
+	if err != nil || !due {
 		return nil, nil, err
 	}
-	// The inner query walks the due index in order and stops after a bounded
-	// window, so a claim costs the same with a long backlog; the outer one
-	// caps each webhook's share of the window. Nothing is written.
-	rows, err := db.r.QueryContext(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries WHERE id IN (SELECT id FROM (
+	out, err := db.claim(ctx, `UPDATE webhook_deliveries SET lease = ?1, lease_until = ?2 WHERE id IN (SELECT id FROM (
 			SELECT id, next_attempt_at, row_number() OVER (PARTITION BY webhook_id ORDER BY next_attempt_at) AS rn FROM (
 				SELECT d.id, d.webhook_id, d.next_attempt_at FROM webhook_deliveries d INDEXED BY webhook_deliveries_due
-				WHERE d.status = 'pending' AND d.next_attempt_at <= ?1
-				AND d.id NOT IN (SELECT value FROM json_each(?5))
-				AND d.webhook_id NOT IN (SELECT value FROM json_each(?4))
+				WHERE d.status = 'pending' AND d.next_attempt_at <= ?3 AND (d.lease_until IS NULL OR d.lease_until <= ?3)
+				AND d.webhook_id NOT IN (SELECT value FROM json_each(?6))
 				AND d.webhook_id IN (SELECT id FROM webhooks WHERE enabled = 1)
-				ORDER BY d.next_attempt_at LIMIT ?2 * 4))
-			WHERE rn <= ?3 ORDER BY next_attempt_at LIMIT ?2)`,
-		now.UnixNano(), limit, perWebhook, string(skipJSON), string(heldJSON))
+				ORDER BY d.next_attempt_at LIMIT ?4 * 4))
+			WHERE rn <= ?5 ORDER BY next_attempt_at LIMIT ?4)
+		RETURNING `+deliveryColumns, lease, leaseEnd.UnixNano(), now.UnixNano(), limit, perWebhook, string(skipJSON))
 	if err != nil {
 		return nil, nil, fmt.Errorf("sqlite: claim deliveries: %w", err)
 	}
-	defer rows.Close()
-	var out []store.Delivery
-	var ids []string
 	hooks := make(map[string]store.Webhook)
-	for rows.Next() {
-		d, err := scanDelivery(rows)
-		if err != nil {
-			return nil, nil, fmt.Errorf("sqlite: claim deliveries: %w", err)
-		}
-		out = append(out, d)
-		ids = append(ids, d.ID)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, nil, err
-	}
-	rows.Close()
-	// The fan-out may have leased some since they were read, even attempted
-	// them: keep the rest.
-	free := make(map[string]bool, len(ids))
-	for _, id := range db.leases.take(ids, -1, now, leaseEnd, read) {
-		free[id] = true
-	}
-	out = slices.DeleteFunc(out, func(d store.Delivery) bool { return !free[d.ID] })
 	for _, d := range out {
-		hooks[d.WebhookID] = store.Webhook{}
-	}
-	for id := range hooks {
-		w, err := db.scanWebhook(db.r.QueryRowContext(ctx, `SELECT `+webhookSelect+` FROM webhooks WHERE id = ?`, id))
-		if err != nil {
-			for _, d := range out {
-				db.leases.release(d.ID)
-			}
-			return nil, nil, fmt.Errorf("sqlite: claim deliveries: webhook %s: %w", id, notFound(err))
+		if _, ok := hooks[d.WebhookID]; ok {
+			continue
 		}
-		hooks[id] = w
+		w, err := db.scanWebhook(db.r.QueryRowContext(ctx, `SELECT `+webhookSelect+` FROM webhooks WHERE id = ?`, d.WebhookID))
+		if err != nil {
+			// Leased and not attempted: their leases end, and a later
+			// claim takes them.
+			return nil, nil, fmt.Errorf("sqlite: claim deliveries: webhook %s: %w", d.WebhookID, notFound(err))
+		}
+		hooks[d.WebhookID] = w
 	}
 	return out, hooks, nil
 }
 
-func (t *txn) RecordOutcome(id string, o store.DeliveryOutcome) error {
-	t.released = append(t.released, id)
+// claim runs a statement that leases deliveries and returns them, in one
+// write of its own, oldest due first.
+func (db *DB) claim(ctx context.Context, query string, args ...any) ([]store.Delivery, error) {
+	var out []store.Delivery
+	err := db.Update(ctx, func(tx store.Tx) error {
+		out = out[:0]
+		rows, err := tx.(*txn).tx.QueryWrite(query, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			d, err := scanDelivery(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, d)
+		}
+		return rows.Err()
+	})
+	slices.SortFunc(out, func(a, b store.Delivery) int {
+		return cmp.Or(a.NextAttemptAt.Compare(b.NextAttemptAt), cmp.Compare(a.ID, b.ID))
+	})
+	return out, err
+}
+
+// RenewLeases moves the end of the leases still held, in one write.
+func (db *DB) RenewLeases(ctx context.Context, ds []store.Delivery, until time.Time) ([]string, error) {
+	held := make([][2]string, len(ds))
+	for i, d := range ds {
+		held[i] = [2]string{d.ID, d.Lease}
+	}
+	j, err := json.Marshal(held)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	err = db.Update(ctx, func(tx store.Tx) error {
+		ids = ids[:0]
+		rows, err := tx.(*txn).tx.QueryWrite(`UPDATE webhook_deliveries SET lease_until = ?1
+			WHERE (id, lease) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?2)) RETURNING id`, until.UnixNano(), string(j))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			ids = append(ids, id)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: renew delivery leases: %w", err)
+	}
+	return ids, nil
+}
+
+func (t *txn) RecordOutcome(id, lease string, o store.DeliveryOutcome) error {
 	res, err := t.tx.Exec(`UPDATE webhook_deliveries SET status = ?, attempts = ?, step = ?, next_attempt_at = ?,
-		last_attempt_at = ?, last_status = ?, last_error = ?, updated_at = ? WHERE id = ?`,
+		last_attempt_at = ?, last_status = ?, last_error = ?, updated_at = ?, lease = NULL, lease_until = NULL WHERE id = ? AND lease IS ?`,
 		o.Status, o.Attempt.N, o.Step, ns(o.Next), o.Attempt.At.UnixNano(), nullInt(o.Attempt.StatusCode), nullStr(o.Attempt.Error),
-		o.Attempt.At.UnixNano(), id)
+		o.Attempt.At.UnixNano(), id, nullStr(lease))
 	if err != nil {
 		return fmt.Errorf("sqlite: record outcome: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
+		var exists bool
+		if err := t.tx.QueryRow(`SELECT EXISTS (SELECT 1 FROM webhook_deliveries WHERE id = ?)`, id).Scan(&exists); err != nil {
+			return fmt.Errorf("sqlite: record outcome: %w", err)
+		}
+		if exists {
+			return fmt.Errorf("sqlite: outcome of delivery %s: %w", id, store.ErrLost)
+		}
 		return nil // pruned while it was attempted: nothing to keep
 	}
 	return t.AddAttempt(o.Attempt)

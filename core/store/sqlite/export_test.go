@@ -1,7 +1,7 @@
 package sqlite
 
 // CommitCounter reads the WAL index's commit counter as the cache sees it.
-func CommitCounter(db *DB) (uint32, bool) { return db.fresh.commits.counter() }
+func CommitCounter(db *DB) (uint32, bool) { return db.signal.commits.counter() }
 
 // ClaimQueries are the queries of a content request's claim, runnable as
 // they stand (with their parameters bound to nulls).
@@ -28,13 +28,6 @@ func BeforeRedo(t interface{ Cleanup(func()) }, f func()) {
 // PruneQueries are the retention's statements: deliveries, deleted
 // webhooks, logged events.
 var PruneQueries = []string{pruneDeliveries, pruneDeleted, pruneEvents}
-
-// CachedKeys is how many keys the key cache holds.
-func CachedKeys(db *DB) int {
-	db.fresh.cacheMu.Lock()
-	defer db.fresh.cacheMu.Unlock()
-	return len(db.fresh.keys)
-}
 
 // AfterCheckpoint sets what the checkpointer tells after each checkpoint,
 // until the test ends.

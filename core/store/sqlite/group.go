@@ -263,8 +263,18 @@ func (w *wtx) Exec(query string, args ...any) (sql.Result, error) {
 	return w.ExecContext(bg, query, args...)
 }
 
-// Reads are not logged: no statement of the store both reads and writes
-// (no RETURNING), which keeps the log whole.
+// QueryWrite runs a statement that writes and returns rows (UPDATE ...
+// RETURNING): logged as a write, and replayed as one.
+func (w *wtx) QueryWrite(query string, args ...any) (*sql.Rows, error) {
+	rows, err := w.tx.QueryContext(bg, query, args...)
+	if err == nil {
+		w.log = append(w.log, stmt{query, slices.Clone(args)})
+	}
+	return rows, err
+}
+
+// Reads are not logged: a statement that writes goes through Exec or
+// QueryWrite, which keeps the log whole.
 func (w *wtx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	return w.tx.QueryContext(ctx, query, args...)
 }
@@ -357,9 +367,6 @@ func (db *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
 	}
 	for _, topic := range r.t.topics {
 		bus.Notify(topic)
-	}
-	for _, id := range r.t.released {
-		db.leases.release(id)
 	}
 	return nil
 }

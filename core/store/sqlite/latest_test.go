@@ -119,9 +119,10 @@ func TestLatestReadingInTransactionsStaysTrue(t *testing.T) {
 // the cache warm.
 func TestMatchWebhooksSeesEveryChange(t *testing.T) {
 	db, path, box, w := webhookDB(t)
+	srv := cached(db)
 	match := func() []store.Webhook {
 		t.Helper()
-		ws, err := db.MatchWebhooks(ctx, "acct_1", "", "example.com")
+		ws, err := srv.MatchWebhooks(ctx, "acct_1", "", "example.com")
 		must(t, err)
 		return ws
 	}

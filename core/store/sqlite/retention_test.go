@@ -31,7 +31,7 @@ func deliveriesAt(t *testing.T, db *sqlite.DB, w store.Webhook, at time.Time, n 
 				return err
 			}
 			for try := 1; try <= 2; try++ {
-				if err := tx.RecordOutcome(d.ID, store.DeliveryOutcome{Attempt: store.Attempt{DeliveryID: d.ID, N: try, At: made,
+				if err := tx.RecordOutcome(d.ID, "", store.DeliveryOutcome{Attempt: store.Attempt{DeliveryID: d.ID, N: try, At: made,
 					StatusCode: 500 - 300*(try-1)}, Status: store.DeliverySucceeded, Step: try}); err != nil {
 					return err
 				}
@@ -184,7 +184,7 @@ func TestOutcomeOfAPrunedDelivery(t *testing.T) {
 	}
 	must(t, db.Update(ctx, func(tx store.Tx) error {
 		for _, id := range ids {
-			if err := tx.RecordOutcome(id, store.DeliveryOutcome{Attempt: store.Attempt{DeliveryID: id, N: 3, At: t0, StatusCode: 200},
+			if err := tx.RecordOutcome(id, "", store.DeliveryOutcome{Attempt: store.Attempt{DeliveryID: id, N: 3, At: t0, StatusCode: 200},
 				Status: store.DeliverySucceeded, Step: 3}); err != nil {
 				return err
 			}

@@ -12,15 +12,15 @@ import (
 )
 
 const scanColumns = `id, account_id, client_id, domain_id, domain, trigger, status, attempts, lease_until, result, error,
-	created_at, started_at, finished_at`
+	created_at, started_at, finished_at, holder`
 
 func scanScan(s scanner) (store.Scan, error) {
 	var sc store.Scan
-	var client, result, errText sql.NullString
+	var client, result, errText, holder sql.NullString
 	var lease, created, started, finished sql.NullInt64
 	err := s.Scan(&sc.ID, &sc.AccountID, &client, &sc.DomainID, &sc.Domain, &sc.Trigger, &sc.Status, &sc.Attempts, &lease,
-		&result, &errText, &created, &started, &finished)
-	sc.ClientID, sc.Error = client.String, errText.String
+		&result, &errText, &created, &started, &finished, &holder)
+	sc.ClientID, sc.Error, sc.Holder = client.String, errText.String, holder.String
 	if result.Valid {
 		sc.Result = []byte(result.String)
 	}
@@ -34,11 +34,11 @@ func scanArgs(s store.Scan) []any {
 		result = string(s.Result)
 	}
 	return []any{s.ID, s.AccountID, nullStr(s.ClientID), s.DomainID, s.Domain, s.Trigger, s.Status, s.Attempts, ns(s.LeaseUntil),
-		result, nullStr(s.Error), ns(s.CreatedAt), ns(s.StartedAt), ns(s.FinishedAt)}
+		result, nullStr(s.Error), ns(s.CreatedAt), ns(s.StartedAt), ns(s.FinishedAt), nullStr(s.Holder)}
 }
 
 func (t *txn) InsertScan(s store.Scan) error {
-	if _, err := t.tx.Exec(`INSERT INTO scans (`+scanColumns+`) VALUES (`+placeholders(14)+`)`, scanArgs(s)...); err != nil {
+	if _, err := t.tx.Exec(`INSERT INTO scans (`+scanColumns+`) VALUES (`+placeholders(15)+`)`, scanArgs(s)...); err != nil {
 		return fmt.Errorf("sqlite: insert scan: %w", conflict(err))
 	}
 	return nil
@@ -46,12 +46,15 @@ func (t *txn) InsertScan(s store.Scan) error {
 
 func (t *txn) UpdateScan(s store.Scan) error {
 	a := scanArgs(s)
-	res, err := t.tx.Exec(`UPDATE scans SET status = ?, attempts = ?, lease_until = ?, result = ?, error = ?, started_at = ?,
-		finished_at = ? WHERE id = ?`, a[6], a[7], a[8], a[9], a[10], a[12], a[13], s.ID)
+	res, err := t.tx.Exec(`UPDATE scans SET status = ?, lease_until = ?, result = ?, error = ?, started_at = ?, finished_at = ?,
+		holder = ? WHERE id = ? AND status = 'running' AND attempts = ?`, a[6], a[8], a[9], a[10], a[12], a[13], a[14], s.ID, s.Attempts)
 	if err != nil {
 		return fmt.Errorf("sqlite: update scan: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
+		if _, err := t.scan(s.AccountID, s.ID); err == nil {
+			return fmt.Errorf("sqlite: scan %s is not running under claim %d: %w", s.ID, s.Attempts, store.ErrLost)
+		}
 		return fmt.Errorf("sqlite: scan %s: %w", s.ID, store.ErrNotFound)
 	}
 	return nil
@@ -66,7 +69,7 @@ func (t *txn) ActiveScan(domainID string) (store.Scan, error) {
 	return s, nil
 }
 
-func (t *txn) ClaimScan(now, leaseEnd time.Time) (store.Scan, error) {
+func (t *txn) ClaimScan(holder string, now, leaseEnd time.Time) (store.Scan, error) {
 	// The oldest queued scan, else the oldest running one whose lease ended.
 	s, err := scanScan(t.tx.QueryRow(`SELECT ` + scanColumns + ` FROM scans WHERE status = 'queued' ORDER BY created_at LIMIT 1`))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -76,12 +79,25 @@ func (t *txn) ClaimScan(now, leaseEnd time.Time) (store.Scan, error) {
 	if err != nil {
 		return s, fmt.Errorf("sqlite: claim scan: %w", notFound(err))
 	}
-	s.Status, s.LeaseUntil = store.ScanRunning, leaseEnd
-	s.Attempts++
 	if s.StartedAt.IsZero() {
 		s.StartedAt = now
 	}
-	return s, t.UpdateScan(s)
+	res, err := t.tx.Exec(`UPDATE scans SET status = 'running', attempts = attempts + 1, holder = ?, lease_until = ?, started_at = ?
+		WHERE id = ? AND attempts = ?`, holder, leaseEnd.UnixNano(), s.StartedAt.UnixNano(), s.ID, s.Attempts)
+	if err != nil {
+		return s, fmt.Errorf("sqlite: claim scan: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return s, fmt.Errorf("sqlite: claim scan %s: taken meanwhile: %w", s.ID, store.ErrNotFound)
+	}
+	s.Status, s.LeaseUntil, s.Holder = store.ScanRunning, leaseEnd, holder
+	s.Attempts++
+	return s, nil
+}
+
+// scan reads a scan in the transaction.
+func (t *txn) scan(accountID, id string) (store.Scan, error) {
+	return scanScan(t.tx.QueryRow(`SELECT `+scanColumns+` FROM scans WHERE id = ? AND account_id = ?`, id, accountID))
 }
 
 func (t *txn) DueDomains(now time.Time, limit int) ([]store.DueDomain, error) {

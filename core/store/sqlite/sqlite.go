@@ -15,7 +15,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	sqlite3 "github.com/mattn/go-sqlite3"
@@ -35,11 +34,10 @@ type DB struct {
 
 	keyByHash   *sql.Stmt
 	budget      *sql.Stmt
-	fresh       *fresh
-	leases      leases
-	claimMu     sync.Mutex
+	signal      *signal
 	writer      *writer
 	checkpoints *checkpointer
+	holders     *holders
 	box         *secrets.Box // seals stored secrets; see SetSecrets
 }
 
@@ -116,7 +114,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	r.SetMaxIdleConns(n)
 	r.SetConnMaxIdleTime(0)
 	q.Set("_query_only", "false")
-	db := &DB{w: w, r: r, leases: newLeases()}
+	db := &DB{w: w, r: r}
 	db.writer = newWriter(db)
 	if db.checkpoints, err = startCheckpointer(file + "?" + q.Encode()); err != nil {
 		db.Close()
@@ -127,24 +125,32 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		db.budget, err = r.PrepareContext(ctx, budgetQuery)
 	}
 	if err == nil {
-		db.fresh, err = newFresh(ctx, r, path)
+		db.signal, err = newSignal(ctx, r, path)
 	}
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: prepare: %w", err)
 	}
+	if db.holders, err = claimHolder(path); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlite: holders: %w", err)
+	}
+	go db.holders.run(db)
 	return db, nil
 }
 
 // Close closes both pools.
 func (db *DB) Close() error {
 	var c *commits
+	if db.holders != nil {
+		db.holders.stop()
+	}
 	db.writer.stop()
 	if db.checkpoints != nil {
 		db.checkpoints.stop()
 	}
-	if db.fresh != nil {
-		c = db.fresh.close()
+	if db.signal != nil {
+		c = db.signal.close()
 	}
 	for _, st := range []*sql.Stmt{db.keyByHash, db.budget} {
 		if st != nil {

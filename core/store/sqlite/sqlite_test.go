@@ -37,6 +37,10 @@ func open(t *testing.T, path string) *sqlite.DB {
 	return db
 }
 
+// cached is db behind the caches the server reads through, validated by
+// the engine's signal.
+func cached(db *sqlite.DB) *cache.Store { return cache.Wrap(db, db.Signal()) }
+
 func newDB(t *testing.T) (*sqlite.DB, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "aivis.db")
@@ -358,13 +362,13 @@ func TestContentRequestRoundTrip(t *testing.T) {
 		if !reflect.DeepEqual(in, full) {
 			return fmt.Errorf("in-transaction read %+v", in)
 		}
-		return tx.UpdateContentRequest(upd)
+		return tx.UpdateContentRequest(upd, 0)
 	}))
 	got, _ = db.ContentRequest(ctx, "acct_1", "cr_full")
 	if !reflect.DeepEqual(got, upd) {
 		t.Errorf("after update:\n got  %+v\n want %+v", got, upd)
 	}
-	err = db.Update(ctx, func(tx store.Tx) error { return tx.UpdateContentRequest(cr("cr_none", "acct_1", "", t0)) })
+	err = db.Update(ctx, func(tx store.Tx) error { return tx.UpdateContentRequest(cr("cr_none", "acct_1", "", t0), 0) })
 	if !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("update of an unknown request: %v", err)
 	}
@@ -415,7 +419,7 @@ func TestConstraints(t *testing.T) {
 				before, err := db.ContentRequest(ctx, "acct_1", "cr_ok")
 				must(t, err)
 				bad.ID = "cr_ok"
-				if err := db.Update(ctx, func(tx store.Tx) error { return tx.UpdateContentRequest(bad) }); err == nil {
+				if err := db.Update(ctx, func(tx store.Tx) error { return tx.UpdateContentRequest(bad, 0) }); err == nil {
 					t.Fatal("update succeeded")
 				}
 				if got, _ := db.ContentRequest(ctx, "acct_1", "cr_ok"); !reflect.DeepEqual(got, before) {
@@ -812,6 +816,7 @@ func TestListContentRequestsMalformedCursor(t *testing.T) {
 func TestTwoHandlesSeeEachOther(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "aivis.db")
 	server := open(t, path)
+	srv := cached(server) // the server reads through its caches
 	cli := open(t, path)
 
 	account(t, cli, "acct_1", store.AccountStandard)
@@ -820,12 +825,12 @@ func TestTwoHandlesSeeEachOther(t *testing.T) {
 
 	// The server finds the key, and caches it.
 	for range 3 {
-		p, err := server.PrincipalByKeyHash(ctx, k.KeyHash)
+		p, err := srv.PrincipalByKeyHash(ctx, k.KeyHash)
 		if err != nil || !p.Key.RevokedAt.IsZero() || p.Account.Tier != "starter" {
 			t.Fatalf("server read: %+v, %v", p, err)
 		}
 	}
-	b, _, err := server.Budget(ctx, "acct_1", "2025-06")
+	b, _, err := srv.Budget(ctx, "acct_1", "2025-06")
 	if err != nil || b != (store.BudgetMonth{}) {
 		t.Fatalf("server budget: %+v, %v", b, err)
 	}
@@ -835,12 +840,12 @@ func TestTwoHandlesSeeEachOther(t *testing.T) {
 	if _, err := cli.RevokeKey(ctx, "key_1", revokedAt); err != nil {
 		t.Fatal(err)
 	}
-	p, err := server.PrincipalByKeyHash(ctx, k.KeyHash)
+	p, err := srv.PrincipalByKeyHash(ctx, k.KeyHash)
 	if err != nil || !p.Key.RevokedAt.Equal(revokedAt) {
 		t.Fatalf("server after CLI revocation: RevokedAt %v, %v", p.Key.RevokedAt, err)
 	}
 	must(t, cli.SetTier(ctx, "acct_1", "enterprise"))
-	p, err = server.PrincipalByKeyHash(cache.AsOf(ctx, time.Now()), k.KeyHash)
+	p, err = srv.PrincipalByKeyHash(cache.AsOf(ctx, time.Now()), k.KeyHash)
 	if err != nil || p.Account.Tier != "enterprise" {
 		t.Fatalf("server after CLI set-tier (AsOf now): tier %q, %v", p.Account.Tier, err)
 	}
@@ -848,7 +853,7 @@ func TestTwoHandlesSeeEachOther(t *testing.T) {
 	// Budget and active counts move with the other handle's writes.
 	must(t, cli.Update(ctx, func(tx store.Tx) error { return tx.AddToBudgetMonth("acct_1", "2025-06", 1, 2) }))
 	insert(t, cli, cr("cr_1", "acct_1", "", t0))
-	b, active, err := server.Budget(cache.AsOf(ctx, time.Now()), "acct_1", "2025-06")
+	b, active, err := srv.Budget(cache.AsOf(ctx, time.Now()), "acct_1", "2025-06")
 	if err != nil || b != (store.BudgetMonth{Spent: 1, Reserved: 2}) || active != 1 {
 		t.Fatalf("server budget after CLI writes: %+v active %d, %v", b, active, err)
 	}
@@ -972,6 +977,7 @@ func TestListContentRequestsNonPositiveLimit(t *testing.T) {
 func TestCacheSeesEveryCommit(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "aivis.db")
 	server := open(t, path)
+	srv := cached(server) // the server reads through its caches
 	cli := open(t, path)
 	account(t, cli, "acct_1", store.AccountStandard)
 	k := newKey("key_1", "acct_1", "", t0)
@@ -981,7 +987,7 @@ func TestCacheSeesEveryCommit(t *testing.T) {
 		want := tiers[i%3]
 		must(t, cli.SetTier(ctx, "acct_1", want))
 		for range 2 { // a miss, then a hit of the cache
-			p, err := server.PrincipalByKeyHash(ctx, k.KeyHash)
+			p, err := srv.PrincipalByKeyHash(ctx, k.KeyHash)
 			if err != nil || p.Account.Tier != want {
 				t.Fatalf("change %d: tier %q, want %q (%v)", i, p.Account.Tier, want, err)
 			}
@@ -1055,6 +1061,7 @@ func TestConcurrentOpenOfANewFile(t *testing.T) {
 func TestKeyCacheFollowsEveryChange(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "aivis.db")
 	server := open(t, path)
+	srv := cached(server) // the server reads through its caches
 	other := open(t, path)
 	r := raw(t, path)
 	account(t, other, "acct_1", store.AccountStandard)
@@ -1063,9 +1070,9 @@ func TestKeyCacheFollowsEveryChange(t *testing.T) {
 	must(t, other.CreateKey(ctx, k))
 	read := func() store.Principal {
 		t.Helper()
-		p, err := server.PrincipalByKeyHash(ctx, k.KeyHash)
+		p, err := srv.PrincipalByKeyHash(ctx, k.KeyHash)
 		must(t, err)
-		if again, _ := server.PrincipalByKeyHash(ctx, k.KeyHash); !reflect.DeepEqual(again, p) {
+		if again, _ := srv.PrincipalByKeyHash(ctx, k.KeyHash); !reflect.DeepEqual(again, p) {
 			t.Fatalf("a second read differs: %+v, %+v", p, again)
 		}
 		return p
@@ -1093,7 +1100,7 @@ func TestKeyCacheFollowsEveryChange(t *testing.T) {
 	if _, err := r.Exec(`DELETE FROM api_keys WHERE id = 'key_1'`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := server.PrincipalByKeyHash(ctx, k.KeyHash); !errors.Is(err, store.ErrNotFound) {
+	if _, err := srv.PrincipalByKeyHash(ctx, k.KeyHash); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("deleted key: %v", err)
 	}
 }
@@ -1135,7 +1142,7 @@ func TestContentRequestEpochMovesOnStatusOnly(t *testing.T) {
 				return err
 			}
 			f(&c)
-			return tx.UpdateContentRequest(c)
+			return tx.UpdateContentRequest(c, 0)
 		}))
 	}
 	n := epoch()
@@ -1146,7 +1153,7 @@ func TestContentRequestEpochMovesOnStatusOnly(t *testing.T) {
 	n = epoch()
 	var claimed store.ContentRequest
 	must(t, db.Update(ctx, func(tx store.Tx) (err error) {
-		claimed, err = tx.ClaimContentRequest(t0, t0.Add(time.Minute))
+		claimed, err = tx.ClaimContentRequest("proc_test", t0, t0.Add(time.Minute))
 		return err
 	}))
 	if got := epoch(); claimed.ID != "cr_1" || got != n+1 {
@@ -1197,7 +1204,7 @@ func TestClaimContentRequestIsFair(t *testing.T) {
 		now = now.Add(time.Second)
 		var got store.ContentRequest
 		err := db.Update(ctx, func(tx store.Tx) (err error) {
-			got, err = tx.ClaimContentRequest(now, now.Add(time.Minute))
+			got, err = tx.ClaimContentRequest("proc_test", now, now.Add(time.Minute))
 			return err
 		})
 		if want == "" {
@@ -1219,7 +1226,7 @@ func TestClaimContentRequestIsFair(t *testing.T) {
 				return err
 			}
 			f(&c)
-			return tx.UpdateContentRequest(c)
+			return tx.UpdateContentRequest(c, 0)
 		}))
 	}
 	claim("cr_a1", 1) // none processing, none started: the oldest queued
@@ -1247,7 +1254,7 @@ func TestClaimContentRequestIsFair(t *testing.T) {
 // TestRenewContentLease: a renewal moves the lease of the claim that holds
 // the request and nothing else (nor the cache epoch); a hand-back ends it
 // and counts itself; a stale claim, or a request no longer processing,
-// gets ErrNotFound. ContentRequestClaim
+// gets ErrLost. ContentRequestClaim
 // reads the status and attempts the engine's watcher checks.
 func TestRenewContentLease(t *testing.T) {
 	db, path := newDB(t)
@@ -1258,11 +1265,11 @@ func TestRenewContentLease(t *testing.T) {
 	renew := func(attempts int, until time.Time) error {
 		return db.Update(ctx, func(tx store.Tx) error { return tx.RenewContentLease("cr_1", attempts, until) })
 	}
-	if err := renew(0, t0); !errors.Is(err, store.ErrNotFound) {
+	if err := renew(0, t0); !errors.Is(err, store.ErrLost) {
 		t.Fatalf("renewal of a queued request: %v", err)
 	}
 	must(t, db.Update(ctx, func(tx store.Tx) error {
-		_, err := tx.ClaimContentRequest(t0, t0.Add(time.Minute))
+		_, err := tx.ClaimContentRequest("proc_test", t0, t0.Add(time.Minute))
 		return err
 	}))
 	if status, attempts, err := db.ContentRequestClaim(ctx, "acct_1", "cr_1"); status != "processing" || attempts != 1 || err != nil {
@@ -1276,7 +1283,7 @@ func TestRenewContentLease(t *testing.T) {
 	var epoch, after string
 	must(t, raw(t, path).QueryRow(`SELECT n || '/' || budgets FROM cache_epoch`).Scan(&epoch))
 	must(t, renew(1, t0.Add(5*time.Minute)))
-	if err := renew(2, t0.Add(time.Hour)); !errors.Is(err, store.ErrNotFound) {
+	if err := renew(2, t0.Add(time.Hour)); !errors.Is(err, store.ErrLost) {
 		t.Fatalf("renewal by another claim: %v", err)
 	}
 	must(t, raw(t, path).QueryRow(`SELECT n || '/' || budgets FROM cache_epoch`).Scan(&after))
@@ -1291,7 +1298,7 @@ func TestRenewContentLease(t *testing.T) {
 	handBack := func(attempts int) error {
 		return db.Update(ctx, func(tx store.Tx) error { return tx.HandBackContentRequest("cr_1", attempts, t0.Add(time.Second)) })
 	}
-	if err := handBack(2); !errors.Is(err, store.ErrNotFound) {
+	if err := handBack(2); !errors.Is(err, store.ErrLost) {
 		t.Fatalf("hand-back by another claim: %v", err)
 	}
 	must(t, handBack(1))
@@ -1302,9 +1309,9 @@ func TestRenewContentLease(t *testing.T) {
 	}
 	must(t, db.Update(ctx, func(tx store.Tx) error {
 		got.Status, got.LeaseUntil, got.EndedAt = "cancelled", time.Time{}, t0
-		return tx.UpdateContentRequest(got)
+		return tx.UpdateContentRequest(got, 0)
 	}))
-	if err := renew(1, t0.Add(time.Hour)); !errors.Is(err, store.ErrNotFound) {
+	if err := renew(1, t0.Add(time.Hour)); !errors.Is(err, store.ErrLost) {
 		t.Fatalf("renewal of a cancelled request: %v", err)
 	}
 }
@@ -1356,6 +1363,7 @@ func TestClaimQueriesSearchIndexes(t *testing.T) {
 func TestBudgetChangesKeepKeysCached(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "aivis.db")
 	server := open(t, path)
+	srv := cached(server) // the server reads through its caches
 	engine := open(t, path)
 	account(t, engine, "acct_1", store.AccountStandard)
 	k := newKey("key_1", "acct_1", "", t0)
@@ -1367,12 +1375,12 @@ func TestBudgetChangesKeepKeysCached(t *testing.T) {
 		return keys, budgets
 	}
 	for i := range 50 {
-		if p, err := server.PrincipalByKeyHash(ctx, k.KeyHash); err != nil || p.Account.Tier != "starter" {
+		if p, err := srv.PrincipalByKeyHash(ctx, k.KeyHash); err != nil || p.Account.Tier != "starter" {
 			t.Fatalf("principal %+v, %v", p, err)
 		}
 		keys, budgets := counters()
 		must(t, engine.Update(ctx, func(tx store.Tx) error { return tx.AddToBudgetMonth("acct_1", "2025-06", 7, 0) }))
-		if b, _, err := server.Budget(ctx, "acct_1", "2025-06"); err != nil || b.Spent != int64(7*(i+1)) {
+		if b, _, err := srv.Budget(ctx, "acct_1", "2025-06"); err != nil || b.Spent != int64(7*(i+1)) {
 			t.Fatalf("charge %d: budget %+v, %v", i, b, err)
 		}
 		if k2, b2 := counters(); k2 != keys || b2 == budgets {
@@ -1380,7 +1388,7 @@ func TestBudgetChangesKeepKeysCached(t *testing.T) {
 		}
 	}
 	must(t, engine.SetTier(ctx, "acct_1", "enterprise"))
-	if p, err := server.PrincipalByKeyHash(ctx, k.KeyHash); err != nil || p.Account.Tier != "enterprise" {
+	if p, err := srv.PrincipalByKeyHash(ctx, k.KeyHash); err != nil || p.Account.Tier != "enterprise" {
 		t.Fatalf("after the tier change: %+v, %v", p, err)
 	}
 }

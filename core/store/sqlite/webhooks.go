@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -172,7 +171,8 @@ func (t *txn) DeleteWebhook(accountID, id, reason string, at time.Time) error {
 	}
 	// Along its due index: what is left to send will not be.
 	_, err = t.tx.Exec(`UPDATE webhook_deliveries INDEXED BY webhook_deliveries_due_by_webhook
-		SET status = 'failed', next_attempt_at = NULL, last_error = ?1, updated_at = ?2 WHERE webhook_id = ?3 AND status = 'pending'`,
+		SET status = 'failed', next_attempt_at = NULL, last_error = ?1, updated_at = ?2, lease = NULL, lease_until = NULL
+		WHERE webhook_id = ?3 AND status = 'pending'`,
 		reason, at.UnixNano(), id)
 	if err != nil {
 		return fmt.Errorf("sqlite: delete webhook: %w", err)
@@ -222,18 +222,8 @@ func (db *DB) ListWebhooks(ctx context.Context, f store.WebhookFilter) ([]store.
 }
 
 // MatchWebhooks lists the webhooks, enabled or not, of exactly one owner
-// for a domain. Every event asks it: the answer is cached for as long as
-// cache_epoch's webhooks counter stays put, and shared by the callers,
-// which must not change it.
+// for a domain, and the owner's connections.
 func (db *DB) MatchWebhooks(ctx context.Context, accountID, clientID, domain string) ([]store.Webhook, error) {
-	v, err := db.fresh.current(ctx)
-	if err != nil {
-		return nil, err
-	}
-	k := matchKey{accountID, clientID, domain}
-	if ws, ok := db.fresh.match(k); ok {
-		return ws, nil
-	}
 	rows, err := db.r.QueryContext(ctx, `SELECT `+webhookSelect+` FROM webhooks
 		WHERE account_id = ?1 AND client_id IS ?3 AND (domain = ?2 OR connector IS NOT NULL) AND deleted_at IS NULL`,
 		accountID, domain, nullStr(clientID))
@@ -252,7 +242,6 @@ func (db *DB) MatchWebhooks(ctx context.Context, accountID, clientID, domain str
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("sqlite: match webhooks: %w", err)
 	}
-	db.fresh.putMatch(v, k, slices.Clip(out))
 	return out, nil
 }
 
