@@ -57,16 +57,18 @@ type Principal struct {
 type Accounts interface {
 	CreateAccount(ctx context.Context, a Account) error
 	Account(ctx context.Context, id string) (Account, error)
-	// ListAccounts lists every account, oldest first.
+	// ListAccounts lists every account, oldest first (then by id).
 	ListAccounts(ctx context.Context) ([]Account, error)
 	SetTier(ctx context.Context, id, tier string) error
 	CreateClient(ctx context.Context, c Client) error
 	Client(ctx context.Context, accountID, id string) (Client, error)
-	// ListClients lists an account's clients, oldest first.
+	// ListClients lists an account's clients, oldest first (then by id).
 	ListClients(ctx context.Context, accountID string) ([]Client, error)
 }
 
-// Keys reads and writes API keys. A key's hash is unique (ErrConflict).
+// Keys reads and writes API keys. A key's id and hash are unique
+// (ErrConflict); a client key needs its client. CreateKey leaves
+// LastUsedAt out: SaveCounts moves it.
 // A change to a key, its account or its tier is seen by the next
 // PrincipalByKeyHash of every handle on the store, whatever made it (the
 // server, the CLI, another instance).
@@ -78,9 +80,10 @@ type Keys interface {
 	// hashes or times of creation and last use.
 	PrincipalByKeyHash(ctx context.Context, hash []byte) (Principal, error)
 	Key(ctx context.Context, id string) (Key, error)
-	// ListKeys lists an account's keys, oldest first.
+	// ListKeys lists an account's keys, oldest first (then by id).
 	ListKeys(ctx context.Context, accountID string) ([]Key, error)
 	// RevokeKey sets the key's revocation time to the earlier of at and
-	// the time it has, so that a revocation is never postponed.
+	// the time it has, so that a revocation is never postponed, and
+	// returns the key (ErrNotFound when there is none).
 	RevokeKey(ctx context.Context, id string, at time.Time) (Key, error)
 }

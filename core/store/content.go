@@ -16,8 +16,8 @@ type ContentRequest struct {
 	Domain        string
 	URL           string
 	Content       string
-	TargetQueries []string
-	Metadata      map[string]string
+	TargetQueries []string          // empty, not nil, when none
+	Metadata      map[string]string // empty, not nil, when none
 	Budget        int64
 	Spent         int64
 	BudgetMonth   string // YYYY-MM of the month its budget is committed to
@@ -70,15 +70,20 @@ type Idempotency struct {
 	CreatedAt   time.Time
 }
 
-// Content reads content requests outside a write transaction.
+// Content reads content requests outside a write transaction. A request's
+// id is unique (ErrConflict); the store refuses one whose spent is outside
+// [0, Budget], whose budget is not positive, whose status is not queued,
+// processing, completed, failed or cancelled, or whose account does not
+// exist. Another account's request is ErrNotFound.
 type Content interface {
 	ContentRequest(ctx context.Context, accountID, id string) (ContentRequest, error)
 	// ContentRequestClaim reads only a request's status and attempts (not
 	// its content, result or work): what the engine checks every second
 	// of a processing request to notice a cancel or a takeover.
 	ContentRequestClaim(ctx context.Context, accountID, id string) (status string, attempts int, err error)
-	// ListContentRequests returns a page newest first and the cursor of the
-	// next page ("" on the last).
+	// ListContentRequests returns a page newest first (then by id, highest
+	// first), without each request's Content and Work, and the cursor of
+	// the next page ("" on the last).
 	ListContentRequests(ctx context.Context, f ContentFilter) ([]ContentRequest, string, error)
 	// Budget reads an account's ledger for a month (zero when untouched)
 	// and how many of its requests are active, at one moment.
@@ -125,8 +130,9 @@ type ContentTx interface {
 	// ErrLost as for RenewContentLease.
 	HandBackContentRequest(id string, attempts int, now time.Time) error
 	// BudgetMonth reads an account's ledger for a month (zero when
-	// untouched); AddToBudgetMonth adds to it, refusing to take spent or
-	// reserved below zero.
+	// untouched); AddToBudgetMonth adds to it, refusing (and changing
+	// nothing) to take spent or reserved below zero, a release from an
+	// untouched month included.
 	BudgetMonth(accountID, month string) (BudgetMonth, error)
 	AddToBudgetMonth(accountID, month string, spent, reserved int64) error
 	// Idempotency reads the record of (scope, key) made at notBefore or

@@ -24,12 +24,13 @@ type EventFilter struct {
 	ClientID   string // "" with AllClients false: the account's own only
 	AllClients bool   // the account's and every client's
 	Event      string // "" for every kind
-	Limit      int
+	Limit      int    // at most that many (at least one)
 }
 
 // Events reads the event log: each event once, as the fan-out logged it.
 type Events interface {
-	// RecentEvents lists an owner's logged events, newest first.
+	// RecentEvents lists an owner's logged events, newest first (then by
+	// id, highest first).
 	RecentEvents(ctx context.Context, f EventFilter) ([]LoggedEvent, error)
 	// PruneEvents forgets, oldest first, at most limit events logged
 	// before t, in one short write transaction, and says how many went (a
@@ -42,6 +43,7 @@ type EventsTx interface {
 	// Publish writes messages to a bus topic in this transaction (the
 	// outbox): subscribers see them once it commits, never if it rolls back.
 	Publish(topic string, msgs ...*message.Message) error
-	// LogEvent keeps an event in the event log (once: a repeat is ignored).
+	// LogEvent keeps an event in the event log (once: a repeat of its id
+	// is ignored, whatever it holds).
 	LogEvent(e LoggedEvent) error
 }

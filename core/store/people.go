@@ -45,11 +45,16 @@ type Invitation struct {
 	ExpiresAt time.Time
 }
 
-// People reads and writes dashboard users, sessions and invitations.
+// People reads and writes dashboard users, sessions and invitations. A
+// user's email is unique and found in any case (ASCII); a session's and
+// an invitation's token hash are unique (ErrConflict). An unknown user,
+// and for SetRole, DeleteUser and DeleteInvitation another account's, is
+// ErrNotFound.
 type People interface {
 	CountUsers(ctx context.Context) (int, error)
 	User(ctx context.Context, id string) (User, error)
 	UserByEmail(ctx context.Context, email string) (User, error)
+	// ListUsers lists an account's users, oldest first.
 	ListUsers(ctx context.Context, accountID string) ([]User, error)
 	// SetPassword sets a user's password and ends every session of theirs
 	// but keep (nil: all).
@@ -60,7 +65,7 @@ type People interface {
 	DeleteUser(ctx context.Context, accountID, userID string) error
 
 	CreateSession(ctx context.Context, s Session) error
-	// SessionByHash finds an unexpired session at now, with its user.
+	// SessionByHash finds a session that expires after now, with its user.
 	SessionByHash(ctx context.Context, hash []byte, now time.Time) (Session, User, error)
 	DeleteSession(ctx context.Context, hash []byte) error
 	// DeleteExpired forgets sessions and invitations expired at now.
@@ -70,6 +75,8 @@ type People interface {
 	// Invitation finds an unexpired invitation at now; a bootstrap
 	// (account-less) invitation only while no user exists.
 	Invitation(ctx context.Context, hash []byte, now time.Time) (Invitation, error)
+	// ListInvitations lists an account's invitations that expire after
+	// now, oldest first.
 	ListInvitations(ctx context.Context, accountID string, now time.Time) ([]Invitation, error)
 	DeleteInvitation(ctx context.Context, accountID string, hash []byte) error
 	// DeleteBootstrapInvitations forgets every bootstrap invitation.

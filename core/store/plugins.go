@@ -20,6 +20,8 @@ type PluginRecord struct {
 type Plugins interface {
 	// PutPlugin registers a plugin, replacing one of the same name.
 	PutPlugin(ctx context.Context, p PluginRecord) error
+	// ListPlugins lists the registered plugins by name.
 	ListPlugins(ctx context.Context) ([]PluginRecord, error)
+	// RemovePlugin forgets a plugin (ErrNotFound when none has the name).
 	RemovePlugin(ctx context.Context, name string) error
 }

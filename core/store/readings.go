@@ -30,7 +30,10 @@ type ReadingFilter struct {
 
 // Readings reads and writes visibility readings. Outside a transaction a
 // filter without ClientID reads the account and every client of it (the
-// newest reading of any owner); with one, that client's only.
+// newest reading of any owner); with one, that client's only. Readings
+// are ordered newest measured first, then by id, highest first: ids grow
+// with each reading added. The store refuses a score outside 0..100, a
+// sentiment score outside -1..1 and an unknown account.
 type Readings interface {
 	// AddReading adds a reading in a transaction of its own.
 	AddReading(ctx context.Context, r Reading) (Reading, error)
@@ -76,8 +79,8 @@ type MonitoredDomain struct {
 // DomainFilter selects an owner's monitored domains.
 type DomainFilter struct {
 	AccountID  string
-	ClientID   string
-	AllClients bool // the account's and every client's
+	ClientID   string // "" with AllClients false: the account's own only
+	AllClients bool   // the account's and every client's
 	Cursor     string
 	Limit      int
 }
@@ -85,15 +88,21 @@ type DomainFilter struct {
 // Domains reads monitored domains outside a write transaction.
 type Domains interface {
 	MonitoredDomain(ctx context.Context, accountID, id string) (MonitoredDomain, error)
+	// ListDomains returns one page of an owner's domains, newest first
+	// (then by id, highest first), and the next page's cursor.
 	ListDomains(ctx context.Context, f DomainFilter) ([]MonitoredDomain, string, error)
 }
 
 // DomainsTx is the monitored domains' part of a write transaction. An
-// owner monitors a domain once (a unique index: ErrConflict). The cap of
-// an account's domains is CountDomains then InsertDomain in one Update.
+// owner monitors a domain once (a unique index: ErrConflict), the account
+// and each client apart. The cap of an account's domains is CountDomains
+// then InsertDomain in one Update. Another account's domain is
+// ErrNotFound to read, update and delete.
 type DomainsTx interface {
 	InsertDomain(d MonitoredDomain) error
 	MonitoredDomain(accountID, id string) (MonitoredDomain, error)
+	// UpdateDomain writes the lists, the scan times and UpdatedAt; the
+	// owner, the name and CreatedAt stay.
 	UpdateDomain(d MonitoredDomain) error
 	DeleteDomain(accountID, id string) error
 	// CountDomains counts an account's domains, its clients' included.

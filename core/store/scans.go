@@ -70,6 +70,6 @@ type ScansTx interface {
 	// when none.
 	ClaimScan(holder string, now, leaseEnd time.Time) (Scan, error)
 	// DueDomains lists up to limit monitored domains whose next scan is due
-	// at now.
+	// at now (one without a next scan is never due), soonest first.
 	DueDomains(now time.Time, limit int) ([]DueDomain, error)
 }

@@ -22,6 +22,9 @@
 // Records are values: a caller may change the fields of the records it
 // gets, but not the contents of their slices and maps, which may be shared
 // (with a cache, say); it replaces a slice rather than change it in place.
+//
+// Lists: a page's limit of zero or less means 20, and a cursor the engine
+// cannot read is ErrMalformed.
 package store
 
 import (

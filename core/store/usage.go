@@ -39,6 +39,6 @@ type Counters interface {
 // Usage reads the recorded per-key hourly request counts.
 type Usage interface {
 	// UsageSince lists an account's per-key hourly counts from since on,
-	// oldest first.
+	// oldest first (by key within an hour).
 	UsageSince(ctx context.Context, accountID string, since time.Time) ([]KeyUsage, error)
 }

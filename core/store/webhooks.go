@@ -118,7 +118,8 @@ type Webhooks interface {
 	// included.
 	Webhook(ctx context.Context, accountID, id string) (Webhook, error)
 	// ListWebhooks returns one page of an owner's webhooks or connections,
-	// newest first, and the next page's cursor ("" on the last).
+	// newest first (then by id, highest first), and the next page's cursor
+	// ("" on the last).
 	ListWebhooks(ctx context.Context, f WebhookFilter) ([]Webhook, string, error)
 	// MatchWebhooks lists the webhooks of exactly one owner for a domain,
 	// and every connection of that owner, enabled or not, deleted ones
@@ -127,7 +128,8 @@ type Webhooks interface {
 	// CountWebhooks counts the webhooks, or with connections the
 	// connections, of an account, its clients' included, deleted ones not.
 	CountWebhooks(ctx context.Context, accountID string, connections bool) (int, error)
-	// DefaultWebhookURL is the owner's default endpoint, "" when unset.
+	// DefaultWebhookURL is the owner's default endpoint, "" when unset;
+	// ErrNotFound for an unknown owner (another account's client too).
 	DefaultWebhookURL(ctx context.Context, accountID, clientID string) (string, error)
 	// SetDefaultWebhookURL sets (or, with "", clears) the owner's default
 	// endpoint.
@@ -139,7 +141,8 @@ type Webhooks interface {
 	PruneDeleted(ctx context.Context, t time.Time, limit int) (int, error)
 }
 
-// WebhooksTx is the webhooks' part of a write transaction. The cap of an
+// WebhooksTx is the webhooks' part of a write transaction. Ids are unique
+// (ErrConflict); another account's webhook is ErrNotFound. The cap of an
 // account's webhooks (or connections) is CountWebhooks then InsertWebhook
 // in one Update: it admits no more than the cap however many race.
 type WebhooksTx interface {
@@ -148,6 +151,8 @@ type WebhooksTx interface {
 	CountWebhooks(accountID string, connections bool) (int, error)
 	// Webhook reads a webhook of an account, a deleted one included.
 	Webhook(accountID, id string) (Webhook, error)
+	// UpdateWebhook writes the settings, the state and the health; the
+	// owner, the domain, the connector, CreatedAt and DeletedAt stay.
 	UpdateWebhook(w Webhook) error
 	// UpdateWebhookHealth writes only what attempts change: failing_since,
 	// failures and last_success_at. updated_at stays when the settings
@@ -179,6 +184,8 @@ type DeliveryFilter struct {
 // recorded under an ended lease that another claim took is refused, so a
 // late holder never overwrites the new holder's result.
 type Deliveries interface {
+	// Delivery reads a delivery of a webhook with its attempts, oldest
+	// first (an attempt's Latency kept to the microsecond).
 	Delivery(ctx context.Context, webhookID, id string) (Delivery, []Attempt, error)
 	// ListDeliveries returns one page of a webhook's deliveries, newest
 	// event first, and the next page's cursor.
@@ -209,22 +216,28 @@ type Deliveries interface {
 // DeliveriesTx is the deliveries' part of a write transaction.
 type DeliveriesTx interface {
 	// InsertDelivery adds a delivery unless the webhook already has one for
-	// the event or was deleted (added reports which). A delivery given a
+	// the event or was deleted (added reports which); ErrConflict when the
+	// webhook is gone altogether (retention removed it). A delivery given a
 	// Lease is inserted leased to its caller (the fan-out that hands it
 	// straight to its endpoint's queue).
 	InsertDelivery(d Delivery) (added bool, err error)
+	// AddAttempt adds an attempt; its number is unique in its delivery
+	// (ErrConflict).
 	AddAttempt(a Attempt) error
-	// RecordOutcome writes an attempt and the delivery's new state under
-	// the lease it holds ("": a delivery no lease holds, such as a
-	// webhook's setup test), and ends the lease: ErrLost, and nothing written,
-	// when the delivery is held by another lease or by none (the caller's
-	// ended and was taken, or the delivery was deleted with its webhook);
-	// nothing, and no error, when the delivery is gone (retention removed
-	// it).
+	// RecordOutcome writes an attempt and the delivery's new state (its
+	// status, step and next attempt; the attempt's number as its attempts,
+	// its time as the last attempt's and the update's, its status code and
+	// error as the last) under the lease it holds ("": a delivery no lease
+	// holds, such as a webhook's setup test), and ends the lease: ErrLost,
+	// and nothing written, when the delivery is held by another lease or by
+	// none (the caller's ended and was taken, or the delivery was deleted
+	// with its webhook); nothing, and no error, when the delivery is gone
+	// (retention removed it).
 	RecordOutcome(deliveryID, lease string, o DeliveryOutcome) error
 	// Redeliver makes failed or succeeded deliveries of a webhook pending
-	// again from the start of the schedule: ids, or with ids nil every
-	// failed one of an event in [since, until). It returns how many.
+	// again from the start of the schedule, due at now: those of ids (a
+	// pending one or another webhook's stays as it is), or with ids nil
+	// every failed one of an event in [since, until). It returns how many.
 	Redeliver(webhookID string, ids []string, since, until, now time.Time) (int, error)
 }
 
