@@ -23,6 +23,17 @@
 // gets, but not the contents of their slices and maps, which may be shared
 // (with a cache, say); it replaces a slice rather than change it in place.
 //
+// Times: every engine keeps each time from MinTime up to (not including)
+// MaxTime exactly, to the nanosecond, and gives it back in UTC. A time
+// outside that range, the zero time.Time included, is kept exactly or
+// refused with an error, never stored as another time: SQLite, which
+// holds Unix nanoseconds in an int64, refuses those before 1677-09-21 or
+// after 2262-04-11 (so the zero time of a record that must have a time);
+// a field that may be empty (an expiry, a lease, an end) keeps the zero
+// time as none. A time a method compares with (since, before, now) may lie
+// outside the range, a retention cut up to 2398 (where the ids that begin
+// with their time end). The API refuses readings before 2000.
+//
 // Lists: a page's limit of zero or less means 20, and a cursor the engine
 // cannot read is ErrMalformed.
 package store
@@ -30,6 +41,13 @@ package store
 import (
 	"context"
 	"errors"
+	"time"
+)
+
+// The range of times every engine keeps exactly (see above).
+var (
+	MinTime = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
+	MaxTime = time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)
 )
 
 // Sentinel errors callers branch on.

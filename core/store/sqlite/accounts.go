@@ -25,7 +25,7 @@ func scanAccount(s scanner, extra ...any) (store.Account, error) {
 // CreateAccount inserts a new account.
 func (db *DB) CreateAccount(ctx context.Context, a store.Account) error {
 	_, err := db.w.ExecContext(ctx, `INSERT INTO accounts (id, name, tier, type, created_at) VALUES (?, ?, ?, ?, ?)`,
-		a.ID, a.Name, a.Tier, a.Type, a.CreatedAt.UnixNano())
+		a.ID, a.Name, a.Tier, a.Type, stamp(a.CreatedAt))
 	if err != nil {
 		return fmt.Errorf("sqlite: create account: %w", conflict(err))
 	}
@@ -74,7 +74,7 @@ func (db *DB) SetTier(ctx context.Context, id, tier string) error {
 // CreateClient inserts an agency client.
 func (db *DB) CreateClient(ctx context.Context, c store.Client) error {
 	_, err := db.w.ExecContext(ctx, `INSERT INTO clients (id, account_id, name, created_at) VALUES (?, ?, ?, ?)`,
-		c.ID, c.AccountID, c.Name, c.CreatedAt.UnixNano())
+		c.ID, c.AccountID, c.Name, stamp(c.CreatedAt))
 	if err != nil {
 		return fmt.Errorf("sqlite: create client: %w", conflict(err))
 	}
@@ -138,7 +138,7 @@ func (db *DB) CreateKey(ctx context.Context, k store.Key) error {
 	_, err := db.w.ExecContext(ctx, `INSERT INTO api_keys (id, account_id, client_id, name, key_hash, secret_hash, hint, scopes,
 		expires_at, revoked_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		k.ID, k.AccountID, nullStr(k.ClientID), k.Name, k.KeyHash, k.SecretHash, k.Hint, strings.Join(k.Scopes, " "),
-		ns(k.ExpiresAt), ns(k.RevokedAt), k.CreatedAt.UnixNano())
+		ns(k.ExpiresAt), ns(k.RevokedAt), stamp(k.CreatedAt))
 	if err != nil {
 		return fmt.Errorf("sqlite: create key: %w", conflict(err))
 	}
@@ -197,7 +197,7 @@ func (db *DB) ListKeys(ctx context.Context, accountID string) ([]store.Key, erro
 // had: revoking a revoked key keeps the first time, and revoking a key
 // whose roll set a revocation in the future revokes it at at.
 func (db *DB) RevokeKey(ctx context.Context, id string, at time.Time) (store.Key, error) {
-	res, err := db.w.ExecContext(ctx, `UPDATE api_keys SET revoked_at = min(coalesce(revoked_at, ?1), ?1) WHERE id = ?2`, at.UnixNano(), id)
+	res, err := db.w.ExecContext(ctx, `UPDATE api_keys SET revoked_at = min(coalesce(revoked_at, ?1), ?1) WHERE id = ?2`, stamp(at), id)
 	if err != nil {
 		return store.Key{}, fmt.Errorf("sqlite: revoke key: %w", err)
 	}

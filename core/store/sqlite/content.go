@@ -261,7 +261,7 @@ func crArgs(c store.ContentRequest) ([]any, error) {
 	}
 	return []any{c.ID, c.AccountID, nullStr(c.ClientID), nullStr(c.KeyID), c.Type, c.Status, c.Domain, nullStr(c.URL),
 		nullStr(c.Content), string(queries), string(meta), c.Budget, c.Spent, c.BudgetMonth, nullStr(c.FailureReason), result,
-		c.CreatedAt.UnixNano(), c.UpdatedAt.UnixNano(), ns(c.StartedAt), ns(c.EndedAt),
+		stamp(c.CreatedAt), stamp(c.UpdatedAt), ns(c.StartedAt), ns(c.EndedAt),
 		nullStr(c.Step), c.Attempts, ns(c.LeaseUntil), work, c.HandBacks, nullStr(c.Holder)}, nil
 }
 
@@ -314,7 +314,7 @@ func (t *txn) Idempotency(scope, key string, notBefore time.Time) (store.Idempot
 	r := store.Idempotency{Scope: scope, Key: key}
 	var created int64
 	err := t.tx.QueryRow(`SELECT request_hash, status, body, created_at FROM idempotency_keys WHERE scope = ? AND key = ? AND created_at >= ?`,
-		scope, key, notBefore.UnixNano()).Scan(&r.RequestHash, &r.Status, &r.Body, &created)
+		scope, key, bound(notBefore)).Scan(&r.RequestHash, &r.Status, &r.Body, &created)
 	if err != nil {
 		return r, notFound(err)
 	}
@@ -326,7 +326,7 @@ func (t *txn) PutIdempotency(r store.Idempotency) error {
 	_, err := t.tx.Exec(`INSERT INTO idempotency_keys (scope, key, request_hash, status, body, created_at) VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (scope, key) DO UPDATE SET request_hash = excluded.request_hash, status = excluded.status,
 		body = excluded.body, created_at = excluded.created_at`,
-		r.Scope, r.Key, r.RequestHash, r.Status, r.Body, r.CreatedAt.UnixNano())
+		r.Scope, r.Key, r.RequestHash, r.Status, r.Body, stamp(r.CreatedAt))
 	if err != nil {
 		return fmt.Errorf("sqlite: put idempotency: %w", err)
 	}
@@ -335,7 +335,7 @@ func (t *txn) PutIdempotency(r store.Idempotency) error {
 
 // DeleteIdempotencyBefore forgets idempotency records made before t.
 func (db *DB) DeleteIdempotencyBefore(ctx context.Context, t time.Time) (int64, error) {
-	res, err := db.w.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE created_at < ?`, t.UnixNano())
+	res, err := db.w.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE created_at < ?`, bound(t))
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: prune idempotency keys: %w", err)
 	}

@@ -16,7 +16,7 @@ import (
 // processing, then the one whose last request started longest ago (never
 // first), then the one whose oldest queued request is oldest.
 func (t *txn) ClaimContentRequest(holder string, now, leaseEnd time.Time) (store.ContentRequest, error) {
-	c, err := scanCR(t.tx.QueryRow(`SELECT `+crColumns+` FROM content_requests `+claimExpired, now.UnixNano()))
+	c, err := scanCR(t.tx.QueryRow(`SELECT `+crColumns+` FROM content_requests `+claimExpired, bound(now)))
 	if errors.Is(err, sql.ErrNoRows) {
 		c, err = t.fairQueued()
 	}

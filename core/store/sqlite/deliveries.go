@@ -36,7 +36,7 @@ func (t *txn) InsertDelivery(d store.Delivery) (bool, error) {
 		WHERE NOT EXISTS (SELECT 1 FROM webhooks WHERE id = ?2 AND deleted_at IS NOT NULL)
 		ON CONFLICT (webhook_id, event_id) DO NOTHING`,
 		d.ID, d.WebhookID, d.AccountID, d.EventID, d.Event, d.Payload, d.Status, d.Attempts, d.Step, ns(d.NextAttemptAt),
-		ns(d.LastAttemptAt), nullInt(d.LastStatus), nullStr(d.LastError), ns(d.CreatedAt), ns(d.UpdatedAt),
+		ns(d.LastAttemptAt), nullInt(d.LastStatus), nullStr(d.LastError), stamp(d.CreatedAt), stamp(d.UpdatedAt),
 		nullStr(d.Lease), ns(d.LeaseUntil))
 	if err != nil {
 		return false, fmt.Errorf("sqlite: insert delivery: %w", conflict(err))
@@ -54,7 +54,7 @@ func nullInt(n int) any {
 
 func (t *txn) AddAttempt(a store.Attempt) error {
 	_, err := t.tx.Exec(`INSERT INTO webhook_attempts (delivery_id, n, at, status_code, latency_us, response_body, error, result)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, a.DeliveryID, a.N, a.At.UnixNano(), a.StatusCode, a.Latency.Microseconds(), a.ResponseBody, a.Error,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, a.DeliveryID, a.N, stamp(a.At), a.StatusCode, a.Latency.Microseconds(), a.ResponseBody, a.Error,
 		a.Result)
 	if err != nil {
 		return fmt.Errorf("sqlite: add attempt: %w", conflict(err))
@@ -75,7 +75,7 @@ func (db *DB) ClaimWebhookDeliveries(ctx context.Context, lease, webhookID strin
 			SELECT id FROM webhook_deliveries INDEXED BY webhook_deliveries_due_by_webhook
 			WHERE webhook_id = ?3 AND status = 'pending' AND next_attempt_at <= ?4 AND (lease_until IS NULL OR lease_until <= ?4)
 			ORDER BY next_attempt_at LIMIT ?5)
-		RETURNING `+deliveryColumns, lease, leaseEnd.UnixNano(), webhookID, now.UnixNano(), limit)
+		RETURNING `+deliveryColumns, lease, ns(leaseEnd), webhookID, bound(now), limit)
 	if err != nil {
 		return nil, false, fmt.Errorf("sqlite: claim deliveries of %s: %w", webhookID, err)
 	}
@@ -96,7 +96,7 @@ func (db *DB) ClaimDeliveries(ctx context.Context, lease string, now, leaseEnd t
 	var due bool
 	err = db.r.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM webhook_deliveries d INDEXED BY webhook_deliveries_due
 		WHERE d.status = 'pending' AND d.next_attempt_at <= ?1 AND (d.lease_until IS NULL OR d.lease_until <= ?1)
-		AND d.webhook_id IN (SELECT id FROM webhooks WHERE enabled = 1))`, now.UnixNano()).Scan(&due)
+		AND d.webhook_id IN (SELECT id FROM webhooks WHERE enabled = 1))`, bound(now)).Scan(&due)
 	if err != nil || !due {
 		return nil, nil, err
 	}
@@ -108,7 +108,7 @@ func (db *DB) ClaimDeliveries(ctx context.Context, lease string, now, leaseEnd t
 				AND d.webhook_id IN (SELECT id FROM webhooks WHERE enabled = 1)
 				ORDER BY d.next_attempt_at LIMIT ?4 * 4))
 			WHERE rn <= ?5 ORDER BY next_attempt_at LIMIT ?4)
-		RETURNING `+deliveryColumns, lease, leaseEnd.UnixNano(), now.UnixNano(), limit, perWebhook, string(skipJSON))
+		RETURNING `+deliveryColumns, lease, ns(leaseEnd), bound(now), limit, perWebhook, string(skipJSON))
 	if err != nil {
 		return nil, nil, fmt.Errorf("sqlite: claim deliveries: %w", err)
 	}
@@ -168,7 +168,7 @@ func (db *DB) RenewLeases(ctx context.Context, ds []store.Delivery, until time.T
 	err = db.Update(ctx, func(tx store.Tx) error {
 		ids = ids[:0]
 		rows, err := tx.(*txn).tx.QueryWrite(`UPDATE webhook_deliveries SET lease_until = ?1
-			WHERE (id, lease) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?2)) RETURNING id`, until.UnixNano(), string(j))
+			WHERE (id, lease) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?2)) RETURNING id`, ns(until), string(j))
 		if err != nil {
 			return err
 		}
@@ -191,8 +191,8 @@ func (db *DB) RenewLeases(ctx context.Context, ds []store.Delivery, until time.T
 func (t *txn) RecordOutcome(id, lease string, o store.DeliveryOutcome) error {
 	res, err := t.tx.Exec(`UPDATE webhook_deliveries SET status = ?, attempts = ?, step = ?, next_attempt_at = ?,
 		last_attempt_at = ?, last_status = ?, last_error = ?, updated_at = ?, lease = NULL, lease_until = NULL WHERE id = ? AND lease IS ?`,
-		o.Status, o.Attempt.N, o.Step, ns(o.Next), o.Attempt.At.UnixNano(), nullInt(o.Attempt.StatusCode), nullStr(o.Attempt.Error),
-		o.Attempt.At.UnixNano(), id, nullStr(lease))
+		o.Status, o.Attempt.N, o.Step, ns(o.Next), stamp(o.Attempt.At), nullInt(o.Attempt.StatusCode), nullStr(o.Attempt.Error),
+		stamp(o.Attempt.At), id, nullStr(lease))
 	if err != nil {
 		return fmt.Errorf("sqlite: record outcome: %w", err)
 	}
@@ -212,7 +212,7 @@ func (t *txn) RecordOutcome(id, lease string, o store.DeliveryOutcome) error {
 func (t *txn) Redeliver(webhookID string, ids []string, since, until, now time.Time) (int, error) {
 	q := `UPDATE webhook_deliveries SET status = 'pending', step = 0, next_attempt_at = ?1, updated_at = ?1
 		WHERE webhook_id = ?2 AND status != 'pending'`
-	args := []any{now.UnixNano(), webhookID}
+	args := []any{stamp(now), webhookID}
 	if ids != nil {
 		if len(ids) == 0 {
 			return 0, nil
@@ -237,7 +237,7 @@ func (t *txn) Redeliver(webhookID string, ids []string, since, until, now time.T
 func (db *DB) NextDue(ctx context.Context, now time.Time) (time.Time, error) {
 	var next sql.NullInt64
 	err := db.r.QueryRowContext(ctx, `SELECT min(next_attempt_at) FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at > ?`,
-		now.UnixNano()).Scan(&next)
+		bound(now)).Scan(&next)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("sqlite: next due: %w", err)
 	}

@@ -42,7 +42,7 @@ func domainArgs(d store.MonitoredDomain) ([]any, error) {
 		}
 		args = append(args, string(b))
 	}
-	return append(args, ns(d.NextScanAt), ns(d.LastScanAt), ns(d.CreatedAt), ns(d.UpdatedAt)), nil
+	return append(args, ns(d.NextScanAt), ns(d.LastScanAt), stamp(d.CreatedAt), stamp(d.UpdatedAt)), nil
 }
 
 func (t *txn) InsertDomain(d store.MonitoredDomain) error {

@@ -25,7 +25,7 @@ func (t *txn) Publish(topic string, msgs ...*message.Message) error {
 func (t *txn) LogEvent(e store.LoggedEvent) error {
 	_, err := t.tx.Exec(`INSERT INTO event_log (id, account_id, client_id, event, domain, payload, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
-		e.ID, e.AccountID, nullStr(e.ClientID), e.Event, e.Domain, e.Payload, e.CreatedAt.UnixNano())
+		e.ID, e.AccountID, nullStr(e.ClientID), e.Event, e.Domain, e.Payload, stamp(e.CreatedAt))
 	if err != nil {
 		return fmt.Errorf("sqlite: log event: %w", err)
 	}

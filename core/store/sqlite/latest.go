@@ -124,7 +124,7 @@ func (t *txn) InsertReading(r store.Reading) (store.Reading, error) {
 	}
 	res, err := t.tx.Exec(`INSERT INTO visibility_readings (account_id, client_id, domain, visibility_score, sentiment,
 		sentiment_score, source, measured_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		r.AccountID, nullStr(r.ClientID), r.Domain, r.VisibilityScore, r.Sentiment, r.SentimentScore, r.Source, r.MeasuredAt.UnixNano())
+		r.AccountID, nullStr(r.ClientID), r.Domain, r.VisibilityScore, r.Sentiment, r.SentimentScore, r.Source, stamp(r.MeasuredAt))
 	if err != nil {
 		return r, fmt.Errorf("sqlite: add reading: %w", conflict(err))
 	}

@@ -72,7 +72,7 @@ func (db *DB) ListUsers(ctx context.Context, accountID string) ([]store.User, er
 // SetPassword sets a password and ends the user's other sessions.
 func (db *DB) SetPassword(ctx context.Context, userID, hash string, at time.Time, keep []byte) error {
 	return inTx(ctx, db.w, func(tx *sql.Tx) error {
-		res, err := tx.Exec(`UPDATE users SET password_hash = ?, password_at = ? WHERE id = ?`, hash, at.UnixNano(), userID)
+		res, err := tx.Exec(`UPDATE users SET password_hash = ?, password_at = ? WHERE id = ?`, hash, stamp(at), userID)
 		if err != nil {
 			return fmt.Errorf("sqlite: set password: %w", err)
 		}
@@ -117,7 +117,7 @@ func (db *DB) DeleteUser(ctx context.Context, accountID, userID string) error {
 // CreateSession keeps a new session.
 func (db *DB) CreateSession(ctx context.Context, s store.Session) error {
 	_, err := db.w.ExecContext(ctx, `INSERT INTO sessions (token_hash, user_id, csrf, created_at, expires_at) VALUES (?, ?, ?, ?, ?)`,
-		s.TokenHash, s.UserID, s.CSRF, s.CreatedAt.UnixNano(), s.ExpiresAt.UnixNano())
+		s.TokenHash, s.UserID, s.CSRF, stamp(s.CreatedAt), stamp(s.ExpiresAt))
 	if err != nil {
 		return fmt.Errorf("sqlite: create session: %w", conflict(err))
 	}
@@ -129,7 +129,7 @@ func (db *DB) SessionByHash(ctx context.Context, hash []byte, now time.Time) (st
 	var s store.Session
 	var created, expires sql.NullInt64
 	u, err := scanUser(db.r.QueryRowContext(ctx, `SELECT `+userColumns+`, s.token_hash, s.user_id, s.csrf, s.created_at, s.expires_at
-		FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.token_hash = ? AND s.expires_at > ?`, hash, now.UnixNano()),
+		FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.token_hash = ? AND s.expires_at > ?`, hash, bound(now)),
 		&s.TokenHash, &s.UserID, &s.CSRF, &created, &expires)
 	if err != nil {
 		return s, u, fmt.Errorf("sqlite: session: %w", notFound(err))
@@ -149,10 +149,10 @@ func (db *DB) DeleteSession(ctx context.Context, hash []byte) error {
 // DeleteExpired forgets expired sessions and invitations.
 func (db *DB) DeleteExpired(ctx context.Context, now time.Time) error {
 	return inTx(ctx, db.w, func(tx *sql.Tx) error {
-		if _, err := tx.Exec(`DELETE FROM sessions WHERE expires_at <= ?`, now.UnixNano()); err != nil {
+		if _, err := tx.Exec(`DELETE FROM sessions WHERE expires_at <= ?`, bound(now)); err != nil {
 			return fmt.Errorf("sqlite: delete expired sessions: %w", err)
 		}
-		if _, err := tx.Exec(`DELETE FROM invitations WHERE expires_at <= ?`, now.UnixNano()); err != nil {
+		if _, err := tx.Exec(`DELETE FROM invitations WHERE expires_at <= ?`, bound(now)); err != nil {
 			return fmt.Errorf("sqlite: delete expired invitations: %w", err)
 		}
 		return nil
@@ -174,7 +174,7 @@ func scanInvitation(s scanner) (store.Invitation, error) {
 // CreateInvitation keeps an invitation.
 func (db *DB) CreateInvitation(ctx context.Context, inv store.Invitation) error {
 	_, err := db.w.ExecContext(ctx, `INSERT INTO invitations (`+invitationColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		inv.TokenHash, nullStr(inv.AccountID), inv.Email, inv.Role, nullStr(inv.InvitedBy), inv.CreatedAt.UnixNano(), inv.ExpiresAt.UnixNano())
+		inv.TokenHash, nullStr(inv.AccountID), inv.Email, inv.Role, nullStr(inv.InvitedBy), stamp(inv.CreatedAt), stamp(inv.ExpiresAt))
 	if err != nil {
 		return fmt.Errorf("sqlite: create invitation: %w", conflict(err))
 	}
@@ -184,7 +184,7 @@ func (db *DB) CreateInvitation(ctx context.Context, inv store.Invitation) error 
 // Invitation finds an unexpired invitation.
 func (db *DB) Invitation(ctx context.Context, hash []byte, now time.Time) (store.Invitation, error) {
 	inv, err := scanInvitation(db.r.QueryRowContext(ctx, `SELECT `+invitationColumns+` FROM invitations
-		WHERE token_hash = ? AND expires_at > ? AND (account_id IS NOT NULL OR NOT EXISTS (SELECT 1 FROM users))`, hash, now.UnixNano()))
+		WHERE token_hash = ? AND expires_at > ? AND (account_id IS NOT NULL OR NOT EXISTS (SELECT 1 FROM users))`, hash, bound(now)))
 	if err != nil {
 		return inv, fmt.Errorf("sqlite: invitation: %w", notFound(err))
 	}
@@ -194,7 +194,7 @@ func (db *DB) Invitation(ctx context.Context, hash []byte, now time.Time) (store
 // ListInvitations lists an account's unexpired invitations, oldest first.
 func (db *DB) ListInvitations(ctx context.Context, accountID string, now time.Time) ([]store.Invitation, error) {
 	rows, err := db.r.QueryContext(ctx, `SELECT `+invitationColumns+` FROM invitations
-		WHERE account_id = ? AND expires_at > ? ORDER BY created_at`, accountID, now.UnixNano())
+		WHERE account_id = ? AND expires_at > ? ORDER BY created_at`, accountID, bound(now))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list invitations: %w", err)
 	}
@@ -238,7 +238,7 @@ func (db *DB) AcceptInvitation(ctx context.Context, hash []byte, u store.User, a
 		// Expired at the user's creation, it is refused even if it was
 		// live when read (a password hash may take a while in between).
 		res, err := tx.Exec(`DELETE FROM invitations WHERE token_hash = ? AND expires_at > ?
-			AND (account_id IS NOT NULL OR NOT EXISTS (SELECT 1 FROM users))`, hash, u.CreatedAt.UnixNano())
+			AND (account_id IS NOT NULL OR NOT EXISTS (SELECT 1 FROM users))`, hash, bound(u.CreatedAt))
 		if err != nil {
 			return fmt.Errorf("sqlite: accept invitation: %w", err)
 		}
@@ -247,7 +247,7 @@ func (db *DB) AcceptInvitation(ctx context.Context, hash []byte, u store.User, a
 		}
 		if a != nil {
 			if _, err := tx.Exec(`INSERT INTO accounts (id, name, tier, type, created_at) VALUES (?, ?, ?, ?, ?)`,
-				a.ID, a.Name, a.Tier, a.Type, a.CreatedAt.UnixNano()); err != nil {
+				a.ID, a.Name, a.Tier, a.Type, stamp(a.CreatedAt)); err != nil {
 				return fmt.Errorf("sqlite: create account: %w", conflict(err))
 			}
 			// The bootstrap link is used: no other may create an account.
@@ -256,7 +256,7 @@ func (db *DB) AcceptInvitation(ctx context.Context, hash []byte, u store.User, a
 			}
 		}
 		_, err = tx.Exec(`INSERT INTO users (id, account_id, email, role, password_hash, created_at, password_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			u.ID, u.AccountID, u.Email, u.Role, u.PasswordHash, u.CreatedAt.UnixNano(), u.PasswordAt.UnixNano())
+			u.ID, u.AccountID, u.Email, u.Role, u.PasswordHash, stamp(u.CreatedAt), stamp(u.PasswordAt))
 		if err != nil {
 			return fmt.Errorf("sqlite: create user: %w", conflict(err))
 		}

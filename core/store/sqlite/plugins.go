@@ -13,7 +13,7 @@ func (db *DB) PutPlugin(ctx context.Context, p store.PluginRecord) error {
 	_, err := db.w.ExecContext(ctx, `INSERT INTO plugins (name, path, sha256, kind, version, display_name, registered_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET path = excluded.path, sha256 = excluded.sha256,
 		kind = excluded.kind, version = excluded.version, display_name = excluded.display_name, registered_at = excluded.registered_at`,
-		p.Name, p.Path, p.SHA256, p.Kind, p.Version, p.DisplayName, p.RegisteredAt.UnixNano())
+		p.Name, p.Path, p.SHA256, p.Kind, p.Version, p.DisplayName, stamp(p.RegisteredAt))
 	if err != nil {
 		return fmt.Errorf("sqlite: put plugin: %w", err)
 	}

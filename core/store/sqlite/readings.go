@@ -25,7 +25,7 @@ func (db *DB) LatestReading(ctx context.Context, f store.ReadingFilter) (store.R
 	var cond string
 	var args []any
 	if !f.AtOrBefore.IsZero() {
-		cond, args = `measured_at <= ?`, []any{f.AtOrBefore.UnixNano()}
+		cond, args = `measured_at <= ?`, []any{bound(f.AtOrBefore)}
 	}
 	q, args := readingsQuery(f, cond, args, 1)
 	r, err := scanReading(db.r.QueryRowContext(ctx, q, args...))

@@ -33,7 +33,7 @@ func (db *DB) PruneDeliveries(ctx context.Context, t time.Time, limit int) (int,
 // PruneDeleted forgets up to limit webhooks and connections deleted before
 // t whose deliveries have all gone.
 func (db *DB) PruneDeleted(ctx context.Context, t time.Time, limit int) (int, error) {
-	return db.prune(ctx, "deleted webhooks", pruneDeleted, t.UnixNano(), limit)
+	return db.prune(ctx, "deleted webhooks", pruneDeleted, bound(t), limit)
 }
 
 // prune runs one bounded DELETE on the writer connection: a short write
@@ -51,5 +51,5 @@ func (db *DB) prune(ctx context.Context, what, q string, args ...any) (int, erro
 // PruneEvents forgets up to limit logged events made before t, oldest
 // first.
 func (db *DB) PruneEvents(ctx context.Context, t time.Time, limit int) (int, error) {
-	return db.prune(ctx, "events", pruneEvents, events.IDFloor(t), t.UnixNano(), limit)
+	return db.prune(ctx, "events", pruneEvents, events.IDFloor(t), bound(t), limit)
 }

@@ -34,7 +34,7 @@ func scanArgs(s store.Scan) []any {
 		result = string(s.Result)
 	}
 	return []any{s.ID, s.AccountID, nullStr(s.ClientID), s.DomainID, s.Domain, s.Trigger, s.Status, s.Attempts, ns(s.LeaseUntil),
-		result, nullStr(s.Error), ns(s.CreatedAt), ns(s.StartedAt), ns(s.FinishedAt), nullStr(s.Holder)}
+		result, nullStr(s.Error), stamp(s.CreatedAt), ns(s.StartedAt), ns(s.FinishedAt), nullStr(s.Holder)}
 }
 
 func (t *txn) InsertScan(s store.Scan) error {
@@ -74,7 +74,7 @@ func (t *txn) ClaimScan(holder string, now, leaseEnd time.Time) (store.Scan, err
 	s, err := scanScan(t.tx.QueryRow(`SELECT ` + scanColumns + ` FROM scans WHERE status = 'queued' ORDER BY created_at LIMIT 1`))
 	if errors.Is(err, sql.ErrNoRows) {
 		s, err = scanScan(t.tx.QueryRow(`SELECT `+scanColumns+` FROM scans WHERE status = 'running' AND lease_until < ?
-			ORDER BY created_at LIMIT 1`, now.UnixNano()))
+			ORDER BY created_at LIMIT 1`, bound(now)))
 	}
 	if err != nil {
 		return s, fmt.Errorf("sqlite: claim scan: %w", notFound(err))
@@ -83,7 +83,7 @@ func (t *txn) ClaimScan(holder string, now, leaseEnd time.Time) (store.Scan, err
 		s.StartedAt = now
 	}
 	res, err := t.tx.Exec(`UPDATE scans SET status = 'running', attempts = attempts + 1, holder = ?, lease_until = ?, started_at = ?
-		WHERE id = ? AND attempts = ?`, holder, leaseEnd.UnixNano(), s.StartedAt.UnixNano(), s.ID, s.Attempts)
+		WHERE id = ? AND attempts = ?`, holder, ns(leaseEnd), stamp(s.StartedAt), s.ID, s.Attempts)
 	if err != nil {
 		return s, fmt.Errorf("sqlite: claim scan: %w", err)
 	}
@@ -102,7 +102,7 @@ func (t *txn) scan(accountID, id string) (store.Scan, error) {
 
 func (t *txn) DueDomains(now time.Time, limit int) ([]store.DueDomain, error) {
 	rows, err := t.tx.Query(`SELECT a.tier, `+prefixed("d.", domainColumns)+` FROM monitored_domains d JOIN accounts a ON a.id = d.account_id
-		WHERE d.next_scan_at <= ? ORDER BY d.next_scan_at LIMIT ?`, now.UnixNano(), limit)
+		WHERE d.next_scan_at <= ? ORDER BY d.next_scan_at LIMIT ?`, bound(now), limit)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: due domains: %w", err)
 	}

@@ -242,21 +242,6 @@ func inTx(ctx context.Context, db *sql.DB, fn func(*sql.Tx) error) error {
 // bus that shares the database file.
 func (db *DB) Pools() (write, read *sql.DB) { return db.w, db.r }
 
-// times are stored as Unix nanoseconds, NULL for the zero time.
-func ns(t time.Time) any {
-	if t.IsZero() {
-		return nil
-	}
-	return t.UnixNano()
-}
-
-func fromNS(v sql.NullInt64) time.Time {
-	if !v.Valid {
-		return time.Time{}
-	}
-	return time.Unix(0, v.Int64).UTC()
-}
-
 func nullStr(s string) any {
 	if s == "" {
 		return nil

@@ -12,7 +12,7 @@ import (
 // UsageSince lists an account's per-key hourly counts from since on.
 func (db *DB) UsageSince(ctx context.Context, accountID string, since time.Time) ([]store.KeyUsage, error) {
 	rows, err := db.r.QueryContext(ctx, `SELECT key_id, hour, client_id, count FROM usage_hourly
-		WHERE account_id = ? AND hour >= ? ORDER BY hour, key_id`, accountID, since.UnixNano())
+		WHERE account_id = ? AND hour >= ? ORDER BY hour, key_id`, accountID, bound(since))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: usage: %w", err)
 	}
@@ -33,7 +33,7 @@ func (db *DB) UsageSince(ctx context.Context, accountID string, since time.Time)
 
 // LoadWindows reads the persisted rate-limit windows that started at or after since.
 func (db *DB) LoadWindows(ctx context.Context, since time.Time) ([]store.Window, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT account_id, window, start, count FROM rate_windows WHERE start >= ?`, since.UnixNano())
+	rows, err := db.r.QueryContext(ctx, `SELECT account_id, window, start, count FROM rate_windows WHERE start >= ?`, bound(since))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: load windows: %w", err)
 	}
@@ -63,7 +63,7 @@ func (db *DB) SaveCounts(ctx context.Context, windows []store.Window, usage []st
 			}
 			defer st.Close()
 			for _, w := range windows {
-				if _, err := st.Exec(w.AccountID, w.Window, w.Start.UnixNano(), w.Count); err != nil {
+				if _, err := st.Exec(w.AccountID, w.Window, stamp(w.Start), w.Count); err != nil {
 					return fmt.Errorf("sqlite: save window: %w", err)
 				}
 			}
@@ -75,16 +75,16 @@ func (db *DB) SaveCounts(ctx context.Context, windows []store.Window, usage []st
 				return err
 			}
 			defer st.Close()
-			last, err := tx.Prepare(`UPDATE api_keys SET last_used_at = max(coalesce(last_used_at, 0), ?) WHERE id = ?`)
+			last, err := tx.Prepare(`UPDATE api_keys SET last_used_at = max(coalesce(last_used_at, ?1), ?1) WHERE id = ?2`)
 			if err != nil {
 				return err
 			}
 			defer last.Close()
 			for _, u := range usage {
-				if _, err := st.Exec(u.KeyID, u.Hour.UnixNano(), u.AccountID, nullStr(u.ClientID), u.Count); err != nil {
+				if _, err := st.Exec(u.KeyID, stamp(u.Hour), u.AccountID, nullStr(u.ClientID), u.Count); err != nil {
 					return fmt.Errorf("sqlite: save usage: %w", err)
 				}
-				if _, err := last.Exec(u.LastUsed.UnixNano(), u.KeyID); err != nil {
+				if _, err := last.Exec(stamp(u.LastUsed), u.KeyID); err != nil {
 					return fmt.Errorf("sqlite: save last use: %w", err)
 				}
 			}

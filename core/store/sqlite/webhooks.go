@@ -94,7 +94,7 @@ func (db *DB) webhookArgs(w store.Webhook) ([]any, error) {
 	}
 	return []any{w.ID, w.AccountID, nullStr(w.ClientID), w.Domain, w.URL, strings.Join(w.Events, " "), w.MinScoreChange, bit(w.Enabled),
 		nullStr(w.DisabledReason), ns(w.DisabledAt), w.Secret, nullStr(w.PrevSecret), ns(w.PrevSecretEnd), ns(w.FailingSince),
-		w.Failures, ns(w.LastSuccessAt), ns(w.CreatedAt), ns(w.UpdatedAt),
+		w.Failures, ns(w.LastSuccessAt), stamp(w.CreatedAt), stamp(w.UpdatedAt),
 		nullStr(w.Connector), w.Name, strings.Join(w.Domains, " "), settings, string(w.PublicSettings),
 		strings.Join(w.SecretFields, " "), bit(w.Subscription)}, nil
 }
@@ -162,7 +162,7 @@ func (t *txn) DeleteWebhook(accountID, id, reason string, at time.Time) error {
 	// Kept for its delivery log; its secrets are of no further use.
 	res, err := t.tx.Exec(`UPDATE webhooks SET deleted_at = ?3, enabled = 0, disabled_reason = ?4, disabled_at = ?3, updated_at = ?3,
 		secret = '', prev_secret = NULL, prev_secret_end = NULL, settings = ''
-		WHERE account_id = ?1 AND id = ?2 AND deleted_at IS NULL`, accountID, id, at.UnixNano(), reason)
+		WHERE account_id = ?1 AND id = ?2 AND deleted_at IS NULL`, accountID, id, stamp(at), reason)
 	if err != nil {
 		return fmt.Errorf("sqlite: delete webhook: %w", err)
 	}
@@ -173,7 +173,7 @@ func (t *txn) DeleteWebhook(accountID, id, reason string, at time.Time) error {
 	_, err = t.tx.Exec(`UPDATE webhook_deliveries INDEXED BY webhook_deliveries_due_by_webhook
 		SET status = 'failed', next_attempt_at = NULL, last_error = ?1, updated_at = ?2, lease = NULL, lease_until = NULL
 		WHERE webhook_id = ?3 AND status = 'pending'`,
-		reason, at.UnixNano(), id)
+		reason, stamp(at), id)
 	if err != nil {
 		return fmt.Errorf("sqlite: delete webhook: %w", err)
 	}
