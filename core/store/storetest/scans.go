@@ -1,0 +1,140 @@
+package storetest
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/aivis/aivis/core/store"
+)
+
+func newScan(id, accountID, clientID, domainID string, created time.Time) store.Scan {
+	return store.Scan{ID: id, AccountID: accountID, ClientID: clientID, DomainID: domainID, Domain: domainID + ".example",
+		Trigger: store.ScanScheduled, Status: store.ScanQueued, CreatedAt: created}
+}
+
+// A scan keeps every field; another account's is ErrNotFound; ids are
+// unique (ErrConflict); UpdateScan, the write of the claim that made its
+// Attempts, writes its state, holder, lease, result, error and times;
+// ActiveScan is a domain's queued or running scan; LatestScan is the last
+// completed scan of exactly one owner's domain.
+func testScans(t *testing.T, newStore Constructor) {
+	s, _ := newStore(t)
+	owners(t, s)
+	full := store.Scan{ID: "scan_1", AccountID: "acct_1", ClientID: "cli_1", DomainID: "dom_1", Domain: "xn--bcher-kva.example",
+		Trigger: store.ScanManual, Status: store.ScanRunning, Attempts: 2, Holder: "proc_a", LeaseUntil: t0.Add(time.Minute).In(elsewhere),
+		Result: json.RawMessage(`{"score":61,"probes":[1,2]}`), Error: "probe timed out", CreatedAt: t0.In(elsewhere),
+		StartedAt: t0.Add(time.Second), FinishedAt: t0.Add(2 * time.Second)}
+	update(t, s, "InsertScan", func(tx store.Tx) error { return tx.InsertScan(full) })
+	want := full
+	want.LeaseUntil, want.CreatedAt = want.LeaseUntil.UTC(), t0
+	if got, err := s.Scan(ctx, "acct_1", "scan_1"); err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("Scan round trip:\n got  %+v, %v\n want %+v", got, err, want)
+	}
+	if _, err := s.Scan(ctx, "acct_2", "scan_1"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Scan of another account's: %v, want ErrNotFound", err)
+	}
+	if err := s.Update(ctx, func(tx store.Tx) error { return tx.InsertScan(newScan("scan_1", "acct_1", "", "dom_9", t0)) }); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("InsertScan of a taken id: %v, want ErrConflict", err)
+	}
+	update(t, s, "ActiveScan", func(tx store.Tx) error {
+		if got, err := tx.ActiveScan("dom_1"); err != nil || got.ID != "scan_1" {
+			t.Errorf("ActiveScan of a domain with a running scan: %+v, %v", got, err)
+		}
+		if _, err := tx.ActiveScan("dom_2"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("ActiveScan of a domain without scans: %v, want ErrNotFound", err)
+		}
+		return nil
+	})
+	if _, err := s.LatestScan(ctx, "acct_1", "cli_1", full.Domain); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("LatestScan while none completed: %v, want ErrNotFound", err)
+	}
+
+	done := want
+	done.Status, done.LeaseUntil, done.Error = store.ScanCompleted, time.Time{}, ""
+	done.Result, done.StartedAt, done.FinishedAt = json.RawMessage(`{"score":62}`), t0.Add(time.Minute), t0.Add(2*time.Minute)
+	update(t, s, "UpdateScan", func(tx store.Tx) error { return tx.UpdateScan(done) })
+	if got, err := s.Scan(ctx, "acct_1", "scan_1"); err != nil || !reflect.DeepEqual(got, done) {
+		t.Errorf("after UpdateScan:\n got  %+v, %v\n want %+v", got, err, done)
+	}
+	if err := s.Update(ctx, func(tx store.Tx) error { return tx.UpdateScan(newScan("scan_none", "acct_1", "", "dom_1", t0)) }); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("UpdateScan of an unknown scan: %v, want ErrNotFound", err)
+	}
+	update(t, s, "ActiveScan", func(tx store.Tx) error {
+		if _, err := tx.ActiveScan("dom_1"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("ActiveScan of a domain whose scan completed: %v, want ErrNotFound", err)
+		}
+		return nil
+	})
+
+	// LatestScan: the last finished completed one of exactly that owner.
+	later := newScan("scan_2", "acct_1", "cli_1", "dom_1", t0.Add(-time.Hour)) // created earlier, finished later
+	later.Domain, later.Status, later.FinishedAt = full.Domain, store.ScanCompleted, t0.Add(3*time.Minute)
+	failed := newScan("scan_3", "acct_1", "cli_1", "dom_1", t0.Add(time.Hour))
+	failed.Domain, failed.Status, failed.FinishedAt = full.Domain, store.ScanFailed, t0.Add(time.Hour)
+	own := newScan("scan_4", "acct_1", "", "dom_own", t0)
+	own.Domain, own.Status, own.FinishedAt = full.Domain, store.ScanCompleted, t0.Add(4*time.Minute)
+	update(t, s, "InsertScan", func(tx store.Tx) error {
+		for _, sc := range []store.Scan{later, failed, own} {
+			if err := tx.InsertScan(sc); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	for _, tc := range []struct{ account, client, want string }{{"acct_1", "cli_1", "scan_2"}, {"acct_1", "", "scan_4"}} {
+		if got, err := s.LatestScan(ctx, tc.account, tc.client, full.Domain); err != nil || got.ID != tc.want {
+			t.Errorf("LatestScan(%s, %q) = %s, %v; want %s", tc.account, tc.client, got.ID, err, tc.want)
+		}
+	}
+	if _, err := s.LatestScan(ctx, "acct_2", "", full.Domain); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("LatestScan of another account: %v, want ErrNotFound", err)
+	}
+}
+
+// DueDomains lists up to limit monitored domains whose next scan is due at
+// now (a domain without one is never due), soonest first, each with its
+// account's tier.
+func testDueDomains(t *testing.T, newStore Constructor) {
+	s, _ := newStore(t)
+	newAccount(t, s, "acct_1", store.AccountAgency)
+	must(t, s.CreateAccount(ctx, store.Account{ID: "acct_2", Name: "Two", Tier: "enterprise", Type: store.AccountStandard, CreatedAt: t0}), "CreateAccount")
+	newClient(t, s, "acct_1", "cli_1")
+	var ds []store.MonitoredDomain
+	for i, in := range []time.Duration{-time.Minute, 0, time.Nanosecond, -time.Hour, -2 * time.Minute} {
+		d := newDomain("dom_"+string(rune('a'+i)), []string{"acct_1", "acct_2"}[i%2], "", string(rune('a'+i))+".example", t0)
+		d.NextScanAt = t0.Add(in)
+		ds = append(ds, d)
+	}
+	never := newDomain("dom_never", "acct_1", "cli_1", "never.example", t0)
+	update(t, s, "InsertDomain", func(tx store.Tx) error {
+		for _, d := range append(ds, never) {
+			if err := tx.InsertDomain(d); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	due := func(limit int) []store.DueDomain {
+		var out []store.DueDomain
+		update(t, s, "DueDomains", func(tx store.Tx) (err error) { out, err = tx.DueDomains(t0, limit); return err })
+		return out
+	}
+	got := due(10)
+	var ids []string
+	for _, d := range got {
+		ids = append(ids, d.ID)
+		if tier := map[string]string{"acct_1": "starter", "acct_2": "enterprise"}[d.AccountID]; d.Tier != tier {
+			t.Errorf("DueDomains: %s with tier %q, want its account's, %q", d.ID, d.Tier, tier)
+		}
+	}
+	if !slices.Equal(ids, []string{"dom_d", "dom_e", "dom_a", "dom_b"}) {
+		t.Errorf("DueDomains = %v, want those due at now, soonest first", ids)
+	}
+	if got := due(2); len(got) != 2 || got[0].ID != "dom_d" || got[0].Domain != ds[3].Domain || !got[0].NextScanAt.Equal(ds[3].NextScanAt) {
+		t.Errorf("DueDomains(limit 2) = %+v; want the 2 soonest, with their fields", got)
+	}
+}
