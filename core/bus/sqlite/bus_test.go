@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -624,5 +625,56 @@ func TestErrors(t *testing.T) {
 	}
 	if err := s.Close(); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestOpenDB: the bus's own connections to a file, whatever its path: a
+// writer that leaves checkpoints to the file's owner, and readers that
+// cannot write; a subscriber on them gets what a publisher on other
+// connections wrote.
+func TestOpenDB(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a%20b?c#d.db")
+	w, r, err := bus.OpenDB(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { r.Close(); w.Close() }()
+	if err := bus.InitializeSchema(t.Context(), w); err != nil {
+		t.Fatal(err)
+	}
+	var auto int
+	if err := w.QueryRow(`PRAGMA wal_autocheckpoint`).Scan(&auto); err != nil || auto != 0 {
+		t.Errorf("the writer's wal_autocheckpoint is %d (%v), want 0", auto, err)
+	}
+	if _, err := r.Exec(`DELETE FROM bus_messages`); err == nil {
+		t.Error("a reader wrote")
+	}
+
+	pw, pr, err := bus.OpenDB(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { pr.Close(); pw.Close() }()
+	pub, err := bus.NewPublisher(pw, bus.PublisherConfig{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := bus.NewSubscriber(w, r, bus.SubscriberConfig{ConsumerGroup: "g"}, testLogger{t})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	ch, err := sub.Subscribe(t.Context(), "topic")
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish(t, pub, "topic", 0, 3)
+	for i, m := range receive(t, ch, 3) {
+		if m.UUID != strconv.Itoa(i) {
+			t.Errorf("message %d is %s", i, m.UUID)
+		}
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Errorf("the file is not at its path: %v", err)
 	}
 }

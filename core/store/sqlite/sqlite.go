@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/url"
 	"runtime"
 	"sort"
 	"strconv"
@@ -22,6 +21,7 @@ import (
 	bus "github.com/aivis/aivis/core/bus/sqlite"
 	"github.com/aivis/aivis/core/secrets"
 	"github.com/aivis/aivis/core/store"
+	"github.com/aivis/aivis/internal/sqlitefile"
 )
 
 //go:embed migrations/*.sql
@@ -67,18 +67,13 @@ func init() {
 // Open opens (creating if needed) the database file at path and applies any
 // pending migrations.
 func Open(ctx context.Context, path string) (*DB, error) {
-	q := url.Values{}
-	q.Set("_journal_mode", "WAL")
-	q.Set("_busy_timeout", "10000")
+	q := sqlitefile.Params()
 	q.Set("_foreign_keys", "on")
-	q.Set("_synchronous", "NORMAL")
 	q.Set("_txlock", "immediate")
 	// Statements are prepared once per connection and kept: preparing
 	// costs more than running most of them.
 	q.Set("_stmt_cache_size", "256")
-	// The path is part of a URI: escape what SQLite would read as its syntax.
-	file := "file:" + strings.NewReplacer("%", "%25", "?", "%3F", "#", "%23").Replace(path)
-	w, err := sql.Open(writerDriver, file+"?"+q.Encode())
+	w, err := sql.Open(writerDriver, sqlitefile.DSN(path, q))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
@@ -90,6 +85,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		w.Close()
 		return nil, err
 	}
+	// The outbox: Tx.Publish writes events to the bus's table.
 	if err := bus.InitializeSchema(ctx, w); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("sqlite: event bus schema: %w", err)
@@ -104,7 +100,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	// 512 KiB keep the indexes' upper pages. The checkpointer, which
 	// copies pages without caching them, gets the same.
 	q.Set("_cache_size", "-512")
-	r, err := sql.Open(driverName, file+"?"+q.Encode())
+	r, err := sql.Open(driverName, sqlitefile.DSN(path, q))
 	if err != nil {
 		w.Close()
 		return nil, fmt.Errorf("sqlite: open readers: %w", err)
@@ -116,7 +112,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	q.Set("_query_only", "false")
 	db := &DB{w: w, r: r}
 	db.writer = newWriter(db)
-	if db.checkpoints, err = startCheckpointer(file + "?" + q.Encode()); err != nil {
+	if db.checkpoints, err = startCheckpointer(sqlitefile.DSN(path, q)); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -238,8 +234,9 @@ func inTx(ctx context.Context, db *sql.DB, fn func(*sql.Tx) error) error {
 	return tx.Commit()
 }
 
-// Pools are the writer (one connection) and the readers, for the event
-// bus that shares the database file.
+// Pools are the writer (one connection) and the readers, for tests and
+// diagnostics that read the file as the store does. The event bus opens
+// connections of its own (bus.OpenDB).
 func (db *DB) Pools() (write, read *sql.DB) { return db.w, db.r }
 
 func nullStr(s string) any {
