@@ -20,10 +20,20 @@ import (
 	"github.com/aivis/aivis/client"
 )
 
+// ErrInvalid is in every error of a configuration's file, environment or
+// values (its text, "config", begins them), as opposed to a command
+// line's unknown or malformed flags.
+var ErrInvalid = errors.New("config")
+
 // Config is the server's configuration.
 type Config struct {
-	ConfigFile            string   `json:"-"`
-	DataDir               string   `json:"data_dir"`
+	ConfigFile string `json:"-"`
+	DataDir    string `json:"data_dir"`
+	// Store, Bus and Counter name the engines (core/engines) that keep the
+	// data, carry events and count requests.
+	Store                 string   `json:"store"`
+	Bus                   string   `json:"bus"`
+	Counter               string   `json:"counter"`
 	Addr                  string   `json:"addr"`
 	HTTPAddr              string   `json:"http_addr"`
 	PublicURL             string   `json:"public_url"`
@@ -130,6 +140,9 @@ const MinDeliveryRetention = 7 * 24 * time.Hour
 func Default() Config {
 	return Config{
 		DataDir:               "./aivis-data",
+		Store:                 "sqlite",
+		Bus:                   "sqlite",
+		Counter:               "memory",
 		Addr:                  "127.0.0.1:8443",
 		LogLevel:              "info",
 		LogFormat:             "text",
@@ -149,38 +162,41 @@ func Default() Config {
 type field struct {
 	flag, usage string
 	value       flag.Value
+	// every command takes it as a flag, not only serve: where the data is
+	// and which engines hold it.
+	shared bool
 }
 
 // fields binds every setting to a flag name; its environment variable is
 // AIVIS_ and the flag name in upper case with underscores.
-func (c *Config) fields(serve bool) []field {
-	fs := []field{{"data-dir", "directory of the database, TLS material and plugins", (*str)(&c.DataDir)}}
-	if !serve {
-		return fs
+func (c *Config) fields() []field {
+	return []field{
+		{"data-dir", "directory of the database, TLS material and plugins", (*str)(&c.DataDir), true},
+		{"config", "JSON configuration file", (*str)(&c.ConfigFile), true},
+		{"store", "storage engine: where accounts, keys, readings, events and deliveries are kept", (*str)(&c.Store), true},
+		{"bus", "event bus: what carries events from the store to the delivery engine", (*str)(&c.Bus), true},
+		{"counter", "rate-limit counter: what counts requests against the tiers' windows", (*str)(&c.Counter), true},
+		{"addr", "HTTPS listen address", (*str)(&c.Addr), false},
+		{"http-addr", "optional plain-HTTP listen address (answers 403 HTTPS_REQUIRED)", (*str)(&c.HTTPAddr), false},
+		{"public-url", "base URL users reach the server at (default https://<addr>)", (*str)(&c.PublicURL), false},
+		{"tls-cert", "TLS certificate PEM file (default: self-signed, made in the data directory)", (*str)(&c.TLSCert), false},
+		{"tls-key", "TLS private key PEM file", (*str)(&c.TLSKey), false},
+		{"trusted-proxies", "comma-separated CIDRs whose X-Forwarded-Proto/-For are believed", (*list)(&c.TrustedProxies), false},
+		{"allow-private-targets", "let outbound deliveries reach loopback, private and link-local addresses", (*boolean)(&c.AllowPrivateTargets), false},
+		{"allowed-targets", "comma-separated CIDRs outbound deliveries may reach despite the guard", (*list)(&c.AllowedTargets), false},
+		{"allow-http-targets", "accept webhook endpoints on plain http:// (default: https:// only)", (*boolean)(&c.AllowHTTPTargets), false},
+		{"webhook-timeout", "how long one webhook delivery attempt may take", &c.WebhookTimeout, false},
+		{"delivery-retention", "how long deliveries and their attempts are kept, deleted webhooks' and connections' too (at least 168h)", &c.DeliveryRetention, false},
+		{"log-level", "debug, info, warn or error", (*str)(&c.LogLevel), false},
+		{"log-format", "text or json", (*str)(&c.LogFormat), false},
+		{"auth-failures-per-minute", "failed authentications allowed per client address per minute", (*integer)(&c.AuthFailuresPerMinute), false},
+		{"counter-flush-interval", "how often request counts are written to the database", &c.CounterFlushInterval, false},
+		{"shutdown-timeout", "how long a graceful shutdown waits for requests in flight", &c.ShutdownTimeout, false},
+		{"scan-workers", "how many domain scans run at once", (*integer)(&c.ScanWorkers), false},
+		{"content-workers", "how many content requests are processed at once (0: none)", (*integer)(&c.ContentWorkers), false},
+		{"content-engine", "label of the engine content requests use (default: the first engine)", (*str)(&c.ContentEngine), false},
+		{"content-lease", "how long a content request's claim holds without renewal (a crashed one is retaken after it)", &c.ContentLease, false},
 	}
-	return append(fs,
-		field{"config", "JSON configuration file", (*str)(&c.ConfigFile)},
-		field{"addr", "HTTPS listen address", (*str)(&c.Addr)},
-		field{"http-addr", "optional plain-HTTP listen address (answers 403 HTTPS_REQUIRED)", (*str)(&c.HTTPAddr)},
-		field{"public-url", "base URL users reach the server at (default https://<addr>)", (*str)(&c.PublicURL)},
-		field{"tls-cert", "TLS certificate PEM file (default: self-signed, made in the data directory)", (*str)(&c.TLSCert)},
-		field{"tls-key", "TLS private key PEM file", (*str)(&c.TLSKey)},
-		field{"trusted-proxies", "comma-separated CIDRs whose X-Forwarded-Proto/-For are believed", (*list)(&c.TrustedProxies)},
-		field{"allow-private-targets", "let outbound deliveries reach loopback, private and link-local addresses", (*boolean)(&c.AllowPrivateTargets)},
-		field{"allowed-targets", "comma-separated CIDRs outbound deliveries may reach despite the guard", (*list)(&c.AllowedTargets)},
-		field{"allow-http-targets", "accept webhook endpoints on plain http:// (default: https:// only)", (*boolean)(&c.AllowHTTPTargets)},
-		field{"webhook-timeout", "how long one webhook delivery attempt may take", &c.WebhookTimeout},
-		field{"delivery-retention", "how long deliveries and their attempts are kept, deleted webhooks' and connections' too (at least 168h)", &c.DeliveryRetention},
-		field{"log-level", "debug, info, warn or error", (*str)(&c.LogLevel)},
-		field{"log-format", "text or json", (*str)(&c.LogFormat)},
-		field{"auth-failures-per-minute", "failed authentications allowed per client address per minute", (*integer)(&c.AuthFailuresPerMinute)},
-		field{"counter-flush-interval", "how often request counts are written to the database", &c.CounterFlushInterval},
-		field{"shutdown-timeout", "how long a graceful shutdown waits for requests in flight", &c.ShutdownTimeout},
-		field{"scan-workers", "how many domain scans run at once", (*integer)(&c.ScanWorkers)},
-		field{"content-workers", "how many content requests are processed at once (0: none)", (*integer)(&c.ContentWorkers)},
-		field{"content-engine", "label of the engine content requests use (default: the first engine)", (*str)(&c.ContentEngine)},
-		field{"content-lease", "how long a content request's claim holds without renewal (a crashed one is retaken after it)", &c.ContentLease},
-	)
 }
 
 // EnvName is the environment variable of a flag.
@@ -188,16 +204,22 @@ func EnvName(flagName string) string {
 	return "AIVIS_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
 
-// Bind registers the settings' flags on fs, writing into c. serve adds the
-// server's settings to --data-dir, which every subcommand takes.
+// Bind registers the settings' flags on fs, writing into c: every setting
+// for serve; for the other commands, those of where the data is and which
+// engines hold it.
 func (c *Config) Bind(fs *flag.FlagSet, serve bool) {
-	for _, f := range c.fields(serve) {
-		fs.Var(f.value, f.flag, f.usage+" (env "+EnvName(f.flag)+")")
+	for _, f := range c.fields() {
+		if serve || f.shared {
+			fs.Var(f.value, f.flag, f.usage+" (env "+EnvName(f.flag)+")")
+		}
 	}
 }
 
 // Load builds the configuration for args: defaults, the file named by
-// --config or AIVIS_CONFIG, the environment, then the flags.
+// --config or AIVIS_CONFIG, the environment, then the flags, and validates
+// it. Every command reads the same file and environment, so that the CLI
+// acts on the data and the engines the server uses; serve takes every
+// setting as a flag, the other commands those Bind gives them.
 func Load(args []string, getenv func(string) string, serve bool, extra func(*flag.FlagSet)) (Config, *flag.FlagSet, error) {
 	scratch := Default()
 	if err := newFlagSet(&scratch, serve, extra).Parse(args); err != nil {
@@ -205,7 +227,7 @@ func Load(args []string, getenv func(string) string, serve bool, extra func(*fla
 	}
 	cfg := Default()
 	path := scratch.ConfigFile
-	if path == "" && serve {
+	if path == "" {
 		path = getenv("AIVIS_CONFIG")
 	}
 	if path != "" {
@@ -214,10 +236,10 @@ func Load(args []string, getenv func(string) string, serve bool, extra func(*fla
 		}
 		cfg.ConfigFile = path
 	}
-	for _, f := range cfg.fields(serve) {
+	for _, f := range cfg.fields() {
 		if v, ok := lookup(getenv, EnvName(f.flag)); ok && f.flag != "config" {
 			if err := f.value.Set(v); err != nil {
-				return Config{}, nil, fmt.Errorf("config: %s: %w", EnvName(f.flag), err)
+				return Config{}, nil, fmt.Errorf("%w: %s: %w", ErrInvalid, EnvName(f.flag), err)
 			}
 		}
 	}
@@ -225,10 +247,8 @@ func Load(args []string, getenv func(string) string, serve bool, extra func(*fla
 	if err := fs.Parse(args); err != nil {
 		return Config{}, nil, err
 	}
-	if serve {
-		if err := cfg.Validate(); err != nil {
-			return Config{}, nil, err
-		}
+	if err := cfg.Validate(); err != nil {
+		return Config{}, nil, err
 	}
 	return cfg, fs, nil
 }
@@ -251,15 +271,15 @@ func newFlagSet(c *Config, serve bool, extra func(*flag.FlagSet)) *flag.FlagSet 
 func (c *Config) readFile(path string) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return fmt.Errorf("config: %w", err)
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(c); err != nil {
-		return fmt.Errorf("config: %s: %w", path, err)
+		return fmt.Errorf("%w: %s: %w", ErrInvalid, path, err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return fmt.Errorf("config: %s: unexpected data after the JSON object at byte %d", path, dec.InputOffset())
+		return fmt.Errorf("%w: %s: unexpected data after the JSON object at byte %d", ErrInvalid, path, dec.InputOffset())
 	}
 	return nil
 }
@@ -349,7 +369,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("content_engine %q is not the label of an engine", c.ContentEngine))
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("config: %w", errors.Join(errs...))
+		return fmt.Errorf("%w: %w", ErrInvalid, errors.Join(errs...))
 	}
 	return nil
 }

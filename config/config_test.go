@@ -2,6 +2,7 @@ package config_test
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"net/netip"
 	"os"
@@ -30,7 +31,7 @@ func writeFile(t *testing.T, body string) string {
 func TestDefaults(t *testing.T) {
 	d := config.Default()
 	want := config.Config{
-		DataDir: "./aivis-data", Addr: "127.0.0.1:8443", LogLevel: "info", LogFormat: "text",
+		DataDir: "./aivis-data", Store: "sqlite", Bus: "sqlite", Counter: "memory", Addr: "127.0.0.1:8443", LogLevel: "info", LogFormat: "text",
 		AuthFailuresPerMinute: 20, CounterFlushInterval: config.Duration(time.Second),
 		ShutdownTimeout: config.Duration(30 * time.Second), WebhookTimeout: config.Duration(15 * time.Second), ScanWorkers: 2,
 		ContentWorkers: 2, ContentMaxTokens: 2048, DeliveryRetention: config.Duration(30 * 24 * time.Hour),
@@ -70,7 +71,8 @@ func TestPrecedence(t *testing.T) {
 	file := writeFile(t, `{
 		"data_dir": "/file/data", "addr": "file:1", "http_addr": "file:2", "log_level": "warn",
 		"trusted_proxies": ["10.0.0.0/8"], "allow_private_targets": true, "auth_failures_per_minute": 5,
-		"counter_flush_interval": "2s", "shutdown_timeout": "10s", "public_url": "https://file.example"
+		"counter_flush_interval": "2s", "shutdown_timeout": "10s", "public_url": "https://file.example",
+		"store": "file-store", "bus": "file-bus", "counter": "file-counter"
 	}`)
 	e := map[string]string{
 		"AIVIS_CONFIG":                   file,
@@ -81,8 +83,11 @@ func TestPrecedence(t *testing.T) {
 		"AIVIS_COUNTER_FLUSH_INTERVAL":   "3s",
 		"AIVIS_TLS_CERT":                 "/env/cert.pem",
 		"AIVIS_TLS_KEY":                  "/env/key.pem",
+		"AIVIS_BUS":                      "env-bus",
+		"AIVIS_COUNTER":                  "env-counter",
 	}
-	args := []string{"--addr", "flag:1", "--counter-flush-interval=4s", "--allow-private-targets=false", "--log-format", "json"}
+	args := []string{"--addr", "flag:1", "--counter-flush-interval=4s", "--allow-private-targets=false", "--log-format", "json",
+		"--counter", "flag-counter"}
 	got, _, err := config.Load(args, env(e), true, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -90,6 +95,9 @@ func TestPrecedence(t *testing.T) {
 	want := config.Config{
 		ConfigFile:            file,
 		DataDir:               "/file/data",                                // file only
+		Store:                 "file-store",                                // file only
+		Bus:                   "env-bus",                                   // file, env
+		Counter:               "flag-counter",                              // file, env, flag
 		Addr:                  "flag:1",                                    // file, env, flag
 		HTTPAddr:              "file:2",                                    // file only
 		PublicURL:             "https://file.example",                      // file only
@@ -127,25 +135,46 @@ func TestPrecedence(t *testing.T) {
 	}
 }
 
-func TestNonServeTakesOnlyDataDir(t *testing.T) {
-	e := map[string]string{"AIVIS_DATA_DIR": "/env/data", "AIVIS_ADDR": "ignored:1", "AIVIS_LOG_LEVEL": "nonsense", "AIVIS_CONFIG": "/does/not/exist"}
+// TestCommandsReadWhatServeReads: the CLI's commands read the file and the
+// environment as serve does, every setting of them, and take as flags
+// those of where the data is and which engines hold it.
+func TestCommandsReadWhatServeReads(t *testing.T) {
+	file := writeFile(t, `{"data_dir": "/file/data", "store": "file-store", "public_url": "https://file.example", "bus": "file-bus"}`)
+	e := map[string]string{"AIVIS_CONFIG": file, "AIVIS_ADDR": "env:1", "AIVIS_BUS": "env-bus", "AIVIS_COUNTER": "env-counter"}
 	var json bool
-	got, fs, err := config.Load([]string{"--json", "rest"}, env(e), false, func(fs *flag.FlagSet) { fs.BoolVar(&json, "json", false, "") })
+	args := []string{"--json", "--store", "flag-store", "rest"}
+	got, fs, err := config.Load(args, env(e), false, func(fs *flag.FlagSet) { fs.BoolVar(&json, "json", false, "") })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.DataDir != "/env/data" || got.Addr != "127.0.0.1:8443" || got.LogLevel != "info" || !json {
-		t.Fatalf("non-serve config %+v json=%v", got, json)
+	if fs.NArg() != 1 || fs.Arg(0) != "rest" || !json {
+		t.Fatalf("remaining args %v, json=%v", fs.Args(), json)
 	}
-	if fs.NArg() != 1 || fs.Arg(0) != "rest" {
-		t.Fatalf("remaining args %v", fs.Args())
+	serve, _, err := config.Load([]string{"--store", "flag-store"}, env(e), true, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	got, _, err = config.Load([]string{"--data-dir", "/flag/data"}, env(e), false, nil)
-	if err != nil || got.DataDir != "/flag/data" {
-		t.Fatalf("--data-dir: %+v, %v", got, err)
+	if !reflect.DeepEqual(got, serve) {
+		t.Fatalf("a command read\n %+v\nserve read\n %+v", got, serve)
+	}
+	if got.ConfigFile != file || got.DataDir != "/file/data" || got.PublicURL != "https://file.example" || got.Addr != "env:1" ||
+		got.Store != "flag-store" || got.Bus != "env-bus" || got.Counter != "env-counter" {
+		t.Fatalf("command config %+v", got)
+	}
+	for _, args := range [][]string{{"--data-dir", "/flag/data"}, {"--config", file}, {"--bus", "b"}, {"--counter", "c"}} {
+		if _, _, err := config.Load(args, env(nil), false, nil); err != nil {
+			t.Errorf("%v: %v", args, err)
+		}
 	}
 	if _, _, err := config.Load([]string{"--addr", "x:1"}, env(nil), false, nil); err == nil {
 		t.Fatal("a server flag was accepted by a non-serve command")
+	}
+	// What serve refuses, a command refuses with the same error.
+	bad := map[string]string{"AIVIS_LOG_LEVEL": "nonsense"}
+	_, _, cerr := config.Load(nil, env(bad), false, nil)
+	_, _, serr := config.Load(nil, env(bad), true, nil)
+	if !errors.Is(cerr, config.ErrInvalid) || serr == nil || cerr.Error() != serr.Error() {
+		t.Fatalf("AIVIS_LOG_LEVEL=nonsense: a command: %v; serve: %v", cerr, serr)
 	}
 }
 

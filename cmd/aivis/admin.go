@@ -50,7 +50,9 @@ func (f *adminFlags) parse(args []string, getenv func(string) string) (config.Co
 	var rest []string
 	for {
 		cfg, fs, err := config.Load(args, getenv, false, extra)
-		if err != nil {
+		if errors.Is(err, config.ErrInvalid) {
+			return cfg, nil, err // the settings', as serve would say
+		} else if err != nil {
 			return cfg, nil, usageError("%v", err)
 		}
 		rest = fs.Args()

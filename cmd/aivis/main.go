@@ -36,8 +36,10 @@ Usage:
   aivis plugin remove NAME
   aivis version
 
-Every subcommand takes --data-dir DIR (default ./aivis-data, env AIVIS_DATA_DIR)
-and prints JSON with --json. "aivis serve --help" lists the server's settings.
+Every subcommand reads the settings serve reads (the file named by --config or
+AIVIS_CONFIG, then AIVIS_* variables), takes --data-dir DIR (default
+./aivis-data), --store, --bus and --counter as flags, and prints JSON with
+--json. "aivis serve --help" lists every setting.
 `
 
 // run is main without the process: it returns the exit code.
