@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"flag"
 	"fmt"
 	"io"
@@ -22,13 +23,13 @@ import (
 	"github.com/ThreeDotsLabs/watermill"
 
 	"github.com/aivis/aivis/client"
+	"github.com/aivis/aivis/config"
 	"github.com/aivis/aivis/core/auth"
-	bus "github.com/aivis/aivis/core/bus/sqlite"
 	"github.com/aivis/aivis/core/delivery"
+	"github.com/aivis/aivis/core/engines"
 	"github.com/aivis/aivis/core/netguard"
 	"github.com/aivis/aivis/core/secrets"
 	"github.com/aivis/aivis/core/store"
-	"github.com/aivis/aivis/core/store/sqlite"
 	"github.com/aivis/aivis/core/visibility"
 	"github.com/aivis/aivis/webhook"
 )
@@ -110,10 +111,12 @@ func (h *hookSink) reset(v verifiers) {
 	h.count.Store(0)
 }
 
-// deliveryStack is the product's event path in one process: SQLite store,
-// the SQLite bus, the delivery engine, the guarded client.
+// deliveryStack is the product's event path in one process, opened as
+// the server opens it: SQLite store, the SQLite bus, the delivery engine,
+// the guarded client.
 type deliveryStack struct {
-	db       *sqlite.DB
+	db       store.Store
+	file     string // the database file, which stages reads
 	recorder *visibility.Recorder
 	svc      *delivery.Service
 	engine   *delivery.Engine
@@ -121,31 +124,37 @@ type deliveryStack struct {
 	stop     func()
 }
 
-// benchDB opens a database file with its master key and one Enterprise
-// account; the caller closes it.
-func benchDB(b *testing.B) (*sqlite.DB, store.Account) {
-	db, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "aivis.db"))
+// benchDB opens the store of a new data directory through the engines'
+// registry, with its master key and one Enterprise account; the caller
+// closes it.
+func benchDB(b *testing.B) (store.Store, engines.Outbox, store.Account) {
+	cfg := config.Default()
+	cfg.DataDir = b.TempDir()
+	box, _, err := secrets.Load(filepath.Join(cfg.DataDir, secrets.KeyFile), true)
 	if err != nil {
 		b.Fatal(err)
 	}
-	box, _, err := secrets.Load(filepath.Join(b.TempDir(), secrets.KeyFile), true)
+	opened, err := engines.Stores[cfg.Store](context.Background(), cfg, box)
 	if err != nil {
-		db.Close()
 		b.Fatal(err)
 	}
-	db.SetSecrets(box)
+	db, outbox := opened.Store, opened.Outbox
 	a := store.Account{ID: "acct_bench", Name: "Bench", Tier: "enterprise", Type: store.AccountStandard, CreatedAt: time.Now()}
 	if err := db.CreateAccount(context.Background(), a); err != nil {
 		db.Close()
 		b.Fatal(err)
 	}
-	return db, a
+	return db, outbox, a
 }
 
 func newDeliveryStack(b *testing.B) *deliveryStack {
-	db, a := benchDB(b)
-	w, r := db.Pools()
-	sub, err := bus.NewSubscriber(w, r, bus.SubscriberConfig{ConsumerGroup: "webhooks", MaxInFlight: delivery.FanoutInFlight, BatchSize: delivery.FanoutBatch}, watermill.NopLogger{})
+	db, outbox, a := benchDB(b)
+	cfg := config.Default()
+	events, err := engines.Buses[cfg.Bus](context.Background(), cfg, outbox, watermill.NopLogger{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	sub, err := events.Subscriber(engines.Consumer{Group: "webhooks", InFlight: delivery.FanoutInFlight, Batch: delivery.FanoutBatch})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -155,7 +164,7 @@ func newDeliveryStack(b *testing.B) *deliveryStack {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- engine.Run(ctx) }()
-	s := &deliveryStack{db: db, engine: engine, recorder: &visibility.Recorder{Store: db, Now: time.Now},
+	s := &deliveryStack{db: db, file: outbox.(engines.SQLiteOutbox).Path, engine: engine, recorder: &visibility.Recorder{Store: db, Now: time.Now},
 		svc: &delivery.Service{Store: db, Client: hc, AllowHTTP: true, Wake: engine.Wake,
 			CheckURL: func(raw string, allowHTTP bool) error { _, err := policy.CheckURL(raw, allowHTTP); return err }},
 		p: auth.Principal{Principal: store.Principal{Key: store.Key{ID: "key_bench", AccountID: a.ID}, Account: a}}}
@@ -163,6 +172,7 @@ func newDeliveryStack(b *testing.B) *deliveryStack {
 		cancel()
 		<-done
 		sub.Close()
+		events.Close()
 		db.Close()
 	}
 	b.Cleanup(s.stop)
@@ -201,7 +211,11 @@ func (s *deliveryStack) hooks(b *testing.B, sink *hookSink, domains []string, n 
 // (the consumer group's offset), deliveries pending and succeeded. The
 // stage whose count lags is the one that limits the rate.
 func (s *deliveryStack) stages(stop chan struct{}) {
-	_, r := s.db.Pools()
+	r, err := sql.Open("sqlite3", "file:"+s.file+"?mode=ro")
+	if err != nil {
+		return
+	}
+	defer r.Close()
 	t0 := time.Now()
 	for {
 		select {

@@ -19,9 +19,11 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/aivis/aivis/config"
 	"github.com/aivis/aivis/core/api"
 	"github.com/aivis/aivis/core/app"
 	"github.com/aivis/aivis/core/auth"
+	"github.com/aivis/aivis/core/engines"
 	"github.com/aivis/aivis/core/limits"
 	"github.com/aivis/aivis/core/tlsconf"
 )
@@ -99,7 +101,9 @@ func newLoadFixture(b *testing.B) *loadFixture {
 	ctx := context.Background()
 	lg := quiet()
 	dir := b.TempDir()
-	svc, err := app.Open(ctx, dir)
+	cfg := config.Default()
+	cfg.DataDir = dir
+	svc, err := app.Open(ctx, cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -127,12 +131,16 @@ func newLoadFixture(b *testing.B) *loadFixture {
 	f.cert = mat.Cert
 	f.bareAddr = serveTLS(b, bareHandler(), mat.Config())
 
-	// The counter as app.Run builds it: persisted to the database, flushed
-	// every second (the default counter-flush-interval).
-	counter := limits.NewMemory(svc.Store, lg)
+	// The counter as app.Run builds it: the configured engine (memory),
+	// persisted to the database, flushed every second (the default
+	// counter-flush-interval).
+	counter, err := engines.Counters[cfg.Counter](ctx, cfg, svc.Store, lg)
+	if err != nil {
+		b.Fatal(err)
+	}
 	cctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
-	go func() { counter.Run(cctx, time.Second); close(done) }()
+	go func() { counter.Run(cctx); close(done) }()
 	b.Cleanup(func() { stop(); <-done })
 	srv := api.New(api.Config{}, api.Deps{Store: svc.Store, Auth: svc.Auth, Content: svc.Content,
 		Counter: counter, Guard: limits.NewAuthGuard(1_000_000, time.Minute), Log: lg})

@@ -22,8 +22,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aivis/aivis/core/app"
 	"github.com/aivis/aivis/core/auth"
+	"github.com/aivis/aivis/core/engines"
 	"github.com/aivis/aivis/core/randid"
 	"github.com/aivis/aivis/core/store"
 	"github.com/aivis/aivis/core/store/sqlite"
@@ -56,7 +56,7 @@ func populate(tb testing.TB, dataDir string, accounts, keys int) []cred {
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		tb.Fatal(err)
 	}
-	db, err := sqlite.Open(ctx, filepath.Join(dataDir, app.DBFile))
+	db, err := sqlite.Open(ctx, filepath.Join(dataDir, engines.DBFile))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func BenchmarkServerMemory(b *testing.B) {
 	dataDir := filepath.Join(dir, "data")
 	t0 = time.Now()
 	creds := populate(b, dataDir, *memAccounts, *memKeys)
-	fi, err := os.Stat(filepath.Join(dataDir, app.DBFile))
+	fi, err := os.Stat(filepath.Join(dataDir, engines.DBFile))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -21,7 +21,7 @@ import (
 // is the longest a write waits for it.
 func BenchmarkPrune(b *testing.B) {
 	ctx := context.Background()
-	db, a := benchDB(b)
+	db, _, a := benchDB(b)
 	defer db.Close()
 	now := time.Now()
 	cut := now.Add(-delivery.DefaultRetention)

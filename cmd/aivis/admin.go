@@ -81,7 +81,7 @@ func admin(ctx context.Context, noun, verb string, args []string, getenv func(st
 		}
 		return nil
 	}
-	svc, err := app.Open(ctx, cfg.DataDir)
+	svc, err := app.Open(ctx, cfg)
 	if err != nil {
 		return err
 	}

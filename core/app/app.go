@@ -21,10 +21,10 @@ import (
 	"github.com/aivis/aivis/core/api"
 	"github.com/aivis/aivis/core/auth"
 	"github.com/aivis/aivis/core/bus/buslog"
-	bus "github.com/aivis/aivis/core/bus/sqlite"
 	"github.com/aivis/aivis/core/content"
 	"github.com/aivis/aivis/core/dashboard"
 	"github.com/aivis/aivis/core/delivery"
+	"github.com/aivis/aivis/core/engines"
 	"github.com/aivis/aivis/core/hub"
 	"github.com/aivis/aivis/core/limits"
 	"github.com/aivis/aivis/core/netguard"
@@ -33,52 +33,50 @@ import (
 	"github.com/aivis/aivis/core/readiness"
 	"github.com/aivis/aivis/core/secrets"
 	"github.com/aivis/aivis/core/store"
-	"github.com/aivis/aivis/core/store/cache"
-	"github.com/aivis/aivis/core/store/sqlite"
 	"github.com/aivis/aivis/core/tlsconf"
 	"github.com/aivis/aivis/core/visibility"
 )
-
-// DBFile is the database's file name inside the data directory.
-const DBFile = "aivis.db"
 
 // Services are the core services, shared by the server and the CLI.
 type Services struct {
 	// MasterKeyCreated says the master key (data-dir/master.key) was made
 	// by this Open: secrets stored from now on need that file.
 	MasterKeyCreated bool
-	DB               *sqlite.DB
-	// Store is DB with its hot reads cached (core/store/cache), validated
-	// by its signal: what every service reads through.
-	Store    store.Store
+	Store            store.Store
+	// Outbox is where Store's transactions publish events, for the bus.
+	Outbox engines.Outbox
+	// Holder names this process in the work it claims in the store.
+	Holder   string
 	Auth     *auth.Service
 	Accounts *accounts.Service
 	Content  *content.Service
 	People   *people.Service
 }
 
-// Open opens the data directory's database and builds the services on it.
-func Open(ctx context.Context, dataDir string) (*Services, error) {
-	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+// Open opens the configured store and builds the services on it.
+func Open(ctx context.Context, cfg config.Config) (*Services, error) {
+	if err := engines.Check(cfg); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
-	db, err := sqlite.Open(ctx, filepath.Join(dataDir, DBFile))
+	box, created, err := secrets.Load(filepath.Join(cfg.DataDir, secrets.KeyFile), true)
 	if err != nil {
 		return nil, err
 	}
-	box, created, err := secrets.Load(filepath.Join(dataDir, secrets.KeyFile), true)
+	opened, err := engines.Stores[cfg.Store](ctx, cfg, box)
 	if err != nil {
-		db.Close()
 		return nil, err
 	}
-	db.SetSecrets(box)
-	st := cache.Wrap(db, db.Signal())
+	st := opened.Store
 	now := time.Now
 	accts := &accounts.Service{Store: st, Now: now}
 	return &Services{
 		MasterKeyCreated: created,
-		DB:               db,
-		Store:            st,
+		Store:            opened.Store,
+		Outbox:           opened.Outbox,
+		Holder:           opened.Holder,
 		Auth:             &auth.Service{Keys: st, Accounts: st, Now: now},
 		Accounts:         accts,
 		Content:          &content.Service{Store: st, Now: now},
@@ -86,8 +84,8 @@ func Open(ctx context.Context, dataDir string) (*Services, error) {
 	}, nil
 }
 
-// Close closes the database.
-func (s *Services) Close() error { return s.DB.Close() }
+// Close closes the store.
+func (s *Services) Close() error { return s.Store.Close() }
 
 // Logger builds the configured logger.
 func Logger(cfg config.Config, w io.Writer) *slog.Logger {
@@ -113,7 +111,7 @@ func prefixes(ss []string) []netip.Prefix {
 // Run serves until ctx ends, then shuts down gracefully. It writes the
 // startup banner to out.
 func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer) error {
-	svc, err := Open(ctx, cfg.DataDir)
+	svc, err := Open(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -129,37 +127,39 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 		return err
 	}
 
-	counter := limits.NewMemory(svc.Store, log)
-	if err := counter.Load(ctx, time.Now()); err != nil {
-		return fmt.Errorf("load request counts: %w", err)
+	counter, err := engines.Counters[cfg.Counter](ctx, cfg, svc.Store, log)
+	if err != nil {
+		return err
 	}
 	counterCtx, stopCounter := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Go(func() { counter.Run(counterCtx, time.Duration(cfg.CounterFlushInterval)) })
+	wg.Go(func() { counter.Run(counterCtx) })
 	wg.Go(func() { svc.Content.PruneIdempotency(counterCtx, time.Hour, log) })
 	defer func() { stopCounter(); wg.Wait() }()
 
-	// Events: the delivery engine consumes the bus that shares the database,
-	// and delivers to webhooks and, through the connector plugins, connections.
+	// Events: the delivery engine consumes the bus that carries what the
+	// store's transactions publish, and delivers to webhooks and, through
+	// the connector plugins, connections.
 	policy := netguard.Policy{AllowPrivate: cfg.AllowPrivateTargets, Allow: prefixes(cfg.AllowedTargets)}
 	timeout := time.Duration(cfg.WebhookTimeout)
 	outbound := policy.Client(timeout)
-	write, read := svc.DB.Pools()
-	sub, err := bus.NewSubscriber(write, read, bus.SubscriberConfig{ConsumerGroup: "webhooks",
-		MaxInFlight: delivery.FanoutInFlight, BatchSize: delivery.FanoutBatch, Retention: 7 * 24 * time.Hour,
-		// After a crash the restarted server waits this long for the dead
-		// one's lease on the event topic.
-		LeaseDuration: 5 * time.Second}, buslog.New(log))
+	events, err := engines.Buses[cfg.Bus](ctx, cfg, svc.Outbox, buslog.New(log))
 	if err != nil {
 		return fmt.Errorf("event bus: %w", err)
 	}
+	defer events.Close() // after the subscriber
+	sub, err := events.Subscriber(engines.Consumer{Group: "webhooks", InFlight: delivery.FanoutInFlight, Batch: delivery.FanoutBatch})
+	if err != nil {
+		return fmt.Errorf("event bus: %w", err)
+	}
+	defer sub.Close() // after the engine has stopped
 	connectors, err := hub.Open(ctx, svc.Store, filepath.Join(cfg.DataDir, "plugins"), policy, log)
 	if err != nil {
 		return fmt.Errorf("connectors: %w", err)
 	}
 	defer connectors.Close() // after the engine has stopped
 	engine := delivery.New(svc.Store, sub, outbound, log, delivery.Options{Timeout: timeout, Connectors: connectors,
-		Retention: time.Duration(cfg.DeliveryRetention), Holder: svc.DB.Holder()})
+		Retention: time.Duration(cfg.DeliveryRetention), Holder: svc.Holder})
 	engineCtx, stopEngine := context.WithCancel(context.Background())
 	engineDone := make(chan error, 1)
 	go func() { engineDone <- engine.Run(engineCtx) }()
@@ -168,7 +168,6 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 		if err := <-engineDone; err != nil {
 			log.Error("webhook engine", "err", err)
 		}
-		sub.Close()
 	}()
 	webhooks := &delivery.Service{Store: svc.Store, Client: outbound, AllowHTTP: cfg.AllowHTTPTargets, Wake: engine.Wake, Hub: connectors,
 		CheckURL: func(raw string, allowHTTP bool) error { _, err := policy.CheckURL(raw, allowHTTP); return err }}
@@ -177,13 +176,13 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 	// the engines are the operator's own endpoints (local models included).
 	recorder := &visibility.Recorder{Store: svc.Store, Now: time.Now}
 	auditor := &readiness.Auditor{Client: policy.Client(0)}
-	scans := &visibility.Scans{Store: svc.Store, Recorder: recorder, Log: log, Now: time.Now, Workers: cfg.ScanWorkers, Holder: svc.DB.Holder(),
+	scans := &visibility.Scans{Store: svc.Store, Recorder: recorder, Log: log, Now: time.Now, Workers: cfg.ScanWorkers, Holder: svc.Holder,
 		Scanner: &visibility.EngineScanner{
 			Readiness: func(ctx context.Context, domain string) (int, any, error) {
 				r, err := auditor.Audit(ctx, domain)
 				return r.Score, r, err
 			},
-			Prober: &probe.Prober{Client: &probe.Client{HTTP: &http.Client{}}, Engines: engines(cfg.Engines)},
+			Prober: &probe.Prober{Client: &probe.Client{HTTP: &http.Client{}}, Engines: probeEngines(cfg.Engines)},
 		}}
 	scansCtx, stopScans := context.WithCancel(context.Background())
 	scansDone := make(chan struct{})
@@ -192,7 +191,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 
 	// Content requests: pages are fetched through the outbound guard as
 	// the audit fetches them; the engine is the operator's own.
-	contents, err := contentEngine(cfg, svc.Store, svc.DB.Holder(), auditor, log)
+	contents, err := contentEngine(cfg, svc.Store, svc.Holder, auditor, log)
 	if err != nil {
 		return err
 	}
@@ -273,8 +272,8 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 	return err
 }
 
-// engines are the configured AI engines as the prober takes them.
-func engines(cs []config.Engine) []probe.Engine {
+// probeEngines are the configured AI engines as the prober takes them.
+func probeEngines(cs []config.Engine) []probe.Engine {
 	out := make([]probe.Engine, len(cs))
 	for i, e := range cs {
 		out[i] = probe.Engine{Label: e.Label, BaseURL: e.BaseURL, Model: e.Model, APIKey: e.Key(),
@@ -285,11 +284,11 @@ func engines(cs []config.Engine) []probe.Engine {
 }
 
 // contentEngine builds the engine of content requests from the settings.
-func contentEngine(cfg config.Config, db content.Store, holder string, fetcher content.Fetcher, log *slog.Logger) (*content.Engine, error) {
-	e := &content.Engine{Store: db, Holder: holder, Fetcher: fetcher, Client: &probe.Client{HTTP: &http.Client{}}, Log: log, Now: time.Now,
+func contentEngine(cfg config.Config, st content.Store, holder string, fetcher content.Fetcher, log *slog.Logger) (*content.Engine, error) {
+	e := &content.Engine{Store: st, Holder: holder, Fetcher: fetcher, Client: &probe.Client{HTTP: &http.Client{}}, Log: log, Now: time.Now,
 		Workers: cfg.ContentWorkers, MaxTokens: cfg.ContentMaxTokens, Lease: time.Duration(cfg.ContentLease),
 		Prices: content.Prices{Fetch: int64(cfg.ContentPrices.Fetch), Analysis: int64(cfg.ContentPrices.Analysis)}}
-	all := engines(cfg.Engines)
+	all := probeEngines(cfg.Engines)
 	for i, c := range cfg.Engines {
 		if cfg.ContentEngine == "" || c.Label == cfg.ContentEngine {
 			e.AI = &all[i]

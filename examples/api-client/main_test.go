@@ -24,7 +24,9 @@ import (
 func TestAgainstRunningServer(t *testing.T) {
 	ctx := t.Context()
 	dir := t.TempDir()
-	svc, err := app.Open(ctx, dir)
+	cfg := config.Default()
+	cfg.DataDir = dir
+	svc, err := app.Open(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,8 +40,7 @@ func TestAgainstRunningServer(t *testing.T) {
 	}
 	svc.Close()
 
-	cfg := config.Default()
-	cfg.DataDir, cfg.Addr = dir, "127.0.0.1:0"
+	cfg.Addr = "127.0.0.1:0"
 	srvCtx, stop := context.WithCancel(context.Background())
 	var banner syncbuf.Buffer
 	done := make(chan error, 1)

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// aivis runs the binary in a directory of its own (so that nothing lands
+// in the source tree) with env added to the test's environment, and
+// returns its output and exit code. A command still running after a
+// minute (a server that should have refused to start) is killed and fails
+// the test.
+func aivis(t *testing.T, env []string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), env...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("aivis %s still ran after a minute:\n%s", strings.Join(args, " "), errOut.String())
+	}
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	case err != nil:
+		t.Fatalf("aivis %s: %v", strings.Join(args, " "), err)
+	}
+	return out.String(), errOut.String(), code
+}
+
+// TestEnginesChosenAlike: serve and the other commands read the engine
+// settings from the same flag, variable and file, and refuse an unknown
+// engine with the same error (a configuration error, exit code 1), naming
+// the known ones, before they touch the data directory.
+func TestEnginesChosenAlike(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "aivis.json")
+	if err := os.WriteFile(file, []byte(`{"store": "nosuch"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  []string
+		want string
+	}{
+		{"--store", []string{"--store", "nosuch"}, nil, `store "nosuch" is not an engine of aivis (known: sqlite)`},
+		{"AIVIS_STORE", nil, []string{"AIVIS_STORE=nosuch"}, `store "nosuch" is not an engine of aivis (known: sqlite)`},
+		{"store in the file", []string{"--config", file}, nil, `store "nosuch" is not an engine of aivis (known: sqlite)`},
+		{"AIVIS_CONFIG", nil, []string{"AIVIS_CONFIG=" + file}, `store "nosuch" is not an engine of aivis (known: sqlite)`},
+		{"--bus", []string{"--bus", "nats"}, nil, `bus "nats" is not an engine of aivis (known: sqlite)`},
+		{"AIVIS_COUNTER", nil, []string{"AIVIS_COUNTER=redis"}, `counter "redis" is not an engine of aivis (known: memory)`},
+		// Any other setting is read and checked alike too.
+		{"AIVIS_LOG_LEVEL", nil, []string{"AIVIS_LOG_LEVEL=loud"}, `log_level must be debug, info, warn or error, not "loud"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "data")
+			run := func(args ...string) string {
+				t.Helper()
+				args = append(append(args, "--data-dir", dir), tc.args...)
+				_, stderr, code := aivis(t, tc.env, args...)
+				if code != 1 {
+					t.Fatalf("aivis %s: exit code %d, want 1; stderr:\n%s", strings.Join(args, " "), code, stderr)
+				}
+				return stderr
+			}
+			serve := run("serve", "--addr", "127.0.0.1:0")
+			if want := "aivis: config: " + tc.want + "\n"; serve != want {
+				t.Fatalf("serve says\n%q\nwant\n%q", serve, want)
+			}
+			for _, cmd := range [][]string{{"key", "revoke", "key_1"}, {"account", "list"}, {"plugin", "list"}, {"user", "list", "--account", "acct_1"}} {
+				if got := run(cmd...); got != serve {
+					t.Errorf("aivis %s says\n%q\nserve says\n%q", strings.Join(cmd, " "), got, serve)
+				}
+			}
+			if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the data directory was made (%v) for a configuration refused", err)
+			}
+		})
+	}
+}
+
+// TestCommandsReadTheServersConfiguration: a command given the server's
+// file, by AIVIS_CONFIG or --config and nothing else, acts on the server's
+// data: the key it makes is the server's, and the key it revokes is
+// refused from the server's next request on.
+func TestCommandsReadTheServersConfiguration(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(t.TempDir(), "aivis.json")
+	body, _ := json.Marshal(map[string]string{"data_dir": dir, "store": "sqlite", "bus": "sqlite", "counter": "memory"})
+	if err := os.WriteFile(file, body, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	command := func(env []string, out any, args ...string) {
+		t.Helper()
+		stdout, stderr, code := aivis(t, env, append(args, "--json")...)
+		if code != 0 {
+			t.Fatalf("aivis %s: exit code %d:\n%s", strings.Join(args, " "), code, stderr)
+		}
+		if out != nil {
+			if err := json.Unmarshal([]byte(stdout), out); err != nil {
+				t.Fatalf("aivis %s: %v:\n%s", strings.Join(args, " "), err, stdout)
+			}
+		}
+	}
+	byEnv := []string{"AIVIS_CONFIG=" + file}
+	var a account
+	command(byEnv, &a, "account", "create", "--name", "Configured", "--tier", "starter")
+	var k key
+	command(byEnv, &k, "key", "create", "--account", a.ID, "--name", "configured")
+
+	s := start(t, dir, "--config", file)
+	bs := req{method: "GET", path: "/api/v1/ai/budget-status", header: keyed(k)}
+	if r := s.do(t, bs); r.Status != 200 {
+		t.Fatalf("the key the command made: %d %s", r.Status, r.Body)
+	}
+	command(nil, nil, "key", "revoke", k.ID, "--config", file)
+	if r := s.do(t, bs); r.Status != 401 || r.errorCode(t) != "KEY_REVOKED" {
+		t.Fatalf("the key the command revoked: %d %s", r.Status, r.Body)
+	}
+}

@@ -1,0 +1,119 @@
+// Package engines is the registry of aivis's engines: the store, the event
+// bus and the rate-limit counter, each chosen by a setting (store, bus,
+// counter). An engine is an entry in Stores, Buses or Counters: a factory
+// that takes the configuration and what it needs of the engines opened
+// before it. The server and every CLI command open their engines through
+// this registry alone, so a new engine is a new entry, not new wiring.
+//
+// The order of opening: the store (given the master key that seals the
+// secrets it keeps), then the bus (given the store's outbox, where
+// store.Tx.Publish writes events), then the counter (given the store's
+// store.Counters, to persist behind).
+package engines
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
+
+	"github.com/aivis/aivis/config"
+	"github.com/aivis/aivis/core/limits"
+	"github.com/aivis/aivis/core/secrets"
+	"github.com/aivis/aivis/core/store"
+)
+
+// StoreFactory opens a store. box seals the secrets the store keeps (webhook
+// signing secrets, connections' secret settings).
+type StoreFactory func(ctx context.Context, cfg config.Config, box *secrets.Box) (Opened, error)
+
+// Opened is an opened store.
+type Opened struct {
+	// Store is the store with its hot reads cached (core/store/cache),
+	// validated by the engine's signal.
+	Store store.Store
+	// Outbox is where Store's transactions publish events, for the bus.
+	Outbox Outbox
+	// Holder names this process in the work it claims in the store (the
+	// holder of its scans and content requests, the prefix of its
+	// deliveries' leases).
+	Holder string
+}
+
+// Outbox says where a store's transactions write the events they publish
+// (store.Tx.Publish), for the bus that delivers them: each store has a type
+// of its own (SQLiteOutbox), which the buses that read it, or forward from
+// it, recognise; a bus refuses an outbox it cannot read.
+type Outbox any
+
+// BusFactory opens the event bus that delivers what outbox holds.
+type BusFactory func(ctx context.Context, cfg config.Config, outbox Outbox, log watermill.LoggerAdapter) (Bus, error)
+
+// Bus is an opened event bus.
+type Bus interface {
+	// Subscriber is a Watermill subscriber of one consumer group: every
+	// group receives every event of a topic, at least once; the
+	// subscribers of one group, in this process or another, share them.
+	Subscriber(c Consumer) (message.Subscriber, error)
+	// Close closes the bus; its subscribers are closed first.
+	Close() error
+}
+
+// Consumer is a consumer group and how it takes events.
+type Consumer struct {
+	Group string
+	// InFlight is how many events may be unacknowledged at once: they are
+	// handled concurrently and acknowledged in order.
+	InFlight int
+	// Batch is how many events one read may fetch.
+	Batch int
+}
+
+// CounterFactory makes the rate-limit counter; st persists counts for a
+// counter that keeps them elsewhere (in memory) between writes.
+type CounterFactory func(ctx context.Context, cfg config.Config, st store.Counters, log *slog.Logger) (Counter, error)
+
+// Counter is a rate-limit counter as the server runs it.
+type Counter interface {
+	limits.Counter
+	// Peek is the decision a request at now would see, without counting one.
+	Peek(accountID string, limits [3]int, now time.Time) limits.Decision
+	// Run does the counter's background work until ctx ends, and returns
+	// when what it holds is safe (written behind, for the memory counter).
+	Run(ctx context.Context)
+}
+
+// The engines, by the name their setting takes.
+var (
+	Stores   = map[string]StoreFactory{"sqlite": openSQLite}
+	Buses    = map[string]BusFactory{"sqlite": openSQLiteBus}
+	Counters = map[string]CounterFactory{"memory": newMemoryCounter}
+)
+
+// Check refuses a setting that names no engine of the registry, naming the
+// ones there are.
+func Check(cfg config.Config) error {
+	errs := []error{
+		known("store", cfg.Store, Stores),
+		known("bus", cfg.Bus, Buses),
+		known("counter", cfg.Counter, Counters),
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w: %w", config.ErrInvalid, err)
+	}
+	return nil
+}
+
+func known[F any](setting, name string, m map[string]F) error {
+	if _, ok := m[name]; ok {
+		return nil
+	}
+	return fmt.Errorf("%s %q is not an engine of aivis (known: %s)", setting, name, strings.Join(slices.Sorted(maps.Keys(m)), ", "))
+}

@@ -1,0 +1,157 @@
+package engines_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
+
+	"github.com/aivis/aivis/config"
+	"github.com/aivis/aivis/core/engines"
+	"github.com/aivis/aivis/core/limits"
+	"github.com/aivis/aivis/core/secrets"
+	"github.com/aivis/aivis/core/store"
+)
+
+func TestCheck(t *testing.T) {
+	if err := engines.Check(config.Default()); err != nil {
+		t.Fatalf("the defaults: %v", err)
+	}
+	for _, tc := range []struct {
+		name string
+		mod  func(*config.Config)
+		want []string
+	}{
+		{"store", func(c *config.Config) { c.Store = "mysql" }, []string{`store "mysql"`, "known: sqlite"}},
+		{"bus", func(c *config.Config) { c.Bus = "kafka" }, []string{`bus "kafka"`, "known: sqlite"}},
+		{"counter", func(c *config.Config) { c.Counter = "" }, []string{`counter ""`, "known: memory"}},
+		{"all three", func(c *config.Config) { c.Store, c.Bus, c.Counter = "a", "b", "c" },
+			[]string{`store "a"`, `bus "b"`, `counter "c"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := config.Default()
+			tc.mod(&cfg)
+			err := engines.Check(cfg)
+			if !errors.Is(err, config.ErrInvalid) || !strings.HasPrefix(err.Error(), "config: ") {
+				t.Fatalf("error %v, want a configuration error", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// open opens the configured store of a new data directory, as the server
+// does.
+func open(t *testing.T) (config.Config, store.Store, engines.Outbox) {
+	t.Helper()
+	cfg := config.Default()
+	cfg.DataDir = t.TempDir()
+	box, _, err := secrets.Load(filepath.Join(cfg.DataDir, secrets.KeyFile), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened, err := engines.Stores[cfg.Store](t.Context(), cfg, box)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { opened.Store.Close() })
+	return cfg, opened.Store, opened.Outbox
+}
+
+// TestSQLiteBusReadsTheStoresOutbox: the bus, opened from the store's
+// outbox alone, delivers what the store's transactions published, to each
+// consumer group.
+func TestSQLiteBusReadsTheStoresOutbox(t *testing.T) {
+	cfg, st, outbox := open(t)
+	events, err := engines.Buses[cfg.Bus](t.Context(), cfg, outbox, watermill.NopLogger{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer events.Close()
+	msgs := map[string]<-chan *message.Message{}
+	for _, group := range []string{"one", "two"} {
+		sub, err := events.Subscriber(engines.Consumer{Group: group, InFlight: 4, Batch: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sub.Close()
+		if msgs[group], err = sub.Subscribe(t.Context(), "topic"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sent := []*message.Message{message.NewMessage("m1", []byte("first")), message.NewMessage("m2", []byte("second"))}
+	if err := st.Update(t.Context(), func(tx store.Tx) error { return tx.Publish("topic", sent...) }); err != nil {
+		t.Fatal(err)
+	}
+	for group, ch := range msgs {
+		for _, want := range sent {
+			select {
+			case m := <-ch:
+				if m.UUID != want.UUID || string(m.Payload) != string(want.Payload) {
+					t.Errorf("group %s got %s %q, want %s %q", group, m.UUID, m.Payload, want.UUID, want.Payload)
+				}
+				m.Ack()
+			case <-time.After(10 * time.Second):
+				t.Fatalf("group %s: no message %s in 10 s", group, want.UUID)
+			}
+		}
+	}
+}
+
+func TestSQLiteBusRefusesAnotherStoresOutbox(t *testing.T) {
+	cfg := config.Default()
+	cfg.Store = "elsewhere"
+	b, err := engines.Buses["sqlite"](context.Background(), cfg, struct{}{}, watermill.NopLogger{})
+	if err == nil {
+		b.Close()
+		t.Fatal("the SQLite bus opened on the outbox of another store")
+	}
+	if !strings.Contains(err.Error(), `store "elsewhere"`) || !strings.Contains(err.Error(), "store sqlite") {
+		t.Fatalf("error %q does not say which store it needs", err)
+	}
+}
+
+// TestMemoryCounterPersistsBehindTheStore: the memory counter starts from
+// the counts its store saved, and writes its own when Run ends.
+func TestMemoryCounterPersistsBehindTheStore(t *testing.T) {
+	cfg, st, _ := open(t)
+	ctx := t.Context()
+	a := store.Account{ID: "acct_1", Name: "A", Tier: "starter", Type: store.AccountStandard, CreatedAt: time.Now()}
+	if err := st.CreateAccount(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	caps := [3]int{100, 1000, 10000}
+	now := time.Now()
+	c, err := engines.Counters[cfg.Counter](ctx, cfg, st, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { c.Run(runCtx); close(done) }()
+	for range 3 {
+		if d, err := c.Take(ctx, limits.Use{AccountID: a.ID, KeyID: "key_1", At: now}, caps); err != nil || !d.Allowed {
+			t.Fatalf("Take: %+v, %v", d, err)
+		}
+	}
+	stop()
+	<-done
+
+	again, err := engines.Counters[cfg.Counter](ctx, cfg, st, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := again.Peek(a.ID, caps, now); d.Count != [3]int{3, 3, 3} {
+		t.Fatalf("a new counter sees the counts %v, want the 3 requests in each window", d.Count)
+	}
+}
