@@ -19,28 +19,30 @@ var (
 	maxTime = time.Unix(0, math.MaxInt64)
 )
 
-// nanos is a time to store; its value is its Unix nanoseconds.
-type nanos time.Time
-
-func (n nanos) Value() (driver.Value, error) {
-	t := time.Time(n)
+// stamp is a time every row has (a creation, a measurement), as its Unix
+// nanoseconds; one the store cannot hold, the zero time included, is
+// refused when the statement runs (outside, a time that reads as an error).
+func stamp(t time.Time) any {
 	if t.Before(minTime) || t.After(maxTime) {
-		return nil, fmt.Errorf("sqlite: time %s is outside what the store keeps (%s to %s)",
-			t.UTC().Format(time.RFC3339Nano), minTime.UTC().Format(time.DateOnly), maxTime.UTC().Format(time.DateOnly))
+		return outside(t)
 	}
-	return t.UnixNano(), nil
+	return t.UnixNano()
 }
-
-// stamp is a time every row has (a creation, a measurement): the zero
-// time is refused like any other it cannot hold.
-func stamp(t time.Time) any { return nanos(t) }
 
 // ns is a time that may be none: NULL for the zero time.
 func ns(t time.Time) any {
 	if t.IsZero() {
 		return nil
 	}
-	return nanos(t)
+	return stamp(t)
+}
+
+// outside is a time the store cannot hold: binding it fails the statement.
+type outside time.Time
+
+func (o outside) Value() (driver.Value, error) {
+	return nil, fmt.Errorf("sqlite: time %s is outside what the store keeps (%s to %s)",
+		time.Time(o).UTC().Format(time.RFC3339Nano), minTime.UTC().Format(time.DateOnly), maxTime.UTC().Format(time.DateOnly))
 }
 
 // bound is a time a query compares with (since, before, now): any time,
