@@ -69,7 +69,7 @@ type Store interface {
 
 // Peeker reads an account's rate-limit windows without counting a request.
 type Peeker interface {
-	Peek(accountID string, limits [3]int, now time.Time) limits.Decision
+	Peek(ctx context.Context, accountID string, limits [3]int, now time.Time) (limits.Decision, error)
 }
 
 // Deps are the services the dashboard adapts to pages.

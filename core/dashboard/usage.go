@@ -44,7 +44,10 @@ func (s *Dashboard) usage(r *http.Request, a store.Account, clientID string) (us
 	now := s.Now().UTC()
 	d := usageData{Tier: t, Month: limits.Month(now), Client: clientID}
 	if s.Counter != nil {
-		dec := s.Counter.Peek(a.ID, t.Limits(), now)
+		dec, err := s.Counter.Peek(r.Context(), a.ID, t.Limits(), now)
+		if err != nil {
+			return d, err
+		}
 		for i, name := range []string{"This minute", "This hour", "Today"} {
 			w := window{Name: name, Count: dec.Count[i], Limit: dec.Limit[i], Resets: time.Unix(dec.Reset[i], 0).UTC()}
 			if w.Limit > 0 {

@@ -19,7 +19,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -78,17 +77,7 @@ type Consumer struct {
 
 // CounterFactory makes the rate-limit counter; st persists counts for a
 // counter that keeps them elsewhere (in memory) between writes.
-type CounterFactory func(ctx context.Context, cfg config.Config, st store.Counters, log *slog.Logger) (Counter, error)
-
-// Counter is a rate-limit counter as the server runs it.
-type Counter interface {
-	limits.Counter
-	// Peek is the decision a request at now would see, without counting one.
-	Peek(accountID string, limits [3]int, now time.Time) limits.Decision
-	// Run does the counter's background work until ctx ends, and returns
-	// when what it holds is safe (written behind, for the memory counter).
-	Run(ctx context.Context)
-}
+type CounterFactory func(ctx context.Context, cfg config.Config, st store.Counters, log *slog.Logger) (limits.Counter, error)
 
 // The engines, by the name their setting takes.
 var (

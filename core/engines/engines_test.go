@@ -151,7 +151,7 @@ func TestMemoryCounterPersistsBehindTheStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := again.Peek(a.ID, caps, now); d.Count != [3]int{3, 3, 3} {
+	if d, err := again.Peek(ctx, a.ID, caps, now); err != nil || d.Count != [3]int{3, 3, 3} {
 		t.Fatalf("a new counter sees the counts %v, want the 3 requests in each window", d.Count)
 	}
 }

@@ -11,20 +11,14 @@ import (
 	"github.com/aivis/aivis/core/store"
 )
 
-// memoryCounter is the embedded counter: the windows in this process's
-// memory, written behind to the store every counter_flush_interval.
-type memoryCounter struct {
-	*limits.Memory
-	interval time.Duration
-}
-
-// newMemoryCounter starts from the counts the store saved last.
-func newMemoryCounter(ctx context.Context, cfg config.Config, st store.Counters, log *slog.Logger) (Counter, error) {
+// newMemoryCounter makes the embedded counter: the windows in this
+// process's memory, written behind to the store every
+// counter_flush_interval, starting from the counts the store saved last.
+func newMemoryCounter(ctx context.Context, cfg config.Config, st store.Counters, log *slog.Logger) (limits.Counter, error) {
 	m := limits.NewMemory(st, log)
+	m.Interval = time.Duration(cfg.CounterFlushInterval)
 	if err := m.Load(ctx, time.Now()); err != nil {
 		return nil, fmt.Errorf("load request counts: %w", err)
 	}
-	return memoryCounter{Memory: m, interval: time.Duration(cfg.CounterFlushInterval)}, nil
+	return m, nil
 }
-
-func (m memoryCounter) Run(ctx context.Context) { m.Memory.Run(ctx, m.interval) }

@@ -10,12 +10,30 @@ import (
 	"github.com/aivis/aivis/core/store"
 )
 
-// Counter decides and counts requests against an account's three windows.
-// Take must be atomic: either every window counts the request or none does.
-// The embedded implementation is Memory; a Redis one would run the same
-// check-and-increment as a script.
+// Counter decides and counts requests against an account's three windows
+// (minute, hour, day). The contract every engine keeps, which
+// core/limits/countertest checks:
+//   - Take is one atomic check-and-count: either every window counts the
+//     request or, if any is full, none does; of n concurrent Takes against
+//     room for k, exactly min(n, k) are allowed.
+//   - A window starts at the UTC minute, hour or day of the request's time
+//     (Use.At, not the clock of the call) and counts from zero when the next
+//     starts.
+//   - Peek is the decision a request at that time would see, counting none.
+//   - An allowed Take with a key counts one use of that key in its UTC hour
+//     (store.KeyUsage), which reaches the store within the engine's flush
+//     interval at the latest.
+//
+// Shared says whether the counts are shared exactly by every process that
+// opens the same engine: a memory counter's are its process's alone, so
+// only one process of a deployment may serve the API with it.
 type Counter interface {
 	Take(ctx context.Context, u Use, limits [3]int) (Decision, error)
+	Peek(ctx context.Context, accountID string, limits [3]int, now time.Time) (Decision, error)
+	Shared() bool
+	// Run does the counter's background work until ctx ends, and returns
+	// when what it holds is safe (written behind, for the memory counter).
+	Run(ctx context.Context)
 }
 
 // Use is one authenticated request: whose it is and when it came.
@@ -32,10 +50,12 @@ const shardCount = 256
 // and are written behind to a store.Counters every flush interval, so they
 // survive a restart (a crash loses at most one interval of counts).
 type Memory struct {
-	seed   maphash.Seed
-	shards [shardCount]shard
-	store  store.Counters
-	log    *slog.Logger
+	// Interval is how often Run writes the counts behind (default 1 s).
+	Interval time.Duration
+	seed     maphash.Seed
+	shards   [shardCount]shard
+	store    store.Counters
+	log      *slog.Logger
 }
 
 // shard holds the windows of some accounts and the usage of their keys
@@ -241,8 +261,15 @@ func (m *Memory) requeue(windows []store.Window, usage []store.KeyUsage) {
 	}
 }
 
-// Run flushes every interval until ctx ends, then flushes once more.
-func (m *Memory) Run(ctx context.Context, interval time.Duration) {
+// Shared is false: the counts are this process's.
+func (m *Memory) Shared() bool { return false }
+
+// Run flushes every Interval until ctx ends, then flushes once more.
+func (m *Memory) Run(ctx context.Context) {
+	interval := m.Interval
+	if interval <= 0 {
+		interval = time.Second
+	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -279,7 +306,7 @@ func (m *Memory) prune(now time.Time) {
 }
 
 // Peek is the decision a request at now would see, without counting one.
-func (m *Memory) Peek(accountID string, limits [3]int, now time.Time) Decision {
+func (m *Memory) Peek(_ context.Context, accountID string, limits [3]int, now time.Time) (Decision, error) {
 	sh := m.shard(accountID)
 	var e entry
 	sh.mu.Lock()
@@ -290,5 +317,5 @@ func (m *Memory) Peek(accountID string, limits [3]int, now time.Time) Decision {
 	e.roll(WindowStarts(now))
 	d := decision(&e, limits, now)
 	d.Allowed = e.room(limits)
-	return d
+	return d, nil
 }

@@ -738,7 +738,7 @@ func TestRunFlushesUntilCancelled(t *testing.T) {
 	now := time.Now()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { m.Run(ctx, 10*time.Millisecond); close(done) }()
+	go func() { m.Interval = 10 * time.Millisecond; m.Run(ctx); close(done) }()
 	take(t, m, limits.Use{AccountID: "acct_a", KeyID: "key_a", At: now}, [3]int{big, big, big})
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -900,18 +900,27 @@ func TestPeekCountsNothing(t *testing.T) {
 		}
 	}
 	for range 3 {
-		d := m.Peek("a", lim, now)
+		d := peek(t, m, "a", lim, now)
 		if d.Count != [3]int{2, 2, 2} || d.Allowed {
 			t.Fatalf("peek: %+v, want 2 in each window and the minute full", d)
 		}
 	}
-	if d := m.Peek("a", lim, now.Add(time.Minute)); d.Count != [3]int{0, 2, 2} || !d.Allowed {
+	if d := peek(t, m, "a", lim, now.Add(time.Minute)); d.Count != [3]int{0, 2, 2} || !d.Allowed {
 		t.Fatalf("peek in the next minute: %+v", d)
 	}
-	if d := m.Peek("unknown", lim, now); d.Count != [3]int{} || !d.Allowed {
+	if d := peek(t, m, "unknown", lim, now); d.Count != [3]int{} || !d.Allowed {
 		t.Fatalf("peek of an account never seen: %+v", d)
 	}
 	if d, _ := m.Take(context.Background(), limits.Use{AccountID: "a", At: now}, lim); d.Allowed {
 		t.Fatal("peeking made room in the full minute")
 	}
+}
+
+func peek(t *testing.T, m *limits.Memory, account string, lim [3]int, now time.Time) limits.Decision {
+	t.Helper()
+	d, err := m.Peek(context.Background(), account, lim, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
