@@ -216,7 +216,7 @@ func install(name, pkg string, find func() string) (string, error) {
 		return "", &skipError{fmt.Sprintf("%s is not installed and there is no apt-get here: "+
 			"install the package that Debian calls %s (or point the tests at a server, see docs/testing.md)", name, pkg)}
 	}
-	lock, err := os.OpenFile(filepath.Join(os.TempDir(), "aivis-testsvc-install.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	lock, err := os.OpenFile(filepath.Join(os.TempDir(), "aivis-testsvc-install.lock"), os.O_CREATE|os.O_RDONLY, 0o644)
 	if err != nil {
 		return "", err
 	}

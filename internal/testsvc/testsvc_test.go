@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -420,5 +421,40 @@ func waitGone(t *testing.T, ps procSet, dirs []string) {
 			t.Fatalf("still there a minute later:\n%s", strings.Join(left, "\n"))
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A NATS server without JetStream answers, but is not used.
+func TestNATSWithoutJetStream(t *testing.T) {
+	bin := lookup("nats-server", "/usr/sbin", "/usr/bin")
+	if bin == "" {
+		t.Skip("no nats-server here")
+	}
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := privateDir("nats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := startSupervised(spec{Argv: []string{bin, "-a", "127.0.0.1", "-p", strconv.Itoa(port)}, Dir: dir, Stop: syscall.SIGTERM})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.stdin.Close()
+	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
+	answers := func(ctx context.Context, url string) error {
+		nc, err := nats.Connect(url)
+		if err == nil {
+			nc.Close()
+		}
+		return err
+	}
+	if err := waitReady(p, answers, url); err != nil {
+		t.Fatal(err)
+	}
+	if err := natsProbe(ctx(t), url); err == nil || !strings.Contains(err.Error(), "no JetStream") {
+		t.Fatalf("probe of a server without JetStream: %v", err)
 	}
 }
