@@ -328,7 +328,7 @@ func TestKilledBinaryStopsServers(t *testing.T) {
 	waitGone(t, all, []string{servers[0].dir, servers[2].dir})
 }
 
-// proc is a process: pid and start time, so that a reused pid is not it.
+// procID is a process: pid and start time, so that a reused pid is not it.
 type procID struct {
 	pid   int
 	start string
