@@ -23,8 +23,36 @@ type KeyUsage struct {
 	LastUsed  time.Time
 }
 
-// Counters persists rate-limit windows and per-key usage, written behind
-// an in-memory counter so that counts survive a restart.
+// The kinds of an account's windows, in the order of a take's starts,
+// limits and counts (WindowTake, WindowCounts).
+var WindowKinds = [3]string{"minute", "hour", "day"}
+
+// WindowTake is one request to count against an account's three windows
+// (WindowKinds) and, when it has a key, in that key's hourly usage.
+type WindowTake struct {
+	AccountID string
+	// Starts are the starts of the windows that hold the request.
+	Starts [3]time.Time
+	// Limits are the most requests each window may count.
+	Limits [3]int64
+	// Usage is the key's use that an allowed request adds: one in the
+	// hour Usage.Hour, its last use moved to Usage.LastUsed; none when
+	// Usage.KeyID is empty. Usage.Count is not read.
+	Usage KeyUsage
+}
+
+// WindowCounts are an account's three windows (WindowKinds) as a take or
+// a peek found them: each one's start and count.
+type WindowCounts struct {
+	Starts [3]time.Time
+	Counts [3]int64
+}
+
+// Counters keeps rate-limit windows and per-key usage: written behind an
+// in-memory counter (LoadWindows, SaveCounts) so that counts survive a
+// restart, or counted in the store itself, one request at a time
+// (TakeWindows, PeekWindows), so that every process on the store shares
+// them. The two share the windows: one per account and kind.
 type Counters interface {
 	// LoadWindows lists the saved windows that start at since or later.
 	LoadWindows(ctx context.Context, since time.Time) ([]Window, error)
@@ -34,6 +62,36 @@ type Counters interface {
 	// that race or arrive out of order never lower a count. Usage counts
 	// add up per key and hour, and move the key's last use forward only.
 	SaveCounts(ctx context.Context, windows []Window, usage []KeyUsage) error
+	// TakeWindows counts one request in every window of its account, and
+	// its key's use, if no window is full; else it counts nothing, in no
+	// window and no usage. It returns whether it counted the request and
+	// the windows after it (the request included when counted).
+	//
+	// Against a take's start, a kept window that starts earlier holds
+	// none (the take replaces it with its own start); one that starts at
+	// the same time or later holds its count and keeps its start: a
+	// request stamped just before a boundary but counted after it counts
+	// in the newer window, never moving it back.
+	//
+	// Isolation: exact under any number of concurrent callers on any
+	// number of handles (processes): of n takes against room for k,
+	// exactly min(n, k) count. The read of the account's windows, the
+	// decision and the writes are one transaction, during which no other
+	// take of that account reads or writes its windows; takes of other
+	// accounts need not wait. SQLite has one writer at a time. PostgreSQL,
+	// at READ COMMITTED, locks the three rows before it reads them, in
+	// one statement that makes and locks them alike: INSERT the three
+	// (count 0, the take's starts) ON CONFLICT (account_id, window) DO
+	// UPDATE SET count = rate_windows.count RETURNING start, count; then,
+	// if every window has room, UPDATEs them and upserts the key's usage
+	// (ON CONFLICT (key_id, hour) DO UPDATE SET count = usage_hourly.count
+	// + 1) in the same transaction, and commits. The rows stay locked
+	// until the commit; a plain SELECT before the write is not enough.
+	TakeWindows(ctx context.Context, t WindowTake) (counted bool, w WindowCounts, err error)
+	// PeekWindows is the windows of an account as a take with these
+	// starts would find them (the same rules), counting nothing; an
+	// account with no windows holds none, at starts.
+	PeekWindows(ctx context.Context, accountID string, starts [3]time.Time) (WindowCounts, error)
 }
 
 // Usage reads the recorded per-key hourly request counts.

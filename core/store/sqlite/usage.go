@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/aivis/aivis/core/store"
@@ -91,4 +92,90 @@ func (db *DB) SaveCounts(ctx context.Context, windows []store.Window, usage []st
 		}
 		return nil
 	})
+}
+
+// TakeWindows reads the account's windows, decides and counts, in one
+// call of the group-commit writer: the writer's transaction holds the
+// file's write lock, so no other take, of this process or another, reads
+// the windows between this one's read and its commit.
+func (db *DB) TakeWindows(ctx context.Context, t store.WindowTake) (bool, store.WindowCounts, error) {
+	var counted bool
+	var w store.WindowCounts
+	err := db.Update(ctx, func(tx store.Tx) error {
+		wt := tx.(*txn).tx
+		var err error
+		if w, err = windowCounts(ctx, wt, t.AccountID, t.Starts); err != nil {
+			return err
+		}
+		counted = true
+		for i := range 3 {
+			counted = counted && w.Counts[i] < t.Limits[i]
+		}
+		if !counted {
+			return nil
+		}
+		for i := range 3 {
+			w.Counts[i]++
+		}
+		if _, err := wt.Exec(`INSERT INTO rate_windows (account_id, window, start, count)
+			VALUES (?1, 'minute', ?2, ?5), (?1, 'hour', ?3, ?6), (?1, 'day', ?4, ?7)
+			ON CONFLICT (account_id, window) DO UPDATE SET start = excluded.start, count = excluded.count`,
+			t.AccountID, stamp(w.Starts[0]), stamp(w.Starts[1]), stamp(w.Starts[2]), w.Counts[0], w.Counts[1], w.Counts[2]); err != nil {
+			return err
+		}
+		u := t.Usage
+		if u.KeyID == "" {
+			return nil
+		}
+		if _, err := wt.Exec(`INSERT INTO usage_hourly (key_id, hour, account_id, client_id, count) VALUES (?, ?, ?, ?, 1)
+			ON CONFLICT (key_id, hour) DO UPDATE SET count = count + 1`, u.KeyID, stamp(u.Hour), t.AccountID, nullStr(u.ClientID)); err != nil {
+			return err
+		}
+		_, err = wt.Exec(`UPDATE api_keys SET last_used_at = max(coalesce(last_used_at, ?1), ?1) WHERE id = ?2`, stamp(u.LastUsed), u.KeyID)
+		return err
+	})
+	if err != nil {
+		return false, store.WindowCounts{}, fmt.Errorf("sqlite: take windows: %w", err)
+	}
+	return counted, w, nil
+}
+
+// PeekWindows reads the account's windows as TakeWindows finds them.
+func (db *DB) PeekWindows(ctx context.Context, accountID string, starts [3]time.Time) (store.WindowCounts, error) {
+	w, err := windowCounts(ctx, db.r, accountID, starts)
+	if err != nil {
+		return store.WindowCounts{}, fmt.Errorf("sqlite: peek windows: %w", err)
+	}
+	return w, nil
+}
+
+// windowCounts reads an account's windows against the starts of a
+// request: a window that starts earlier holds none, at the request's
+// start; one that starts at the same time or later keeps its start and
+// count.
+func windowCounts(ctx context.Context, q interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}, accountID string, starts [3]time.Time) (store.WindowCounts, error) {
+	w := store.WindowCounts{Starts: starts}
+	for i := range 3 {
+		w.Starts[i] = starts[i].UTC()
+	}
+	rows, err := q.QueryContext(ctx, `SELECT window, start, count FROM rate_windows WHERE account_id = ?`, accountID)
+	if err != nil {
+		return w, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var kind string
+		var start, count int64
+		if err := rows.Scan(&kind, &start, &count); err != nil {
+			return w, err
+		}
+		i := slices.Index(store.WindowKinds[:], kind)
+		if i < 0 || start < bound(starts[i]) {
+			continue
+		}
+		w.Starts[i], w.Counts[i] = time.Unix(0, start).UTC(), count
+	}
+	return w, rows.Err()
 }

@@ -62,6 +62,8 @@ var groups = []struct {
 		{"SaveCountsNeverLowersAWindow", testSaveCountsNeverLowers},
 		{"SavesThatRaceNeverLowerACount", testSaveCountsUnderConcurrency},
 		{"UsageAddsUp", testUsageAddsUp},
+		{"TakeCountsAllOrNone", testTakeWindows},
+		{"TakeExactUnderConcurrencyOnTwoHandles", testTakeWindowsUnderConcurrency},
 	}},
 	{"Content", []test{
 		{"RoundTrip", testContentRequestRoundTrip},

@@ -1,8 +1,10 @@
 package storetest
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 
@@ -137,5 +139,154 @@ func testUsageAddsUp(t *testing.T, newStore Constructor) {
 	}
 	if got, _ := s.UsageSince(ctx, "acct_1", hour); len(got) != 3 || got[0].Count != 7+6 {
 		t.Errorf("after adding 6 more: %+v", got)
+	}
+}
+
+// starts are the starts of the minute, hour and day that hold at.
+func starts(at time.Time) [3]time.Time {
+	day := at.UTC().Truncate(24 * time.Hour)
+	return [3]time.Time{at.Truncate(time.Minute).UTC(), at.Truncate(time.Hour).UTC(), day}
+}
+
+// take counts one request of an account's key (of a client, or none) at
+// at, stopping the test on an error.
+func take(t *testing.T, s store.Store, account, key, client string, at time.Time, limits [3]int64) (bool, store.WindowCounts) {
+	t.Helper()
+	ok, w, err := s.TakeWindows(ctx, store.WindowTake{AccountID: account, Starts: starts(at), Limits: limits,
+		Usage: store.KeyUsage{KeyID: key, ClientID: client, Hour: at.Truncate(time.Hour), LastUsed: at}})
+	must(t, err, "TakeWindows(%s at %v)", account, at)
+	return ok, w
+}
+
+// TakeWindows counts a request in every window and its key's usage, or,
+// when one window is full, nothing anywhere; a window of an earlier start
+// holds none and one of a later start is never moved back; PeekWindows
+// finds what a take would, counting nothing; and the windows are those
+// LoadWindows lists.
+func testTakeWindows(t *testing.T, newStore Constructor) {
+	s, _ := newStore(t)
+	owners(t, s)
+	must(t, s.CreateKey(ctx, newKey("key_a", "acct_1", "cli_1", t0)), "CreateKey")
+	must(t, s.CreateKey(ctx, newKey("key_x", "acct_2", "", t0)), "CreateKey")
+	limits := [3]int64{2, 3, 100}
+	at := t0.In(elsewhere)
+	steps := []struct {
+		at      time.Time
+		counted bool
+		counts  [3]int64
+		why     string
+	}{
+		{at, true, [3]int64{1, 1, 1}, "the first request"},
+		{at.Add(time.Second), true, [3]int64{2, 2, 2}, "the second"},
+		{at.Add(2 * time.Second), false, [3]int64{2, 2, 2}, "the minute is full: the hour and the day count nothing either"},
+		{at.Add(3 * time.Second), false, [3]int64{2, 2, 2}, "and again"},
+		{at.Add(time.Minute), true, [3]int64{1, 3, 3}, "the next minute holds none; the hour and the day only the two counted"},
+		{at.Add(time.Minute + time.Second), false, [3]int64{1, 3, 3}, "the hour is full: the minute counts nothing"},
+	}
+	for _, st := range steps {
+		ok, w := take(t, s, "acct_1", "key_a", "cli_1", st.at, limits)
+		if ok != st.counted || w.Counts != st.counts || w.Starts != starts(st.at) {
+			t.Fatalf("%s: TakeWindows at %v = %v, %+v; want %v, counts %v from %v", st.why, st.at, ok, w, st.counted, st.counts, starts(st.at))
+		}
+	}
+	ws := loadWindows(t, s, time.Time{})
+	for i, kind := range store.WindowKinds {
+		if w := ws["acct_1/"+kind]; w.Count != steps[5].counts[i] || !w.Start.Equal(starts(at.Add(time.Minute))[i]) {
+			t.Errorf("LoadWindows lists acct_1's %s window as %+v, want the one TakeWindows counted", kind, w)
+		}
+	}
+	us, err := s.UsageSince(ctx, "acct_1", time.Time{})
+	must(t, err, "UsageSince")
+	if want := []store.KeyUsage{{KeyID: "key_a", AccountID: "acct_1", ClientID: "cli_1", Hour: starts(at)[1], Count: 3}}; !reflect.DeepEqual(us, want) {
+		t.Errorf("usage after 3 counted takes and 3 refused: %+v, want %+v", us, want)
+	}
+	if k, err := s.Key(ctx, "key_a"); err != nil || !k.LastUsedAt.Equal(at.Add(time.Minute)) {
+		t.Errorf("LastUsedAt %v, %v; want the last counted take, %v (refused ones are no use)", k.LastUsedAt, err, at.Add(time.Minute))
+	}
+
+	peek := func(account string, at time.Time) store.WindowCounts {
+		t.Helper()
+		w, err := s.PeekWindows(ctx, account, starts(at))
+		must(t, err, "PeekWindows(%s at %v)", account, at)
+		return w
+	}
+	for range 2 {
+		if w := peek("acct_1", at.Add(time.Minute)); w.Counts != [3]int64{1, 3, 3} || w.Starts != starts(at.Add(time.Minute)) {
+			t.Errorf("PeekWindows in the minute of the last take: %+v, want its counts [1 3 3]", w)
+		}
+	}
+	if w := peek("acct_1", at.Add(time.Hour)); w.Counts != [3]int64{0, 0, 3} || w.Starts != starts(at.Add(time.Hour)) {
+		t.Errorf("PeekWindows in the next hour: %+v, want [0 0 3] from the next hour's starts", w)
+	}
+	if w := peek("acct_none", at); w.Counts != [3]int64{} || w.Starts != starts(at) {
+		t.Errorf("PeekWindows of an account with no windows: %+v, want none at the starts given", w)
+	}
+
+	// A request stamped before a boundary but counted after it counts in
+	// the newer window and leaves its start; one without a key counts no
+	// usage.
+	big := [3]int64{100, 100, 100}
+	next := t0.Truncate(time.Hour).Add(time.Hour)
+	take(t, s, "acct_2", "key_x", "", next, big)
+	ok, w := take(t, s, "acct_2", "", "", next.Add(-time.Millisecond), big)
+	if !ok || w.Counts != [3]int64{2, 2, 2} || w.Starts != starts(next) {
+		t.Fatalf("a late take: %v, %+v; want counted in the newer windows (starts %v), [2 2 2]", ok, w, starts(next))
+	}
+	if w := peek("acct_2", next.Add(-time.Millisecond)); w.Counts != [3]int64{2, 2, 2} || w.Starts != starts(next) {
+		t.Errorf("a late peek: %+v, want the newer windows", w)
+	}
+	if us, _ := s.UsageSince(ctx, "acct_2", time.Time{}); len(us) != 1 || us[0].Count != 1 {
+		t.Errorf("usage of acct_2 after a take with key_x and one with no key: %+v, want 1", us)
+	}
+}
+
+// Of concurrent takes on two handles against room for k, exactly k
+// count (all of them when there is room for more), each count from 1 to
+// k given once, and the key's usage counts them.
+func testTakeWindowsUnderConcurrency(t *testing.T, newStore Constructor) {
+	s, reopen := newStore(t)
+	hs := handles(t, s, reopen, 2)
+	for i, room := range []int64{concurrency * 5 / 8, concurrency + 8} {
+		account, key := fmt.Sprintf("acct_%d", i), fmt.Sprintf("key_%d", i)
+		newAccount(t, s, account, store.AccountStandard)
+		must(t, s.CreateKey(ctx, newKey(key, account, "", t0)), "CreateKey")
+		limits := [3]int64{room, 1000, 1000}
+		var mu sync.Mutex
+		given := map[int64]int{}
+		var refused []int64
+		together(concurrency, func(i int) {
+			ok, w, err := hs[i%2].TakeWindows(ctx, store.WindowTake{AccountID: account, Starts: starts(t0), Limits: limits,
+				Usage: store.KeyUsage{KeyID: key, Hour: t0.Truncate(time.Hour), LastUsed: t0}})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil:
+				t.Errorf("TakeWindows %d: %v", i, err)
+			case ok:
+				given[w.Counts[0]]++
+			default:
+				refused = append(refused, w.Counts[0])
+			}
+		})
+		want := min(room, concurrency)
+		if int64(len(given)) != want || len(refused) != concurrency-int(want) {
+			t.Errorf("room for %d: %d takes counted (%d counts given), %d refused; want exactly %d counted", room, concurrency-len(refused), len(given), len(refused), want)
+		}
+		for n := int64(1); n <= want; n++ {
+			if given[n] != 1 {
+				t.Errorf("room for %d: the count %d was given to %d takes, want 1", room, n, given[n])
+			}
+		}
+		for _, n := range refused {
+			if n != room {
+				t.Errorf("room for %d: a refused take found %d, want the window full", room, n)
+			}
+		}
+		if w, err := s.PeekWindows(ctx, account, starts(t0)); err != nil || w.Counts != [3]int64{want, want, want} {
+			t.Errorf("room for %d: PeekWindows %+v, %v; want %d in every window", room, w, err, want)
+		}
+		if us, err := s.UsageSince(ctx, account, time.Time{}); err != nil || len(us) != 1 || us[0].Count != want {
+			t.Errorf("room for %d: usage %+v, %v; want %d", room, us, err, want)
+		}
 	}
 }
