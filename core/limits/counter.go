@@ -143,21 +143,13 @@ func (e *entry) roll(starts [3]int64) {
 	}
 }
 
-// room reports that no window is full.
-func (e *entry) room(limits [3]int) bool {
-	for i := range 3 {
-		if e.count[i] >= int64(limits[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-func decision(e *entry, limits [3]int, now time.Time) Decision {
+// decision is the decision of windows that start at start (Unix seconds)
+// and hold count, Allowed left to the caller.
+func decision(start, count [3]int64, limits [3]int, now time.Time) Decision {
 	d := Decision{Limit: limits, Now: now}
 	for i := range 3 {
-		d.Count[i] = int(e.count[i])
-		d.Reset[i] = e.start[i] + int64(windowLengths[i]/time.Second)
+		d.Count[i] = int(count[i])
+		d.Reset[i] = start[i] + int64(windowLengths[i]/time.Second)
 	}
 	return d
 }
@@ -169,10 +161,12 @@ func (m *Memory) Take(_ context.Context, u Use, limits [3]int) (Decision, error)
 	sh.mu.Lock()
 	e := sh.get(u.AccountID)
 	e.roll(starts)
-	allowed := e.room(limits)
-	if allowed {
+	d := decision(e.start, e.count, limits, u.At)
+	d.Allowed = d.room()
+	if d.Allowed {
 		for i := range 3 {
 			e.count[i]++
+			d.Count[i]++
 		}
 		if !e.dirty {
 			e.dirty = true
@@ -182,9 +176,7 @@ func (m *Memory) Take(_ context.Context, u Use, limits [3]int) (Decision, error)
 			sh.recordUse(u, starts[Hour])
 		}
 	}
-	d := decision(e, limits, u.At)
 	sh.mu.Unlock()
-	d.Allowed = allowed
 	return d, nil
 }
 
@@ -315,7 +307,7 @@ func (m *Memory) Peek(_ context.Context, accountID string, limits [3]int, now ti
 	}
 	sh.mu.Unlock()
 	e.roll(WindowStarts(now))
-	d := decision(&e, limits, now)
-	d.Allowed = e.room(limits)
+	d := decision(e.start, e.count, limits, now)
+	d.Allowed = d.room()
 	return d, nil
 }

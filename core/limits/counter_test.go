@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/aivis/aivis/core/fault"
 	"github.com/aivis/aivis/core/limits"
+	"github.com/aivis/aivis/core/limits/countertest"
 	"github.com/aivis/aivis/core/store"
 	"github.com/aivis/aivis/core/store/sqlite"
 )
@@ -70,6 +70,23 @@ func TestWindowStarts(t *testing.T) {
 	}
 }
 
+// TestMemory runs the suite every counter passes on the memory counter,
+// persisted behind a SQLite file; a handle is a counter restored from the
+// file, as a server starts. Its counts are its own (not Shared), so the
+// suite races requests on one handle.
+func TestMemory(t *testing.T) {
+	countertest.Run(t, func(t *testing.T) (store.Store, func(*testing.T, time.Time) limits.Counter) {
+		db, _ := openDB(t)
+		return db, func(t *testing.T, now time.Time) limits.Counter {
+			m := limits.NewMemory(db, quiet)
+			if err := m.Load(context.Background(), now); err != nil {
+				t.Fatal(err)
+			}
+			return m
+		}
+	})
+}
+
 func use(account string, at time.Time) limits.Use {
 	return limits.Use{AccountID: account, KeyID: "key_" + account, At: at}
 }
@@ -81,128 +98,6 @@ func take(t *testing.T, m *limits.Memory, u limits.Use, l [3]int) limits.Decisio
 		t.Fatalf("Take: %v", err)
 	}
 	return d
-}
-
-func TestTakeAllowsExactlyTheLimit(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		limits [3]int
-		n      int
-	}{
-		{"minute binds", [3]int{3, 100, 100}, 3},
-		{"hour binds", [3]int{100, 4, 100}, 4},
-		{"day binds", [3]int{100, 100, 5}, 5},
-		{"all equal", [3]int{7, 7, 7}, 7},
-		{"limit one", [3]int{1, 1, 1}, 1},
-		{"starter", limits.Tier{PerMinute: 60, PerHour: 1000, PerDay: 10000}.Limits(), 60},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			m := limits.NewMemory(nil, quiet)
-			for i := 1; i <= tc.n; i++ {
-				d := take(t, m, use("acct", t0), tc.limits)
-				if !d.Allowed {
-					t.Fatalf("request %d of %d refused: %+v", i, tc.n, d)
-				}
-				if d.Count != [3]int{i, i, i} {
-					t.Fatalf("request %d: counts %v, want %d in every window", i, d.Count, i)
-				}
-				if d.Err() != nil {
-					t.Fatalf("allowed decision has Err %v", d.Err())
-				}
-			}
-			for range 3 {
-				d := take(t, m, use("acct", t0), tc.limits)
-				if d.Allowed {
-					t.Fatalf("request past the limit allowed: %+v", d)
-				}
-				if d.Count != [3]int{tc.n, tc.n, tc.n} {
-					t.Fatalf("refused request changed the counts: %v", d.Count)
-				}
-			}
-			// Other accounts are unaffected.
-			if d := take(t, m, use("other", t0), tc.limits); !d.Allowed || d.Count != [3]int{1, 1, 1} {
-				t.Fatalf("another account: %+v", d)
-			}
-		})
-	}
-}
-
-// TestRefusedCountsInNoWindow: a request refused by one window is not
-// counted in the others either (decisions.md 4: a 429 does not count).
-func TestRefusedCountsInNoWindow(t *testing.T) {
-	m := limits.NewMemory(nil, quiet)
-	l := [3]int{2, 10, 100}
-	for range 2 {
-		take(t, m, use("a", t0), l)
-	}
-	for range 50 {
-		if d := take(t, m, use("a", t0), l); d.Allowed || d.Count != [3]int{2, 2, 2} {
-			t.Fatalf("refused request: %+v", d)
-		}
-	}
-	// Next minute: the minute window is new; hour and day still hold only the 2 allowed.
-	d := take(t, m, use("a", t0.Add(time.Minute)), l)
-	if !d.Allowed || d.Count != [3]int{1, 3, 3} {
-		t.Fatalf("next minute: %+v, want allowed with counts [1 3 3]", d)
-	}
-
-	// Hour full: the minute window does not count the refused requests.
-	m = limits.NewMemory(nil, quiet)
-	l = [3]int{100, 3, 100}
-	for range 3 {
-		take(t, m, use("a", t0), l)
-	}
-	for range 10 {
-		take(t, m, use("a", t0.Add(time.Second)), l)
-	}
-	if d := take(t, m, use("a", t0.Add(time.Second)), l); d.Allowed || d.Count != [3]int{3, 3, 3} {
-		t.Fatalf("hour full: %+v", d)
-	}
-}
-
-func TestWindowsRollAtBoundaries(t *testing.T) {
-	l := [3]int{big, big, big}
-	for _, tc := range []struct {
-		name       string
-		before     time.Time
-		after      time.Time
-		wantCounts [3]int // counts after one request at before and one at after
-	}{
-		{"same minute", time.Date(2025, 6, 10, 14, 20, 0, 0, time.UTC), time.Date(2025, 6, 10, 14, 20, 59, 999_999_999, time.UTC), [3]int{2, 2, 2}},
-		{"minute boundary", time.Date(2025, 6, 10, 14, 20, 59, 999_999_999, time.UTC), time.Date(2025, 6, 10, 14, 21, 0, 0, time.UTC), [3]int{1, 2, 2}},
-		{"hour boundary", time.Date(2025, 6, 10, 14, 59, 59, 0, time.UTC), time.Date(2025, 6, 10, 15, 0, 0, 0, time.UTC), [3]int{1, 1, 2}},
-		{"day boundary", time.Date(2025, 6, 10, 23, 59, 59, 0, time.UTC), time.Date(2025, 6, 11, 0, 0, 0, 0, time.UTC), [3]int{1, 1, 1}},
-		{"next hour, same minute number", time.Date(2025, 6, 10, 14, 20, 0, 0, time.UTC), time.Date(2025, 6, 10, 15, 20, 0, 0, time.UTC), [3]int{1, 1, 2}},
-		{"next day, same hour", time.Date(2025, 6, 10, 14, 20, 0, 0, time.UTC), time.Date(2025, 6, 11, 14, 20, 0, 0, time.UTC), [3]int{1, 1, 1}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			m := limits.NewMemory(nil, quiet)
-			take(t, m, use("a", tc.before), l)
-			d := take(t, m, use("a", tc.after), l)
-			if d.Count != tc.wantCounts {
-				t.Fatalf("counts %v, want %v", d.Count, tc.wantCounts)
-			}
-			starts := limits.WindowStarts(tc.after)
-			want := [3]int64{starts[0] + 60, starts[1] + 3600, starts[2] + 86400}
-			if d.Reset != want {
-				t.Fatalf("resets %v, want %v", d.Reset, want)
-			}
-		})
-	}
-
-	// A full minute window opens again at the next minute, and only then.
-	m := limits.NewMemory(nil, quiet)
-	l = [3]int{5, big, big}
-	start := time.Date(2025, 6, 10, 14, 20, 0, 0, time.UTC)
-	for range 5 {
-		take(t, m, use("a", start), l)
-	}
-	if d := take(t, m, use("a", start.Add(59*time.Second+999*time.Millisecond)), l); d.Allowed {
-		t.Fatal("allowed before the minute ended")
-	}
-	if d := take(t, m, use("a", start.Add(time.Minute)), l); !d.Allowed || d.Count[limits.Hour] != 6 {
-		t.Fatalf("at the next minute: %+v", d)
-	}
 }
 
 // TestTakeConcurrentIsExact: 64 goroutines racing 100 requests each against
@@ -322,24 +217,6 @@ func TestDecisionRetryAfterAndErr(t *testing.T) {
 	}
 }
 
-// TestTakeRefusalRetryAfter goes through Take: the refused decision waits
-// until the full window resets, and one more request then passes.
-func TestTakeRefusalRetryAfter(t *testing.T) {
-	m := limits.NewMemory(nil, quiet)
-	l := [3]int{3, 1000, 10000}
-	for range 3 {
-		take(t, m, use("a", t0), l)
-	}
-	d := take(t, m, use("a", t0), l)
-	fe := wantFault(t, d.Err(), fault.RateLimitExceeded, http.StatusTooManyRequests)
-	if fe.RetryAfter != 30 {
-		t.Fatalf("retry_after %d, want 30 (t0 is 30 s into its minute)", fe.RetryAfter)
-	}
-	if d := take(t, m, use("a", t0.Add(time.Duration(fe.RetryAfter)*time.Second)), l); !d.Allowed {
-		t.Fatalf("refused after waiting retry_after: %+v", d)
-	}
-}
-
 // openDB opens a SQLite store in a fresh directory.
 func openDB(t *testing.T) (*sqlite.DB, string) {
 	t.Helper()
@@ -383,99 +260,6 @@ func addKey(t *testing.T, db *sqlite.DB, account, key, client string) {
 	if err := db.CreateKey(ctx, store.Key{ID: key, AccountID: account, ClientID: client, Name: key,
 		KeyHash: []byte("hash-" + key), SecretHash: []byte("s"), Hint: "svc_…", CreatedAt: t0}); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// TestCountsSurviveARestart: flushed counts are loaded by a new counter
-// (a restarted server) on the same database, for the current windows only.
-func TestCountsSurviveARestart(t *testing.T) {
-	l := [3]int{100, 1000, 10000}
-	for _, tc := range []struct {
-		name    string
-		restart time.Time
-		want    [3]int // counts of one more request after the restart
-	}{
-		{"same minute", t0.Add(10 * time.Second), [3]int{8, 8, 8}},
-		{"next minute", t0.Add(40 * time.Second), [3]int{1, 8, 8}},
-		{"next hour", t0.Add(time.Hour), [3]int{1, 1, 8}},
-		{"next day", t0.Add(24 * time.Hour), [3]int{1, 1, 1}},
-		{"two days later", t0.Add(48 * time.Hour), [3]int{1, 1, 1}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
-			path := filepath.Join(t.TempDir(), "aivis.db")
-			db, err := sqlite.Open(ctx, path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			m := limits.NewMemory(db, quiet)
-			for range 7 {
-				take(t, m, use("a", t0), l)
-			}
-			take(t, m, use("b", t0), l)
-			if err := m.Flush(ctx); err != nil {
-				t.Fatal(err)
-			}
-			// Requests after the last flush are lost by a crash, by design.
-			db.Close()
-
-			db, err = sqlite.Open(ctx, path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
-			m2 := limits.NewMemory(db, quiet)
-			if err := m2.Load(ctx, tc.restart); err != nil {
-				t.Fatal(err)
-			}
-			if d := take(t, m2, use("a", tc.restart), l); d.Count != tc.want {
-				t.Fatalf("after restart: counts %v, want %v", d.Count, tc.want)
-			}
-			// b made one request before: 2 where a's window survived (8), else 1.
-			var wantB [3]int
-			for w := range 3 {
-				wantB[w] = 1
-				if tc.want[w] == 8 {
-					wantB[w] = 2
-				}
-			}
-			if d := take(t, m2, use("b", tc.restart), l); d.Count != wantB {
-				t.Fatalf("account b after restart: counts %v, want %v", d.Count, wantB)
-			}
-		})
-	}
-}
-
-// TestLoadKeepsLimitsAcrossRestart: an account that used its minute is
-// still refused after a restart in the same minute.
-func TestLoadKeepsLimitsAcrossRestart(t *testing.T) {
-	ctx := context.Background()
-	db, _ := openDB(t)
-	l := [3]int{5, 100, 100}
-	m := limits.NewMemory(db, quiet)
-	for range 5 {
-		take(t, m, use("a", t0), l)
-	}
-	if err := m.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	m2 := limits.NewMemory(db, quiet)
-	if err := m2.Load(ctx, t0.Add(time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	if d := take(t, m2, use("a", t0.Add(time.Second)), l); d.Allowed {
-		t.Fatalf("allowed after a restart although the minute is used up: %+v", d)
-	}
-	// A flush of the new counter must not lower the stored counts.
-	if err := m2.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	m3 := limits.NewMemory(db, quiet)
-	if err := m3.Load(ctx, t0.Add(2*time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	if d := take(t, m3, use("a", t0.Add(2*time.Second)), l); d.Allowed || d.Count[0] != 5 {
-		t.Fatalf("second restart: %+v", d)
 	}
 }
 
@@ -526,84 +310,6 @@ func lastUsed(t *testing.T, raw *sql.DB, key string) time.Time {
 		return time.Time{}
 	}
 	return time.Unix(0, ns.Int64).UTC()
-}
-
-// TestUsagePerKeyAndHour: every allowed request lands in usage_hourly under
-// its key, hour, account and client; refused ones do not; last_used_at is
-// the last allowed request.
-func TestUsagePerKeyAndHour(t *testing.T) {
-	ctx := context.Background()
-	db, path := openDB(t)
-	raw := rawDB(t, path)
-	addKey(t, db, "acct_agency", "key_acct", "")
-	addKey(t, db, "acct_agency", "key_cli", "cli_1")
-	m := limits.NewMemory(db, quiet)
-	l := [3]int{4, big, big}
-	hour1 := time.Date(2025, 6, 10, 14, 0, 0, 0, time.UTC)
-	at := func(h, min, s int) time.Time {
-		return hour1.Add(time.Duration(h)*time.Hour + time.Duration(min)*time.Minute + time.Duration(s)*time.Second)
-	}
-	uses := []limits.Use{
-		{AccountID: "acct_agency", KeyID: "key_acct", At: at(0, 1, 0)},
-		{AccountID: "acct_agency", KeyID: "key_acct", At: at(0, 1, 1)},
-		{AccountID: "acct_agency", KeyID: "key_cli", ClientID: "cli_1", At: at(0, 1, 2)},
-		{AccountID: "acct_agency", KeyID: "key_cli", ClientID: "cli_1", At: at(0, 1, 3)},
-		// The minute is full: these two are refused and count nowhere.
-		{AccountID: "acct_agency", KeyID: "key_acct", At: at(0, 1, 4)},
-		{AccountID: "acct_agency", KeyID: "key_cli", ClientID: "cli_1", At: at(0, 1, 5)},
-		{AccountID: "acct_agency", KeyID: "key_acct", At: at(0, 59, 59)},
-		{AccountID: "acct_agency", KeyID: "key_acct", At: at(1, 0, 0)},
-		{AccountID: "acct_agency", KeyID: "key_acct", At: at(1, 30, 0)},
-	}
-	for i, u := range uses[:6] {
-		d := take(t, m, u, l)
-		if d.Allowed != (i < 4) {
-			t.Fatalf("use %d allowed=%v", i, d.Allowed)
-		}
-	}
-	if err := m.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for _, u := range uses[6:] {
-		take(t, m, u, l)
-	}
-	if err := m.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	// Nothing new: flushing again adds nothing.
-	if err := m.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	got := usageRows(t, raw, "key_acct")
-	want := []usageRow{{"acct_agency", "", hour1, 3}, {"acct_agency", "", hour1.Add(time.Hour), 2}}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("usage of key_acct:\n got  %v\n want %v", got, want)
-	}
-	got = usageRows(t, raw, "key_cli")
-	want = []usageRow{{"acct_agency", "cli_1", hour1, 2}}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("usage of key_cli:\n got  %v\n want %v", got, want)
-	}
-	if lu := lastUsed(t, raw, "key_acct"); !lu.Equal(at(1, 30, 0)) {
-		t.Errorf("key_acct last_used_at %v, want %v", lu, at(1, 30, 0))
-	}
-	if lu := lastUsed(t, raw, "key_cli"); !lu.Equal(at(0, 1, 3)) {
-		t.Errorf("key_cli last_used_at %v, want %v (the refused request is not a use)", lu, at(0, 1, 3))
-	}
-	k, err := db.Key(ctx, "key_acct")
-	if err != nil || !k.LastUsedAt.Equal(at(1, 30, 0)) {
-		t.Errorf("Key().LastUsedAt = %v, %v", k.LastUsedAt, err)
-	}
-	// A use without a key counts in the windows but records no usage.
-	take(t, m, limits.Use{AccountID: "acct_agency", At: at(2, 0, 0)}, l)
-	if err := m.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	var n int
-	raw.QueryRow(`SELECT count(*) FROM usage_hourly WHERE key_id = ''`).Scan(&n)
-	if n != 0 {
-		t.Errorf("%d usage rows for an empty key id", n)
-	}
 }
 
 // failingCounters fails SaveCounts a number of times, then passes through.
@@ -714,7 +420,10 @@ func TestFlushToClosedDatabaseRequeues(t *testing.T) {
 	}
 }
 
+// switchCounters writes behind to the store it is set to; it takes
+// nothing (the memory counter does not).
 type switchCounters struct {
+	store.Counters
 	mu  sync.Mutex
 	cur store.Counters
 }
@@ -812,115 +521,4 @@ func TestConcurrentTakeAndFlush(t *testing.T) {
 			t.Errorf("acct_%d day window %d, want %d", i, n, perAccount)
 		}
 	}
-}
-
-// TestTakeLateRequestAtWindowBoundary: the API reads the clock before Take
-// takes the shard's lock (rateLimit passes At: s.now()), so at a window
-// boundary a request stamped just before it can reach Take after requests
-// stamped just after it. Such a late request must not take the account's
-// windows back: Memory.Take's roll resets a window whenever its start
-// differs from the request's, backwards too, so the late request zeroes
-// the new window, and the next request zeroes it again on the way forward.
-// The counts of the new window are lost, and more than its limit pass.
-func TestTakeLateRequestAtWindowBoundary(t *testing.T) {
-	// 15:00:00 is a minute and an hour boundary; midnight is all three.
-	for _, tc := range []struct {
-		name   string
-		next   time.Time // the start of the new window
-		limits [3]int
-		w      int // the window that fills
-	}{
-		{"minute", time.Date(2025, 6, 10, 14, 21, 0, 0, time.UTC), [3]int{2, big, big}, limits.Minute},
-		{"hour", time.Date(2025, 6, 10, 15, 0, 0, 0, time.UTC), [3]int{big, 2, big}, limits.Hour},
-		{"day", time.Date(2025, 6, 11, 0, 0, 0, 0, time.UTC), [3]int{big, big, 2}, limits.Day},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			m := limits.NewMemory(nil, quiet)
-			late := tc.next.Add(-time.Millisecond)
-			for i := range 2 {
-				if d := take(t, m, use("a", tc.next.Add(time.Duration(i)*time.Microsecond)), tc.limits); !d.Allowed {
-					t.Fatalf("request %d of the new window refused: %+v", i+1, d)
-				}
-			}
-			take(t, m, use("a", late), tc.limits) // stamped before the boundary, counted after
-			d := take(t, m, use("a", tc.next.Add(time.Second)), tc.limits)
-			if d.Allowed || d.Count[tc.w] < 2 {
-				t.Fatalf("after a late request, the %s window that already holds 2 of 2: allowed=%v, count %d; want refused, the count kept",
-					tc.name, d.Allowed, d.Count[tc.w])
-			}
-		})
-	}
-}
-
-// TestTakeConcurrentAtMinuteBoundary is the same through real concurrency:
-// goroutines stamp their requests with a clock that crosses a minute
-// boundary and race to Take them, as API requests do. However they
-// interleave, the minute after the boundary never lets more than its
-// limit through (run with -race).
-func TestTakeConcurrentAtMinuteBoundary(t *testing.T) {
-	const limit = 50
-	boundary := time.Date(2025, 6, 10, 14, 21, 0, 0, time.UTC)
-	for round := range 20 {
-		m := limits.NewMemory(nil, quiet)
-		var tick atomic.Int64
-		var after atomic.Int64 // allowed requests stamped in the new minute
-		var wg sync.WaitGroup
-		for range 16 {
-			wg.Go(func() {
-				for range 40 {
-					// The shared clock crosses the boundary after 200 readings;
-					// a goroutine may be descheduled between reading it and Take.
-					at := boundary.Add(time.Duration(tick.Add(1)-200) * time.Microsecond)
-					runtime.Gosched() // as a request may be, between its clock reading and Take
-					d, err := m.Take(context.Background(), use("a", at), [3]int{limit, big, big})
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					if d.Allowed && !at.Before(boundary) {
-						after.Add(1)
-					}
-				}
-			})
-		}
-		wg.Wait()
-		if after.Load() > limit {
-			t.Fatalf("round %d: %d requests stamped in the minute after the boundary were allowed; its limit is %d", round, after.Load(), limit)
-		}
-	}
-}
-
-func TestPeekCountsNothing(t *testing.T) {
-	m := limits.NewMemory(nil, nil)
-	now := time.Date(2026, 5, 1, 12, 30, 30, 0, time.UTC)
-	lim := [3]int{2, 10, 100}
-	for range 2 {
-		if _, err := m.Take(context.Background(), limits.Use{AccountID: "a", KeyID: "k", At: now}, lim); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for range 3 {
-		d := peek(t, m, "a", lim, now)
-		if d.Count != [3]int{2, 2, 2} || d.Allowed {
-			t.Fatalf("peek: %+v, want 2 in each window and the minute full", d)
-		}
-	}
-	if d := peek(t, m, "a", lim, now.Add(time.Minute)); d.Count != [3]int{0, 2, 2} || !d.Allowed {
-		t.Fatalf("peek in the next minute: %+v", d)
-	}
-	if d := peek(t, m, "unknown", lim, now); d.Count != [3]int{} || !d.Allowed {
-		t.Fatalf("peek of an account never seen: %+v", d)
-	}
-	if d, _ := m.Take(context.Background(), limits.Use{AccountID: "a", At: now}, lim); d.Allowed {
-		t.Fatal("peeking made room in the full minute")
-	}
-}
-
-func peek(t *testing.T, m *limits.Memory, account string, lim [3]int, now time.Time) limits.Decision {
-	t.Helper()
-	d, err := m.Peek(context.Background(), account, lim, now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
 }

@@ -34,6 +34,16 @@ type Decision struct {
 // Remaining in window w, never below zero.
 func (d Decision) Remaining(w int) int { return max(d.Limit[w]-d.Count[w], 0) }
 
+// room reports that no window is full.
+func (d Decision) room() bool {
+	for w := range 3 {
+		if d.Count[w] >= d.Limit[w] {
+			return false
+		}
+	}
+	return true
+}
+
 // Tightest is the window with the fewest requests remaining; on a tie, the
 // shortest. X-RateLimit-* headers report it.
 func (d Decision) Tightest() int {

@@ -68,7 +68,7 @@ func claimTwice(t *testing.T, what string, hs []store.Store, ids []string, statu
 	for round, now := range []time.Time{t0.Add(time.Hour), t0.Add(2 * time.Hour)} {
 		leaseEnd := now.Add(time.Minute)
 		var got claimed
-		together(concurrency, func(i int) {
+		Together(concurrency, func(i int) {
 			for range len(ids) + 1 { // bounded: a claim that hands items out again never ends
 				var c claimState
 				err := hs[i%2].Update(ctx, func(tx store.Tx) (err error) { c, err = claim(tx, now, leaseEnd); return err })
@@ -196,7 +196,7 @@ func testDeliveryClaimsUnderConcurrency(t *testing.T, newStore Constructor) {
 		return len(ds)
 	}
 	// Bounded: a claim that hands deliveries out again never ends.
-	together(concurrency, func(i int) {
+	Together(concurrency, func(i int) {
 		for n := 0; n <= len(due) && claim(i) > 0; n++ {
 		}
 	})

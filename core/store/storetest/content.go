@@ -279,7 +279,7 @@ func testBudgetCapUnderConcurrency(t *testing.T, newStore Constructor) {
 	const each, spent = 1_000_000, 3_500_000
 	update(t, s, "charge", func(tx store.Tx) error { return tx.AddToBudgetMonth("acct_1", "2025-06", spent, 0) })
 	var c tally
-	together(concurrency, func(i int) { c.add(reserve(hs[i%2], fmt.Sprintf("cr_%02d", i), each, spent+7*each+each/2, 1000)) })
+	Together(concurrency, func(i int) { c.add(reserve(hs[i%2], fmt.Sprintf("cr_%02d", i), each, spent+7*each+each/2, 1000)) })
 	c.expect(t, "a budget of 7.5 requests", 7)
 	if b, active, err := s.Budget(ctx, "acct_1", "2025-06"); err != nil || b != (store.BudgetMonth{Spent: spent, Reserved: 7 * each}) || active != 7 {
 		t.Errorf("the ledger after %d admitted: %+v, %d active, %v; want %d reserved, 7 active", c.admitted, b, active, err, 7*each)
@@ -302,7 +302,7 @@ func testActiveCapUnderConcurrency(t *testing.T, newStore Constructor) {
 	running.Status = "processing"
 	insertRequests(t, s, done, running)
 	var c tally
-	together(concurrency, func(i int) { c.add(reserve(hs[i%2], fmt.Sprintf("cr_%02d", i), 1, 1<<40, 6)) })
+	Together(concurrency, func(i int) { c.add(reserve(hs[i%2], fmt.Sprintf("cr_%02d", i), 1, 1<<40, 6)) })
 	c.expect(t, "a cap of 6 active requests, 1 processing", 5)
 	if b, active, err := s.Budget(ctx, "acct_1", "2025-06"); err != nil || active != 6 || b.Reserved != int64(c.admitted) {
 		t.Errorf("after %d admitted: %d active, ledger %+v, %v; want 6 active, %d reserved", c.admitted, active, b, err, c.admitted)

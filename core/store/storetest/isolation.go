@@ -46,7 +46,7 @@ func testUpdateIsAllOrNothing(t *testing.T, newStore Constructor) {
 	}
 
 	// Concurrent callers: every third fails after writing.
-	together(concurrency, func(i int) {
+	Together(concurrency, func(i int) {
 		err := s.Update(ctx, func(tx store.Tx) error {
 			for j := range 2 {
 				if err := tx.InsertContentRequest(contentRequest(fmt.Sprintf("cr_%02d_%d", i, j), "acct_1", "", t0)); err != nil {
@@ -162,7 +162,7 @@ func testConcurrentHandles(t *testing.T, newStore Constructor) {
 	s, reopen := newStore(t)
 	hs := handles(t, s, reopen, 2)
 	newAccount(t, s, "acct_1", store.AccountStandard)
-	together(4, func(i int) {
+	Together(4, func(i int) {
 		db := hs[i%2]
 		for j := range 25 {
 			err := db.Update(ctx, func(tx store.Tx) error {

@@ -151,7 +151,7 @@ func testInvitationUsedOnce(t *testing.T, newStore Constructor) {
 
 	var won []int
 	var c tally
-	together(concurrency, func(i int) {
+	Together(concurrency, func(i int) {
 		u := store.User{ID: fmt.Sprintf("usr_%02d", i), AccountID: "acct_1", Email: fmt.Sprintf("new%d@example.com", i), Role: store.RoleViewer,
 			PasswordHash: "$argon2id$x", CreatedAt: t0.Add(time.Minute), PasswordAt: t0.Add(time.Minute)}
 		err := hs[i%2].AcceptInvitation(ctx, inv.TokenHash, u, nil)
@@ -228,7 +228,7 @@ func testBootstrap(t *testing.T, newStore Constructor) {
 		t.Fatalf("Invitation of a bootstrap invitation while no user exists: %+v, %v", got, err)
 	}
 	var c tally
-	together(concurrency, func(i int) {
+	Together(concurrency, func(i int) {
 		acct := store.Account{ID: fmt.Sprintf("acct_%02d", i), Name: "First", Tier: "starter", Type: store.AccountStandard, CreatedAt: t0}
 		u := store.User{ID: fmt.Sprintf("usr_%02d", i), AccountID: acct.ID, Email: fmt.Sprintf("first%d@example.com", i), Role: store.RoleOwner,
 			PasswordHash: "x", CreatedAt: t0, PasswordAt: t0}

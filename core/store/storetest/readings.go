@@ -473,7 +473,7 @@ func testDomainCapUnderConcurrency(t *testing.T, newStore Constructor) {
 		return tx.InsertDomain(newDomain("dom_first", "acct_1", "cli_1", "first.example", t0))
 	})
 	var c tally
-	together(concurrency, func(i int) {
+	Together(concurrency, func(i int) {
 		c.add(hs[i%2].Update(ctx, func(tx store.Tx) error {
 			n, err := tx.CountDomains("acct_1")
 			if err != nil {

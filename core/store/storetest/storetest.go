@@ -279,7 +279,7 @@ func onceEach[T any, K comparable](t *testing.T, what string, there []K, listed 
 
 // together runs fn(i) for i in [0, n) on n goroutines released at once,
 // and waits for them all.
-func together(n int, fn func(i int)) {
+func Together(n int, fn func(i int)) {
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	for i := range n {

@@ -79,7 +79,7 @@ func testSaveCountsUnderConcurrency(t *testing.T, newStore Constructor) {
 	minute := t0.Truncate(time.Minute)
 	hour := t0.Truncate(time.Hour)
 	counts := rand.New(rand.NewPCG(1, 2)).Perm(concurrency)
-	together(concurrency, func(i int) {
+	Together(concurrency, func(i int) {
 		n := int64(counts[i] + 1)
 		err := hs[i%2].SaveCounts(ctx, []store.Window{{AccountID: "acct_1", Window: "minute", Start: minute, Count: n}},
 			[]store.KeyUsage{{KeyID: "key_1", AccountID: "acct_1", Hour: hour, Count: 1, LastUsed: t0.Add(time.Duration(n) * time.Second)}})
@@ -254,7 +254,7 @@ func testTakeWindowsUnderConcurrency(t *testing.T, newStore Constructor) {
 		var mu sync.Mutex
 		given := map[int64]int{}
 		var refused []int64
-		together(concurrency, func(i int) {
+		Together(concurrency, func(i int) {
 			ok, w, err := hs[i%2].TakeWindows(ctx, store.WindowTake{AccountID: account, Starts: starts(t0), Limits: limits,
 				Usage: store.KeyUsage{KeyID: key, Hour: t0.Truncate(time.Hour), LastUsed: t0}})
 			mu.Lock()

@@ -527,7 +527,7 @@ func capUnderConcurrency(t *testing.T, newStore Constructor, connections bool) {
 	}
 	insertWebhooks(t, s, first, other)
 	var c tally
-	together(concurrency, func(i int) {
+	Together(concurrency, func(i int) {
 		c.add(hs[i%2].Update(ctx, func(tx store.Tx) error {
 			n, err := tx.CountWebhooks("acct_1", connections)
 			if err != nil {
