@@ -22,3 +22,10 @@ func newMemoryCounter(ctx context.Context, cfg config.Config, st store.Counters,
 	}
 	return m, nil
 }
+
+// newStoreCounter makes the shared counter: the windows counted in the
+// store, one write transaction a request, shared exactly by every process
+// on the store.
+func newStoreCounter(_ context.Context, _ config.Config, st store.Counters, _ *slog.Logger) (limits.Counter, error) {
+	return limits.NewStoreCounter(st), nil
+}

@@ -8,7 +8,7 @@
 // The order of opening: the store (given the master key that seals the
 // secrets it keeps), then the bus (given the store's outbox, where
 // store.Tx.Publish writes events), then the counter (given the store's
-// store.Counters, to persist behind).
+// store.Counters, to persist behind or to count in).
 package engines
 
 import (
@@ -75,15 +75,16 @@ type Consumer struct {
 	Batch int
 }
 
-// CounterFactory makes the rate-limit counter; st persists counts for a
-// counter that keeps them elsewhere (in memory) between writes.
+// CounterFactory makes the rate-limit counter from the store's counts: a
+// counter that keeps them elsewhere (in memory) persists them to st
+// between writes; the store counter counts in st itself.
 type CounterFactory func(ctx context.Context, cfg config.Config, st store.Counters, log *slog.Logger) (limits.Counter, error)
 
 // The engines, by the name their setting takes.
 var (
 	Stores   = map[string]StoreFactory{"sqlite": openSQLite}
 	Buses    = map[string]BusFactory{"sqlite": openSQLiteBus}
-	Counters = map[string]CounterFactory{"memory": newMemoryCounter}
+	Counters = map[string]CounterFactory{"memory": newMemoryCounter, "store": newStoreCounter}
 )
 
 // Check refuses a setting that names no engine of the registry, naming the

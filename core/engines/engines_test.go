@@ -30,7 +30,7 @@ func TestCheck(t *testing.T) {
 	}{
 		{"store", func(c *config.Config) { c.Store = "mysql" }, []string{`store "mysql"`, "known: sqlite"}},
 		{"bus", func(c *config.Config) { c.Bus = "kafka" }, []string{`bus "kafka"`, "known: sqlite"}},
-		{"counter", func(c *config.Config) { c.Counter = "" }, []string{`counter ""`, "known: memory"}},
+		{"counter", func(c *config.Config) { c.Counter = "" }, []string{`counter ""`, "known: memory, store"}},
 		{"all three", func(c *config.Config) { c.Store, c.Bus, c.Counter = "a", "b", "c" },
 			[]string{`store "a"`, `bus "b"`, `counter "c"`}},
 	} {
@@ -56,6 +56,14 @@ func open(t *testing.T) (config.Config, store.Store, engines.Outbox) {
 	t.Helper()
 	cfg := config.Default()
 	cfg.DataDir = t.TempDir()
+	opened := openDir(t, cfg)
+	return cfg, opened.Store, opened.Outbox
+}
+
+// openDir opens the configured store of cfg's data directory, as a server
+// does, and closes it when the test ends.
+func openDir(t *testing.T, cfg config.Config) engines.Opened {
+	t.Helper()
 	box, _, err := secrets.Load(filepath.Join(cfg.DataDir, secrets.KeyFile), true)
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +73,7 @@ func open(t *testing.T) (config.Config, store.Store, engines.Outbox) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { opened.Store.Close() })
-	return cfg, opened.Store, opened.Outbox
+	return opened
 }
 
 // TestSQLiteBusReadsTheStoresOutbox: the bus, opened from the store's
@@ -153,5 +161,39 @@ func TestMemoryCounterPersistsBehindTheStore(t *testing.T) {
 	}
 	if d, err := again.Peek(ctx, a.ID, caps, now); err != nil || d.Count != [3]int{3, 3, 3} {
 		t.Fatalf("a new counter sees the counts %v, want the 3 requests in each window", d.Count)
+	}
+}
+
+// TestStoreCounterSharedByEveryHandle: the store counter of two servers on
+// one data directory counts in the store they share: what one takes, the
+// other sees and counts on from.
+func TestStoreCounterSharedByEveryHandle(t *testing.T) {
+	cfg, st, _ := open(t)
+	cfg.Counter = "store"
+	if err := engines.Check(cfg); err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	var cs []limits.Counter
+	for _, s := range []store.Store{st, openDir(t, cfg).Store} {
+		c, err := engines.Counters[cfg.Counter](ctx, cfg, s, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !c.Shared() {
+			t.Fatal("the store counter says its counts are not shared")
+		}
+		cs = append(cs, c)
+	}
+	now, caps := time.Now(), [3]int{2, 1000, 10000}
+	for i, c := range cs {
+		if d, err := c.Take(ctx, limits.Use{AccountID: "acct_1", At: now}, caps); err != nil || !d.Allowed || d.Count[0] != i+1 {
+			t.Fatalf("Take on server %d: %+v, %v; want allowed, the %d. of the minute", i+1, d, err, i+1)
+		}
+	}
+	for i, c := range cs {
+		if d, err := c.Peek(ctx, "acct_1", caps, now); err != nil || d.Allowed || d.Count[0] != 2 {
+			t.Fatalf("Peek on server %d: %+v, %v; want both requests and the minute full", i+1, d, err)
+		}
 	}
 }
