@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -61,7 +62,7 @@ func TestEnginesChosenAlike(t *testing.T) {
 		{"store in the file", []string{"--config", file}, nil, `store "nosuch" is not an engine of aivis (known: sqlite)`},
 		{"AIVIS_CONFIG", nil, []string{"AIVIS_CONFIG=" + file}, `store "nosuch" is not an engine of aivis (known: sqlite)`},
 		{"--bus", []string{"--bus", "nats"}, nil, `bus "nats" is not an engine of aivis (known: sqlite)`},
-		{"AIVIS_COUNTER", nil, []string{"AIVIS_COUNTER=redis"}, `counter "redis" is not an engine of aivis (known: memory)`},
+		{"AIVIS_COUNTER", nil, []string{"AIVIS_COUNTER=redis"}, `counter "redis" is not an engine of aivis (known: memory, store)`},
 		// Any other setting is read and checked alike too.
 		{"AIVIS_LOG_LEVEL", nil, []string{"AIVIS_LOG_LEVEL=loud"}, `log_level must be debug, info, warn or error, not "loud"`},
 	} {
@@ -129,5 +130,42 @@ func TestCommandsReadTheServersConfiguration(t *testing.T) {
 	command(nil, nil, "key", "revoke", k.ID, "--config", file)
 	if r := s.do(t, bs); r.Status != 401 || r.errorCode(t) != "KEY_REVOKED" {
 		t.Fatalf("the key the command revoked: %d %s", r.Status, r.Body)
+	}
+}
+
+// TestStoreCounterSharedByServers: two servers on one data directory with
+// counter store share an account's windows: of 90 concurrent requests of a
+// starter account spread over both, exactly 60 (its per-minute limit)
+// pass, and the key's usage in the database counts those 60 as soon as
+// they are answered.
+func TestStoreCounterSharedByServers(t *testing.T) {
+	dir := t.TempDir()
+	a := newAccount(t, dir, "starter", false)
+	k := newKey(t, dir, a.ID)
+	servers := []*server{start(t, dir, "--counter", "store"), start(t, dir, "--counter", "store")}
+	awayFromMinuteEnd(25 * time.Second)
+	var mu sync.Mutex
+	statuses := map[int]int{}
+	var wg sync.WaitGroup
+	for i := range 90 {
+		wg.Go(func() {
+			r := servers[i%2].do(t, req{method: "GET", path: "/api/v1/ai/budget-status", header: keyed(k)})
+			mu.Lock()
+			statuses[r.Status]++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if statuses[200] != 60 || statuses[429] != 30 {
+		t.Fatalf("statuses %v over two servers; want exactly 60 passed and 30 refused", statuses)
+	}
+	if n := servers[0].count(t, `SELECT coalesce(sum(count), 0) FROM usage_hourly`); n != 60 {
+		t.Errorf("the key's usage counts %d requests, want the 60 that passed", n)
+	}
+	for i, s := range servers {
+		r := s.do(t, req{method: "GET", path: "/api/v1/ai/budget-status", header: keyed(k)})
+		if r.Status != 429 || r.Header.Get("X-RateLimit-Remaining") != "0" {
+			t.Errorf("server %d, after the 60: %d, remaining %s; want 429 and none", i+1, r.Status, r.Header.Get("X-RateLimit-Remaining"))
+		}
 	}
 }
