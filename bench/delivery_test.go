@@ -16,7 +16,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -278,13 +277,6 @@ func (s *deliveryStack) burst(b *testing.B, sink *hookSink, domains []string, n,
 	fmt.Printf("%d deliveries: %.0f µs of CPU each (the receiver's included)\n", want,
 		float64((cpuTime()-cpu).Microseconds())/float64(want))
 	return float64(want) / time.Since(start).Seconds()
-}
-
-// cpuTime is the CPU time this process has used.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // ceiling is the rate at which a plain Go client POSTs signed bodies to

@@ -88,13 +88,22 @@ func clientTLS(tb testing.TB, cert tls.Certificate, protos ...string) *tls.Confi
 	return &tls.Config{RootCAs: pool, ServerName: "localhost", NextProtos: protos, MinVersion: tls.VersionTLS12}
 }
 
-// loadFixture is the servers of the load benchmark, all in this process
-// on one SQLite database: the bare handler, the API as app.Run builds it,
-// and, for diagnosis, the API with a counter that is never flushed.
+// loadFixture is the servers of the load benchmark, all in this process:
+// the bare handler, the API as app.Run builds it (counter memory) and,
+// for diagnosis, the API with a counter that is never flushed, on one
+// SQLite database; and the API with the shared counter (counter store) on
+// a database of its own, whose windows the memory counter's flushes do
+// not fill, on a handle and on a second one, as a second process opens
+// it.
 type loadFixture struct {
 	bareAddr, apiAddr, apiNoFlushAddr string
-	creds                             []http.Header
-	cert                              tls.Certificate
+	// apiStoreAddrs are the API with counter store on the first handle
+	// and on the second.
+	apiStoreAddrs [2]string
+	// creds are the keys of the first database's accounts, storeCreds
+	// those of the second's.
+	creds, storeCreds []http.Header
+	cert              tls.Certificate
 }
 
 func newLoadFixture(b *testing.B) *loadFixture {
@@ -103,26 +112,16 @@ func newLoadFixture(b *testing.B) *loadFixture {
 	dir := b.TempDir()
 	cfg := config.Default()
 	cfg.DataDir = dir
-	svc, err := app.Open(ctx, cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { svc.Close() })
-
-	t0 := time.Now()
-	f := &loadFixture{}
-	for i := range *nAccounts {
-		a, err := svc.Accounts.Create(ctx, fmt.Sprintf("Bench %d", i), "enterprise", false)
+	open := func(cfg config.Config) *app.Services {
+		svc, err := app.Open(ctx, cfg)
 		if err != nil {
 			b.Fatal(err)
 		}
-		k, err := svc.Auth.CreateKey(ctx, auth.NewKey{AccountID: a.ID, Name: "bench"})
-		if err != nil {
-			b.Fatal(err)
-		}
-		f.creds = append(f.creds, http.Header{"X-Api-Key": {k.APIKey}, "X-Api-Secret": {k.Secret}})
+		b.Cleanup(func() { svc.Close() })
+		return svc
 	}
-	b.Logf("created %d enterprise accounts with one key each in %v", *nAccounts, time.Since(t0).Round(time.Millisecond))
+	svc := open(cfg)
+	f := &loadFixture{creds: newAccounts(b, svc)}
 
 	mat, err := tlsconf.Load("", "", dir, []string{"127.0.0.1"})
 	if err != nil {
@@ -142,17 +141,54 @@ func newLoadFixture(b *testing.B) *loadFixture {
 	done := make(chan struct{})
 	go func() { counter.Run(cctx); close(done) }()
 	b.Cleanup(func() { stop(); <-done })
-	srv := api.New(api.Config{}, api.Deps{Store: svc.Store, Auth: svc.Auth, Content: svc.Content,
-		Counter: counter, Guard: limits.NewAuthGuard(1_000_000, time.Minute), Log: lg})
-	f.apiAddr = serveTLS(b, srv.Handler(), mat.Config())
+	serveAPI := func(svc *app.Services, counter limits.Counter) string {
+		srv := api.New(api.Config{}, api.Deps{Store: svc.Store, Auth: svc.Auth, Content: svc.Content,
+			Counter: counter, Guard: limits.NewAuthGuard(1_000_000, time.Minute), Log: lg})
+		return serveTLS(b, srv.Handler(), mat.Config())
+	}
+	f.apiAddr = serveAPI(svc, counter)
+
+	// The same API with the counter several processes share (counter
+	// store): every request checked and counted in the database, on a
+	// handle and on a second one, which contends for the file's write
+	// lock as a second process's does.
+	storeCfg := cfg
+	storeCfg.DataDir, storeCfg.Counter = b.TempDir(), "store"
+	first := open(storeCfg)
+	f.storeCreds = newAccounts(b, first)
+	for i, svc := range []*app.Services{first, open(storeCfg)} {
+		shared, err := engines.Counters[storeCfg.Counter](ctx, storeCfg, svc.Store, lg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		f.apiStoreAddrs[i] = serveAPI(svc, shared)
+	}
 
 	// Diagnosis only: the same API with a counter that is never written to
 	// the database, so no commit every second moves PRAGMA data_version
 	// and empties the store's key and budget caches.
-	noFlush := api.New(api.Config{}, api.Deps{Store: svc.Store, Auth: svc.Auth, Content: svc.Content,
-		Counter: limits.NewMemory(nil, lg), Guard: limits.NewAuthGuard(1_000_000, time.Minute), Log: lg})
-	f.apiNoFlushAddr = serveTLS(b, noFlush.Handler(), mat.Config())
+	f.apiNoFlushAddr = serveAPI(svc, limits.NewMemory(nil, lg))
 	return f
+}
+
+// newAccounts makes the enterprise accounts, one key each, and returns
+// their credentials.
+func newAccounts(b *testing.B, svc *app.Services) []http.Header {
+	ctx, t0 := context.Background(), time.Now()
+	var creds []http.Header
+	for i := range *nAccounts {
+		a, err := svc.Accounts.Create(ctx, fmt.Sprintf("Bench %d", i), "enterprise", false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		k, err := svc.Auth.CreateKey(ctx, auth.NewKey{AccountID: a.ID, Name: "bench"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		creds = append(creds, http.Header{"X-Api-Key": {k.APIKey}, "X-Api-Secret": {k.Secret}})
+	}
+	b.Logf("created %d enterprise accounts with one key each in %v", *nAccounts, time.Since(t0).Round(time.Millisecond))
+	return creds
 }
 
 // check makes one request of each kind with net/http and checks the answers.
@@ -183,9 +219,12 @@ func (f *loadFixture) check(b *testing.B) {
 			} `json:"rate_limits"`
 		} `json:"data"`
 	}
-	body := get("https://"+f.apiAddr+"/api/v1/ai/budget-status", f.creds[0])
-	if err := json.Unmarshal(body, &bs); err != nil || !bs.Success || bs.Data.QuotaTier != "Enterprise" {
-		b.Fatalf("budget-status answered %s (%v)", body, err)
+	var body []byte
+	for addr, creds := range map[string]http.Header{f.apiAddr: f.creds[0], f.apiStoreAddrs[0]: f.storeCreds[0], f.apiStoreAddrs[1]: f.storeCreds[0]} {
+		body = get("https://"+addr+"/api/v1/ai/budget-status", creds)
+		if err := json.Unmarshal(body, &bs); err != nil || !bs.Success || bs.Data.QuotaTier != "Enterprise" {
+			b.Fatalf("budget-status answered %s (%v)", body, err)
+		}
 	}
 	b.Logf("budget-status response: %d bytes of JSON; bare response: %d bytes", len(body), len(bareBody))
 }
@@ -201,7 +240,10 @@ func copyHeader(dst, src http.Header) {
 // guard, rate limit, budget read from SQLite) over HTTPS with keep-alive,
 // from a generator in the same process on loopback: peak throughput in a
 // closed loop, then latency in an open loop at half of each one's own peak,
-// then HTTP/2 in a closed loop. A third server, the API with a counter that
+// then HTTP/2 in a closed loop. budget-status is measured with each
+// counter: memory (the default, one process's counts) and store (counts
+// shared by every process on the database, one write a request). A fourth
+// server, the API with a counter that
 // is never flushed to the database, is measured for diagnosis only. It runs
 // its phases once whatever b.N is; run it with -benchtime=1x.
 func BenchmarkLoad(b *testing.B) {
@@ -210,6 +252,9 @@ func BenchmarkLoad(b *testing.B) {
 	ctx := context.Background()
 	bare := NewH1(f.bareAddr, "localhost", "/bare", clientTLS(b, f.cert, "http/1.1"), nil)
 	budget := NewH1(f.apiAddr, "localhost", "/api/v1/ai/budget-status", clientTLS(b, f.cert, "http/1.1"), f.creds)
+	budgetStore := NewH1(f.apiStoreAddrs[0], "localhost", "/api/v1/ai/budget-status", clientTLS(b, f.cert, "http/1.1"), f.storeCreds)
+	budgetStore2 := &Spread{Targets: []Target{budgetStore,
+		NewH1(f.apiStoreAddrs[1], "localhost", "/api/v1/ai/budget-status", clientTLS(b, f.cert, "http/1.1"), f.storeCreds)}}
 	noFlush := NewH1(f.apiNoFlushAddr, "localhost", "/api/v1/ai/budget-status", clientTLS(b, f.cert, "http/1.1"), f.creds)
 
 	var rs []Result
@@ -224,14 +269,20 @@ func BenchmarkLoad(b *testing.B) {
 	const (
 		nBare    = "bare chi handler, HTTP/1.1"
 		nBudget  = "budget-status, HTTP/1.1"
+		nStore   = "budget-status, counter store, HTTP/1.1"
+		nStore2  = "budget-status, counter store, two handles, HTTP/1.1"
 		nNoFlush = "budget-status, counter never flushed (diagnostic), HTTP/1.1"
 	)
 	b.ResetTimer()
 	bareClosed := run(ClosedLoop(ctx, nBare, bare, *workers, *warmup, *phase))
 	budgetClosed := run(ClosedLoop(ctx, nBudget, budget, *workers, *warmup, *phase))
+	storeClosed := run(ClosedLoop(ctx, nStore, budgetStore, *workers, *warmup, *phase))
+	store2Closed := run(ClosedLoop(ctx, nStore2, budgetStore2, *workers, *warmup, *phase))
 	noFlushClosed := run(ClosedLoop(ctx, nNoFlush, noFlush, *workers, *warmup, *phase))
 	bareOpen := run(OpenLoop(ctx, nBare, bare, *openWorkers, *openShare*bareClosed.Rate(), *warmup, *phase))
 	budgetOpen := run(OpenLoop(ctx, nBudget, budget, *openWorkers, *openShare*budgetClosed.Rate(), *warmup, *phase))
+	storeOpen := run(OpenLoop(ctx, nStore, budgetStore, *openWorkers, *openShare*storeClosed.Rate(), *warmup, *phase))
+	store2Open := run(OpenLoop(ctx, nStore2, budgetStore2, *openWorkers, *openShare*store2Closed.Rate(), *warmup, *phase))
 	noFlushOpen := run(OpenLoop(ctx, nNoFlush, noFlush, *openWorkers, *openShare*noFlushClosed.Rate(), *warmup, *phase))
 	var bareH2, budgetH2 Result
 	if *withH2 {
@@ -252,19 +303,21 @@ func BenchmarkLoad(b *testing.B) {
 	}
 	ratio := budgetClosed.Rate() / bareClosed.Rate()
 	b.ReportMetric(0, "ns/op")
-	b.ReportMetric(bareClosed.Rate(), "bare-req/s")
-	b.ReportMetric(budgetClosed.Rate(), "budget-req/s")
 	b.ReportMetric(ratio, "ratio")
-	b.ReportMetric(msf(bareClosed.P50), "bare-p50-ms")
-	b.ReportMetric(msf(bareClosed.P99), "bare-p99-ms")
-	b.ReportMetric(msf(budgetClosed.P50), "budget-p50-ms")
-	b.ReportMetric(msf(budgetClosed.P99), "budget-p99-ms")
-	b.ReportMetric(msf(bareOpen.P50), "bare-open-p50-ms")
-	b.ReportMetric(msf(bareOpen.P99), "bare-open-p99-ms")
-	b.ReportMetric(msf(budgetOpen.P50), "budget-open-p50-ms")
-	b.ReportMetric(msf(budgetOpen.P99), "budget-open-p99-ms")
-	b.ReportMetric(noFlushClosed.Rate(), "noflush-req/s")
-	b.ReportMetric(msf(noFlushOpen.P99), "noflush-open-p99-ms")
+	for _, m := range []struct {
+		name         string
+		closed, open Result
+	}{
+		{"bare", bareClosed, bareOpen}, {"budget", budgetClosed, budgetOpen}, {"store", storeClosed, storeOpen},
+		{"store2", store2Closed, store2Open}, {"noflush", noFlushClosed, noFlushOpen},
+	} {
+		b.ReportMetric(m.closed.Rate(), m.name+"-req/s")
+		b.ReportMetric(msf(m.closed.P50), m.name+"-p50-ms")
+		b.ReportMetric(msf(m.closed.P99), m.name+"-p99-ms")
+		b.ReportMetric(msf(m.open.P50), m.name+"-open-p50-ms")
+		b.ReportMetric(msf(m.open.P99), m.name+"-open-p99-ms")
+		b.ReportMetric(us(m.closed.CPUPerRequest()), m.name+"-cpu-µs/req")
+	}
 	if *withH2 {
 		b.ReportMetric(bareH2.Rate(), "bare-h2-req/s")
 		b.ReportMetric(budgetH2.Rate(), "budget-h2-req/s")
@@ -278,12 +331,19 @@ func BenchmarkLoad(b *testing.B) {
 	fmt.Fprintf(&out, "| budget-status ≥ 60%% of bare throughput (HTTP/1.1, closed loop) | %.0f%% | %s |\n", 100*ratio, yes(ratio >= 0.6))
 	fmt.Fprintf(&out, "| bare p99 < 5 ms at %.0f%% of its peak (open loop) | %s ms | %s |\n", 100**openShare, ms(bareOpen.P99), yes(bareOpen.P99 < 5*time.Millisecond))
 	fmt.Fprintf(&out, "| budget-status p99 < 5 ms at %.0f%% of its peak (open loop) | %s ms | %s |\n", 100**openShare, ms(budgetOpen.P99), yes(budgetOpen.P99 < 5*time.Millisecond))
+	fmt.Fprintf(&out, "\nRate limits across processes: budget-status with counter store reaches %.0f%% of counter memory's throughput (%.0f vs %.0f req/s), p50/p99 %s/%s ms vs %s/%s ms in the closed loop and %s/%s vs %s/%s ms in the open loop at %.0f%% of each one's peak; CPU %.0f vs %.0f µs a request (the generator's included).\n",
+		100*storeClosed.Rate()/budgetClosed.Rate(), storeClosed.Rate(), budgetClosed.Rate(), ms(storeClosed.P50), ms(storeClosed.P99), ms(budgetClosed.P50), ms(budgetClosed.P99),
+		ms(storeOpen.P50), ms(storeOpen.P99), ms(budgetOpen.P50), ms(budgetOpen.P99), 100**openShare, us(storeClosed.CPUPerRequest()), us(budgetClosed.CPUPerRequest()))
+	fmt.Fprintf(&out, "Spread over two handles on the database, as over two processes: %.0f req/s, p50/p99 %s/%s ms (closed loop), %s/%s ms (open loop); CPU %.0f µs a request.\n",
+		store2Closed.Rate(), ms(store2Closed.P50), ms(store2Closed.P99), ms(store2Open.P50), ms(store2Open.P99), us(store2Closed.CPUPerRequest()))
 	fmt.Fprintf(&out, "\nDiagnostic, not a target: with a counter that is never flushed, budget-status reaches %.0f%% of the bare handler and its open-loop p99 is %s ms.\n",
 		100*noFlushClosed.Rate()/bareClosed.Rate(), ms(noFlushOpen.P99))
 	fmt.Fprintln(os.Stdout, out.String())
 }
 
 func msf(d time.Duration) float64 { return float64(d) / 1e6 }
+
+func us(d time.Duration) float64 { return float64(d) / 1e3 }
 
 func yes(ok bool) string {
 	if ok {

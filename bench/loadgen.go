@@ -19,6 +19,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -27,6 +28,18 @@ import (
 // through its variants, e.g. one per API key, round-robin).
 type Target interface {
 	Dial(ctx context.Context) (Conn, error)
+}
+
+// Spread is its targets taken in turn: its connections are spread evenly
+// over them (several servers, say).
+type Spread struct {
+	Targets []Target
+	next    atomic.Uint64
+}
+
+// Dial dials the next target.
+func (s *Spread) Dial(ctx context.Context) (Conn, error) {
+	return s.Targets[(s.next.Add(1)-1)%uint64(len(s.Targets))].Dial(ctx)
 }
 
 // Conn sends one request at a time and reads its whole response.
@@ -197,11 +210,43 @@ type Result struct {
 	Status   map[int]int   // responses by HTTP status
 	P50, P90 time.Duration
 	P99, Max time.Duration
+	// CPU is the CPU time the process (the generator's included) spent
+	// over the measured interval.
+	CPU time.Duration
 	// LagP99 is, in an open-loop run, the 99th percentile of how late the
 	// generator handed a request to a worker after its scheduled time: a
 	// floor of the measured latencies that is the generator's, not the
 	// server's.
 	LagP99 time.Duration
+}
+
+// CPUPerRequest is the process's CPU time per completed request over the
+// measured interval.
+func (r Result) CPUPerRequest() time.Duration {
+	if r.Requests == 0 {
+		return 0
+	}
+	return r.CPU / time.Duration(r.Requests)
+}
+
+// cpuTime is the CPU time this process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// cpuOver samples the process's CPU time at from and at to; the function
+// it returns waits for the second sample and gives the time between.
+func cpuOver(from, to time.Time) func() time.Duration {
+	spent := make(chan time.Duration, 1)
+	go func() {
+		time.Sleep(time.Until(from))
+		c := cpuTime()
+		time.Sleep(time.Until(to))
+		spent <- cpuTime() - c
+	}()
+	return func() time.Duration { return <-spent }
 }
 
 // Rate is the completed requests per second.
@@ -321,6 +366,7 @@ func ClosedLoop(ctx context.Context, name string, t Target, workers int, warmup,
 	var seq atomic.Uint64
 	start := time.Now()
 	from, to := start.Add(warmup), start.Add(warmup+d)
+	cpu := cpuOver(from, to)
 	ts := make([]*tally, workers)
 	var wg sync.WaitGroup
 	for w := range workers {
@@ -343,7 +389,9 @@ func ClosedLoop(ctx context.Context, name string, t Target, workers int, warmup,
 		})
 	}
 	wg.Wait()
-	return merge(name, "closed", workers, d, ts)
+	r, err := merge(name, "closed", workers, d, ts)
+	r.CPU = cpu()
+	return r, err
 }
 
 // OpenLoop sends rate requests per second for warmup and then for d, on a
@@ -363,6 +411,7 @@ func OpenLoop(ctx context.Context, name string, t Target, workers int, rate floa
 	interval := float64(time.Second) / rate
 	start := time.Now().Add(time.Millisecond)
 	from := start.Add(time.Duration(float64(skip) * interval))
+	cpu := cpuOver(from, from.Add(d))
 	ts := make([]*tally, workers)
 	var wg sync.WaitGroup
 	var seq atomic.Uint64
@@ -394,7 +443,7 @@ func OpenLoop(ctx context.Context, name string, t Target, workers int, rate floa
 	close(due)
 	wg.Wait()
 	r, err := merge(name, "open", workers, d, ts)
-	r.Target = rate
+	r.Target, r.CPU = rate, cpu()
 	return r, err
 }
 
@@ -434,16 +483,16 @@ func ms(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e6, 'f'
 // Table renders results as a markdown table.
 func Table(rs []Result) string {
 	var b strings.Builder
-	b.WriteString("| phase | mode | workers | target req/s | req/s | p50 ms | p90 ms | p99 ms | max ms | 200s | errors | generator lag p99 ms |\n")
-	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| phase | mode | workers | target req/s | req/s | p50 ms | p90 ms | p99 ms | max ms | CPU µs/req | 200s | errors | generator lag p99 ms |\n")
+	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rs {
 		target, lag := "–", "–"
 		if r.Mode == "open" {
 			target, lag = strconv.FormatFloat(r.Target, 'f', 0, 64), ms(r.LagP99)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %s | %.0f | %s | %s | %s | %s | %.2f%% | %d | %s |\n",
+		fmt.Fprintf(&b, "| %s | %s | %d | %s | %.0f | %s | %s | %s | %s | %.0f | %.2f%% | %d | %s |\n",
 			r.Name, r.Mode, r.Workers, target, r.Rate(), ms(r.P50), ms(r.P90), ms(r.P99), ms(r.Max),
-			100*r.OKShare(), r.Errors, lag)
+			float64(r.CPUPerRequest())/1e3, 100*r.OKShare(), r.Errors, lag)
 	}
 	return b.String()
 }
