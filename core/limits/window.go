@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/aivis/aivis/core/fault"
+	"github.com/aivis/aivis/core/store"
 )
 
 // The three fixed windows, aligned to UTC.
@@ -13,7 +14,9 @@ const (
 	Day
 )
 
-var windowNames = [3]string{"minute", "hour", "day"}
+// windowNames are the windows' names, as the store keeps them and as
+// messages say them.
+var windowNames = store.WindowKinds
 var windowLengths = [3]time.Duration{time.Minute, time.Hour, 24 * time.Hour}
 
 // WindowStarts are the starts of the windows that contain t, as Unix seconds.
