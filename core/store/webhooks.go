@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/aivis/aivis/core/randid"
@@ -41,6 +42,27 @@ type Webhook struct {
 
 // Deleted reports whether w was deleted (and is kept for its history).
 func (w Webhook) Deleted() bool { return !w.DeletedAt.IsZero() }
+
+// WithSecrets is w with each of its secrets that is set (Secret,
+// PrevSecret and a connection's Settings) passed through f: an engine
+// seals them with it before it writes them, and opens them after it reads
+// them. Settings that come out empty are nil.
+func (w Webhook) WithSecrets(f func(string) (string, error)) (Webhook, error) {
+	var err error
+	pass := func(s string) string {
+		if s == "" || err != nil {
+			return s
+		}
+		s, err = f(s)
+		return s
+	}
+	settings := pass(string(w.Settings))
+	w.Secret, w.PrevSecret, w.Settings = pass(w.Secret), pass(w.PrevSecret), nil
+	if settings != "" {
+		w.Settings = json.RawMessage(settings)
+	}
+	return w, err
+}
 
 // NewDeliveryID makes the id of a delivery made at t. It begins with t, so
 // that deliveries are kept in the order they were made and retention

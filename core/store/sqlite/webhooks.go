@@ -18,9 +18,6 @@ import (
 func (db *DB) SetSecrets(b *secrets.Box) { db.box = b }
 
 func (db *DB) seal(s string) (string, error) {
-	if s == "" {
-		return "", nil
-	}
 	if db.box == nil {
 		return "", errors.New("sqlite: no master key to seal a secret with")
 	}
@@ -28,9 +25,6 @@ func (db *DB) seal(s string) (string, error) {
 }
 
 func (db *DB) open(s string) (string, error) {
-	if s == "" {
-		return "", nil
-	}
 	if db.box == nil {
 		return "", errors.New("sqlite: no master key to open a secret with")
 	}
@@ -62,40 +56,24 @@ func (db *DB) scanWebhook(s scanner) (store.Webhook, error) {
 	if public != "" {
 		w.PublicSettings = json.RawMessage(public)
 	}
-	if settings, err = db.open(settings); err != nil {
-		return w, err
-	}
-	if settings != "" {
-		w.Settings = json.RawMessage(settings)
-	}
+	w.Settings = json.RawMessage(settings)
 	w.ClientID, w.DisabledReason, w.PrevSecret = client.String, reason.String, prev.String
 	w.Events = strings.Fields(events)
 	w.Enabled = enabled == 1
 	w.DisabledAt, w.PrevSecretEnd, w.FailingSince = fromNS(disabledAt), fromNS(prevEnd), fromNS(failing)
 	w.LastSuccessAt, w.CreatedAt, w.UpdatedAt, w.DeletedAt = fromNS(success), fromNS(created), fromNS(updated), fromNS(deleted)
-	if w.Secret, err = db.open(w.Secret); err != nil {
-		return w, err
-	}
-	w.PrevSecret, err = db.open(w.PrevSecret)
-	return w, err
+	return w.WithSecrets(db.open)
 }
 
 func (db *DB) webhookArgs(w store.Webhook) ([]any, error) {
-	var err error
-	if w.Secret, err = db.seal(w.Secret); err != nil {
-		return nil, err
-	}
-	if w.PrevSecret, err = db.seal(w.PrevSecret); err != nil {
-		return nil, err
-	}
-	settings, err := db.seal(string(w.Settings))
+	w, err := w.WithSecrets(db.seal)
 	if err != nil {
 		return nil, err
 	}
 	return []any{w.ID, w.AccountID, nullStr(w.ClientID), w.Domain, w.URL, strings.Join(w.Events, " "), w.MinScoreChange, bit(w.Enabled),
 		nullStr(w.DisabledReason), ns(w.DisabledAt), w.Secret, nullStr(w.PrevSecret), ns(w.PrevSecretEnd), ns(w.FailingSince),
 		w.Failures, ns(w.LastSuccessAt), stamp(w.CreatedAt), stamp(w.UpdatedAt),
-		nullStr(w.Connector), w.Name, strings.Join(w.Domains, " "), settings, string(w.PublicSettings),
+		nullStr(w.Connector), w.Name, strings.Join(w.Domains, " "), string(w.Settings), string(w.PublicSettings),
 		strings.Join(w.SecretFields, " "), bit(w.Subscription)}, nil
 }
 
