@@ -1,0 +1,295 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/aivis/aivis/core/events"
+	"github.com/aivis/aivis/core/store"
+)
+
+// Deliveries. One per webhook and event: a unique index. A claim is one
+// UPDATE ... RETURNING whose rows are chosen FOR UPDATE SKIP LOCKED at
+// READ COMMITTED: concurrent claims, in this process or another, pass over
+// the rows another claim is leasing, and a row whose lease another claim
+// wrote since the claim began is checked again against its new version
+// (and passed over, its lease not ended): no delivery is leased twice. An
+// outcome is an UPDATE conditional on the lease (ErrLost when it changes
+// nothing).
+
+const deliveryColumns = `id, webhook_id, account_id, event_id, event, payload, status, attempts, step,
+	next_attempt_at, next_attempt_at_ns, last_attempt_at, last_attempt_at_ns, last_status, last_error, lease, lease_until, lease_until_ns,
+	created_at, created_at_ns, updated_at, updated_at_ns`
+
+func scanDelivery(s scanner) (store.Delivery, error) {
+	var d store.Delivery
+	var status *int
+	var lastErr, lease *string
+	var next, last, leaseUntil, created, updated tcol
+	err := s.Scan(&d.ID, &d.WebhookID, &d.AccountID, &d.EventID, &d.Event, &d.Payload, &d.Status, &d.Attempts, &d.Step,
+		&next.t, &next.ns, &last.t, &last.ns, &status, &lastErr, &lease, &leaseUntil.t, &leaseUntil.ns,
+		&created.t, &created.ns, &updated.t, &updated.ns)
+	if status != nil {
+		d.LastStatus = *status
+	}
+	d.LastError, d.Lease = str(lastErr), str(lease)
+	d.NextAttemptAt, d.LastAttemptAt, d.LeaseUntil = next.time(), last.time(), leaseUntil.time()
+	d.CreatedAt, d.UpdatedAt = created.time(), updated.time()
+	return d, err
+}
+
+// nullInt is NULL for 0.
+func nullInt(n int) any {
+	if n == 0 {
+		return nil
+	}
+	return n
+}
+
+// InsertDelivery adds a delivery to a webhook that exists and is not
+// deleted, unless it has one for the event: a conflict is no error, and
+// the transaction stays usable (the fan-out goes on with the next).
+func (t *txn) InsertDelivery(d store.Delivery) (bool, error) {
+	tag, err := t.tx.Exec(t.ctx, `INSERT INTO webhook_deliveries (`+deliveryColumns+`)
+		SELECT `+params(1, 22)+` FROM webhooks WHERE id = $2 AND deleted_at IS NULL
+		ON CONFLICT (webhook_id, event_id) DO NOTHING`,
+		d.ID, d.WebhookID, d.AccountID, d.EventID, d.Event, d.Payload, d.Status, d.Attempts, d.Step,
+		tsz(d.NextAttemptAt), nsz(d.NextAttemptAt), tsz(d.LastAttemptAt), nsz(d.LastAttemptAt), nullInt(d.LastStatus), null(d.LastError),
+		null(d.Lease), tsz(d.LeaseUntil), nsz(d.LeaseUntil), ts(d.CreatedAt), ns(d.CreatedAt), ts(d.UpdatedAt), ns(d.UpdatedAt))
+	if err != nil {
+		return false, fmt.Errorf("postgres: insert delivery: %w", conflict(err))
+	}
+	if tag.RowsAffected() == 1 {
+		return true, nil
+	}
+	var exists bool
+	if err := t.tx.QueryRow(t.ctx, `SELECT EXISTS (SELECT 1 FROM webhooks WHERE id = $1)`, d.WebhookID).Scan(&exists); err != nil {
+		return false, fmt.Errorf("postgres: insert delivery: %w", err)
+	}
+	if !exists {
+		return false, fmt.Errorf("postgres: delivery to webhook %s, which is gone: %w", d.WebhookID, store.ErrConflict)
+	}
+	return false, nil
+}
+
+func (t *txn) AddAttempt(a store.Attempt) error {
+	return addAttempt(t.ctx, t.tx, a)
+}
+
+func addAttempt(ctx context.Context, q querier, a store.Attempt) error {
+	tag, err := q.Exec(ctx, `INSERT INTO webhook_attempts (delivery_id, n, at, at_ns, status_code, latency_us, response_body, error, result)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING`,
+		a.DeliveryID, a.N, ts(a.At), ns(a.At), a.StatusCode, a.Latency.Microseconds(), []byte(a.ResponseBody), a.Error, a.Result)
+	if err != nil {
+		return fmt.Errorf("postgres: add attempt: %w", conflict(err))
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("postgres: attempt %d of delivery %s exists: %w", a.N, a.DeliveryID, store.ErrConflict)
+	}
+	return nil
+}
+
+// claimable is the condition of a delivery (its columns prefixed with p)
+// a claim may take at ($1, $2): pending, due and not leased.
+func claimable(p string) string {
+	return fmt.Sprintf(`%[1]sstatus = 'pending' AND (%[1]snext_attempt_at, %[1]snext_attempt_at_ns) <= ($1, $2)
+		AND (%[1]slease_until IS NULL OR (%[1]slease_until, %[1]slease_until_ns) <= ($1, $2))`, p)
+}
+
+// ClaimWebhookDeliveries leases the webhook's oldest due deliveries that no
+// lease holds, along the webhook's due index.
+func (db *DB) ClaimWebhookDeliveries(ctx context.Context, lease, webhookID string, now, leaseEnd time.Time, limit int) ([]store.Delivery, bool, error) {
+	at, n := bound(now)
+	ds, err := claim(ctx, db.pool, `WITH taken AS (
+			SELECT id FROM webhook_deliveries WHERE webhook_id = $6 AND `+claimable("")+`
+			ORDER BY next_attempt_at, next_attempt_at_ns LIMIT $7 FOR UPDATE SKIP LOCKED)
+		UPDATE webhook_deliveries d SET lease = $3, lease_until = $4, lease_until_ns = $5 FROM taken
+		WHERE d.id = taken.id RETURNING `+prefixed("d.", deliveryColumns), at, n, lease, tsz(leaseEnd), nsz(leaseEnd), webhookID, limit)
+	if err != nil {
+		return nil, false, fmt.Errorf("postgres: claim deliveries of %s: %w", webhookID, err)
+	}
+	return ds, len(ds) == limit, nil
+}
+
+// ClaimDeliveries leases the due deliveries of enabled webhooks that no
+// lease holds: it locks a bounded window of them along the due index (four
+// times the limit), then leases the oldest of it, at most perWebhook of
+// one webhook; the rest of the window is let go at the commit.
+func (db *DB) ClaimDeliveries(ctx context.Context, lease string, now, leaseEnd time.Time, limit, perWebhook int, skip []string) ([]store.Delivery, map[string]store.Webhook, error) {
+	at, n := bound(now)
+	out, err := claim(ctx, db.pool, `WITH due AS (
+			SELECT d.id, d.webhook_id, d.next_attempt_at, d.next_attempt_at_ns FROM webhook_deliveries d
+			WHERE `+claimable("d.")+` AND NOT (d.webhook_id = ANY($8))
+			AND EXISTS (SELECT 1 FROM webhooks w WHERE w.id = d.webhook_id AND w.enabled)
+			ORDER BY d.next_attempt_at, d.next_attempt_at_ns LIMIT $6 * 4 FOR UPDATE OF d SKIP LOCKED
+		), taken AS (
+			SELECT id FROM (SELECT id, next_attempt_at, next_attempt_at_ns,
+				row_number() OVER (PARTITION BY webhook_id ORDER BY next_attempt_at, next_attempt_at_ns) AS rn FROM due) r
+			WHERE rn <= $7 ORDER BY next_attempt_at, next_attempt_at_ns LIMIT $6
+		)
+		UPDATE webhook_deliveries d SET lease = $3, lease_until = $4, lease_until_ns = $5 FROM taken
+		WHERE d.id = taken.id RETURNING `+prefixed("d.", deliveryColumns), at, n, lease, tsz(leaseEnd), nsz(leaseEnd), limit, perWebhook, nonNil(skip))
+	if err != nil || len(out) == 0 {
+		return nil, nil, err
+	}
+	ids := make([]string, 0, len(out))
+	for _, d := range out {
+		ids = append(ids, d.WebhookID)
+	}
+	ws, err := collect(ctx, db.pool, db.scanWebhook, `SELECT `+webhookSelect+` FROM webhooks WHERE id = ANY($1)`, ids)
+	if err != nil {
+		// Leased and not attempted: their leases end, and a later claim
+		// takes them.
+		return nil, nil, fmt.Errorf("postgres: claim deliveries: webhooks: %w", err)
+	}
+	hooks := make(map[string]store.Webhook, len(ws))
+	for _, w := range ws {
+		hooks[w.ID] = w
+	}
+	return out, hooks, nil
+}
+
+// claim runs a statement that leases deliveries and returns them, oldest
+// due first.
+func claim(ctx context.Context, q querier, sql string, args ...any) ([]store.Delivery, error) {
+	out, err := collect(ctx, q, scanDelivery, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(a, b store.Delivery) int {
+		return cmp.Or(a.NextAttemptAt.Compare(b.NextAttemptAt), cmp.Compare(a.ID, b.ID))
+	})
+	return out, nil
+}
+
+// RenewLeases moves the end of the leases still held, in one statement.
+func (db *DB) RenewLeases(ctx context.Context, ds []store.Delivery, until time.Time) ([]string, error) {
+	ids, leases := make([]string, len(ds)), make([]string, len(ds))
+	for i, d := range ds {
+		ids[i], leases[i] = d.ID, d.Lease
+	}
+	out, err := collect(ctx, db.pool, func(s scanner) (string, error) {
+		var id string
+		return id, s.Scan(&id)
+	}, `UPDATE webhook_deliveries d SET lease_until = $3, lease_until_ns = $4
+		FROM unnest($1::text[], $2::text[]) AS h (id, lease) WHERE d.id = h.id AND d.lease = h.lease RETURNING d.id`,
+		ids, leases, tsz(until), nsz(until))
+	if err != nil {
+		return nil, fmt.Errorf("postgres: renew delivery leases: %w", err)
+	}
+	return out, nil
+}
+
+// RecordOutcome writes an attempt's outcome under the lease that holds the
+// delivery, and ends the lease.
+func (t *txn) RecordOutcome(id, lease string, o store.DeliveryOutcome) error {
+	tag, err := t.tx.Exec(t.ctx, `UPDATE webhook_deliveries SET status = $3, attempts = $4, step = $5,
+		next_attempt_at = $6, next_attempt_at_ns = $7, last_attempt_at = $8, last_attempt_at_ns = $9, last_status = $10,
+		last_error = $11, updated_at = $8, updated_at_ns = $9, lease = NULL, lease_until = NULL, lease_until_ns = NULL
+		WHERE id = $1 AND lease IS NOT DISTINCT FROM $2`, id, null(lease), o.Status, o.Attempt.N, o.Step,
+		tsz(o.Next), nsz(o.Next), ts(o.Attempt.At), ns(o.Attempt.At), nullInt(o.Attempt.StatusCode), null(o.Attempt.Error))
+	if err != nil {
+		return fmt.Errorf("postgres: record outcome: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		var exists bool
+		if err := t.tx.QueryRow(t.ctx, `SELECT EXISTS (SELECT 1 FROM webhook_deliveries WHERE id = $1)`, id).Scan(&exists); err != nil {
+			return fmt.Errorf("postgres: record outcome: %w", err)
+		}
+		if exists {
+			return fmt.Errorf("postgres: outcome of delivery %s: %w", id, store.ErrLost)
+		}
+		return nil // pruned while it was attempted: nothing to keep
+	}
+	return t.AddAttempt(o.Attempt)
+}
+
+// Redeliver makes failed or succeeded deliveries of a webhook pending
+// again, due at now.
+func (t *txn) Redeliver(webhookID string, ids []string, since, until, now time.Time) (int, error) {
+	q := `UPDATE webhook_deliveries SET status = 'pending', step = 0, next_attempt_at = $1, next_attempt_at_ns = $2,
+		updated_at = $1, updated_at_ns = $2 WHERE webhook_id = $3 AND status <> 'pending'`
+	args := []any{ts(now), ns(now), webhookID}
+	if ids != nil {
+		if len(ids) == 0 {
+			return 0, nil
+		}
+		q += ` AND id = ANY($4)`
+		args = append(args, ids)
+	} else {
+		q += ` AND status = 'failed' AND event_id >= $4 AND event_id < $5`
+		args = append(args, events.IDFloor(since), events.IDFloor(until))
+	}
+	tag, err := t.tx.Exec(t.ctx, q, args...)
+	if err != nil {
+		return 0, fmt.Errorf("postgres: redeliver: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// NextDue reads when the next retry is due.
+func (db *DB) NextDue(ctx context.Context, now time.Time) (time.Time, error) {
+	at, n := bound(now)
+	var next tcol
+	err := db.pool.QueryRow(ctx, `SELECT next_attempt_at, next_attempt_at_ns FROM webhook_deliveries
+		WHERE status = 'pending' AND (next_attempt_at, next_attempt_at_ns) > ($1, $2)
+		ORDER BY next_attempt_at, next_attempt_at_ns LIMIT 1`, at, n).Scan(&next.t, &next.ns)
+	if err != nil && err != pgx.ErrNoRows {
+		return time.Time{}, fmt.Errorf("postgres: next due: %w", err)
+	}
+	return next.time(), nil
+}
+
+// Delivery reads one delivery of a webhook with its attempts, oldest first.
+func (db *DB) Delivery(ctx context.Context, webhookID, id string) (store.Delivery, []store.Attempt, error) {
+	d, err := scanDelivery(db.pool.QueryRow(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries WHERE webhook_id = $1 AND id = $2`,
+		webhookID, id))
+	if err != nil {
+		return d, nil, fmt.Errorf("postgres: delivery %s: %w", id, notFound(err))
+	}
+	as, err := collect(ctx, db.pool, func(s scanner) (store.Attempt, error) {
+		var a store.Attempt
+		var at tcol
+		var us int64
+		var body []byte
+		err := s.Scan(&a.DeliveryID, &a.N, &at.t, &at.ns, &a.StatusCode, &us, &body, &a.Error, &a.Result)
+		a.At, a.Latency, a.ResponseBody = at.time(), time.Duration(us)*time.Microsecond, string(body)
+		return a, err
+	}, `SELECT delivery_id, n, at, at_ns, status_code, latency_us, response_body, error, result FROM webhook_attempts
+		WHERE delivery_id = $1 ORDER BY n`, id)
+	if err != nil {
+		return d, nil, fmt.Errorf("postgres: attempts: %w", err)
+	}
+	return d, as, nil
+}
+
+// ListDeliveries returns one page of a webhook's deliveries, newest event
+// first: along the unique index of (webhook_id, event_id), whose event ids
+// begin with the event's time. The cursor is the last event id.
+func (db *DB) ListDeliveries(ctx context.Context, f store.DeliveryFilter) ([]store.Delivery, string, error) {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 20
+	}
+	var w where
+	w.and("webhook_id = ?", f.WebhookID)
+	if f.Status != "" {
+		w.and("status = ?", f.Status)
+	}
+	if f.Cursor != "" {
+		after, err := base64.RawURLEncoding.DecodeString(f.Cursor)
+		if err != nil || len(after) == 0 {
+			return nil, "", store.ErrMalformed
+		}
+		w.and("event_id < ?", string(after))
+	}
+	return queryPage(ctx, db.pool, "deliveries", `SELECT `+deliveryColumns+` FROM webhook_deliveries WHERE `+w.String()+
+		fmt.Sprintf(` ORDER BY event_id DESC LIMIT %d`, limit+1), w.args, limit, scanDelivery,
+		func(d store.Delivery) string { return base64.RawURLEncoding.EncodeToString([]byte(d.EventID)) })
+}

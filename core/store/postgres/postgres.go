@@ -1,0 +1,273 @@
+// Package postgres is the storage engine that several instances of aivis
+// share: one PostgreSQL database (14 or later) on a pgx connection pool.
+// Open migrates the schema (migrations/, by goose, under an advisory lock)
+// and registers this process as a holder of the work it claims.
+//
+// How each contract of core/store is met (the files say it again where
+// each is written):
+//   - Update runs its function in one SERIALIZABLE transaction and runs it
+//     again, from a fresh transaction, when PostgreSQL reports a
+//     serialization failure (40001) or a deadlock (40P01) at any statement
+//     or at the commit: every Update is as if no other ran meanwhile. That
+//     is what keeps a budget, the active-request cap and the caps of
+//     domains, webhooks and connections, each read and then written in one
+//     Update: of callers that race past a limit, all but one fail and
+//     retry, and then see the limit reached. A write the store refuses as
+//     a conflict (a taken id or name, a missing parent) inside Update
+//     returns ErrConflict and leaves the transaction usable (INSERT ... ON
+//     CONFLICT DO NOTHING); a record no row may hold (a CHECK) ends it.
+//   - A method outside Update is one statement, or one transaction of its
+//     own, at READ COMMITTED: its statement sees every commit before it.
+//     Those that write several rows say how they stay right under
+//     concurrency (SaveCounts: conditional upserts in key order; claims of
+//     deliveries: FOR UPDATE SKIP LOCKED; AcceptInvitation: SERIALIZABLE).
+//   - Uniqueness is a unique index: ids, key hashes, an owner's domain
+//     names, one active scan per domain, one delivery per webhook and
+//     event, emails in any ASCII case.
+//   - Claims take rows FOR UPDATE SKIP LOCKED and lease them in the same
+//     statement or transaction (UPDATE ... RETURNING); a fenced write (an
+//     outcome, a scan's or a content request's step) is an UPDATE
+//     conditional on the lease or the claim's number, ErrLost when it
+//     changes no row.
+//   - Times: see times.go. Secrets are sealed with the master key.
+//   - The caches: signal.go. Holders: holders.go. The outbox: events.go.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/aivis/aivis/core/secrets"
+	"github.com/aivis/aivis/core/store"
+)
+
+// DB is the PostgreSQL implementation of store.Store.
+type DB struct {
+	pool    *pgxpool.Pool
+	box     *secrets.Box
+	signal  *signal
+	holders *holders
+	topics  sync.Map // outbox topics whose table this process made sure of
+}
+
+var _ store.Store = (*DB)(nil)
+
+// Open connects to the database at url (a postgres:// URL or key=value
+// settings), applies any pending migrations and starts this process's
+// holder. box seals the secrets the store keeps; every instance on the
+// database must be given the same master key.
+func Open(ctx context.Context, url string, box *secrets.Box) (*DB, error) {
+	return open(ctx, url, box, defaultHolderTimes)
+}
+
+func open(ctx context.Context, connString string, box *secrets.Box, ht holderTimes) (*DB, error) {
+	if box == nil {
+		return nil, errors.New("postgres: no master key to seal secrets with")
+	}
+	cfg, err := pgxpool.ParseConfig(connString)
+	if err != nil {
+		// pgx's message names what is wrong with the URL, its password
+		// left out.
+		return nil, fmt.Errorf("postgres: postgres_url: %w", err)
+	}
+	if _, ok := cfg.ConnConfig.RuntimeParams["application_name"]; !ok {
+		cfg.ConnConfig.RuntimeParams["application_name"] = "aivis"
+	}
+	cfg.ConnConfig.Tracer = retryTracer{}
+	where := describe(cfg.ConnConfig)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %s: %w", where, err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: %s: %w", where, err)
+	}
+	if err := migrate(ctx, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	db := &DB{pool: pool, box: box, signal: &signal{pool: pool}}
+	if db.holders, err = startHolder(ctx, db, ht); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: holders: %w", err)
+	}
+	return db, nil
+}
+
+// describe names a database without its password: user, host, port and
+// database, for errors and logs.
+func describe(c *pgx.ConnConfig) string {
+	u := url.URL{Scheme: "postgres", User: url.User(c.User), Host: fmt.Sprintf("%s:%d", c.Host, c.Port), Path: "/" + c.Database}
+	return u.String()
+}
+
+// Close stops this process's holder (forgetting it) and closes the pool.
+func (db *DB) Close() error {
+	db.holders.stop()
+	db.pool.Close()
+	return nil
+}
+
+// Update runs fn in a SERIALIZABLE transaction (see serializable).
+func (db *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
+	return db.serializable(ctx, func(ctx context.Context, tx pgx.Tx) error { return fn(&txn{db: db, tx: tx, ctx: ctx}) })
+}
+
+// serializable runs fn in a SERIALIZABLE transaction, again from the start
+// while PostgreSQL reports a serialization failure or a deadlock at any of
+// its statements, whatever fn made of the error, or at the commit (after a
+// short random wait, growing with each try), up to maxTries. fn runs its
+// statements under the context it is given.
+func (db *DB) serializable(ctx context.Context, fn func(context.Context, pgx.Tx) error) error {
+	for try := 1; ; try++ {
+		err, again := db.once(ctx, fn)
+		if !again || ctx.Err() != nil {
+			return err
+		}
+		if try == maxTries {
+			return fmt.Errorf("postgres: gave up after %d serialization failures: %w", try, err)
+		}
+		backoff(ctx, try)
+	}
+}
+
+// maxTries bounds the runs of one transaction. Each failed run lost to a
+// transaction that committed, so a run waits only for those that raced
+// it: 32 callers racing for one row commit one after the other within a
+// few dozen runs each.
+const maxTries = 100
+
+func backoff(ctx context.Context, try int) {
+	limit := min(time.Duration(1)<<min(try, 16)*50*time.Microsecond, 20*time.Millisecond)
+	select {
+	case <-ctx.Done():
+	case <-time.After(rand.N(limit) + 1):
+	}
+}
+
+// once runs fn in one transaction; again says that the transaction lost a
+// conflict and is to be run again.
+func (db *DB) once(ctx context.Context, fn func(context.Context, pgx.Tx) error) (err error, again bool) {
+	lost := new(conflictMark)
+	tctx := context.WithValue(ctx, conflictKey{}, lost)
+	tx, err := db.pool.BeginTx(tctx, pgx.TxOptions{IsoLevel: pgx.Serializable})
+	if err != nil {
+		return fmt.Errorf("postgres: begin: %w", err), false
+	}
+	done := false
+	defer func() {
+		if !done {
+			tx.Rollback(context.WithoutCancel(ctx))
+		}
+	}()
+	err = fn(tctx, tx)
+	if err == nil && !lost.hit {
+		err = tx.Commit(tctx)
+		done = err == nil
+	}
+	return err, lost.hit
+}
+
+// conflictMark notes that a statement of a transaction failed with a
+// serialization failure or a deadlock; retryTracer sets it, from the
+// context every statement of the transaction runs under.
+type conflictMark struct{ hit bool }
+
+type conflictKey struct{}
+
+type retryTracer struct{}
+
+func (retryTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	return ctx
+}
+
+func (retryTracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryEndData) {
+	if m, ok := ctx.Value(conflictKey{}).(*conflictMark); ok && retryable(data.Err) {
+		m.hit = true
+	}
+}
+
+// retryable reports a serialization failure or a deadlock.
+func retryable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
+}
+
+// txn is a write transaction (store.Tx); its statements run under ctx.
+type txn struct {
+	db  *DB
+	tx  pgx.Tx
+	ctx context.Context
+}
+
+// querier is what the pool and a transaction share, so that reads are
+// written once for both.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+type scanner interface{ Scan(...any) error }
+
+// collect reads every row of a query with scan.
+func collect[T any](ctx context.Context, q querier, scan func(scanner) (T, error), sql string, args ...any) ([]T, error) {
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (T, error) { return scan(r) })
+}
+
+func notFound(err error) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.ErrNotFound
+	}
+	return err
+}
+
+// conflict is ErrConflict for a write an integrity constraint refused (a
+// taken key, a missing parent, a CHECK), as SQLite's engine says it.
+func conflict(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && len(pe.Code) == 5 && pe.Code[:2] == "23" {
+		return fmt.Errorf("%w: %v", store.ErrConflict, err)
+	}
+	return err
+}
+
+// prefixed qualifies each of a comma-separated column list with p.
+func prefixed(p, columns string) string {
+	fields := strings.Split(columns, ",")
+	for i, f := range fields {
+		fields[i] = p + strings.TrimSpace(f)
+	}
+	return strings.Join(fields, ", ")
+}
+
+// null is NULL for "".
+func null(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// nonNil is an empty list for none: the arrays of the schema are NOT NULL.
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

@@ -1,0 +1,53 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/aivis/aivis/core/store/cache"
+)
+
+// signal is PostgreSQL's cache.Signal: the versions of migration 00002,
+// which triggers move in the very transaction that changes a topic, read
+// by one small statement per call. Reading them at the call is what
+// Signal promises (every commit that ended before the call, by any
+// instance, is in them); LISTEN/NOTIFY would tell of a change only after
+// the commit, on another connection, and proving that every notification
+// sent before the call has arrived takes a round trip to the server,
+// which is what this read costs. A request's reads share one call
+// (cache.AsOf).
+type signal struct{ pool *pgxpool.Pool }
+
+const versionsQuery = `SELECT
+	(SELECT n FROM cache_versions WHERE topic = 'keys') + (SELECT count(*) FROM cache_bumps WHERE topic = 'keys'),
+	(SELECT n FROM cache_versions WHERE topic = 'budgets') + (SELECT count(*) FROM cache_bumps WHERE topic = 'budgets'),
+	(SELECT n FROM cache_versions WHERE topic = 'targets') + (SELECT count(*) FROM cache_bumps WHERE topic = 'targets')`
+
+// Versions reads the topics' versions: one statement, one snapshot.
+func (s *signal) Versions(ctx context.Context) (cache.Versions, error) {
+	var v cache.Versions
+	if err := s.pool.QueryRow(ctx, versionsQuery).Scan(&v.Keys, &v.Budgets, &v.Targets); err != nil {
+		return v, fmt.Errorf("postgres: cache versions: %w", err)
+	}
+	return v, nil
+}
+
+// fold moves the bumps into cache_versions in one statement, which leaves
+// every version as it was: the rows it deletes are those it counts. Two
+// instances folding at once each take the rows the other has not (a row
+// deleted meanwhile is passed over), so none is counted twice.
+func (s *signal) fold(ctx context.Context) error {
+	_, err := s.pool.Exec(ctx, `WITH gone AS (DELETE FROM cache_bumps RETURNING topic),
+		counted AS (SELECT topic, count(*) AS n FROM gone GROUP BY topic)
+		UPDATE cache_versions v SET n = v.n + counted.n FROM counted WHERE v.topic = counted.topic`)
+	if err != nil {
+		return fmt.Errorf("postgres: fold cache versions: %w", err)
+	}
+	return nil
+}
+
+// Signal tells the caches in front of this database (core/store/cache)
+// that a commit may have changed what they hold.
+func (db *DB) Signal() cache.Signal { return db.signal }

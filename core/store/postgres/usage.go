@@ -1,0 +1,182 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/aivis/aivis/core/store"
+)
+
+// UsageSince lists an account's per-key hourly counts from since on.
+func (db *DB) UsageSince(ctx context.Context, accountID string, since time.Time) ([]store.KeyUsage, error) {
+	t, n := bound(since)
+	out, err := collect(ctx, db.pool, func(s scanner) (store.KeyUsage, error) {
+		u := store.KeyUsage{AccountID: accountID}
+		var hour tcol
+		err := s.Scan(&u.KeyID, &hour.t, &hour.ns, &u.ClientID, &u.Count)
+		u.Hour = hour.time()
+		return u, err
+	}, `SELECT key_id, hour, hour_ns, client_id, count FROM usage_hourly
+		WHERE account_id = $1 AND (hour, hour_ns) >= ($2, $3) ORDER BY hour, hour_ns, key_id`, accountID, t, n)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: usage: %w", err)
+	}
+	return out, nil
+}
+
+// LoadWindows reads the saved rate-limit windows that started at since or
+// later.
+func (db *DB) LoadWindows(ctx context.Context, since time.Time) ([]store.Window, error) {
+	t, n := bound(since)
+	out, err := collect(ctx, db.pool, func(s scanner) (store.Window, error) {
+		var w store.Window
+		var start tcol
+		err := s.Scan(&w.AccountID, &w.Window, &start.t, &start.ns, &w.Count)
+		w.Start = start.time()
+		return w, err
+	}, `SELECT account_id, "window", start, start_ns, count FROM rate_windows WHERE (start, start_ns) >= ($1, $2)`, t, n)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: load windows: %w", err)
+	}
+	return out, nil
+}
+
+// SaveCounts writes windows and adds usage in one transaction at READ
+// COMMITTED: each row is one upsert, which takes the row's lock and then
+// reads its latest version, so a window is replaced only by a later start
+// or a higher count and usage adds up, however many instances save at
+// once. Rows are written in key order, so that two saves never wait for
+// each other in a circle.
+func (db *DB) SaveCounts(ctx context.Context, windows []store.Window, usage []store.KeyUsage) error {
+	windows, usage = slices.Clone(windows), slices.Clone(usage)
+	slices.SortFunc(windows, func(a, b store.Window) int {
+		return cmp.Or(cmp.Compare(a.AccountID, b.AccountID), cmp.Compare(a.Window, b.Window))
+	})
+	slices.SortFunc(usage, func(a, b store.KeyUsage) int { return cmp.Or(cmp.Compare(a.KeyID, b.KeyID), a.Hour.Compare(b.Hour)) })
+	var b pgx.Batch
+	for _, w := range windows {
+		b.Queue(`INSERT INTO rate_windows AS r (account_id, "window", start, start_ns, count) VALUES ($1, $2, $3, $4, $5)
+			ON CONFLICT (account_id, "window") DO UPDATE SET start = excluded.start, start_ns = excluded.start_ns, count = excluded.count
+			WHERE (excluded.start, excluded.start_ns, excluded.count) > (r.start, r.start_ns, r.count)`,
+			w.AccountID, w.Window, ts(w.Start), ns(w.Start), w.Count)
+	}
+	for _, u := range usage {
+		b.Queue(`INSERT INTO usage_hourly AS h (key_id, hour, hour_ns, account_id, client_id, count) VALUES ($1, $2, $3, $4, $5, $6)
+			ON CONFLICT (key_id, hour, hour_ns) DO UPDATE SET count = h.count + excluded.count`,
+			u.KeyID, ts(u.Hour), ns(u.Hour), u.AccountID, u.ClientID, u.Count)
+	}
+	for _, u := range usage {
+		b.Queue(`UPDATE api_keys SET last_used_at = $2, last_used_at_ns = $3
+			WHERE id = $1 AND (last_used_at IS NULL OR (last_used_at, last_used_at_ns) < ($2, $3))`,
+			u.KeyID, ts(u.LastUsed), ns(u.LastUsed))
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error { return tx.SendBatch(ctx, &b).Close() })
+	if err != nil {
+		return fmt.Errorf("postgres: save counts: %w", err)
+	}
+	return nil
+}
+
+// TakeWindows counts one request in an account's windows, as the contract
+// says PostgreSQL does, at READ COMMITTED: one INSERT ... ON CONFLICT DO
+// UPDATE makes the account's three windows where they are missing and
+// locks all three (the kinds in one order, so that takes never wait for
+// each other in a circle) and returns them as they are; if each has room,
+// the take counts in them and in its key's usage, and commits. No other
+// take of the account reads its windows between this one's read and its
+// commit: it waits for the lock, and then reads the committed counts.
+func (db *DB) TakeWindows(ctx context.Context, t store.WindowTake) (bool, store.WindowCounts, error) {
+	var counted bool
+	var w store.WindowCounts
+	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		var err error
+		w, err = windowCounts(ctx, tx, t.AccountID, t.Starts, `INSERT INTO rate_windows AS r (account_id, "window", start, start_ns, count)
+			VALUES ($1, 'minute', $2, $3, 0), ($1, 'hour', $4, $5, 0), ($1, 'day', $6, $7, 0)
+			ON CONFLICT (account_id, "window") DO UPDATE SET count = r.count RETURNING "window", start, start_ns, count`,
+			t.AccountID, ts(t.Starts[0]), ns(t.Starts[0]), ts(t.Starts[1]), ns(t.Starts[1]), ts(t.Starts[2]), ns(t.Starts[2]))
+		if err != nil {
+			return err
+		}
+		counted = true
+		for i := range 3 {
+			counted = counted && w.Counts[i] < t.Limits[i]
+		}
+		if !counted {
+			return nil
+		}
+		args := []any{t.AccountID}
+		for i := range 3 {
+			w.Counts[i]++
+			args = append(args, ts(w.Starts[i]), ns(w.Starts[i]), w.Counts[i])
+		}
+		if _, err := tx.Exec(ctx, `UPDATE rate_windows r SET start = v.start, start_ns = v.start_ns, count = v.count
+			FROM (VALUES ('minute', $2::timestamptz, $3::smallint, $4::bigint), ('hour', $5, $6, $7), ('day', $8, $9, $10))
+				AS v (kind, start, start_ns, count)
+			WHERE r.account_id = $1 AND r."window" = v.kind`, args...); err != nil {
+			return err
+		}
+		u := t.Usage
+		if u.KeyID == "" {
+			return nil
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO usage_hourly AS h (key_id, hour, hour_ns, account_id, client_id, count)
+			VALUES ($1, $2, $3, $4, $5, 1) ON CONFLICT (key_id, hour, hour_ns) DO UPDATE SET count = h.count + 1`,
+			u.KeyID, ts(u.Hour), ns(u.Hour), t.AccountID, u.ClientID); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE api_keys SET last_used_at = $2, last_used_at_ns = $3
+			WHERE id = $1 AND (last_used_at IS NULL OR (last_used_at, last_used_at_ns) < ($2, $3))`, u.KeyID, ts(u.LastUsed), ns(u.LastUsed))
+		return err
+	})
+	if err != nil {
+		return false, store.WindowCounts{}, fmt.Errorf("postgres: take windows: %w", err)
+	}
+	return counted, w, nil
+}
+
+// PeekWindows reads the account's windows as TakeWindows finds them.
+func (db *DB) PeekWindows(ctx context.Context, accountID string, starts [3]time.Time) (store.WindowCounts, error) {
+	w, err := windowCounts(ctx, db.pool, accountID, starts,
+		`SELECT "window", start, start_ns, count FROM rate_windows WHERE account_id = $1`, accountID)
+	if err != nil {
+		return store.WindowCounts{}, fmt.Errorf("postgres: peek windows: %w", err)
+	}
+	return w, nil
+}
+
+// windowCounts reads an account's windows (q returns each one's kind,
+// start and count) against the starts of a request: a window that starts
+// earlier holds none, at the request's start; one that starts at the same
+// time or later keeps its start and count.
+func windowCounts(ctx context.Context, qr querier, accountID string, starts [3]time.Time, q string, args ...any) (store.WindowCounts, error) {
+	w := store.WindowCounts{Starts: starts}
+	for i := range 3 {
+		w.Starts[i] = starts[i].UTC()
+	}
+	found, err := collect(ctx, qr, func(s scanner) (store.Window, error) {
+		var win store.Window
+		var start tcol
+		err := s.Scan(&win.Window, &start.t, &start.ns, &win.Count)
+		win.Start = start.time()
+		return win, err
+	}, q, args...)
+	if err != nil {
+		return w, err
+	}
+	for _, win := range found {
+		i := slices.Index(store.WindowKinds[:], win.Window)
+		if i < 0 || win.Start.Before(starts[i]) {
+			continue
+		}
+		w.Starts[i], w.Counts[i] = win.Start, win.Count
+	}
+	return w, nil
+}
