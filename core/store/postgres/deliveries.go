@@ -106,11 +106,7 @@ func claimable(p string) string {
 // lease holds, along the webhook's due index.
 func (db *DB) ClaimWebhookDeliveries(ctx context.Context, lease, webhookID string, now, leaseEnd time.Time, limit int) ([]store.Delivery, bool, error) {
 	at, n := bound(now)
-	ds, err := claim(ctx, db.pool, `WITH taken AS (
-			SELECT id FROM webhook_deliveries WHERE webhook_id = $6 AND `+claimable("")+`
-			ORDER BY next_attempt_at, next_attempt_at_ns LIMIT $7 FOR UPDATE SKIP LOCKED)
-		UPDATE webhook_deliveries d SET lease = $3, lease_until = $4, lease_until_ns = $5 FROM taken
-		WHERE d.id = taken.id RETURNING `+prefixed("d.", deliveryColumns), at, n, lease, tsz(leaseEnd), nsz(leaseEnd), webhookID, limit)
+	ds, err := claim(ctx, db.pool, claimWebhook, at, n, lease, tsz(leaseEnd), nsz(leaseEnd), webhookID, limit)
 	if err != nil {
 		return nil, false, fmt.Errorf("postgres: claim deliveries of %s: %w", webhookID, err)
 	}
@@ -123,18 +119,7 @@ func (db *DB) ClaimWebhookDeliveries(ctx context.Context, lease, webhookID strin
 // one webhook; the rest of the window is let go at the commit.
 func (db *DB) ClaimDeliveries(ctx context.Context, lease string, now, leaseEnd time.Time, limit, perWebhook int, skip []string) ([]store.Delivery, map[string]store.Webhook, error) {
 	at, n := bound(now)
-	out, err := claim(ctx, db.pool, `WITH due AS (
-			SELECT d.id, d.webhook_id, d.next_attempt_at, d.next_attempt_at_ns FROM webhook_deliveries d
-			WHERE `+claimable("d.")+` AND NOT (d.webhook_id = ANY($8))
-			AND EXISTS (SELECT 1 FROM webhooks w WHERE w.id = d.webhook_id AND w.enabled)
-			ORDER BY d.next_attempt_at, d.next_attempt_at_ns LIMIT $6 * 4 FOR UPDATE OF d SKIP LOCKED
-		), taken AS (
-			SELECT id FROM (SELECT id, next_attempt_at, next_attempt_at_ns,
-				row_number() OVER (PARTITION BY webhook_id ORDER BY next_attempt_at, next_attempt_at_ns) AS rn FROM due) r
-			WHERE rn <= $7 ORDER BY next_attempt_at, next_attempt_at_ns LIMIT $6
-		)
-		UPDATE webhook_deliveries d SET lease = $3, lease_until = $4, lease_until_ns = $5 FROM taken
-		WHERE d.id = taken.id RETURNING `+prefixed("d.", deliveryColumns), at, n, lease, tsz(leaseEnd), nsz(leaseEnd), limit, perWebhook, nonNil(skip))
+	out, err := claim(ctx, db.pool, claimDue, at, n, lease, tsz(leaseEnd), nsz(leaseEnd), limit, perWebhook, nonNil(skip))
 	if err != nil || len(out) == 0 {
 		return nil, nil, err
 	}
@@ -154,6 +139,27 @@ func (db *DB) ClaimDeliveries(ctx context.Context, lease string, now, leaseEnd t
 	}
 	return out, hooks, nil
 }
+
+// The claims of deliveries: at ($1, $2), leased to $3 until ($4, $5).
+var (
+	claimWebhook = `WITH taken AS (
+			SELECT id FROM webhook_deliveries WHERE webhook_id = $6 AND ` + claimable("") + `
+			ORDER BY next_attempt_at, next_attempt_at_ns LIMIT $7 FOR UPDATE SKIP LOCKED)
+		UPDATE webhook_deliveries d SET lease = $3, lease_until = $4, lease_until_ns = $5 FROM taken
+		WHERE d.id = taken.id RETURNING ` + prefixed("d.", deliveryColumns)
+	claimDue = `WITH due AS (
+			SELECT d.id, d.webhook_id, d.next_attempt_at, d.next_attempt_at_ns FROM webhook_deliveries d
+			WHERE ` + claimable("d.") + ` AND NOT (d.webhook_id = ANY($8))
+			AND EXISTS (SELECT 1 FROM webhooks w WHERE w.id = d.webhook_id AND w.enabled)
+			ORDER BY d.next_attempt_at, d.next_attempt_at_ns LIMIT $6 * 4 FOR UPDATE OF d SKIP LOCKED
+		), taken AS (
+			SELECT id FROM (SELECT id, next_attempt_at, next_attempt_at_ns,
+				row_number() OVER (PARTITION BY webhook_id ORDER BY next_attempt_at, next_attempt_at_ns) AS rn FROM due) r
+			WHERE rn <= $7 ORDER BY next_attempt_at, next_attempt_at_ns LIMIT $6
+		)
+		UPDATE webhook_deliveries d SET lease = $3, lease_until = $4, lease_until_ns = $5 FROM taken
+		WHERE d.id = taken.id RETURNING ` + prefixed("d.", deliveryColumns)
+)
 
 // claim runs a statement that leases deliveries and returns them, oldest
 // due first.
@@ -233,13 +239,15 @@ func (t *txn) Redeliver(webhookID string, ids []string, since, until, now time.T
 	return int(tag.RowsAffected()), nil
 }
 
+const nextDue = `SELECT next_attempt_at, next_attempt_at_ns FROM webhook_deliveries
+	WHERE status = 'pending' AND (next_attempt_at, next_attempt_at_ns) > ($1, $2)
+	ORDER BY next_attempt_at, next_attempt_at_ns LIMIT 1`
+
 // NextDue reads when the next retry is due.
 func (db *DB) NextDue(ctx context.Context, now time.Time) (time.Time, error) {
 	at, n := bound(now)
 	var next tcol
-	err := db.pool.QueryRow(ctx, `SELECT next_attempt_at, next_attempt_at_ns FROM webhook_deliveries
-		WHERE status = 'pending' AND (next_attempt_at, next_attempt_at_ns) > ($1, $2)
-		ORDER BY next_attempt_at, next_attempt_at_ns LIMIT 1`, at, n).Scan(&next.t, &next.ns)
+	err := db.pool.QueryRow(ctx, nextDue, at, n).Scan(&next.t, &next.ns)
 	if err != nil && err != pgx.ErrNoRows {
 		return time.Time{}, fmt.Errorf("postgres: next due: %w", err)
 	}

@@ -83,6 +83,9 @@ func open(ctx context.Context, connString string, box *secrets.Box, ht holderTim
 	if _, ok := cfg.ConnConfig.RuntimeParams["application_name"]; !ok {
 		cfg.ConnConfig.RuntimeParams["application_name"] = "aivis"
 	}
+	// Every query is short: compiling one (JIT, for those the planner
+	// thinks dear) costs more than running it.
+	cfg.ConnConfig.RuntimeParams["jit"] = "off"
 	cfg.ConnConfig.Tracer = retryTracer{}
 	where := describe(cfg.ConnConfig)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)

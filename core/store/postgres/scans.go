@@ -76,23 +76,28 @@ func (t *txn) ActiveScan(domainID string) (store.Scan, error) {
 // ClaimScan takes the oldest queued scan, else the running one whose lease
 // ended longest ago, passing over those another claim holds.
 func (t *txn) ClaimScan(holder string, now, leaseEnd time.Time) (store.Scan, error) {
-	at, n := bound(now)
-	claim := `UPDATE scans SET status = 'running', attempts = attempts + 1, holder = $1, lease_until = $2, lease_until_ns = $3,
-			started_at = coalesce(started_at, $4), started_at_ns = coalesce(started_at_ns, $5)
-		WHERE id = (%s) RETURNING ` + scanColumns
 	args := []any{holder, ts(leaseEnd), ns(leaseEnd), ts(now), ns(now)}
-	s, err := scanScan(t.tx.QueryRow(t.ctx, fmt.Sprintf(claim, `SELECT id FROM scans WHERE status = 'queued'
-		ORDER BY created_at, created_at_ns, id LIMIT 1 FOR UPDATE SKIP LOCKED`), args...))
+	s, err := scanScan(t.tx.QueryRow(t.ctx, fmt.Sprintf(claimScan, claimQueuedScan), args...))
 	if errors.Is(err, pgx.ErrNoRows) {
-		s, err = scanScan(t.tx.QueryRow(t.ctx, fmt.Sprintf(claim, `SELECT id FROM scans WHERE status = 'running'
-			AND (lease_until, lease_until_ns) < ($6, $7)
-			ORDER BY lease_until, lease_until_ns, created_at, created_at_ns, id LIMIT 1 FOR UPDATE SKIP LOCKED`), append(args, at, n)...))
+		at, n := bound(now)
+		s, err = scanScan(t.tx.QueryRow(t.ctx, fmt.Sprintf(claimScan, claimExpiredScan), append(args, at, n)...))
 	}
 	if err != nil {
 		return s, fmt.Errorf("postgres: claim scan: %w", notFound(err))
 	}
 	return s, nil
 }
+
+// A scan's claim: the UPDATE that leases the scan the query in it finds.
+const (
+	claimScan = `UPDATE scans SET status = 'running', attempts = attempts + 1, holder = $1, lease_until = $2, lease_until_ns = $3,
+			started_at = coalesce(started_at, $4), started_at_ns = coalesce(started_at_ns, $5)
+		WHERE id = (%s) RETURNING ` + scanColumns
+	claimQueuedScan = `SELECT id FROM scans WHERE status = 'queued'
+		ORDER BY created_at, created_at_ns, id LIMIT 1 FOR UPDATE SKIP LOCKED`
+	claimExpiredScan = `SELECT id FROM scans WHERE status = 'running' AND (lease_until, lease_until_ns) < ($6, $7)
+		ORDER BY lease_until, lease_until_ns, created_at, created_at_ns, id LIMIT 1 FOR UPDATE SKIP LOCKED`
+)
 
 func getScan(ctx context.Context, q querier, accountID, id string) (store.Scan, error) {
 	return scanScan(q.QueryRow(ctx, `SELECT `+scanColumns+` FROM scans WHERE account_id = $1 AND id = $2`, accountID, id))

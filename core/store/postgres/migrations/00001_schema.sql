@@ -119,14 +119,18 @@ CREATE TABLE content_requests (
 );
 -- Pages of an account's requests, newest first.
 CREATE INDEX content_requests_page ON content_requests (account_id, created_at, created_at_ns, id);
--- The claim (content_queue.go): the queued requests by owner in queue
--- order; the processing ones by owner, and by the end of their lease; an
--- owner's last start.
-CREATE INDEX content_requests_queued ON content_requests (account_id, client_id, created_at, created_at_ns, id)
+-- The claim (content_queue.go): the queued requests of an account, and of
+-- one of its owners, in queue order; the processing ones by owner, and by
+-- the end of their lease; an account's last start, and an owner's.
+CREATE INDEX content_requests_queued ON content_requests (account_id, created_at, created_at_ns, id)
+  WHERE status = 'queued';
+CREATE INDEX content_requests_queued_by_owner ON content_requests (account_id, client_id, created_at, created_at_ns, id)
   WHERE status = 'queued';
 CREATE INDEX content_requests_processing ON content_requests (account_id, client_id) WHERE status = 'processing';
 CREATE INDEX content_requests_expiry ON content_requests (lease_until, lease_until_ns, id) WHERE status = 'processing';
-CREATE INDEX content_requests_start ON content_requests (account_id, client_id, started_at, started_at_ns)
+CREATE INDEX content_requests_start ON content_requests (account_id, started_at, started_at_ns)
+  WHERE started_at IS NOT NULL;
+CREATE INDEX content_requests_start_by_owner ON content_requests (account_id, client_id, started_at, started_at_ns)
   WHERE started_at IS NOT NULL;
 
 -- An account's budget ledger, one row per UTC month.

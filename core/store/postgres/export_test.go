@@ -1,0 +1,58 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/aivis/aivis/core/secrets"
+)
+
+// OpenBeating opens a handle whose holder beats every beat and takes
+// another unseen for timeout for dead.
+func OpenBeating(ctx context.Context, url string, box *secrets.Box, beat, timeout time.Duration) (*DB, error) {
+	return open(ctx, url, box, holderTimes{beat: beat, timeout: timeout})
+}
+
+// Crash stops db as a process that dies does: its holder beats no more and
+// is not forgotten.
+func Crash(db *DB) {
+	db.holders.once.Do(func() {
+		close(db.holders.quit)
+		<-db.holders.done
+	})
+	db.pool.Close()
+}
+
+// Fold folds the cache versions' bumps, as each beat does.
+func Fold(ctx context.Context, db *DB) error { return db.signal.fold(ctx) }
+
+// ClaimQueries are the claims' queries by name, with the index each is to
+// use, runnable as they stand with the arguments of ClaimArgs.
+var ClaimQueries = []struct{ Name, Query, Index string }{
+	{"deliveries due", claimDue, "webhook_deliveries_due"},
+	{"deliveries of a webhook", claimWebhook, "webhook_deliveries_due_by_webhook"},
+	{"next due", nextDue, "webhook_deliveries_due"},
+	{"queued scan", fmt.Sprintf(claimScan, claimQueuedScan), "scans_queued"},
+	{"expired scan", fmt.Sprintf(claimScan, claimExpiredScan), "scans_expiry"},
+	{"expired content request", claimExpired, "content_requests_expiry"},
+	{"queued content request", claimQueued, "content_requests_queued"},
+}
+
+// ClaimArgs are arguments for each of ClaimQueries, at now.
+func ClaimArgs(name string, now time.Time) []any {
+	at, n := bound(now)
+	switch name {
+	case "deliveries due":
+		return []any{at, n, "lease", ts(now), ns(now), 10, 2, []string{}}
+	case "deliveries of a webhook":
+		return []any{at, n, "lease", ts(now), ns(now), "wh_1", 10}
+	case "next due", "expired content request":
+		return []any{at, n}
+	case "queued scan":
+		return []any{"proc", ts(now), ns(now), ts(now), ns(now)}
+	case "expired scan":
+		return []any{"proc", ts(now), ns(now), ts(now), ns(now), at, n}
+	}
+	return nil
+}
