@@ -31,9 +31,17 @@ type Config struct {
 	DataDir    string `json:"data_dir"`
 	// Store, Bus and Counter name the engines (core/engines) that keep the
 	// data, carry events and count requests.
-	Store                 string   `json:"store"`
-	Bus                   string   `json:"bus"`
-	Counter               string   `json:"counter"`
+	Store   string `json:"store"`
+	Bus     string `json:"bus"`
+	Counter string `json:"counter"`
+	// PostgresURL is the database of store postgres: a postgres:// URL or
+	// key=value settings, as libpq takes them.
+	PostgresURL string `json:"postgres_url"`
+	// MasterKeyFile holds the master key that seals the secrets the store
+	// keeps, the base64 of 32 bytes; "": data_dir's master.key, made on
+	// the first start. Instances that share a store are each given the
+	// same file.
+	MasterKeyFile         string   `json:"master_key_file"`
 	Addr                  string   `json:"addr"`
 	HTTPAddr              string   `json:"http_addr"`
 	PublicURL             string   `json:"public_url"`
@@ -176,6 +184,8 @@ func (c *Config) fields() []field {
 		{"store", "storage engine: where accounts, keys, readings, events and deliveries are kept", (*str)(&c.Store), true},
 		{"bus", "event bus: what carries events from the store to the delivery engine", (*str)(&c.Bus), true},
 		{"counter", "rate-limit counter: what counts requests against the tiers' windows", (*str)(&c.Counter), true},
+		{"postgres-url", "database of store postgres: a postgres:// URL or key=value settings", (*str)(&c.PostgresURL), true},
+		{"master-key-file", "file of the master key that seals stored secrets, the base64 of 32 bytes (default: master.key in data-dir, made on first start; store postgres needs it)", (*str)(&c.MasterKeyFile), true},
 		{"addr", "HTTPS listen address", (*str)(&c.Addr), false},
 		{"http-addr", "optional plain-HTTP listen address (answers 403 HTTPS_REQUIRED)", (*str)(&c.HTTPAddr), false},
 		{"public-url", "base URL users reach the server at (default https://<addr>)", (*str)(&c.PublicURL), false},
@@ -301,6 +311,9 @@ func (c *Config) Validate() error {
 			errs = append(errs, err)
 		}
 	}
+	if err := checkPostgresURL(c.PostgresURL); err != nil {
+		errs = append(errs, err)
+	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
@@ -370,6 +383,25 @@ func (c *Config) Validate() error {
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%w: %w", ErrInvalid, errors.Join(errs...))
+	}
+	return nil
+}
+
+// checkPostgresURL checks the form of postgres_url, if set: a
+// postgres:// or postgresql:// URL, or key=value settings. Its error never
+// repeats the value, which may hold a password.
+func checkPostgresURL(s string) error {
+	if s == "" {
+		return nil
+	}
+	if strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://") {
+		if _, err := url.Parse(s); err != nil {
+			return errors.New("postgres_url is not a valid URL (postgres://user:password@host:port/database)")
+		}
+		return nil
+	}
+	if !strings.Contains(s, "=") {
+		return errors.New("postgres_url must be a postgres:// URL or key=value settings (host=... dbname=...)")
 	}
 	return nil
 }

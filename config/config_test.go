@@ -72,7 +72,8 @@ func TestPrecedence(t *testing.T) {
 		"data_dir": "/file/data", "addr": "file:1", "http_addr": "file:2", "log_level": "warn",
 		"trusted_proxies": ["10.0.0.0/8"], "allow_private_targets": true, "auth_failures_per_minute": 5,
 		"counter_flush_interval": "2s", "shutdown_timeout": "10s", "public_url": "https://file.example",
-		"store": "file-store", "bus": "file-bus", "counter": "file-counter"
+		"store": "file-store", "bus": "file-bus", "counter": "file-counter", "postgres_url": "host=file.example",
+		"master_key_file": "/file/master.key"
 	}`)
 	e := map[string]string{
 		"AIVIS_CONFIG":                   file,
@@ -85,6 +86,7 @@ func TestPrecedence(t *testing.T) {
 		"AIVIS_TLS_KEY":                  "/env/key.pem",
 		"AIVIS_BUS":                      "env-bus",
 		"AIVIS_COUNTER":                  "env-counter",
+		"AIVIS_MASTER_KEY_FILE":          "/env/master.key",
 	}
 	args := []string{"--addr", "flag:1", "--counter-flush-interval=4s", "--allow-private-targets=false", "--log-format", "json",
 		"--counter", "flag-counter"}
@@ -98,6 +100,8 @@ func TestPrecedence(t *testing.T) {
 		Store:                 "file-store",                                // file only
 		Bus:                   "env-bus",                                   // file, env
 		Counter:               "flag-counter",                              // file, env, flag
+		PostgresURL:           "host=file.example",                         // file only
+		MasterKeyFile:         "/env/master.key",                           // file, env
 		Addr:                  "flag:1",                                    // file, env, flag
 		HTTPAddr:              "file:2",                                    // file only
 		PublicURL:             "https://file.example",                      // file only
@@ -161,7 +165,8 @@ func TestCommandsReadWhatServeReads(t *testing.T) {
 		got.Store != "flag-store" || got.Bus != "env-bus" || got.Counter != "env-counter" {
 		t.Fatalf("command config %+v", got)
 	}
-	for _, args := range [][]string{{"--data-dir", "/flag/data"}, {"--config", file}, {"--bus", "b"}, {"--counter", "c"}} {
+	for _, args := range [][]string{{"--data-dir", "/flag/data"}, {"--config", file}, {"--bus", "b"}, {"--counter", "c"},
+		{"--postgres-url", "host=db"}, {"--master-key-file", "/k"}} {
 		if _, _, err := config.Load(args, env(nil), false, nil); err != nil {
 			t.Errorf("%v: %v", args, err)
 		}
@@ -271,6 +276,11 @@ func TestValidate(t *testing.T) {
 			c.ContentWorkers, c.ContentMaxTokens, c.ContentPrices.Analysis, c.ContentEngine = -1, 1, -1, "nope"
 			c.ContentLease = config.Duration(time.Millisecond)
 		}, []string{"content_workers", "content_lease", "content_max_tokens", "content_prices", `content_engine "nope"`}},
+		{"postgres url", func(c *config.Config) { c.PostgresURL = "postgres://aivis:pw@db.internal:5432/aivis?sslmode=require" }, nil},
+		{"postgresql url", func(c *config.Config) { c.PostgresURL = "postgresql:///aivis?host=/run/postgresql" }, nil},
+		{"postgres settings", func(c *config.Config) { c.PostgresURL = "host=db.internal user=aivis password='p w' dbname=aivis" }, nil},
+		{"postgres url malformed", func(c *config.Config) { c.PostgresURL = "postgres://aivis:pw@db.internal/%zz" }, []string{"postgres_url"}},
+		{"postgres url a host", func(c *config.Config) { c.PostgresURL = "db.internal" }, []string{"postgres_url"}},
 		{"all reported together", func(c *config.Config) {
 			c.DataDir, c.Addr, c.LogLevel, c.LogFormat, c.AuthFailuresPerMinute = "", "", "x", "y", 0
 		}, []string{"data_dir", "addr", "log_level", "log_format", "auth_failures_per_minute"}},
@@ -294,6 +304,12 @@ func TestValidate(t *testing.T) {
 				}
 			}
 		})
+	}
+	// An error of postgres_url never repeats it: it may hold a password.
+	c := config.Default()
+	c.PostgresURL = "postgres://aivis:s3cr3t@db.internal/%zz"
+	if err := c.Validate(); err == nil || strings.Contains(err.Error(), "s3cr3t") {
+		t.Errorf("a malformed postgres_url: %v", err)
 	}
 	// Load validates what it builds for serve.
 	if _, _, err := config.Load([]string{"--log-level", "loud"}, env(nil), true, nil); err == nil || !strings.Contains(err.Error(), "log_level") {

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"os"
@@ -12,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/aivis/aivis/core/store/postgres/pgtest"
 )
 
 // aivis runs the binary in a directory of its own (so that nothing lands
@@ -57,11 +61,15 @@ func TestEnginesChosenAlike(t *testing.T) {
 		env  []string
 		want string
 	}{
-		{"--store", []string{"--store", "nosuch"}, nil, `store "nosuch" is not an engine of aivis (known: sqlite)`},
-		{"AIVIS_STORE", nil, []string{"AIVIS_STORE=nosuch"}, `store "nosuch" is not an engine of aivis (known: sqlite)`},
-		{"store in the file", []string{"--config", file}, nil, `store "nosuch" is not an engine of aivis (known: sqlite)`},
-		{"AIVIS_CONFIG", nil, []string{"AIVIS_CONFIG=" + file}, `store "nosuch" is not an engine of aivis (known: sqlite)`},
+		{"--store", []string{"--store", "nosuch"}, nil, `store "nosuch" is not an engine of aivis (known: postgres, sqlite)`},
+		{"AIVIS_STORE", nil, []string{"AIVIS_STORE=nosuch"}, `store "nosuch" is not an engine of aivis (known: postgres, sqlite)`},
+		{"store in the file", []string{"--config", file}, nil, `store "nosuch" is not an engine of aivis (known: postgres, sqlite)`},
+		{"AIVIS_CONFIG", nil, []string{"AIVIS_CONFIG=" + file}, `store "nosuch" is not an engine of aivis (known: postgres, sqlite)`},
 		{"--bus", []string{"--bus", "nats"}, nil, `bus "nats" is not an engine of aivis (known: sqlite)`},
+		{"store postgres without its settings", []string{"--store", "postgres"}, nil,
+			"store postgres needs postgres_url (AIVIS_POSTGRES_URL, --postgres-url)\n" +
+				"store postgres needs master_key_file (AIVIS_MASTER_KEY_FILE, --master-key-file): " +
+				"every instance seals and opens the stored secrets with the one master key it is given"},
 		{"AIVIS_COUNTER", nil, []string{"AIVIS_COUNTER=redis"}, `counter "redis" is not an engine of aivis (known: memory, store)`},
 		// Any other setting is read and checked alike too.
 		{"AIVIS_LOG_LEVEL", nil, []string{"AIVIS_LOG_LEVEL=loud"}, `log_level must be debug, info, warn or error, not "loud"`},
@@ -167,5 +175,56 @@ func TestStoreCounterSharedByServers(t *testing.T) {
 		if r.Status != 429 || r.Header.Get("X-RateLimit-Remaining") != "0" {
 			t.Errorf("server %d, after the 60: %d, remaining %s; want 429 and none", i+1, r.Status, r.Header.Get("X-RateLimit-Remaining"))
 		}
+	}
+}
+
+// TestCommandsOnPostgres: the commands act on the PostgreSQL store named by
+// the environment, their secrets sealed with the master key file they are
+// given (no master.key is made in the data directory); a master key file
+// that is not there stops them before they touch the store.
+func TestCommandsOnPostgres(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	keyFile := filepath.Join(t.TempDir(), "master.key")
+	master := make([]byte, 32)
+	rand.Read(master)
+	if err := os.WriteFile(keyFile, []byte(base64.StdEncoding.EncodeToString(master)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"AIVIS_STORE=postgres", "AIVIS_POSTGRES_URL=" + pgtest.URL(t), "AIVIS_MASTER_KEY_FILE=" + keyFile}
+	command := func(env []string, out any, args ...string) {
+		t.Helper()
+		args = append(args, "--data-dir", dir, "--json")
+		stdout, stderr, code := aivis(t, env, args...)
+		if code != 0 {
+			t.Fatalf("aivis %s: exit code %d:\n%s", strings.Join(args, " "), code, stderr)
+		}
+		if err := json.Unmarshal([]byte(stdout), out); err != nil {
+			t.Fatalf("aivis %s: %v:\n%s", strings.Join(args, " "), err, stdout)
+		}
+	}
+	var a account
+	command(env, &a, "account", "create", "--name", "On PostgreSQL", "--tier", "starter")
+	var k key
+	command(env, &k, "key", "create", "--account", a.ID, "--name", "pg")
+	var revoked struct {
+		RevokedAt *string `json:"revoked_at"`
+	}
+	command(env, &revoked, "key", "revoke", k.ID)
+	var keys []struct {
+		ID        string  `json:"id"`
+		RevokedAt *string `json:"revoked_at"`
+	}
+	command(env, &keys, "key", "list", "--account", a.ID)
+	if len(keys) != 1 || keys[0].ID != k.ID || keys[0].RevokedAt == nil || revoked.RevokedAt == nil || *keys[0].RevokedAt != *revoked.RevokedAt {
+		t.Errorf("key list after the revocation: %+v; revoked at %v", keys, revoked.RevokedAt)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "master.key")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a master key was made in the data directory (%v) though master_key_file is set", err)
+	}
+
+	missing := append(env[:2:2], "AIVIS_MASTER_KEY_FILE="+filepath.Join(t.TempDir(), "nosuch.key"))
+	_, stderr, code := aivis(t, missing, "account", "list", "--data-dir", dir)
+	if code == 0 || !strings.Contains(stderr, "master key") || !strings.Contains(stderr, "nosuch.key") {
+		t.Errorf("with a master key file that is not there: exit code %d, %q", code, stderr)
 	}
 }

@@ -39,8 +39,9 @@ import (
 
 // Services are the core services, shared by the server and the CLI.
 type Services struct {
-	// MasterKeyCreated says the master key (data-dir/master.key) was made
-	// by this Open: secrets stored from now on need that file.
+	// MasterKeyCreated says the master key (data-dir/master.key, when no
+	// master_key_file is set) was made by this Open: secrets stored from
+	// now on need that file.
 	MasterKeyCreated bool
 	Store            store.Store
 	// Outbox is where Store's transactions publish events, for the bus.
@@ -61,7 +62,7 @@ func Open(ctx context.Context, cfg config.Config) (*Services, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
-	box, created, err := secrets.Load(filepath.Join(cfg.DataDir, secrets.KeyFile), true)
+	box, created, err := masterKey(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -82,6 +83,19 @@ func Open(ctx context.Context, cfg config.Config) (*Services, error) {
 		Content:          &content.Service{Store: st, Now: now},
 		People:           &people.Service{Store: st, Accounts: accts, Now: now},
 	}, nil
+}
+
+// masterKey loads the master key: master_key_file, which must exist, or
+// data_dir's master.key, made on the first start (created says it was).
+func masterKey(cfg config.Config) (box *secrets.Box, created bool, err error) {
+	if cfg.MasterKeyFile != "" {
+		box, _, err := secrets.Load(cfg.MasterKeyFile, false)
+		if err != nil {
+			return nil, false, fmt.Errorf("master_key_file: %w", err)
+		}
+		return box, false, nil
+	}
+	return secrets.Load(filepath.Join(cfg.DataDir, secrets.KeyFile), true)
 }
 
 // Close closes the store.

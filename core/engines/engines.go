@@ -48,8 +48,8 @@ type Opened struct {
 
 // Outbox says where a store's transactions write the events they publish
 // (store.Tx.Publish), for the bus that delivers them: each store has a type
-// of its own (SQLiteOutbox), which the buses that read it, or forward from
-// it, recognise; a bus refuses an outbox it cannot read.
+// of its own (SQLiteOutbox, postgres.Outbox), which the buses that read it,
+// or forward from it, recognise; a bus refuses an outbox it cannot read.
 type Outbox any
 
 // BusFactory opens the event bus that delivers what outbox holds.
@@ -82,18 +82,24 @@ type CounterFactory func(ctx context.Context, cfg config.Config, st store.Counte
 
 // The engines, by the name their setting takes.
 var (
-	Stores   = map[string]StoreFactory{"sqlite": openSQLite}
+	Stores   = map[string]StoreFactory{"sqlite": openSQLite, "postgres": openPostgres}
 	Buses    = map[string]BusFactory{"sqlite": openSQLiteBus}
 	Counters = map[string]CounterFactory{"memory": newMemoryCounter, "store": newStoreCounter}
 )
 
+// storeNeeds checks, per store, the settings it cannot go without.
+var storeNeeds = map[string]func(config.Config) error{"postgres": checkPostgres}
+
 // Check refuses a setting that names no engine of the registry, naming the
-// ones there are.
+// ones there are, and a store without the settings it needs.
 func Check(cfg config.Config) error {
 	errs := []error{
 		known("store", cfg.Store, Stores),
 		known("bus", cfg.Bus, Buses),
 		known("counter", cfg.Counter, Counters),
+	}
+	if needs := storeNeeds[cfg.Store]; needs != nil {
+		errs = append(errs, needs(cfg))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%w: %w", config.ErrInvalid, err)

@@ -17,6 +17,9 @@ import (
 	"github.com/aivis/aivis/core/limits"
 	"github.com/aivis/aivis/core/secrets"
 	"github.com/aivis/aivis/core/store"
+	"github.com/aivis/aivis/core/store/cache"
+	"github.com/aivis/aivis/core/store/postgres"
+	"github.com/aivis/aivis/core/store/postgres/pgtest"
 )
 
 func TestCheck(t *testing.T) {
@@ -28,7 +31,12 @@ func TestCheck(t *testing.T) {
 		mod  func(*config.Config)
 		want []string
 	}{
-		{"store", func(c *config.Config) { c.Store = "mysql" }, []string{`store "mysql"`, "known: sqlite"}},
+		{"store", func(c *config.Config) { c.Store = "mysql" }, []string{`store "mysql"`, "known: postgres, sqlite"}},
+		{"postgres without its settings", func(c *config.Config) { c.Store = "postgres" },
+			[]string{"store postgres needs postgres_url (AIVIS_POSTGRES_URL, --postgres-url)",
+				"store postgres needs master_key_file (AIVIS_MASTER_KEY_FILE, --master-key-file)"}},
+		{"postgres without its master key", func(c *config.Config) { c.Store, c.PostgresURL = "postgres", "host=db" },
+			[]string{"store postgres needs master_key_file"}},
 		{"bus", func(c *config.Config) { c.Bus = "kafka" }, []string{`bus "kafka"`, "known: sqlite"}},
 		{"counter", func(c *config.Config) { c.Counter = "" }, []string{`counter ""`, "known: memory, store"}},
 		{"all three", func(c *config.Config) { c.Store, c.Bus, c.Counter = "a", "b", "c" },
@@ -47,6 +55,15 @@ func TestCheck(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Store postgres is given its database and the master key's file.
+func TestCheckPostgres(t *testing.T) {
+	cfg := config.Default()
+	cfg.Store, cfg.PostgresURL, cfg.MasterKeyFile = "postgres", "host=db", "/k"
+	if err := engines.Check(cfg); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -195,5 +212,43 @@ func TestStoreCounterSharedByEveryHandle(t *testing.T) {
 		if d, err := c.Peek(ctx, "acct_1", caps, now); err != nil || d.Allowed || d.Count[0] != 2 {
 			t.Fatalf("Peek on server %d: %+v, %v; want both requests and the minute full", i+1, d, err)
 		}
+	}
+}
+
+// The postgres store of the registry: the database of postgres_url, read
+// through its caches, with its outbox, which the SQLite bus refuses.
+func TestPostgresStore(t *testing.T) {
+	cfg := config.Default()
+	cfg.Store, cfg.PostgresURL = "postgres", pgtest.URL(t)
+	key := make([]byte, 32)
+	box, err := secrets.New(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened, err := engines.Stores[cfg.Store](t.Context(), cfg, box)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer opened.Store.Close()
+	if _, ok := opened.Store.(*cache.Store); !ok || opened.Holder == "" {
+		t.Errorf("store %T, holder %q: want the cached store and a holder", opened.Store, opened.Holder)
+	}
+	if _, ok := opened.Outbox.(postgres.Outbox); !ok {
+		t.Errorf("outbox %T, want a postgres.Outbox", opened.Outbox)
+	}
+	a := store.Account{ID: "acct_1", Name: "a", Tier: "starter", Type: store.AccountStandard, CreatedAt: time.Now()}
+	if err := opened.Store.CreateAccount(t.Context(), a); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := opened.Store.Account(t.Context(), "acct_1"); err != nil {
+		t.Fatal(err)
+	}
+	b, err := engines.Buses["sqlite"](t.Context(), cfg, opened.Outbox, watermill.NopLogger{})
+	if err == nil {
+		b.Close()
+		t.Fatal("the SQLite bus opened on PostgreSQL's outbox")
+	}
+	if !strings.Contains(err.Error(), `store "postgres"`) {
+		t.Errorf("error %q does not name the store", err)
 	}
 }

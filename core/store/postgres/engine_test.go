@@ -15,6 +15,7 @@ import (
 
 	"github.com/aivis/aivis/core/store"
 	"github.com/aivis/aivis/core/store/postgres"
+	"github.com/aivis/aivis/core/store/postgres/pgtest"
 )
 
 // conn is a plain connection to the database at url, for looking at what
@@ -53,7 +54,7 @@ func applied(t *testing.T, url string) map[int64]int {
 // Open migrates an empty database, and opens a migrated one again without
 // applying anything twice.
 func TestMigrationsOnAnEmptyDatabaseAndAgain(t *testing.T) {
-	url, key := freshDB(t), box(t)
+	url, key := pgtest.URL(t), box(t)
 	want := migrationFiles(t)
 	db, err := postgres.Open(ctx, url, key)
 	must(t, err)
@@ -77,7 +78,7 @@ func TestMigrationsOnAnEmptyDatabaseAndAgain(t *testing.T) {
 // Instances that open one new database at once wait for the one that
 // migrates it: each migration is applied once, and every open succeeds.
 func TestConcurrentOpensMigrateOnce(t *testing.T) {
-	url, key := freshDB(t), box(t)
+	url, key := pgtest.URL(t), box(t)
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	errs := make([]error, 4)
@@ -112,7 +113,7 @@ func TestConcurrentOpensMigrateOnce(t *testing.T) {
 // The claims' queries go along their indexes on tables that hold far more
 // rows than they take.
 func TestClaimPlansUseIndexes(t *testing.T) {
-	url := freshDB(t)
+	url := pgtest.URL(t)
 	open(t, url, box(t))
 	c := conn(t, url)
 	_, err := c.Exec(ctx, `
@@ -162,7 +163,7 @@ func TestUpdateRunsAgainAfterASerializationFailure(t *testing.T) {
 	for _, swallow := range []bool{false, true} {
 		name := map[bool]string{false: "ErrorReturned", true: "ErrorSwallowed"}[swallow]
 		t.Run(name, func(t *testing.T) {
-			db := open(t, freshDB(t), box(t))
+			db := open(t, pgtest.URL(t), box(t))
 			must(t, db.CreateAccount(ctx, store.Account{ID: "acct_1", Name: "a", Tier: "starter", Type: store.AccountStandard, CreatedAt: time.Now()}))
 			domain := func(id, name string) store.MonitoredDomain {
 				return store.MonitoredDomain{ID: id, AccountID: "acct_1", Domain: name, CreatedAt: time.Now(), UpdatedAt: time.Now()}
@@ -215,7 +216,7 @@ func TestUpdateRunsAgainAfterASerializationFailure(t *testing.T) {
 // leases (deliveries, scans, content requests), which are claimed again
 // long before they would have run out; a live holder's stay.
 func TestDeadHoldersLeasesEnded(t *testing.T) {
-	url, key := freshDB(t), box(t)
+	url, key := pgtest.URL(t), box(t)
 	handle := func() *postgres.DB {
 		db, err := postgres.OpenBeating(ctx, url, key, 50*time.Millisecond, 2*time.Second)
 		must(t, err)
@@ -296,7 +297,7 @@ func TestDeadHoldersLeasesEnded(t *testing.T) {
 // Folding the bumps into the versions leaves every version as it was; a
 // later change moves it again.
 func TestFoldKeepsTheVersions(t *testing.T) {
-	url := freshDB(t)
+	url := pgtest.URL(t)
 	db := open(t, url, box(t))
 	v1, err := db.Signal().Versions(ctx)
 	must(t, err)
@@ -320,7 +321,7 @@ func TestFoldKeepsTheVersions(t *testing.T) {
 
 // Signing secrets and a connection's settings are sealed in the database.
 func TestSecretsSealedAtRest(t *testing.T) {
-	url := freshDB(t)
+	url := pgtest.URL(t)
 	db := open(t, url, box(t))
 	now := time.Now()
 	must(t, db.CreateAccount(ctx, store.Account{ID: "acct_1", Name: "a", Tier: "starter", Type: store.AccountStandard, CreatedAt: now}))
@@ -362,7 +363,7 @@ func TestOpenErrorsHideThePassword(t *testing.T) {
 // What an Update publishes reaches a Watermill SQL subscriber of the
 // outbox once it commits, and never when it rolls back.
 func TestOutboxIsWatermillSQL(t *testing.T) {
-	url := freshDB(t)
+	url := pgtest.URL(t)
 	db := open(t, url, box(t))
 	sub, err := wsql.NewSubscriber(wsql.BeginnerFromPgx(db.Outbox().Pool), wsql.SubscriberConfig{
 		ConsumerGroup: "test", SchemaAdapter: postgres.OutboxSchema(), OffsetsAdapter: wsql.DefaultPostgreSQLOffsetsAdapter{},

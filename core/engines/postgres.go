@@ -1,0 +1,38 @@
+package engines
+
+import (
+	"context"
+	"errors"
+
+	"github.com/aivis/aivis/config"
+	"github.com/aivis/aivis/core/secrets"
+	"github.com/aivis/aivis/core/store/cache"
+	"github.com/aivis/aivis/core/store/postgres"
+)
+
+// openPostgres opens the database of postgres_url, migrating it, its reads
+// cached under its signal; this process is one of its holders. Its outbox
+// is a postgres.Outbox.
+func openPostgres(ctx context.Context, cfg config.Config, box *secrets.Box) (Opened, error) {
+	db, err := postgres.Open(ctx, cfg.PostgresURL, box)
+	if err != nil {
+		return Opened{}, err
+	}
+	return Opened{Store: cache.Wrap(db, db.Signal()), Outbox: db.Outbox(), Holder: db.Holder()}, nil
+}
+
+// checkPostgres refuses store postgres without its database or without
+// the master key: instances that share the database each have a data
+// directory of their own, and a key made in each would seal what the
+// others cannot open.
+func checkPostgres(cfg config.Config) error {
+	var errs []error
+	if cfg.PostgresURL == "" {
+		errs = append(errs, errors.New("store postgres needs postgres_url (AIVIS_POSTGRES_URL, --postgres-url)"))
+	}
+	if cfg.MasterKeyFile == "" {
+		errs = append(errs, errors.New("store postgres needs master_key_file (AIVIS_MASTER_KEY_FILE, --master-key-file): "+
+			"every instance seals and opens the stored secrets with the one master key it is given"))
+	}
+	return errors.Join(errs...)
+}
