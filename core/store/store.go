@@ -29,6 +29,7 @@
 // refused with an error, never stored as another time: SQLite, which
 // holds Unix nanoseconds in an int64, refuses those before 1677-09-21 or
 // after 2262-04-11 (so the zero time of a record that must have a time);
+// PostgreSQL keeps the years 1 to 9999 and refuses the others;
 // a field that may be empty (an expiry, a lease, an end) keeps the zero
 // time as none. A time a method compares with (since, before, now) may lie
 // outside the range, a retention cut up to 2398 (where the ids that begin

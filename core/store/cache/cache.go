@@ -21,7 +21,8 @@ type Versions struct {
 // Signal is an engine's word on what changed: SQLite reads counters that
 // triggers move (and first the WAL index's commit counter, shared by every
 // process, so that reading them costs a statement only after a commit);
-// PostgreSQL would LISTEN for a NOTIFY; Redis would keep the counters.
+// PostgreSQL reads counters that triggers move, at each call; Redis would
+// keep the counters.
 type Signal interface {
 	// Versions reads the topics' versions now: every commit that ended
 	// before the call, by any process on the store, is reflected in them.

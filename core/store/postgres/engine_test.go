@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"os"
@@ -398,5 +399,17 @@ func TestOutboxIsWatermillSQL(t *testing.T) {
 		conn(t, url).QueryRow(ctx, `SELECT coalesce(max(now() - xact_start)::text, 'none') FROM pg_stat_activity
 			WHERE backend_xid IS NOT NULL`).Scan(&oldest)
 		t.Fatalf("the committed message did not arrive within 2 minutes (the oldest writing transaction on the server: %s)", oldest)
+	}
+}
+
+// The first publish of a topic, which makes the topic's table, needs no
+// connection of the pool: every one may be held by an Update publishing.
+func TestFirstPublishOnAFullPool(t *testing.T) {
+	db := open(t, pgtest.URL(t)+"&pool_max_conns=1", box(t))
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	err := db.Update(ctx, func(tx store.Tx) error { return tx.Publish("aivis.events", message.NewMessage("m1", []byte("{}"))) })
+	if err != nil {
+		t.Fatalf("Update on a pool of one connection: %v", err)
 	}
 }

@@ -57,8 +57,10 @@ func (t *txn) Publish(topic string, msgs ...*message.Message) error {
 
 // outboxTable makes sure a topic's table exists, once per process and
 // topic: Watermill's own statements, in a transaction of their own under
-// its advisory lock, on another connection (DDL has no place in the
-// caller's transaction).
+// its advisory lock (DDL has no place in the caller's transaction), on a
+// connection of their own: taking one from the pool could wait forever
+// while every pooled connection is held by an Update publishing for the
+// first time.
 func (db *DB) outboxTable(ctx context.Context, topic string) error {
 	if _, ok := db.topics.Load(topic); ok {
 		return nil
@@ -67,14 +69,18 @@ func (db *DB) outboxTable(ctx context.Context, topic string) error {
 	if err != nil {
 		return fmt.Errorf("postgres: outbox table of %s: %w", topic, err)
 	}
-	err = pgx.BeginFunc(context.WithoutCancel(ctx), db.pool, func(tx pgx.Tx) error {
-		for _, q := range qs {
-			if _, err := tx.Exec(ctx, q.Query, q.Args...); err != nil {
-				return err
+	conn, err := pgx.ConnectConfig(ctx, db.pool.Config().ConnConfig)
+	if err == nil {
+		defer conn.Close(context.WithoutCancel(ctx))
+		err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			for _, q := range qs {
+				if _, err := tx.Exec(ctx, q.Query, q.Args...); err != nil {
+					return err
+				}
 			}
-		}
-		return nil
-	})
+			return nil
+		})
+	}
 	if err != nil {
 		return fmt.Errorf("postgres: outbox table of %s: %w", topic, err)
 	}
