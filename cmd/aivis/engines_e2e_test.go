@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aivis/aivis/core/store/postgres/pgtest"
+	"github.com/aivis/aivis/internal/testsvc"
 )
 
 // aivis runs the binary in a directory of its own (so that nothing lands
@@ -190,7 +190,7 @@ func TestCommandsOnPostgres(t *testing.T) {
 	if err := os.WriteFile(keyFile, []byte(base64.StdEncoding.EncodeToString(master)+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	env := []string{"AIVIS_STORE=postgres", "AIVIS_POSTGRES_URL=" + pgtest.URL(t), "AIVIS_MASTER_KEY_FILE=" + keyFile}
+	env := []string{"AIVIS_STORE=postgres", "AIVIS_POSTGRES_URL=" + testsvc.Postgres(t), "AIVIS_MASTER_KEY_FILE=" + keyFile}
 	command := func(env []string, out any, args ...string) {
 		t.Helper()
 		args = append(args, "--data-dir", dir, "--json")

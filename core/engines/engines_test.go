@@ -19,7 +19,7 @@ import (
 	"github.com/aivis/aivis/core/store"
 	"github.com/aivis/aivis/core/store/cache"
 	"github.com/aivis/aivis/core/store/postgres"
-	"github.com/aivis/aivis/core/store/postgres/pgtest"
+	"github.com/aivis/aivis/internal/testsvc"
 )
 
 func TestCheck(t *testing.T) {
@@ -219,7 +219,7 @@ func TestStoreCounterSharedByEveryHandle(t *testing.T) {
 // through its caches, with its outbox, which the SQLite bus refuses.
 func TestPostgresStore(t *testing.T) {
 	cfg := config.Default()
-	cfg.Store, cfg.PostgresURL = "postgres", pgtest.URL(t)
+	cfg.Store, cfg.PostgresURL = "postgres", testsvc.Postgres(t)
 	key := make([]byte, 32)
 	box, err := secrets.New(key)
 	if err != nil {

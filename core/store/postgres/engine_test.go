@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -16,14 +17,14 @@ import (
 
 	"github.com/aivis/aivis/core/store"
 	"github.com/aivis/aivis/core/store/postgres"
-	"github.com/aivis/aivis/core/store/postgres/pgtest"
+	"github.com/aivis/aivis/internal/testsvc"
 )
 
-// conn is a plain connection to the database at url, for looking at what
+// conn is a plain connection to the database at dsn, for looking at what
 // the store wrote.
-func conn(t *testing.T, url string) *pgx.Conn {
+func conn(t *testing.T, dsn string) *pgx.Conn {
 	t.Helper()
-	c, err := pgx.Connect(ctx, url)
+	c, err := pgx.Connect(ctx, dsn)
 	must(t, err)
 	t.Cleanup(func() { c.Close(ctx) })
 	return c
@@ -39,9 +40,9 @@ func migrationFiles(t *testing.T) int {
 
 // applied lists the versions goose recorded as applied, with how many
 // times each was.
-func applied(t *testing.T, url string) map[int64]int {
+func applied(t *testing.T, dsn string) map[int64]int {
 	t.Helper()
-	rows, err := conn(t, url).Query(ctx, `SELECT version_id FROM goose_db_version WHERE version_id > 0 AND is_applied`)
+	rows, err := conn(t, dsn).Query(ctx, `SELECT version_id FROM goose_db_version WHERE version_id > 0 AND is_applied`)
 	must(t, err)
 	vs, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 	must(t, err)
@@ -55,17 +56,17 @@ func applied(t *testing.T, url string) map[int64]int {
 // Open migrates an empty database, and opens a migrated one again without
 // applying anything twice.
 func TestMigrationsOnAnEmptyDatabaseAndAgain(t *testing.T) {
-	url, key := pgtest.URL(t), box(t)
+	dsn, key := testsvc.Postgres(t), box(t)
 	want := migrationFiles(t)
-	db, err := postgres.Open(ctx, url, key)
+	db, err := postgres.Open(ctx, dsn, key)
 	must(t, err)
 	must(t, db.CreateAccount(ctx, store.Account{ID: "acct_1", Name: "a", Tier: "starter", Type: store.AccountStandard, CreatedAt: time.Now()}))
 	db.Close()
-	db = open(t, url, key)
+	db = open(t, dsn, key)
 	if _, err := db.Account(ctx, "acct_1"); err != nil {
 		t.Errorf("the account after opening again: %v", err)
 	}
-	got := applied(t, url)
+	got := applied(t, dsn)
 	if len(got) != want {
 		t.Errorf("%d migrations applied, want %d: %v", len(got), want, got)
 	}
@@ -79,14 +80,14 @@ func TestMigrationsOnAnEmptyDatabaseAndAgain(t *testing.T) {
 // Instances that open one new database at once wait for the one that
 // migrates it: each migration is applied once, and every open succeeds.
 func TestConcurrentOpensMigrateOnce(t *testing.T) {
-	url, key := pgtest.URL(t), box(t)
+	dsn, key := testsvc.Postgres(t), box(t)
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	errs := make([]error, 4)
 	for i := range errs {
 		wg.Go(func() {
 			<-start
-			db, err := postgres.Open(ctx, url, key)
+			db, err := postgres.Open(ctx, dsn, key)
 			if err == nil {
 				db.Close()
 			}
@@ -100,7 +101,7 @@ func TestConcurrentOpensMigrateOnce(t *testing.T) {
 			t.Errorf("open %d: %v", i, err)
 		}
 	}
-	got := applied(t, url)
+	got := applied(t, dsn)
 	if len(got) != migrationFiles(t) {
 		t.Errorf("migrations applied: %v, want each of %d once", got, migrationFiles(t))
 	}
@@ -114,9 +115,9 @@ func TestConcurrentOpensMigrateOnce(t *testing.T) {
 // The claims' queries go along their indexes on tables that hold far more
 // rows than they take.
 func TestClaimPlansUseIndexes(t *testing.T) {
-	url := pgtest.URL(t)
-	open(t, url, box(t))
-	c := conn(t, url)
+	dsn := testsvc.Postgres(t)
+	open(t, dsn, box(t))
+	c := conn(t, dsn)
 	_, err := c.Exec(ctx, `
 		INSERT INTO accounts (id, name, tier, type, created_at, created_at_ns) VALUES ('acct_1', 'a', 'starter', 'standard', now(), 0);
 		INSERT INTO webhooks (id, account_id, domain, url, events, min_score_change, enabled, secret, failures, name, domains,
@@ -164,7 +165,7 @@ func TestUpdateRunsAgainAfterASerializationFailure(t *testing.T) {
 	for _, swallow := range []bool{false, true} {
 		name := map[bool]string{false: "ErrorReturned", true: "ErrorSwallowed"}[swallow]
 		t.Run(name, func(t *testing.T) {
-			db := open(t, pgtest.URL(t), box(t))
+			db := open(t, testsvc.Postgres(t), box(t))
 			must(t, db.CreateAccount(ctx, store.Account{ID: "acct_1", Name: "a", Tier: "starter", Type: store.AccountStandard, CreatedAt: time.Now()}))
 			domain := func(id, name string) store.MonitoredDomain {
 				return store.MonitoredDomain{ID: id, AccountID: "acct_1", Domain: name, CreatedAt: time.Now(), UpdatedAt: time.Now()}
@@ -217,9 +218,9 @@ func TestUpdateRunsAgainAfterASerializationFailure(t *testing.T) {
 // leases (deliveries, scans, content requests), which are claimed again
 // long before they would have run out; a live holder's stay.
 func TestDeadHoldersLeasesEnded(t *testing.T) {
-	url, key := pgtest.URL(t), box(t)
+	dsn, key := testsvc.Postgres(t), box(t)
 	handle := func() *postgres.DB {
-		db, err := postgres.OpenBeating(ctx, url, key, 50*time.Millisecond, 2*time.Second)
+		db, err := postgres.OpenBeating(ctx, dsn, key, 50*time.Millisecond, 2*time.Second)
 		must(t, err)
 		t.Cleanup(func() { db.Close() })
 		return db
@@ -298,8 +299,8 @@ func TestDeadHoldersLeasesEnded(t *testing.T) {
 // Folding the bumps into the versions leaves every version as it was; a
 // later change moves it again.
 func TestFoldKeepsTheVersions(t *testing.T) {
-	url := pgtest.URL(t)
-	db := open(t, url, box(t))
+	dsn := testsvc.Postgres(t)
+	db := open(t, dsn, box(t))
 	v1, err := db.Signal().Versions(ctx)
 	must(t, err)
 	must(t, db.CreateAccount(ctx, store.Account{ID: "acct_1", Name: "a", Tier: "starter", Type: store.AccountStandard, CreatedAt: time.Now()}))
@@ -310,7 +311,7 @@ func TestFoldKeepsTheVersions(t *testing.T) {
 	}
 	must(t, postgres.Fold(ctx, db))
 	var left int
-	must(t, conn(t, url).QueryRow(ctx, `SELECT count(*) FROM cache_bumps`).Scan(&left))
+	must(t, conn(t, dsn).QueryRow(ctx, `SELECT count(*) FROM cache_bumps`).Scan(&left))
 	if v3, err := db.Signal().Versions(ctx); err != nil || v3 != v2 || left != 0 {
 		t.Errorf("versions after the fold: %+v (%v), %d bumps left; want %+v, none", v3, err, left, v2)
 	}
@@ -322,8 +323,8 @@ func TestFoldKeepsTheVersions(t *testing.T) {
 
 // Signing secrets and a connection's settings are sealed in the database.
 func TestSecretsSealedAtRest(t *testing.T) {
-	url := pgtest.URL(t)
-	db := open(t, url, box(t))
+	dsn := testsvc.Postgres(t)
+	db := open(t, dsn, box(t))
 	now := time.Now()
 	must(t, db.CreateAccount(ctx, store.Account{ID: "acct_1", Name: "a", Tier: "starter", Type: store.AccountStandard, CreatedAt: now}))
 	must(t, db.Update(ctx, func(tx store.Tx) error {
@@ -331,7 +332,7 @@ func TestSecretsSealedAtRest(t *testing.T) {
 			CreatedAt: now, UpdatedAt: now, Connection: store.Connection{Connector: "slack", Settings: []byte(`{"token":"xoxb-plain"}`)}})
 	}))
 	var secret, prev, settings string
-	must(t, conn(t, url).QueryRow(ctx, `SELECT secret, prev_secret, settings FROM webhooks`).Scan(&secret, &prev, &settings))
+	must(t, conn(t, dsn).QueryRow(ctx, `SELECT secret, prev_secret, settings FROM webhooks`).Scan(&secret, &prev, &settings))
 	for _, v := range []string{secret, prev, settings} {
 		if !strings.HasPrefix(v, "sealed:v1:") || strings.Contains(v, "plain") || strings.Contains(v, "older") {
 			t.Errorf("stored %q, want it sealed", v)
@@ -344,15 +345,15 @@ func TestSecretsSealedAtRest(t *testing.T) {
 
 // An error of opening never shows the URL's password.
 func TestOpenErrorsHideThePassword(t *testing.T) {
-	for _, url := range []string{
+	for _, dsn := range []string{
 		"postgres://aivis:s3cr3t-pw@127.0.0.1:1/aivis?sslmode=disable&connect_timeout=2",
 		"postgres://aivis:s3cr3t-pw@127.0.0.1:notaport/aivis",
 		"host=127.0.0.1 port=1 user=aivis password=s3cr3t-pw dbname=aivis sslmode=disable connect_timeout=2",
 		"postgres://aivis:s3cr3t-pw@127.0.0.1:5432/aivis?sslmode=disable&nosuchsetting=%zz",
 	} {
-		_, err := postgres.Open(ctx, url, box(t))
+		_, err := postgres.Open(ctx, dsn, box(t))
 		if err == nil {
-			t.Errorf("Open of %s succeeded", url)
+			t.Errorf("Open of %s succeeded", dsn)
 			continue
 		}
 		if strings.Contains(err.Error(), "s3cr3t-pw") {
@@ -364,8 +365,8 @@ func TestOpenErrorsHideThePassword(t *testing.T) {
 // What an Update publishes reaches a Watermill SQL subscriber of the
 // outbox once it commits, and never when it rolls back.
 func TestOutboxIsWatermillSQL(t *testing.T) {
-	url := pgtest.URL(t)
-	db := open(t, url, box(t))
+	dsn := testsvc.Postgres(t)
+	db := open(t, dsn, box(t))
 	sub, err := wsql.NewSubscriber(wsql.BeginnerFromPgx(db.Outbox().Pool), wsql.SubscriberConfig{
 		ConsumerGroup: "test", SchemaAdapter: postgres.OutboxSchema(), OffsetsAdapter: wsql.DefaultPostgreSQLOffsetsAdapter{},
 		InitializeSchema: true, PollInterval: 50 * time.Millisecond,
@@ -396,7 +397,7 @@ func TestOutboxIsWatermillSQL(t *testing.T) {
 		// A reader of the outbox takes a message once every transaction
 		// older than its own has ended, on the whole server.
 		var oldest string
-		conn(t, url).QueryRow(ctx, `SELECT coalesce(max(now() - xact_start)::text, 'none') FROM pg_stat_activity
+		conn(t, dsn).QueryRow(ctx, `SELECT coalesce(max(now() - xact_start)::text, 'none') FROM pg_stat_activity
 			WHERE backend_xid IS NOT NULL`).Scan(&oldest)
 		t.Fatalf("the committed message did not arrive within 2 minutes (the oldest writing transaction on the server: %s)", oldest)
 	}
@@ -405,10 +406,15 @@ func TestOutboxIsWatermillSQL(t *testing.T) {
 // The first publish of a topic, which makes the topic's table, needs no
 // connection of the pool: every one may be held by an Update publishing.
 func TestFirstPublishOnAFullPool(t *testing.T) {
-	db := open(t, pgtest.URL(t)+"&pool_max_conns=1", box(t))
+	u, err := url.Parse(testsvc.Postgres(t))
+	must(t, err)
+	q := u.Query()
+	q.Set("pool_max_conns", "1")
+	u.RawQuery = q.Encode()
+	db := open(t, u.String(), box(t))
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	err := db.Update(ctx, func(tx store.Tx) error { return tx.Publish("aivis.events", message.NewMessage("m1", []byte("{}"))) })
+	err = db.Update(ctx, func(tx store.Tx) error { return tx.Publish("aivis.events", message.NewMessage("m1", []byte("{}"))) })
 	if err != nil {
 		t.Fatalf("Update on a pool of one connection: %v", err)
 	}

@@ -9,8 +9,8 @@ import (
 	"github.com/aivis/aivis/core/store"
 	"github.com/aivis/aivis/core/store/cache"
 	"github.com/aivis/aivis/core/store/postgres"
-	"github.com/aivis/aivis/core/store/postgres/pgtest"
 	"github.com/aivis/aivis/core/store/storetest"
+	"github.com/aivis/aivis/internal/testsvc"
 )
 
 var ctx = context.Background()
@@ -47,7 +47,7 @@ func open(t testing.TB, url string, b *secrets.Box) *postgres.DB {
 // another instance or the CLI does.
 func TestStore(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) (store.Store, func(*testing.T) store.Store) {
-		url, key := pgtest.URL(t), box(t)
+		url, key := testsvc.Postgres(t), box(t)
 		reopen := func(t *testing.T) store.Store {
 			db := open(t, url, key)
 			return cache.Wrap(db, db.Signal())
