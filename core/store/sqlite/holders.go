@@ -1,16 +1,18 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/aivis/aivis/core/randid"
 	"github.com/aivis/aivis/core/store"
+	"github.com/aivis/aivis/internal/lockfile"
 )
 
 // Every process that opens the database is a holder of the work it claims
@@ -44,13 +46,13 @@ func claimHolder(path string) (*holders, error) {
 	// Locked under a name no sweep looks at, then named: a sweep never
 	// sees the file of a live holder unlocked.
 	tmp := filepath.Join(h.dir, h.id+".new")
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_RDWR, 0o600)
+	f, err := lockfile.Open(tmp)
 	if err != nil {
 		return nil, err
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if ok, err := lockfile.Try(f); !ok {
 		f.Close()
-		return nil, err
+		return nil, cmp.Or(err, errors.New("sqlite: a new holder's file is locked"))
 	}
 	if err := os.Rename(tmp, filepath.Join(h.dir, h.id)); err != nil {
 		f.Close()
@@ -90,7 +92,7 @@ func (h *holders) sweep(db *DB) {
 		if err != nil {
 			continue
 		}
-		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+		if ok, _ := lockfile.Try(f); ok {
 			// Dead: its process's lock went with it. Its file goes once
 			// its leases have ended.
 			if db.endLeases(context.Background(), name) == nil {
