@@ -41,7 +41,10 @@ type Config struct {
 	// keeps, the base64 of 32 bytes; "": data_dir's master.key, made on
 	// the first start. Instances that share a store are each given the
 	// same file.
-	MasterKeyFile         string   `json:"master_key_file"`
+	MasterKeyFile string `json:"master_key_file"`
+	// API: this process serves the API and the dashboard (while its rate
+	// limits are exact: core/app); false, it runs the workers alone.
+	API                   bool     `json:"api"`
 	Addr                  string   `json:"addr"`
 	HTTPAddr              string   `json:"http_addr"`
 	PublicURL             string   `json:"public_url"`
@@ -151,6 +154,7 @@ func Default() Config {
 		Store:                 "sqlite",
 		Bus:                   "sqlite",
 		Counter:               "memory",
+		API:                   true,
 		Addr:                  "127.0.0.1:8443",
 		LogLevel:              "info",
 		LogFormat:             "text",
@@ -186,6 +190,7 @@ func (c *Config) fields() []field {
 		{"counter", "rate-limit counter: what counts requests against the tiers' windows", (*str)(&c.Counter), true},
 		{"postgres-url", "database of store postgres: a postgres:// URL or key=value settings", (*str)(&c.PostgresURL), true},
 		{"master-key-file", "file of the master key that seals stored secrets, the base64 of 32 bytes (default: master.key in data-dir, made on first start; store postgres needs it)", (*str)(&c.MasterKeyFile), true},
+		{"api", "serve the API and the dashboard (--api=false: run the workers alone: deliveries, scans, content requests; listen on nothing)", (*boolean)(&c.API), false},
 		{"addr", "HTTPS listen address", (*str)(&c.Addr), false},
 		{"http-addr", "optional plain-HTTP listen address (answers 403 HTTPS_REQUIRED)", (*str)(&c.HTTPAddr), false},
 		{"public-url", "base URL users reach the server at (default https://<addr>)", (*str)(&c.PublicURL), false},

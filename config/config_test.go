@@ -31,7 +31,7 @@ func writeFile(t *testing.T, body string) string {
 func TestDefaults(t *testing.T) {
 	d := config.Default()
 	want := config.Config{
-		DataDir: "./aivis-data", Store: "sqlite", Bus: "sqlite", Counter: "memory", Addr: "127.0.0.1:8443", LogLevel: "info", LogFormat: "text",
+		DataDir: "./aivis-data", Store: "sqlite", Bus: "sqlite", Counter: "memory", API: true, Addr: "127.0.0.1:8443", LogLevel: "info", LogFormat: "text",
 		AuthFailuresPerMinute: 20, CounterFlushInterval: config.Duration(time.Second),
 		ShutdownTimeout: config.Duration(30 * time.Second), WebhookTimeout: config.Duration(15 * time.Second), ScanWorkers: 2,
 		ContentWorkers: 2, ContentMaxTokens: 2048, DeliveryRetention: config.Duration(30 * 24 * time.Hour),
@@ -102,6 +102,7 @@ func TestPrecedence(t *testing.T) {
 		Counter:               "flag-counter",                              // file, env, flag
 		PostgresURL:           "host=file.example",                         // file only
 		MasterKeyFile:         "/env/master.key",                           // file, env
+		API:                   true,                                        // default
 		Addr:                  "flag:1",                                    // file, env, flag
 		HTTPAddr:              "file:2",                                    // file only
 		PublicURL:             "https://file.example",                      // file only
@@ -195,6 +196,7 @@ func TestFileErrors(t *testing.T) {
 		{"empty", ``, "EOF"},
 		{"an array", `[]`, "cannot unmarshal"},
 		{"list as string", `{"trusted_proxies": "10.0.0.0/8"}`, "trusted_proxies"},
+		{"api as a string", `{"api": "false"}`, "api"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := writeFile(t, tc.body)
@@ -219,6 +221,8 @@ func TestEnvAndFlagErrors(t *testing.T) {
 	}{
 		{"bad int env", nil, map[string]string{"AIVIS_AUTH_FAILURES_PER_MINUTE": "ten"}, "AIVIS_AUTH_FAILURES_PER_MINUTE"},
 		{"bad bool env", nil, map[string]string{"AIVIS_ALLOW_PRIVATE_TARGETS": "maybe"}, "AIVIS_ALLOW_PRIVATE_TARGETS"},
+		{"bad api env", nil, map[string]string{"AIVIS_API": "workers"}, "AIVIS_API"},
+		{"bad api flag", []string{"--api=sometimes"}, nil, "api"},
 		{"bad duration env", nil, map[string]string{"AIVIS_SHUTDOWN_TIMEOUT": "soon"}, "AIVIS_SHUTDOWN_TIMEOUT"},
 		{"bad int flag", []string{"--auth-failures-per-minute", "x"}, nil, "auth-failures-per-minute"},
 		{"bad duration flag", []string{"--counter-flush-interval", "1 minute"}, nil, "counter-flush-interval"},
@@ -481,5 +485,34 @@ func TestDeliveryRetention(t *testing.T) {
 	if _, _, err := config.Load([]string{"--delivery-retention", "24h"}, env(nil), true, nil); err == nil ||
 		!strings.Contains(err.Error(), "delivery_retention must be at least 168h") {
 		t.Errorf("a retention of a day: %v", err)
+	}
+}
+
+// The api setting is read as every setting is: in the file, by AIVIS_API,
+// by --api, each over the one before; it is a setting of serve alone.
+func TestAPISetting(t *testing.T) {
+	off := writeFile(t, `{"api": false}`)
+	on := writeFile(t, `{"api": true}`)
+	for _, tc := range []struct {
+		env  map[string]string
+		args []string
+		want bool
+	}{
+		{nil, nil, true},
+		{map[string]string{"AIVIS_CONFIG": off}, nil, false},
+		{map[string]string{"AIVIS_API": "false"}, nil, false},
+		{nil, []string{"--api=false"}, false},
+		{map[string]string{"AIVIS_CONFIG": off, "AIVIS_API": "true"}, nil, true},
+		{map[string]string{"AIVIS_CONFIG": on, "AIVIS_API": "0"}, nil, false},
+		{map[string]string{"AIVIS_CONFIG": off, "AIVIS_API": "false"}, []string{"--api"}, true},
+		{map[string]string{"AIVIS_CONFIG": on, "AIVIS_API": "true"}, []string{"--api=false"}, false},
+	} {
+		got, _, err := config.Load(tc.args, env(tc.env), true, nil)
+		if err != nil || got.API != tc.want {
+			t.Errorf("%v %v: api %v, %v; want %v", tc.env, tc.args, got.API, err, tc.want)
+		}
+	}
+	if _, _, err := config.Load([]string{"--api=false"}, env(nil), false, nil); err == nil {
+		t.Error("a command other than serve took --api")
 	}
 }
