@@ -40,10 +40,11 @@ func Load(certFile, keyFile, dir string, hosts []string) (*Material, error) {
 		certFile, keyFile = filepath.Join(tdir, "cert.pem"), filepath.Join(tdir, "key.pem")
 		m.CertFile, m.SelfSigned = certFile, true
 		if _, err := os.Stat(certFile); errors.Is(err, os.ErrNotExist) {
-			if err := selfSign(tdir, certFile, keyFile, hosts); err != nil {
+			created, err := selfSign(tdir, hosts)
+			if err != nil {
 				return nil, err
 			}
-			m.Created = true
+			m.Created = created
 		}
 	}
 	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
@@ -73,10 +74,34 @@ func (m *Material) Config() *tls.Config {
 	}
 }
 
-func selfSign(dir, certFile, keyFile string, hosts []string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("tls: %w", err)
+// selfSign makes the self-signed pair in dir, unless another process makes
+// it first: the pair is written into a directory of its own, renamed to dir
+// only if dir is missing or empty, so that processes starting at once on
+// one data directory all serve the one pair that won.
+func selfSign(dir string, hosts []string) (created bool, err error) {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+		return false, fmt.Errorf("tls: %w", err)
 	}
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), filepath.Base(dir)+".new-")
+	if err != nil {
+		return false, fmt.Errorf("tls: %w", err)
+	}
+	defer os.RemoveAll(tmp) // gone once renamed
+	if err := writePair(tmp, hosts); err != nil {
+		return false, err
+	}
+	err = os.Rename(tmp, dir)
+	if err != nil {
+		if _, serr := os.Stat(filepath.Join(dir, "cert.pem")); serr == nil {
+			return false, nil // made by another process meanwhile
+		}
+		return false, fmt.Errorf("tls: %w", err)
+	}
+	return true, nil
+}
+
+// writePair writes a new self-signed certificate and its key in dir.
+func writePair(dir string, hosts []string) error {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return fmt.Errorf("tls: generate key: %w", err)
@@ -116,16 +141,15 @@ func selfSign(dir, certFile, keyFile string, hosts []string) error {
 	if err != nil {
 		return err
 	}
-	if err := writePEM(keyFile, "PRIVATE KEY", keyDER, 0o600); err != nil {
+	if err := writePEM(filepath.Join(dir, "key.pem"), "PRIVATE KEY", keyDER, 0o600); err != nil {
 		return err
 	}
-	return writePEM(certFile, "CERTIFICATE", der, 0o644)
+	return writePEM(filepath.Join(dir, "cert.pem"), "CERTIFICATE", der, 0o644)
 }
 
 func writePEM(path, typ string, der []byte, mode os.FileMode) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), mode); err != nil {
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), mode); err != nil {
 		return fmt.Errorf("tls: %w", err)
 	}
-	return os.Rename(tmp, path)
+	return nil
 }
