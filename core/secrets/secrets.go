@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -77,18 +78,12 @@ func Load(path string, create bool) (box *Box, created bool, err error) {
 	if errors.Is(err, os.ErrNotExist) && create {
 		key := make([]byte, 32)
 		rand.Read(key)
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if errors.Is(err, os.ErrExist) {
+		made, err := createWhole(path, []byte(base64.StdEncoding.EncodeToString(key)+"\n"))
+		if err != nil {
+			return nil, false, fmt.Errorf("secrets: %w", err)
+		}
+		if !made {
 			return Load(path, false) // made by another process meanwhile
-		} else if err != nil {
-			return nil, false, fmt.Errorf("secrets: %w", err)
-		}
-		if _, err := f.WriteString(base64.StdEncoding.EncodeToString(key) + "\n"); err != nil {
-			f.Close()
-			return nil, false, fmt.Errorf("secrets: %w", err)
-		}
-		if err := f.Close(); err != nil {
-			return nil, false, fmt.Errorf("secrets: %w", err)
 		}
 		box, err := New(key)
 		return box, true, err
@@ -101,4 +96,28 @@ func Load(path string, create bool) (box *Box, created bool, err error) {
 	}
 	box, err = New(key)
 	return box, false, err
+}
+
+// createWhole makes path (mode 0600) with its content, unless it exists:
+// the content is written to a file of its own first and linked to path
+// whole, so that no process reads the file half written.
+func createWhole(path string, content []byte) (made bool, err error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".new-")
+	if err != nil {
+		return false, err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(content); err != nil {
+		f.Close()
+		return false, err
+	}
+	if err := f.Close(); err != nil {
+		return false, err
+	}
+	if err := os.Link(f.Name(), path); errors.Is(err, os.ErrExist) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	return true, nil
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/aivis/aivis/core/secrets"
@@ -61,6 +62,43 @@ func TestKeyFile(t *testing.T) {
 		os.WriteFile(path, []byte(bad), 0o600)
 		if _, _, err := secrets.Load(path, true); err == nil {
 			t.Errorf("key file %q accepted", bad)
+		}
+	}
+}
+
+// TestKeyMadeOnceForProcessesStartingAtOnce: of the processes that load a
+// missing key file at once, one makes it and every one gets its key (none
+// reads a file another is still writing).
+func TestKeyMadeOnceForProcessesStartingAtOnce(t *testing.T) {
+	for range 20 {
+		path := filepath.Join(t.TempDir(), secrets.KeyFile)
+		const n = 16
+		boxes := make([]*secrets.Box, n)
+		made := make([]bool, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() { boxes[i], made[i], errs[i] = secrets.Load(path, true) })
+		}
+		wg.Wait()
+		created := 0
+		for i := range n {
+			if errs[i] != nil {
+				t.Fatalf("load %d: %v", i, errs[i])
+			}
+			if made[i] {
+				created++
+			}
+			if got, err := boxes[i].Open(boxes[0].Seal("x")); err != nil || got != "x" {
+				t.Fatalf("load %d has another key than load 0: %v", i, err)
+			}
+		}
+		if created != 1 {
+			t.Fatalf("%d loads say they made the key, want 1", created)
+		}
+		ents, _ := os.ReadDir(filepath.Dir(path))
+		if len(ents) != 1 {
+			t.Fatalf("the directory holds %v, want the key file alone", ents)
 		}
 	}
 }
