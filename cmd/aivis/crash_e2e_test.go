@@ -51,6 +51,42 @@ func newCrashReceiver(t *testing.T) *crashReceiver {
 	return c
 }
 
+// readings is a burst of readings, a writer per key: each records its
+// readings one after another, alternating the score so that every
+// accepted reading is an event, until it has per events or the server is
+// gone.
+type readings struct {
+	tokens   []string
+	per      int
+	accepted [][]string // by writer, the ids of its accepted events
+	total    atomic.Int64
+}
+
+func (b *readings) burst(t *testing.T, s *server) {
+	var wg sync.WaitGroup
+	for i, tok := range b.tokens {
+		wg.Go(func() {
+			for n := len(b.accepted[i]); len(b.accepted[i]) < b.per; n++ {
+				code, body, err := post(s, "/v1/visibility", tok,
+					fmt.Sprintf(`{"domain":"example.com","visibility_score":%d,"sentiment":"neutral"}`, 10+n%2*10+n%7))
+				if err != nil {
+					return // the server is gone
+				}
+				var rec client.RecordedReading
+				if code != 201 || json.Unmarshal(body, &rec) != nil {
+					t.Errorf("reading: %d %s", code, body)
+					return
+				}
+				if rec.EventID != nil {
+					b.accepted[i] = append(b.accepted[i], *rec.EventID)
+					b.total.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
 // post sends one request without the harness's checks: during the crash
 // requests fail, and that is expected.
 func post(s *server, path, token, body string) (int, []byte, error) {
@@ -121,61 +157,36 @@ func TestCrashLosesNoEvent(t *testing.T) {
 		rc.mu.Unlock()
 	}
 
-	// Each account sends its readings one after another, alternating the
-	// score, so every accepted reading is an event; the server is killed
-	// once 4,000 have been accepted, and the burst goes on after the restart.
-	accepted := make([][]string, accounts)
-	var total atomic.Int64
-	burst := func(s *server, stopAt int64) {
-		var wg sync.WaitGroup
-		for i := range as {
-			wg.Go(func() {
-				for n := len(accepted[i]); len(accepted[i]) < perAccount; n++ {
-					if stopAt > 0 && total.Load() >= stopAt {
-						return
-					}
-					code, body, err := post(s, "/v1/visibility", as[i].token,
-						fmt.Sprintf(`{"domain":"example.com","visibility_score":%d,"sentiment":"neutral"}`, 10+n%2*10+n%7))
-					if err != nil {
-						return // the server is gone
-					}
-					var rec client.RecordedReading
-					if code != 201 || json.Unmarshal(body, &rec) != nil {
-						t.Errorf("reading: %d %s", code, body)
-						return
-					}
-					if rec.EventID != nil {
-						accepted[i] = append(accepted[i], *rec.EventID)
-						total.Add(1)
-					}
-				}
-			})
-		}
-		wg.Wait()
+	// Each account sends its readings; the server is killed once 4,000
+	// have been accepted, and the burst goes on after the restart.
+	tokens := make([]string, accounts)
+	for i, a := range as {
+		tokens[i] = a.token
 	}
+	b := &readings{tokens: tokens, per: perAccount, accepted: make([][]string, accounts)}
 	t.Logf("set up in %v", time.Since(began).Round(time.Millisecond))
 	began = time.Now()
 	killed := make(chan struct{})
 	go func() {
-		for total.Load() < 4000 {
+		for b.total.Load() < 4000 {
 			time.Sleep(time.Millisecond)
 		}
 		s.cmd.Process.Kill() // SIGKILL: no shutdown, no flush
 		close(killed)
 	}()
-	burst(s, 0)
+	b.burst(t, s)
 	<-killed
 	s.cmd.Wait()
-	before := total.Load()
+	before := b.total.Load()
 	t.Logf("killed after %d accepted events in %v", before, time.Since(began).Round(time.Millisecond))
 	if before >= accounts*perAccount {
 		t.Fatal("the burst ended before the kill")
 	}
 
 	s = start(t, dir, flags...)
-	burst(s, 0)
-	if total.Load() != accounts*perAccount {
-		t.Fatalf("%d events accepted, want %d", total.Load(), accounts*perAccount)
+	b.burst(t, s)
+	if b.total.Load() != accounts*perAccount {
+		t.Fatalf("%d events accepted, want %d", b.total.Load(), accounts*perAccount)
 	}
 
 	t.Logf("burst done at %v", time.Since(began).Round(time.Millisecond))
@@ -186,7 +197,7 @@ func TestCrashLosesNoEvent(t *testing.T) {
 		for i, a := range as {
 			for _, p := range a.paths {
 				p.rc.mu.Lock()
-				for _, id := range accepted[i] {
+				for _, id := range b.accepted[i] {
 					if p.rc.got[p.path][id] == 0 {
 						n++
 					}

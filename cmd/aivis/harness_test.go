@@ -118,6 +118,8 @@ type server struct {
 	Stderr  *syncbuf.Buffer
 	HTTPURL string
 
+	banner   chan [2]string // the URL and plain-HTTP URL of the banner, once printed
+	closed   chan struct{}  // its standard output ended: it exited
 	stopOnce sync.Once
 }
 
@@ -127,55 +129,88 @@ var plainListening = regexp.MustCompile(`plain HTTP on (\S+) answers`)
 // start runs the server on a free loopback port and waits until it listens.
 func start(t *testing.T, dataDir string, args ...string) *server {
 	t.Helper()
+	s := launch(t, dataDir, args...)
+	s.listening(t)
+	return s
+}
+
+// launch runs the server on a free loopback port without waiting for it.
+func launch(t *testing.T, dataDir string, args ...string) *server {
+	t.Helper()
 	args = append([]string{"serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0", "--log-level", "warn"}, args...)
 	cmd := exec.Command(binary, args...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &server{t: t, cmd: cmd, DataDir: dataDir, Stdout: &syncbuf.Buffer{}, Stderr: &syncbuf.Buffer{}}
+	s := &server{t: t, cmd: cmd, DataDir: dataDir, Stdout: &syncbuf.Buffer{}, Stderr: &syncbuf.Buffer{},
+		banner: make(chan [2]string, 1), closed: make(chan struct{})}
 	cmd.Stderr = s.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	found := make(chan string, 1)
 	go func() {
+		defer close(s.closed)
 		sc := bufio.NewScanner(stdout)
-		sent, url := false, ""
+		var url, plain string
 		for sc.Scan() {
 			line := sc.Text()
 			s.Stdout.Write([]byte(line + "\n"))
 			if m := plainListening.FindStringSubmatch(line); m != nil {
-				s.HTTPURL = "http://" + m[1]
+				plain = "http://" + m[1]
 			}
 			if m := listening.FindStringSubmatch(line); m != nil {
 				url = m[1]
 			}
 			// The banner ends with the data directory: everything read
 			// before it is set before the test goes on.
-			if strings.HasPrefix(line, "data directory:") && url != "" && !sent {
-				found <- url
-				sent = true
+			if strings.HasPrefix(line, "data directory:") && url != "" {
+				s.banner <- [2]string{url, plain}
+				url = ""
 			}
 		}
-		if !sent {
-			close(found)
-		}
 	}()
-	select {
-	case u, ok := <-found:
-		if !ok {
-			cmd.Wait()
-			t.Fatalf("aivis serve exited before listening:\n%s\n%s", s.Stdout, s.Stderr)
-		}
-		s.URL = u
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		t.Fatalf("aivis serve did not listen in 30 s:\n%s", s.Stderr)
-	}
-	s.HTTP = httpsClient(t, filepath.Join(dataDir, "tls", "cert.pem"))
 	t.Cleanup(func() { s.stop() })
 	return s
+}
+
+// listening waits until the server prints its banner: it serves the API.
+func (s *server) listening(t *testing.T) {
+	t.Helper()
+	select {
+	case b := <-s.banner:
+		s.took(t, b)
+	case <-s.closed:
+		s.cmd.Wait()
+		t.Fatalf("aivis serve exited before listening:\n%s\n%s", s.Stdout, s.Stderr)
+	case <-time.After(30 * time.Second):
+		s.cmd.Process.Kill()
+		t.Fatalf("aivis serve did not listen in 30 s:\n%s", s.Stderr)
+	}
+}
+
+// took notes the URLs of the server's banner.
+func (s *server) took(t *testing.T, banner [2]string) {
+	s.URL, s.HTTPURL = banner[0], banner[1]
+	s.HTTP = httpsClient(t, filepath.Join(s.DataDir, "tls", "cert.pem"))
+}
+
+// printed waits until the server has printed text on its standard output.
+func (s *server) printed(t *testing.T, text string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(s.Stdout.String(), text) {
+		select {
+		case <-s.closed: // all it printed is in Stdout
+			if !strings.Contains(s.Stdout.String(), text) {
+				t.Fatalf("aivis serve exited without printing %q:\n%s\n%s", text, s.Stdout, s.Stderr)
+			}
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("aivis serve did not print %q in 30 s:\n%s\n%s", text, s.Stdout, s.Stderr)
+		}
+	}
 }
 
 func httpsClient(t *testing.T, certFile string) *http.Client {

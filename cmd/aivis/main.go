@@ -20,7 +20,7 @@ func main() {
 const usage = `aivis: the AI-visibility API and integration hub
 
 Usage:
-  aivis serve [--config FILE] [--addr HOST:PORT] [--http-addr HOST:PORT] [--tls-cert F --tls-key F] [--allow-private-targets]
+  aivis serve [--config FILE] [--addr HOST:PORT] [--http-addr HOST:PORT] [--tls-cert F --tls-key F] [--allow-private-targets] [--api=false]
   aivis account create --name N --tier starter|professional|enterprise [--agency]
   aivis account set-tier ID TIER
   aivis account list

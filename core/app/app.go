@@ -13,7 +13,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"sync"
+	"slices"
 	"time"
 
 	"github.com/aivis/aivis/config"
@@ -35,6 +35,7 @@ import (
 	"github.com/aivis/aivis/core/store"
 	"github.com/aivis/aivis/core/tlsconf"
 	"github.com/aivis/aivis/core/visibility"
+	"github.com/aivis/aivis/internal/lockfile"
 )
 
 // Services are the core services, shared by the server and the CLI.
@@ -122,34 +123,105 @@ func prefixes(ss []string) []netip.Prefix {
 	return out
 }
 
-// Run serves until ctx ends, then shuts down gracefully. It writes the
-// startup banner to out.
+// Run runs the workers and, when this process's turn comes (apiTurn), the
+// API, until ctx ends; then it shuts down gracefully. It writes the startup
+// banner to out when it starts to serve the API.
 func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer) error {
 	svc, err := Open(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer svc.Close()
-
-	host, _, err := net.SplitHostPort(cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("addr %q: %w", cfg.Addr, err)
-	}
-	hostname, _ := os.Hostname()
-	mat, err := tlsconf.Load(cfg.TLSCert, cfg.TLSKey, cfg.DataDir, []string{host, hostname})
-	if err != nil {
-		return err
-	}
-
 	counter, err := engines.Counters[cfg.Counter](ctx, cfg, svc.Store, log)
 	if err != nil {
 		return err
 	}
-	counterCtx, stopCounter := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { counter.Run(counterCtx) })
-	wg.Go(func() { svc.Content.PruneIdempotency(counterCtx, time.Hour, log) })
-	defer func() { stopCounter(); wg.Wait() }()
+	turn, err := takeAPI(cfg, counter.Shared())
+	if err != nil {
+		return err
+	}
+	defer turn.release()
+	var mat *tlsconf.Material
+	if cfg.API { // a standby too: what would fail at its takeover fails now
+		if mat, err = loadTLS(cfg); err != nil {
+			return err
+		}
+	}
+	w, err := startWorkers(ctx, cfg, svc, log)
+	if err != nil {
+		return err
+	}
+	defer w.stop()
+
+	switch {
+	case !cfg.API:
+		fmt.Fprintf(out, "aivis runs the workers only (api: false): deliveries, scans and content requests; it listens on nothing\ndata directory: %s\n", cfg.DataDir)
+		log.Info("running the workers only", "api", false)
+		<-ctx.Done()
+		return nil
+	case turn.standby:
+		fmt.Fprintf(out, "another aivis process serves the API of this data directory (it holds %s); this one runs the workers, and serves the API on %s once that one stops\ndata directory: %s\n",
+			turn.lock.Name(), cfg.Addr, cfg.DataDir)
+		log.Info("another process serves the API; this one runs the workers and takes over when that one stops", "lock", turn.lock.Name())
+		if err := lockfile.Wait(ctx, turn.lock); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("api lock: %w", err)
+		}
+		// The counts the process before wrote behind, as they are now.
+		if counter, err = engines.Counters[cfg.Counter](ctx, cfg, svc.Store, log); err != nil {
+			return err
+		}
+		log.Info("the process that served the API stopped: this one serves it", "addr", cfg.Addr)
+	}
+	return serveAPI(ctx, cfg, svc, w, counter, mat, turn, log, out)
+}
+
+// loadTLS loads the server's TLS material, or makes the self-signed pair.
+func loadTLS(cfg config.Config) (*tlsconf.Material, error) {
+	host, _, err := net.SplitHostPort(cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("addr %q: %w", cfg.Addr, err)
+	}
+	hostname, _ := os.Hostname()
+	return tlsconf.Load(cfg.TLSCert, cfg.TLSKey, cfg.DataDir, []string{host, hostname})
+}
+
+// workers are what a process runs whether it serves the API or not: the
+// delivery engine (with its retention), the scans, the content requests,
+// and the pruning of idempotency keys; and the services over them that the
+// API calls.
+type workers struct {
+	webhooks   *delivery.Service
+	connectors *hub.Hub
+	recorder   *visibility.Recorder
+	scans      *visibility.Scans
+	stops      []func() // in the order they were started
+}
+
+// stop stops the workers, the last started first.
+func (w *workers) stop() {
+	for _, f := range slices.Backward(w.stops) {
+		f()
+	}
+}
+
+// startWorkers starts the workers; on an error, those started are stopped.
+func startWorkers(ctx context.Context, cfg config.Config, svc *Services, log *slog.Logger) (_ *workers, err error) {
+	w := &workers{}
+	defer func() {
+		if err != nil {
+			w.stop()
+		}
+	}()
+	background := func(run func(context.Context)) {
+		c, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { run(c); close(done) }()
+		w.stops = append(w.stops, func() { cancel(); <-done })
+	}
+	background(func(c context.Context) { svc.Content.PruneIdempotency(c, time.Hour, log) })
 
 	// Events: the delivery engine consumes the bus that carries what the
 	// store's transactions publish, and delivers to webhooks and, through
@@ -159,38 +231,33 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 	outbound := policy.Client(timeout)
 	events, err := engines.Buses[cfg.Bus](ctx, cfg, svc.Outbox, buslog.New(log))
 	if err != nil {
-		return fmt.Errorf("event bus: %w", err)
+		return nil, fmt.Errorf("event bus: %w", err)
 	}
-	defer events.Close() // after the subscriber
+	w.stops = append(w.stops, func() { events.Close() }) // after the subscriber
 	sub, err := events.Subscriber(engines.Consumer{Group: "webhooks", InFlight: delivery.FanoutInFlight, Batch: delivery.FanoutBatch})
 	if err != nil {
-		return fmt.Errorf("event bus: %w", err)
+		return nil, fmt.Errorf("event bus: %w", err)
 	}
-	defer sub.Close() // after the engine has stopped
-	connectors, err := hub.Open(ctx, svc.Store, filepath.Join(cfg.DataDir, "plugins"), policy, log)
-	if err != nil {
-		return fmt.Errorf("connectors: %w", err)
+	w.stops = append(w.stops, func() { sub.Close() }) // after the engine has stopped
+	if w.connectors, err = hub.Open(ctx, svc.Store, filepath.Join(cfg.DataDir, "plugins"), policy, log); err != nil {
+		return nil, fmt.Errorf("connectors: %w", err)
 	}
-	defer connectors.Close() // after the engine has stopped
-	engine := delivery.New(svc.Store, sub, outbound, log, delivery.Options{Timeout: timeout, Connectors: connectors,
+	w.stops = append(w.stops, func() { w.connectors.Close() }) // after the engine has stopped
+	engine := delivery.New(svc.Store, sub, outbound, log, delivery.Options{Timeout: timeout, Connectors: w.connectors,
 		Retention: time.Duration(cfg.DeliveryRetention), Holder: svc.Holder})
-	engineCtx, stopEngine := context.WithCancel(context.Background())
-	engineDone := make(chan error, 1)
-	go func() { engineDone <- engine.Run(engineCtx) }()
-	defer func() {
-		stopEngine()
-		if err := <-engineDone; err != nil {
+	background(func(c context.Context) {
+		if err := engine.Run(c); err != nil {
 			log.Error("webhook engine", "err", err)
 		}
-	}()
-	webhooks := &delivery.Service{Store: svc.Store, Client: outbound, AllowHTTP: cfg.AllowHTTPTargets, Wake: engine.Wake, Hub: connectors,
+	})
+	w.webhooks = &delivery.Service{Store: svc.Store, Client: outbound, AllowHTTP: cfg.AllowHTTPTargets, Wake: engine.Wake, Hub: w.connectors,
 		CheckURL: func(raw string, allowHTTP bool) error { _, err := policy.CheckURL(raw, allowHTTP); return err }}
 
 	// Scans: the readiness audit reads sites through the outbound guard;
 	// the engines are the operator's own endpoints (local models included).
-	recorder := &visibility.Recorder{Store: svc.Store, Now: time.Now}
+	w.recorder = &visibility.Recorder{Store: svc.Store, Now: time.Now}
 	auditor := &readiness.Auditor{Client: policy.Client(0)}
-	scans := &visibility.Scans{Store: svc.Store, Recorder: recorder, Log: log, Now: time.Now, Workers: cfg.ScanWorkers, Holder: svc.Holder,
+	w.scans = &visibility.Scans{Store: svc.Store, Recorder: w.recorder, Log: log, Now: time.Now, Workers: cfg.ScanWorkers, Holder: svc.Holder,
 		Scanner: &visibility.EngineScanner{
 			Readiness: func(ctx context.Context, domain string) (int, any, error) {
 				r, err := auditor.Audit(ctx, domain)
@@ -198,37 +265,47 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 			},
 			Prober: &probe.Prober{Client: &probe.Client{HTTP: &http.Client{}}, Engines: probeEngines(cfg.Engines)},
 		}}
-	scansCtx, stopScans := context.WithCancel(context.Background())
-	scansDone := make(chan struct{})
-	go func() { scans.Run(scansCtx); close(scansDone) }()
-	defer func() { stopScans(); <-scansDone }()
+	background(w.scans.Run)
 
 	// Content requests: pages are fetched through the outbound guard as
 	// the audit fetches them; the engine is the operator's own.
 	contents, err := contentEngine(cfg, svc.Store, svc.Holder, auditor, log)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if cfg.ContentWorkers > 0 {
 		svc.Content.Queued = contents.Wake
-		contentCtx, stopContent := context.WithCancel(context.Background())
-		contentDone := make(chan struct{})
-		go func() { contents.Run(contentCtx); close(contentDone) }()
-		defer func() { stopContent(); <-contentDone }()
+		background(contents.Run)
 	}
+	return w, nil
+}
+
+// serveAPI serves the API and the dashboard with counter until ctx ends,
+// then shuts them down, lets the counter write behind what it holds, and
+// only then lets the API lock go.
+func serveAPI(ctx context.Context, cfg config.Config, svc *Services, w *workers, counter limits.Counter, mat *tlsconf.Material,
+	turn apiTurn, log *slog.Logger, out io.Writer) error {
+	counterCtx, stopCounter := context.WithCancel(context.Background())
+	counted := make(chan struct{})
+	go func() { counter.Run(counterCtx); close(counted) }()
+	defer func() {
+		stopCounter()
+		<-counted
+		turn.release()
+	}()
 
 	domainsSvc := &visibility.Domains{Store: svc.Store, Now: time.Now}
 	guard := limits.NewAuthGuard(cfg.AuthFailuresPerMinute, time.Minute)
 	dash, err := dashboard.New(dashboard.Deps{Store: svc.Store, People: svc.People, Auth: svc.Auth, Accounts: svc.Accounts,
-		Counter: counter, Webhooks: webhooks, Hub: connectors, Domains: domainsSvc, Scans: scans, Content: svc.Content, Guard: guard, PublicURL: cfg.PublicURL, Log: log})
+		Counter: counter, Webhooks: w.webhooks, Hub: w.connectors, Domains: domainsSvc, Scans: w.scans, Content: svc.Content, Guard: guard, PublicURL: cfg.PublicURL, Log: log})
 	if err != nil {
 		return err
 	}
 	srv := api.New(api.Config{TrustedProxies: prefixes(cfg.TrustedProxies)}, api.Deps{
 		Store: svc.Store, Auth: svc.Auth, Content: svc.Content, Counter: counter,
 		Guard: guard, Log: log,
-		Readings: recorder, Webhooks: webhooks, Scans: scans,
-		Domains: domainsSvc, Hub: connectors, Dashboard: dash,
+		Readings: w.recorder, Webhooks: w.webhooks, Scans: w.scans,
+		Domains: domainsSvc, Hub: w.connectors, Dashboard: dash,
 	})
 	dash.ClientAddr = srv.ClientAddr
 	// The first start without users prints a one-time link that creates
