@@ -12,10 +12,12 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime/pprof"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -40,6 +42,7 @@ var (
 	deliveryWriters = flag.Int("delivery-writers", 64, "domains, one writer each, in the 1-endpoint phase (as many as the ceiling's requests in flight)")
 	deliveryPhase   = flag.Duration("delivery-phase", 5*time.Second, "length of the open-loop latency phase")
 	deliveryProfile = flag.String("delivery-cpuprofile", "", "write a CPU profile of the 1-endpoint phase to this file")
+	deliveryProcs   = flag.Int("delivery-processes", 3, "after the phases in one process, the 1-endpoint phase delivered by 1 and by this many `aivis serve --api=false` on one data directory (0: not run)")
 )
 
 // hookSink is the local receiver: it verifies every delivery's signature
@@ -146,8 +149,11 @@ func benchDB(b *testing.B) (store.Store, engines.Outbox, store.Account) {
 	return db, outbox, a
 }
 
+// newDeliveryStack opens the event path in this process; newRecordingStack
+// its first stage alone (readings recorded, webhooks made), for processes
+// of the binary that deliver.
 func newDeliveryStack(b *testing.B) *deliveryStack {
-	db, outbox, a := benchDB(b)
+	s, outbox := newRecordingStack(b)
 	cfg := config.Default()
 	events, err := engines.Buses[cfg.Bus](context.Background(), cfg, outbox, watermill.NopLogger{})
 	if err != nil {
@@ -157,25 +163,57 @@ func newDeliveryStack(b *testing.B) *deliveryStack {
 	if err != nil {
 		b.Fatal(err)
 	}
-	policy := netguard.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}
-	hc := policy.Client(15 * time.Second)
-	engine := delivery.New(db, sub, hc, quiet(), delivery.Options{})
+	s.engine = delivery.New(s.db, sub, s.svc.Client, quiet(), delivery.Options{})
+	s.svc.Wake = s.engine.Wake
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- engine.Run(ctx) }()
-	s := &deliveryStack{db: db, file: outbox.(engines.SQLiteOutbox).Path, engine: engine, recorder: &visibility.Recorder{Store: db, Now: time.Now},
-		svc: &delivery.Service{Store: db, Client: hc, AllowHTTP: true, Wake: engine.Wake,
-			CheckURL: func(raw string, allowHTTP bool) error { _, err := policy.CheckURL(raw, allowHTTP); return err }},
-		p: auth.Principal{Principal: store.Principal{Key: store.Key{ID: "key_bench", AccountID: a.ID}, Account: a}}}
+	go func() { done <- s.engine.Run(ctx) }()
+	closeDB := s.stop
 	s.stop = func() {
 		cancel()
 		<-done
 		sub.Close()
 		events.Close()
-		db.Close()
+		closeDB()
 	}
-	b.Cleanup(s.stop)
 	return s
+}
+
+func newRecordingStack(b *testing.B) (*deliveryStack, engines.Outbox) {
+	db, outbox, a := benchDB(b)
+	policy := netguard.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}
+	s := &deliveryStack{db: db, file: outbox.(engines.SQLiteOutbox).Path, recorder: &visibility.Recorder{Store: db, Now: time.Now},
+		svc: &delivery.Service{Store: db, Client: policy.Client(15 * time.Second), AllowHTTP: true, Wake: func() {},
+			CheckURL: func(raw string, allowHTTP bool) error { _, err := policy.CheckURL(raw, allowHTTP); return err }},
+		p:    auth.Principal{Principal: store.Principal{Key: store.Key{ID: "key_bench", AccountID: a.ID}, Account: a}},
+		stop: func() { db.Close() }}
+	b.Cleanup(func() { s.stop() })
+	return s, outbox
+}
+
+var workersOnly = regexp.MustCompile(`aivis runs the workers only`)
+
+// processes runs the 1-endpoint phase on a new data directory whose
+// events n processes of the binary deliver (`aivis serve --api=false`,
+// the workers alone), this process recording the readings as the API would
+// and receiving the deliveries.
+func processes(b *testing.B, bin string, sink *hookSink, domains []string, n int) float64 {
+	s, _ := newRecordingStack(b)
+	v := s.hooks(b, sink, domains, 1)
+	sink.reset(v)
+	cpu := childrenCPU()
+	var children []*child
+	for range n {
+		children = append(children, startServer(b, bin, filepath.Dir(s.file), workersOnly,
+			"--api=false", "--allowed-targets", "127.0.0.1/32", "--allow-http-targets"))
+	}
+	rate := s.burst(b, sink, domains, *deliveryEvents, 1)
+	for _, c := range children {
+		c.stop(b)
+	}
+	fmt.Printf("%d aivis serve --api=false: %.0f µs of their CPU per delivery, from their start to their stop\n", n,
+		float64((childrenCPU()-cpu).Microseconds())/float64(sink.count.Load()))
+	return rate
 }
 
 // hooks creates a webhook on the sink for each domain, n per domain (each
@@ -279,6 +317,14 @@ func (s *deliveryStack) burst(b *testing.B, sink *hookSink, domains []string, n,
 	return float64(want) / time.Since(start).Seconds()
 }
 
+// childrenCPU is the CPU time the children of this process that ended
+// have used.
+func childrenCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // ceiling is the rate at which a plain Go client POSTs signed bodies to
 // the same receiver, 64 requests in flight.
 func ceiling(b *testing.B, sink *hookSink, d time.Duration) float64 {
@@ -374,7 +420,9 @@ func quantile(s []time.Duration, q float64) time.Duration {
 // BenchmarkDelivery measures the event path from a recorded reading to a
 // verified delivery at a local receiver, on the durable SQLite bus, with 1
 // and 50 endpoints, and the raw rate at which a plain Go client reaches
-// the same receiver.
+// the same receiver; then the 1-endpoint phase again with the deliveries
+// made by 1 and by -delivery-processes processes of the binary on one data
+// directory.
 func BenchmarkDelivery(b *testing.B) {
 	sink := newHookSink(b)
 	raw := ceiling(b, sink, 3*time.Second)
@@ -421,13 +469,28 @@ func BenchmarkDelivery(b *testing.B) {
 		b.Errorf("%d deliveries failed verification", sink.bad.Load())
 	}
 
+	var byProcs [2]float64
+	if *deliveryProcs > 0 {
+		bin := buildServer(b, b.TempDir())
+		for i, n := range []int{1, *deliveryProcs} {
+			byProcs[i] = processes(b, bin, sink, oneDomains, n)
+		}
+	}
+
 	p50, p99 := quantile(lats, 0.50), quantile(lats, 0.99)
 	fmt.Printf("\n| phase | figure |\n|---|---|\n")
 	fmt.Printf("| raw ceiling: plain Go client to the receiver, 64 in flight | %.0f req/s |\n", raw)
 	fmt.Printf("| 1 endpoint: %d events of %d domains, reading to verified delivery | %.0f deliveries/s (%.0f%% of the ceiling) |\n", *deliveryEvents, len(oneDomains), one, 100*one/raw)
 	fmt.Printf("| 50 endpoints: %d events x 50 webhooks | %.0f deliveries/s (%.0f%% of the ceiling) |\n", events50, fifty, 100*fifty/raw)
-	fmt.Printf("| 1 endpoint, open loop at %.0f events/s (50%%): commit to delivery | p50 %.1f ms, p99 %.1f ms (%d events) |\n\n",
+	fmt.Printf("| 1 endpoint, open loop at %.0f events/s (50%%): commit to delivery | p50 %.1f ms, p99 %.1f ms (%d events) |\n",
 		one/2, msf(p50), msf(p99), len(lats))
+	if *deliveryProcs > 0 {
+		for i, n := range []int{1, *deliveryProcs} {
+			fmt.Printf("| 1 endpoint, readings recorded here, delivered by %d `aivis serve --api=false` on the file | %.0f deliveries/s (%.0f%% of the ceiling) |\n",
+				n, byProcs[i], 100*byProcs[i]/raw)
+		}
+	}
+	fmt.Println()
 	fmt.Printf("| target | figure | met |\n|---|---|---|\n")
 	fmt.Printf("| >= 2,000 deliveries/s (1 and 50 endpoints) | %.0f and %.0f | %s |\n", one, fifty, yes(one >= 2000 && fifty >= 2000))
 	fmt.Printf("| >= 25%% of the raw ceiling | %.0f%% and %.0f%% | %s |\n", 100*one/raw, 100*fifty/raw, yes(one >= raw/4 && fifty >= raw/4))
@@ -435,6 +498,10 @@ func BenchmarkDelivery(b *testing.B) {
 	b.ReportMetric(raw, "raw-req/s")
 	b.ReportMetric(one, "deliveries-1/s")
 	b.ReportMetric(fifty, "deliveries-50/s")
+	if *deliveryProcs > 0 {
+		b.ReportMetric(byProcs[0], "deliveries-1proc/s")
+		b.ReportMetric(byProcs[1], fmt.Sprintf("deliveries-%dproc/s", *deliveryProcs))
+	}
 	b.ReportMetric(msf(p50), "p50-ms")
 	b.ReportMetric(msf(p99), "p99-ms")
 }

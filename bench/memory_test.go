@@ -95,8 +95,11 @@ type child struct {
 
 var listening = regexp.MustCompile(`aivis listening on https://localhost:(\d+)`)
 
-func startServer(tb testing.TB, bin, dataDir string) *child {
-	c := &child{cmd: exec.Command(bin, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0", "--log-level", "error")}
+// startServer runs `aivis serve` with args added and waits until it
+// prints a line that ready matches: its first group, if any, is the port.
+func startServer(tb testing.TB, bin, dataDir string, ready *regexp.Regexp, args ...string) *child {
+	args = append([]string{"serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0", "--log-level", "error"}, args...)
+	c := &child{cmd: exec.Command(bin, args...)}
 	c.cmd.Stderr = &c.stderr
 	out, err := c.cmd.StdoutPipe()
 	if err != nil {
@@ -109,8 +112,8 @@ func startServer(tb testing.TB, bin, dataDir string) *child {
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
-			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
-				ports <- m[1]
+			if m := ready.FindStringSubmatch(sc.Text()); m != nil {
+				ports <- append(m, "")[1]
 			}
 		}
 		io.Copy(io.Discard, out)
@@ -201,7 +204,7 @@ func BenchmarkServerMemory(b *testing.B) {
 		time.Since(t0).Round(time.Millisecond), float64(fi.Size())/(1<<20))
 
 	b.ResetTimer()
-	srv := startServer(b, bin, dataDir)
+	srv := startServer(b, bin, dataDir, listening)
 	defer srv.stop(b)
 	pid := srv.cmd.Process.Pid
 	time.Sleep(500 * time.Millisecond)
