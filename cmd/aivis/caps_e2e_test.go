@@ -10,16 +10,17 @@ import (
 	"github.com/aivis/aivis/connectors/zapier/zapierfake"
 )
 
-// concurrently sends n requests at once and counts the answers by status
-// and error code ("201", "403 WEBHOOK_LIMIT_REACHED").
-func concurrently(t *testing.T, s *server, n int, r func(i int) req) map[string]int {
+// concurrently sends n requests at once, request i to ss[i % len(ss)],
+// and counts the answers by status and error code ("201", "403
+// WEBHOOK_LIMIT_REACHED").
+func concurrently(t *testing.T, ss []*server, n int, r func(i int) req) map[string]int {
 	t.Helper()
 	var mu sync.Mutex
 	got := map[string]int{}
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			res := s.do(t, r(i))
+			res := ss[i%len(ss)].do(t, r(i))
 			k := fmt.Sprint(res.Status)
 			if res.Status >= 400 {
 				k += " " + res.errorCode(t)
@@ -59,7 +60,7 @@ func TestWebhookCapThroughTheAPI(t *testing.T) {
 			t.Fatalf("webhook %d: %d %s", i, r.Status, r.Body)
 		}
 	}
-	got := concurrently(t, s, 32, func(i int) req { return create(100 + i) })
+	got := concurrently(t, []*server{s}, 32, func(i int) req { return create(100 + i) })
 	if got["201"] != 1 || got["403 WEBHOOK_LIMIT_REACHED"] != 31 {
 		t.Fatalf("32 concurrent creations at 9 of 10: %v", got)
 	}
@@ -146,7 +147,7 @@ func TestZapierSubscriptionsVerifiedAndCapped(t *testing.T) {
 	for i := range hooks {
 		hooks[i] = zap.Hook("standard", fmt.Sprint(100+i))
 	}
-	got := concurrently(t, s, 32, func(i int) req { return subscribe(hooks[i]) })
+	got := concurrently(t, []*server{s}, 32, func(i int) req { return subscribe(hooks[i]) })
 	if got["201"] != 1 || got["403 CONNECTION_LIMIT_REACHED"] != 31 {
 		t.Fatalf("32 concurrent subscriptions at 4 of 5: %v", got)
 	}

@@ -341,7 +341,7 @@ func TestThreeProcessesOneDataDirectory(t *testing.T) {
 	}
 	awayFromMinuteEnd(10 * time.Second)
 	minute1, hour1 := windowsNow()
-	admitted(t, api, starter, 60)
+	admitted(t, starter, 60, api)
 	windows := func(k key) (minute, hour int) {
 		var acct string
 		db := api.db(t)
@@ -394,8 +394,8 @@ func TestThreeProcessesOneDataDirectory(t *testing.T) {
 	if minute2.Equal(minute1) {
 		again = 0
 	}
-	admitted(t, next, starter, again)
-	admitted(t, next, fresh, 60)
+	admitted(t, starter, again, next)
+	admitted(t, fresh, 60, next)
 
 	// Every accepted event at its endpoint, and then nothing pending: the
 	// arrivals are all there are.
@@ -468,7 +468,7 @@ func TestThreeProcessesOneDataDirectory(t *testing.T) {
 	if minute3.Equal(minute2) {
 		more = 0
 	}
-	admitted(t, last, fresh, more)
+	admitted(t, fresh, more, last)
 	last.stop()
 	if _, h := windows(fresh); h != carried(hour2, hour3)+more {
 		t.Errorf("the other Starter account's hour: %d requests written, want %d", h, carried(hour2, hour3)+more)
@@ -490,21 +490,66 @@ func carried(before, then time.Time) int {
 	return 0
 }
 
-// admitted sends 90 requests of a Starter account (60 a minute) at once
-// and checks that exactly n are allowed and the rest refused with 429.
-func admitted(t *testing.T, s *server, k key, n int) {
+// admitted sends 90 requests of a Starter account (60 a minute) at once,
+// spread over the servers, and checks that exactly n are allowed and the
+// rest refused with 429.
+func admitted(t *testing.T, k key, n int, ss ...*server) {
 	t.Helper()
-	// A connection first, for the 90 to share: requests sent at once with
-	// none dial one each, and an HTTP/2 connection set up as the server
-	// begins to shut down keeps it waiting for its shutdown_timeout
+	// A connection to each first, for the 90 to share: requests sent at
+	// once with none dial one each, and an HTTP/2 connection set up as the
+	// server begins to shut down keeps it waiting for its shutdown_timeout
 	// (golang/go#81153).
-	if r := s.do(t, req{method: "GET", path: "/healthz"}); r.Status != 200 {
-		t.Fatalf("healthz: %d", r.Status)
+	for _, s := range ss {
+		if r := s.do(t, req{method: "GET", path: "/healthz"}); r.Status != 200 {
+			t.Fatalf("healthz: %d", r.Status)
+		}
 	}
-	got := concurrently(t, s, 90, func(int) req { return req{method: "GET", path: "/api/v1/ai/budget-status", header: keyed(k)} })
+	got := concurrently(t, ss, 90, func(int) req { return req{method: "GET", path: "/api/v1/ai/budget-status", header: keyed(k)} })
 	if got["200"] != n || got["429 RATE_LIMIT_EXCEEDED"] != 90-n {
-		t.Fatalf("90 requests of a Starter account at once: %v, want %d x 200 and %d x 429", got, n, 90-n)
+		t.Fatalf("90 requests of a Starter account at once over %d servers: %v, want %d x 200 and %d x 429", len(ss), got, n, 90-n)
 	}
+}
+
+// TestThreeProcessesSharedCounter: with counter store the three processes
+// on one data directory, started at once on it, all serve the API (none
+// waits for api.lock): of 90 requests of a Starter account spread over the
+// three, exactly 60 pass; a key revoked with the CLI is refused by each
+// from its next request on; with one of them killed, the two left still
+// count exactly.
+func TestThreeProcessesSharedCounter(t *testing.T) {
+	dir := t.TempDir()
+	starter, fresh := newKey(t, dir, newAccount(t, dir, "starter", false).ID), newKey(t, dir, newAccount(t, dir, "starter", false).ID)
+	revoked := newKey(t, dir, newAccount(t, dir, "starter", false).ID)
+	ss := []*server{launch(t, dir, "--counter", "store"), launch(t, dir, "--counter", "store"), launch(t, dir, "--counter", "store")}
+	for _, s := range ss {
+		s.listening(t)
+	}
+	for i, s := range ss {
+		if strings.Contains(s.Stdout.String(), "another aivis process serves the API") {
+			t.Errorf("process %d waits for the API lock with counter store:\n%s", i, s.Stdout)
+		}
+	}
+
+	awayFromMinuteEnd(10 * time.Second)
+	admitted(t, starter, 60, ss...)
+
+	budget := req{method: "GET", path: "/api/v1/ai/budget-status", header: keyed(revoked)}
+	for i, s := range ss {
+		if r := s.do(t, budget); r.Status != 200 {
+			t.Fatalf("process %d, the key before its revocation: %d %s", i, r.Status, r.Body)
+		}
+	}
+	cli(t, dir, nil, "key", "revoke", revoked.ID, "--counter", "store")
+	for i, s := range ss {
+		if r := s.do(t, budget); r.Status != 401 || r.errorCode(t) != "KEY_REVOKED" {
+			t.Errorf("process %d, the revoked key: %d %s", i, r.Status, r.Body)
+		}
+	}
+
+	ss[0].cmd.Process.Kill()
+	ss[0].cmd.Wait()
+	awayFromMinuteEnd(10 * time.Second)
+	admitted(t, fresh, 60, ss[1:]...)
 }
 
 // firstListening waits until one of the servers prints its banner and

@@ -26,7 +26,7 @@ import (
 //
 // Shared says whether the counts are shared exactly by every process that
 // opens the same engine: a memory counter's are its process's alone, so
-// only one process of a deployment may serve the API with it.
+// only one process at a time serves the API with it (core/app/apiturn.go).
 type Counter interface {
 	Take(ctx context.Context, u Use, limits [3]int) (Decision, error)
 	Peek(ctx context.Context, accountID string, limits [3]int, now time.Time) (Decision, error)
