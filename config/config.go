@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -44,7 +45,14 @@ type Config struct {
 	MasterKeyFile string `json:"master_key_file"`
 	// API: this process serves the API and the dashboard (while its rate
 	// limits are exact: core/app); false, it runs the workers alone.
-	API                   bool     `json:"api"`
+	API bool `json:"api"`
+	// ClusterName prefixes the names a deployment takes in shared engines
+	// (NATS streams, subjects and consumers; Redis keys), so that several
+	// deployments can share one NATS and one Redis.
+	ClusterName string `json:"cluster_name"`
+	// NATSURL is the NATS server of bus nats: nats://[user:password@]host:port,
+	// several comma-separated.
+	NATSURL               string   `json:"nats_url"`
 	Addr                  string   `json:"addr"`
 	HTTPAddr              string   `json:"http_addr"`
 	PublicURL             string   `json:"public_url"`
@@ -155,6 +163,7 @@ func Default() Config {
 		Bus:                   "sqlite",
 		Counter:               "memory",
 		API:                   true,
+		ClusterName:           "aivis",
 		Addr:                  "127.0.0.1:8443",
 		LogLevel:              "info",
 		LogFormat:             "text",
@@ -191,6 +200,8 @@ func (c *Config) fields() []field {
 		{"postgres-url", "database of store postgres: a postgres:// URL or key=value settings", (*str)(&c.PostgresURL), true},
 		{"master-key-file", "file of the master key that seals stored secrets, the base64 of 32 bytes (default: master.key in data-dir, made on first start; store postgres needs it)", (*str)(&c.MasterKeyFile), true},
 		{"api", "serve the API and the dashboard (--api=false: run the workers alone: deliveries, scans, content requests; listen on nothing)", (*boolean)(&c.API), false},
+		{"cluster-name", "prefix of this deployment's NATS streams, subjects and consumers and Redis keys", (*str)(&c.ClusterName), true},
+		{"nats-url", "NATS server of bus nats: nats://[user:password@]host:port, several comma-separated", (*str)(&c.NATSURL), true},
 		{"addr", "HTTPS listen address", (*str)(&c.Addr), false},
 		{"http-addr", "optional plain-HTTP listen address (answers 403 HTTPS_REQUIRED)", (*str)(&c.HTTPAddr), false},
 		{"public-url", "base URL users reach the server at (default https://<addr>)", (*str)(&c.PublicURL), false},
@@ -327,6 +338,12 @@ func (c *Config) Validate() error {
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		errs = append(errs, fmt.Errorf("log_format must be text or json, not %q", c.LogFormat))
 	}
+	if !clusterName.MatchString(c.ClusterName) {
+		errs = append(errs, fmt.Errorf("cluster_name must be 1 to 32 letters, digits, '-' or '_', beginning with a letter or digit (a NATS stream name and a prefix of subjects and Redis keys), not %q", c.ClusterName))
+	}
+	if err := checkNATSURL(c.NATSURL); err != nil {
+		errs = append(errs, err)
+	}
 	if c.AuthFailuresPerMinute < 1 {
 		errs = append(errs, errors.New("auth_failures_per_minute must be at least 1"))
 	}
@@ -407,6 +424,27 @@ func checkPostgresURL(s string) error {
 	}
 	if !strings.Contains(s, "=") {
 		return errors.New("postgres_url must be a postgres:// URL or key=value settings (host=... dbname=...)")
+	}
+	return nil
+}
+
+// clusterName is what cluster_name may be: a valid NATS stream and consumer
+// name and subject token (no '.', '*', '>', whitespace or path separators),
+// and a Redis key prefix.
+var clusterName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$`)
+
+// checkNATSURL checks nats_url, if set: NATS server URLs, comma-separated.
+// The error never repeats the setting, which may hold a password or token.
+func checkNATSURL(s string) error {
+	if s == "" {
+		return nil
+	}
+	for _, part := range strings.Split(s, ",") {
+		u, err := url.Parse(strings.TrimSpace(part))
+		if err != nil || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" ||
+			(u.Scheme != "nats" && u.Scheme != "tls" && u.Scheme != "ws" && u.Scheme != "wss") {
+			return errors.New("nats_url must be nats://host:port (or tls://, ws://, wss://), with user:password@ or token@ if the server asks, several comma-separated")
+		}
 	}
 	return nil
 }

@@ -31,7 +31,8 @@ func writeFile(t *testing.T, body string) string {
 func TestDefaults(t *testing.T) {
 	d := config.Default()
 	want := config.Config{
-		DataDir: "./aivis-data", Store: "sqlite", Bus: "sqlite", Counter: "memory", API: true, Addr: "127.0.0.1:8443", LogLevel: "info", LogFormat: "text",
+		DataDir: "./aivis-data", Store: "sqlite", Bus: "sqlite", Counter: "memory", API: true, ClusterName: "aivis", Addr: "127.0.0.1:8443",
+		LogLevel: "info", LogFormat: "text",
 		AuthFailuresPerMinute: 20, CounterFlushInterval: config.Duration(time.Second),
 		ShutdownTimeout: config.Duration(30 * time.Second), WebhookTimeout: config.Duration(15 * time.Second), ScanWorkers: 2,
 		ContentWorkers: 2, ContentMaxTokens: 2048, DeliveryRetention: config.Duration(30 * 24 * time.Hour),
@@ -73,7 +74,7 @@ func TestPrecedence(t *testing.T) {
 		"trusted_proxies": ["10.0.0.0/8"], "allow_private_targets": true, "auth_failures_per_minute": 5,
 		"counter_flush_interval": "2s", "shutdown_timeout": "10s", "public_url": "https://file.example",
 		"store": "file-store", "bus": "file-bus", "counter": "file-counter", "postgres_url": "host=file.example",
-		"master_key_file": "/file/master.key"
+		"master_key_file": "/file/master.key", "cluster_name": "file-cluster", "nats_url": "nats://file:4222"
 	}`)
 	e := map[string]string{
 		"AIVIS_CONFIG":                   file,
@@ -87,9 +88,11 @@ func TestPrecedence(t *testing.T) {
 		"AIVIS_BUS":                      "env-bus",
 		"AIVIS_COUNTER":                  "env-counter",
 		"AIVIS_MASTER_KEY_FILE":          "/env/master.key",
+		"AIVIS_CLUSTER_NAME":             "env-cluster",
+		"AIVIS_NATS_URL":                 "nats://env:4222",
 	}
 	args := []string{"--addr", "flag:1", "--counter-flush-interval=4s", "--allow-private-targets=false", "--log-format", "json",
-		"--counter", "flag-counter"}
+		"--counter", "flag-counter", "--nats-url", "nats://flag:4222"}
 	got, _, err := config.Load(args, env(e), true, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -103,6 +106,8 @@ func TestPrecedence(t *testing.T) {
 		PostgresURL:           "host=file.example",                         // file only
 		MasterKeyFile:         "/env/master.key",                           // file, env
 		API:                   true,                                        // default
+		ClusterName:           "env-cluster",                               // file, env
+		NATSURL:               "nats://flag:4222",                          // file, env, flag
 		Addr:                  "flag:1",                                    // file, env, flag
 		HTTPAddr:              "file:2",                                    // file only
 		PublicURL:             "https://file.example",                      // file only
@@ -167,7 +172,7 @@ func TestCommandsReadWhatServeReads(t *testing.T) {
 		t.Fatalf("command config %+v", got)
 	}
 	for _, args := range [][]string{{"--data-dir", "/flag/data"}, {"--config", file}, {"--bus", "b"}, {"--counter", "c"},
-		{"--postgres-url", "host=db"}, {"--master-key-file", "/k"}} {
+		{"--postgres-url", "host=db"}, {"--master-key-file", "/k"}, {"--cluster-name", "c"}, {"--nats-url", "nats://127.0.0.1:4222"}} {
 		if _, _, err := config.Load(args, env(nil), false, nil); err != nil {
 			t.Errorf("%v: %v", args, err)
 		}
@@ -274,6 +279,20 @@ func TestValidate(t *testing.T) {
 		}, []string{"engines[0].base_url", "engines[0].model", "engines[0]: set api_key or api_key_env", "engines[0]: prices",
 			"engines[1].label", "engines[1].concurrency"}},
 		{"scan workers", func(c *config.Config) { c.ScanWorkers = 0 }, []string{"scan_workers"}},
+		{"cluster names", func(c *config.Config) { c.ClusterName = "a-B_9" + strings.Repeat("x", 27) }, nil},
+		{"no cluster name", func(c *config.Config) { c.ClusterName = "" }, []string{"cluster_name"}},
+		{"cluster name too long", func(c *config.Config) { c.ClusterName = strings.Repeat("x", 33) }, []string{"cluster_name"}},
+		{"cluster name with a dot", func(c *config.Config) { c.ClusterName = "aivis.prod" }, []string{"cluster_name", `"aivis.prod"`}},
+		{"cluster name with a wildcard", func(c *config.Config) { c.ClusterName = "a*" }, []string{"cluster_name"}},
+		{"cluster name with a space", func(c *config.Config) { c.ClusterName = "a b" }, []string{"cluster_name"}},
+		{"cluster name beginning with _", func(c *config.Config) { c.ClusterName = "_a" }, []string{"cluster_name"}},
+		{"NATS servers", func(c *config.Config) {
+			c.NATSURL = "nats://u:p@10.0.0.1:4222, tls://token@nats.internal:4222,ws://h:8080,wss://h/"
+		}, nil},
+		{"NATS URL without a host", func(c *config.Config) { c.NATSURL = "nats://" }, []string{"nats_url"}},
+		{"NATS URL of another scheme", func(c *config.Config) { c.NATSURL = "http://h:4222" }, []string{"nats_url"}},
+		{"NATS URL with a path", func(c *config.Config) { c.NATSURL = "nats://h:4222/x" }, []string{"nats_url"}},
+		{"NATS host alone", func(c *config.Config) { c.NATSURL = "127.0.0.1:4222" }, []string{"nats_url"}},
 		{"shortest retention", func(c *config.Config) { c.DeliveryRetention = config.Duration(config.MinDeliveryRetention) }, nil},
 		{"retention too short", func(c *config.Config) { c.DeliveryRetention = config.Duration(6 * 24 * time.Hour) }, []string{"delivery_retention"}},
 		{"content settings", func(c *config.Config) {
@@ -514,5 +533,19 @@ func TestAPISetting(t *testing.T) {
 	}
 	if _, _, err := config.Load([]string{"--api=false"}, env(nil), false, nil); err == nil {
 		t.Error("a command other than serve took --api")
+	}
+}
+
+// TestNATSURLErrorHidesCredentials: a refused nats_url is not repeated in
+// the error, since it may carry a password or a token.
+func TestNATSURLErrorHidesCredentials(t *testing.T) {
+	for _, u := range []string{"http://admin:s3cret@nats.internal:4222", "nats://s3cret@nats.internal:4222/x", "nats://admin:s3cret@"} {
+		_, _, err := config.Load(nil, env(map[string]string{"AIVIS_NATS_URL": u}), true, nil)
+		if err == nil || !strings.Contains(err.Error(), "nats_url") {
+			t.Fatalf("%s: error %v, want one about nats_url", u, err)
+		}
+		if strings.Contains(err.Error(), "s3cret") || strings.Contains(err.Error(), "nats.internal") {
+			t.Errorf("the error repeats the URL: %v", err)
+		}
 	}
 }
