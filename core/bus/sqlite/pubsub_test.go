@@ -13,6 +13,7 @@ import (
 	_ "github.com/mattn/go-sqlite3"
 
 	bus "github.com/aivis/aivis/core/bus/sqlite"
+	"github.com/aivis/aivis/internal/bustest"
 )
 
 // pools opens the database file as the product does: one writer
@@ -37,53 +38,31 @@ func pools(tb testing.TB, path string) (write, read *sql.DB) {
 	return write, read
 }
 
-// features are what the bus honestly supports: consumer groups, messages
-// that outlive the Publisher and Subscriber values (they are in the
-// database file), delivery in publication order within a topic and group,
-// at least once (not exactly once). NewSubscriberReceivesOldMessages is
-// false: a new subscriber of an existing group goes on from the group's
-// offset (a new group does start from the oldest message). There is no
-// broker to restart, so no RestartServiceCommand.
-var features = tests.Features{
-	ConsumerGroups:                      true,
-	ExactlyOnceDelivery:                 false,
-	GuaranteedOrder:                     true,
-	GuaranteedOrderWithSingleSubscriber: true,
-	Persistent:                          true,
-	RestartServiceCommand:               nil,
-	NewSubscriberReceivesOldMessages:    false,
-	ContextPreserved:                    false,
-}
-
 // TestPubSub runs Watermill's acceptance suite in full (its 10,000-message
 // cases included; no -short needed), on one database file per run: every
 // constructor call makes a new Publisher and Subscriber on it, as the
-// processes of a service share one database.
+// processes of a service share one database. No broker to restart.
 func TestPubSub(t *testing.T) {
 	t.Run("product pools", func(t *testing.T) {
 		write, read := pools(t, filepath.Join(t.TempDir(), "bus.db"))
-		runSuite(t, write, read, bus.SubscriberConfig{}, features)
+		runSuite(t, write, read, bus.SubscriberConfig{}, bustest.Features)
 	})
 	// One pool for everything, small batches, an ack deadline far off.
 	t.Run("one pool", func(t *testing.T) {
 		write, _ := pools(t, filepath.Join(t.TempDir(), "bus.db"))
-		runSuite(t, write, nil, bus.SubscriberConfig{BatchSize: 7, AckDeadline: time.Minute}, features)
+		runSuite(t, write, nil, bus.SubscriberConfig{BatchSize: 7, AckDeadline: time.Minute}, bustest.Features)
 	})
 	// Sixteen messages in flight: handled concurrently, so without the
 	// order guarantee, and nothing lost.
 	t.Run("window", func(t *testing.T) {
 		write, read := pools(t, filepath.Join(t.TempDir(), "bus.db"))
-		f := features
-		f.GuaranteedOrder, f.GuaranteedOrderWithSingleSubscriber = false, false
-		runSuite(t, write, read, bus.SubscriberConfig{MaxInFlight: 16}, f)
+		runSuite(t, write, read, bus.SubscriberConfig{MaxInFlight: 16}, bustest.Unordered())
 	})
 }
 
 func runSuite(t *testing.T, write, read *sql.DB, cfg bus.SubscriberConfig, features tests.Features) {
-	start := time.Now()
-	t.Cleanup(func() { t.Logf("acceptance suite: %v", time.Since(start).Round(time.Millisecond)) })
 	logger := watermill.NopLogger{}
-	constructor := func(t *testing.T, group string) (message.Publisher, message.Subscriber) {
+	bustest.Suite(t, features, func(t *testing.T, group string) (message.Publisher, message.Subscriber) {
 		pub, err := bus.NewPublisher(write, bus.PublisherConfig{InitializeSchema: true}, logger)
 		if err != nil {
 			t.Fatal(err)
@@ -95,9 +74,5 @@ func runSuite(t *testing.T, write, read *sql.DB, cfg bus.SubscriberConfig, featu
 			t.Fatal(err)
 		}
 		return pub, sub
-	}
-	tests.TestPubSub(t, features,
-		func(t *testing.T) (message.Publisher, message.Subscriber) { return constructor(t, "default") },
-		constructor,
-	)
+	})
 }
