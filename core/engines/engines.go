@@ -48,8 +48,9 @@ type Opened struct {
 
 // Outbox says where a store's transactions write the events they publish
 // (store.Tx.Publish), for the bus that delivers them: each store has a type
-// of its own (SQLiteOutbox, postgres.Outbox), which the buses that read it,
-// or forward from it, recognise; a bus refuses an outbox it cannot read.
+// of its own (SQLiteOutbox, PostgreSQL's *buspg.Outbox), which the buses
+// that read it, or forward from it, recognise; a bus refuses an outbox it
+// cannot read.
 type Outbox any
 
 // BusFactory opens the event bus that delivers what outbox holds.
@@ -83,7 +84,7 @@ type CounterFactory func(ctx context.Context, cfg config.Config, st store.Counte
 // The engines, by the name their setting takes.
 var (
 	Stores   = map[string]StoreFactory{"sqlite": openSQLite, "postgres": openPostgres}
-	Buses    = map[string]BusFactory{"sqlite": openSQLiteBus}
+	Buses    = map[string]BusFactory{"sqlite": openSQLiteBus, "postgres": openPostgresBus, "nats": openNATSBus}
 	Counters = map[string]CounterFactory{"memory": newMemoryCounter, "store": newStoreCounter}
 )
 

@@ -13,12 +13,12 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/aivis/aivis/config"
+	buspg "github.com/aivis/aivis/core/bus/postgres"
 	"github.com/aivis/aivis/core/engines"
 	"github.com/aivis/aivis/core/limits"
 	"github.com/aivis/aivis/core/secrets"
 	"github.com/aivis/aivis/core/store"
 	"github.com/aivis/aivis/core/store/cache"
-	"github.com/aivis/aivis/core/store/postgres"
 	"github.com/aivis/aivis/internal/testsvc"
 )
 
@@ -37,7 +37,7 @@ func TestCheck(t *testing.T) {
 				"store postgres needs master_key_file (AIVIS_MASTER_KEY_FILE, --master-key-file)"}},
 		{"postgres without its master key", func(c *config.Config) { c.Store, c.PostgresURL = "postgres", "host=db" },
 			[]string{"store postgres needs master_key_file"}},
-		{"bus", func(c *config.Config) { c.Bus = "kafka" }, []string{`bus "kafka"`, "known: sqlite"}},
+		{"bus", func(c *config.Config) { c.Bus = "kafka" }, []string{`bus "kafka"`, "known: nats, postgres, sqlite"}},
 		{"counter", func(c *config.Config) { c.Counter = "" }, []string{`counter ""`, "known: memory, store"}},
 		{"all three", func(c *config.Config) { c.Store, c.Bus, c.Counter = "a", "b", "c" },
 			[]string{`store "a"`, `bus "b"`, `counter "c"`}},
@@ -103,33 +103,113 @@ func TestSQLiteBusReadsTheStoresOutbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer events.Close()
+	receiveBoth(t, events, func(sent ...*message.Message) {
+		if err := st.Update(t.Context(), func(tx store.Tx) error { return tx.Publish("topic", sent...) }); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// receiveBoth subscribes two groups to topic, calls publish, and checks
+// that each group receives what it published.
+func receiveBoth(t *testing.T, events engines.Bus, publish func(sent ...*message.Message)) {
+	t.Helper()
 	msgs := map[string]<-chan *message.Message{}
 	for _, group := range []string{"one", "two"} {
 		sub, err := events.Subscriber(engines.Consumer{Group: group, InFlight: 4, Batch: 10})
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer sub.Close()
+		t.Cleanup(func() { sub.Close() })
 		if msgs[group], err = sub.Subscribe(t.Context(), "topic"); err != nil {
 			t.Fatal(err)
 		}
 	}
 	sent := []*message.Message{message.NewMessage("m1", []byte("first")), message.NewMessage("m2", []byte("second"))}
-	if err := st.Update(t.Context(), func(tx store.Tx) error { return tx.Publish("topic", sent...) }); err != nil {
-		t.Fatal(err)
-	}
+	publish(sent...)
 	for group, ch := range msgs {
-		for _, want := range sent {
+		got := map[string]string{}
+		for range sent {
 			select {
 			case m := <-ch:
-				if m.UUID != want.UUID || string(m.Payload) != string(want.Payload) {
-					t.Errorf("group %s got %s %q, want %s %q", group, m.UUID, m.Payload, want.UUID, want.Payload)
-				}
+				got[m.UUID] = string(m.Payload)
 				m.Ack()
 			case <-time.After(10 * time.Second):
-				t.Fatalf("group %s: no message %s in 10 s", group, want.UUID)
+				t.Fatalf("group %s: %d of %d messages in 10 s", group, len(got), len(sent))
 			}
 		}
+		for _, want := range sent {
+			if got[want.UUID] != string(want.Payload) {
+				t.Errorf("group %s got %v, want %s %q", group, got, want.UUID, want.Payload)
+			}
+		}
+	}
+}
+
+// TestBusesOfThePostgresStore: buses postgres and nats, opened from the
+// outbox of the PostgreSQL store of the registry, deliver what its
+// transactions published to each consumer group (nats through the
+// forwarder).
+func TestBusesOfThePostgresStore(t *testing.T) {
+	for _, bus := range []string{"postgres", "nats"} {
+		t.Run(bus, func(t *testing.T) {
+			cfg := config.Default()
+			cfg.Store, cfg.Bus, cfg.PostgresURL = "postgres", bus, testsvc.Postgres(t)
+			cfg.NATSURL, cfg.ClusterName = testsvc.NATS(t)
+			box, err := secrets.New(make([]byte, 32))
+			if err != nil {
+				t.Fatal(err)
+			}
+			opened, err := engines.Stores[cfg.Store](t.Context(), cfg, box)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer opened.Store.Close()
+			events, err := engines.Buses[cfg.Bus](t.Context(), cfg, opened.Outbox, watermill.NopLogger{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer events.Close()
+			receiveBoth(t, events, func(sent ...*message.Message) {
+				if err := opened.Store.Update(t.Context(), func(tx store.Tx) error { return tx.Publish("topic", sent...) }); err != nil {
+					t.Fatal(err)
+				}
+			})
+		})
+	}
+}
+
+// TestBusesRefuseAnOutboxTheyCannotRead: each bus names the store it needs
+// when given another's outbox, or one opened for another bus; nats needs
+// its server.
+func TestBusesRefuseAnOutboxTheyCannotRead(t *testing.T) {
+	cfg := config.Default()
+	cfg.NATSURL = "nats://127.0.0.1:4222"
+	for _, tc := range []struct {
+		bus    string
+		outbox engines.Outbox
+		want   []string
+	}{
+		{"postgres", engines.SQLiteOutbox{Path: "x"}, []string{`store "sqlite"`, "store postgres"}},
+		{"nats", engines.SQLiteOutbox{Path: "x"}, []string{`store "sqlite"`, "store postgres"}},
+		{"postgres", &buspg.Outbox{Forward: true}, []string{"opened for another bus"}},
+		{"nats", &buspg.Outbox{Forward: false}, []string{"opened for another bus"}},
+	} {
+		b, err := engines.Buses[tc.bus](t.Context(), cfg, tc.outbox, watermill.NopLogger{})
+		if err == nil {
+			b.Close()
+			t.Fatalf("bus %s opened on %#v", tc.bus, tc.outbox)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("bus %s: error %q does not say %q", tc.bus, err, w)
+			}
+		}
+	}
+	cfg.NATSURL = ""
+	if _, err := engines.Buses["nats"](t.Context(), cfg, &buspg.Outbox{Forward: true}, watermill.NopLogger{}); err == nil ||
+		!strings.Contains(err.Error(), "nats_url") {
+		t.Errorf("bus nats without nats_url: %v", err)
 	}
 }
 
@@ -233,8 +313,8 @@ func TestPostgresStore(t *testing.T) {
 	if _, ok := opened.Store.(*cache.Store); !ok || opened.Holder == "" {
 		t.Errorf("store %T, holder %q: want the cached store and a holder", opened.Store, opened.Holder)
 	}
-	if _, ok := opened.Outbox.(postgres.Outbox); !ok {
-		t.Errorf("outbox %T, want a postgres.Outbox", opened.Outbox)
+	if ob, ok := opened.Outbox.(*buspg.Outbox); !ok || !ob.Forward {
+		t.Errorf("outbox %T %+v, want a *buspg.Outbox that forwards (bus sqlite is not postgres)", opened.Outbox, opened.Outbox)
 	}
 	a := store.Account{ID: "acct_1", Name: "a", Tier: "starter", Type: store.AccountStandard, CreatedAt: time.Now()}
 	if err := opened.Store.CreateAccount(t.Context(), a); err != nil {

@@ -12,12 +12,13 @@ import (
 
 // openPostgres opens the database of postgres_url, migrating it, its reads
 // cached under its signal; this process is one of its holders. Its outbox
-// is a postgres.Outbox.
+// is a *buspg.Outbox, for the bus of the settings.
 func openPostgres(ctx context.Context, cfg config.Config, box *secrets.Box) (Opened, error) {
 	db, err := postgres.Open(ctx, cfg.PostgresURL, box)
 	if err != nil {
 		return Opened{}, err
 	}
+	db.ForBus(cfg.Bus)
 	return Opened{Store: cache.Wrap(db, db.Signal()), Outbox: db.Outbox(), Holder: db.Holder()}, nil
 }
 

@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/jackc/pgx/v5"
 
+	buspg "github.com/aivis/aivis/core/bus/postgres"
 	"github.com/aivis/aivis/core/store"
 	"github.com/aivis/aivis/core/store/postgres"
 	"github.com/aivis/aivis/internal/testsvc"
@@ -367,10 +367,7 @@ func TestOpenErrorsHideThePassword(t *testing.T) {
 func TestOutboxIsWatermillSQL(t *testing.T) {
 	dsn := testsvc.Postgres(t)
 	db := open(t, dsn, box(t))
-	sub, err := wsql.NewSubscriber(wsql.BeginnerFromPgx(db.Outbox().Pool), wsql.SubscriberConfig{
-		ConsumerGroup: "test", SchemaAdapter: postgres.OutboxSchema(), OffsetsAdapter: wsql.DefaultPostgreSQLOffsetsAdapter{},
-		InitializeSchema: true, PollInterval: 50 * time.Millisecond,
-	}, nil)
+	sub, err := buspg.NewSubscriber(db.Outbox().Pool, buspg.SubscriberConfig{Group: "test", PollInterval: 50 * time.Millisecond}, nil)
 	must(t, err)
 	t.Cleanup(func() { sub.Close() })
 	msgs, err := sub.Subscribe(ctx, "aivis.events")

@@ -40,13 +40,13 @@ import (
 	"math/rand/v2"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	buspg "github.com/aivis/aivis/core/bus/postgres"
 	"github.com/aivis/aivis/core/secrets"
 	"github.com/aivis/aivis/core/store"
 )
@@ -57,7 +57,7 @@ type DB struct {
 	box     *secrets.Box
 	signal  *signal
 	holders *holders
-	topics  sync.Map // outbox topics whose table this process made sure of
+	outbox  *buspg.Outbox
 }
 
 var _ store.Store = (*DB)(nil)
@@ -100,7 +100,7 @@ func open(ctx context.Context, connString string, box *secrets.Box, ht holderTim
 		pool.Close()
 		return nil, err
 	}
-	db := &DB{pool: pool, box: box, signal: &signal{pool: pool}}
+	db := &DB{pool: pool, box: box, signal: &signal{pool: pool}, outbox: buspg.NewOutbox(pool, buspg.Name)}
 	if db.holders, err = startHolder(ctx, db, ht); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: holders: %w", err)

@@ -1,0 +1,260 @@
+// Package postgres is the PostgreSQL store's outbox and the event bus on
+// it: Watermill's SQL pub/sub (github.com/ThreeDotsLabs/watermill-sql/v4,
+// its PostgreSQL schema and offsets adapter) on pgx.
+//
+// # The outbox
+//
+// The store's transactions publish through Outbox.Publisher, in the same
+// pgx transaction as the change that causes the event: the event commits
+// with it, or not at all. Where the events go depends on the bus:
+//
+//   - bus: postgres reads them where they are: each topic is a table,
+//     watermill_<topic> (offset, uuid, payload BYTEA, metadata JSON, the
+//     writing transaction's xid8), and each topic's consumer groups keep
+//     their position in watermill_offsets_<topic>.
+//   - any other bus (nats) is fed by Watermill's forwarder: the events are
+//     enveloped (their topic, UUID, payload and metadata in JSON) in the
+//     table of the topic "outbox" (ForwarderTopic), and Forward moves them,
+//     in commit order, to the bus's publisher.
+//
+// The tables are made the first time a process publishes to or subscribes
+// to a topic (on a connection of their own: the publishing transaction
+// holds one of the pool's).
+//
+// # Subscribers, at least once
+//
+// A subscriber of a group reads a topic in the order the transactions
+// committed (transaction id, then offset; a message is read only once
+// every transaction older than it has ended), up to Batch messages in one
+// REPEATABLE READ transaction that locks the group's offset row, hands
+// them over one at a time, each only after the one before it was acked,
+// and writes the offset of the last acked one when the batch ends. So a
+// group's messages come in commit order, one in flight; the subscribers of
+// one group (in this process or another) take turns batch by batch. A
+// nacked message is sent again a second later; one not acked within 30 s
+// ends the batch, which is read again. A crash sends the unfinished batch
+// again: at least once. Handlers must be idempotent.
+//
+// # pgx
+//
+// The bus is on pgx itself (watermill-sql's pgx adapters, TxFromPgx and
+// BeginnerFromPgx), not on database/sql over pgx's stdlib: the store's
+// transactions are pgx transactions, which the outbox must write in, and
+// one driver and one kind of pool serve both.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	sql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
+	"github.com/ThreeDotsLabs/watermill/components/forwarder"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Name is the bus's name in the settings (bus: postgres).
+const Name = "postgres"
+
+// ForwarderTopic is the topic whose table holds the enveloped events the
+// forwarder moves to another bus.
+const ForwarderTopic = "outbox"
+
+// PollInterval is how long a subscriber that has read all there is waits
+// before it reads again.
+const PollInterval = 100 * time.Millisecond
+
+// maxTopic is the longest topic: PostgreSQL cuts names at 63 bytes, which
+// would give two long topics one offsets table.
+const maxTopic = 63 - len("watermill_offsets_")
+
+// schema is the adapter's PostgreSQL schema, payloads as bytes (an event's
+// payload is JSON, another message's need not be).
+func schema(batch int) sql.DefaultPostgreSQLSchema {
+	return sql.DefaultPostgreSQLSchema{SubscribeBatchSize: batch, GeneratePayloadType: func(string) string { return "BYTEA" }}
+}
+
+var offsets = sql.DefaultPostgreSQLOffsetsAdapter{}
+
+// Outbox is the outbox of the PostgreSQL store: where its transactions
+// write the events they publish (Publisher), on its pool's database.
+type Outbox struct {
+	Pool *pgxpool.Pool
+	// Forward says that the events go to another bus through the
+	// forwarder (every bus but postgres).
+	Forward bool
+	tables  sync.Map // topics whose tables this process has made
+}
+
+// NewOutbox is the outbox of the store on pool for the bus of the
+// settings (config bus).
+func NewOutbox(pool *pgxpool.Pool, bus string) *Outbox {
+	return &Outbox{Pool: pool, Forward: bus != Name}
+}
+
+// Publisher is the publisher of Tx.Publish: it writes to the outbox in tx,
+// enveloped for the forwarder if the events are forwarded. It may be used
+// for as long as tx is open; Close does nothing.
+func (o *Outbox) Publisher(tx pgx.Tx) message.Publisher {
+	// NewPublisher fails only for a nil handle or adapter.
+	p, _ := sql.NewPublisher(sql.TxFromPgx(tx), sql.PublisherConfig{SchemaAdapter: schema(0)}, nil)
+	var pub message.Publisher = p
+	if o.Forward {
+		pub = forwarder.NewPublisher(pub, forwarder.PublisherConfig{ForwarderTopic: ForwarderTopic})
+	}
+	return txPublisher{o, pub}
+}
+
+type txPublisher struct {
+	o   *Outbox
+	pub message.Publisher
+}
+
+func (p txPublisher) Publish(topic string, msgs ...*message.Message) error {
+	table := topic
+	if p.o.Forward {
+		table = ForwarderTopic
+	}
+	if err := checkTopic(topic); err != nil {
+		return err
+	}
+	ctx := context.Background()
+	if len(msgs) > 0 {
+		ctx = msgs[0].Context() // the publisher's, as the insert's
+	}
+	if err := p.o.makeTables(ctx, table); err != nil {
+		return err
+	}
+	return p.pub.Publish(topic, msgs...)
+}
+
+func (txPublisher) Close() error { return nil }
+
+// makeTables makes the tables of topic, once per process, on a connection
+// of its own: taking one from the pool could wait for ever while every
+// pooled connection is held by a transaction publishing for the first
+// time.
+func (o *Outbox) makeTables(ctx context.Context, topic string) error {
+	if _, ok := o.tables.Load(topic); ok {
+		return nil
+	}
+	conn, err := pgx.ConnectConfig(ctx, o.Pool.Config().ConnConfig)
+	if err != nil {
+		return fmt.Errorf("bus postgres: tables of %s: %w", topic, err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	sub, err := sql.NewSubscriber(sql.BeginnerFromPgx(conn), sql.SubscriberConfig{SchemaAdapter: schema(0), OffsetsAdapter: offsets}, nil)
+	if err == nil {
+		err = sub.SubscribeInitialize(topic)
+	}
+	if err != nil {
+		return fmt.Errorf("bus postgres: tables of %s: %w", topic, err)
+	}
+	o.tables.Store(topic, true)
+	return nil
+}
+
+func checkTopic(topic string) error {
+	if len(topic) > maxTopic {
+		return fmt.Errorf("bus postgres: topic %q is longer than %d bytes", topic, maxTopic)
+	}
+	return nil
+}
+
+// OpenPool opens the bus's own pool on the outbox's database (a subscriber
+// holds a connection while it hands a batch over), as the application
+// "aivis bus".
+func OpenPool(ctx context.Context, o *Outbox) (*pgxpool.Pool, error) {
+	cfg := o.Pool.Config()
+	cfg.MaxConns, cfg.MinConns = 8, 0
+	cfg.ConnConfig.RuntimeParams["application_name"] = "aivis bus"
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("bus postgres: %w", err)
+	}
+	return pool, nil
+}
+
+// SubscriberConfig is a consumer group and how it reads.
+type SubscriberConfig struct {
+	Group string
+	// Batch is how many messages one transaction reads (default 100).
+	Batch int
+	// PollInterval is how long a subscription that has read all there is
+	// waits before it reads again (default PollInterval).
+	PollInterval time.Duration
+	// ResendInterval is the pause before a nacked message is sent again
+	// (default a second).
+	ResendInterval time.Duration
+}
+
+// NewSubscriber is a subscriber of a consumer group on db.
+func NewSubscriber(db *pgxpool.Pool, c SubscriberConfig, log watermill.LoggerAdapter) (message.Subscriber, error) {
+	if c.Group == "" {
+		return nil, errors.New("bus postgres: a subscriber needs a consumer group")
+	}
+	if c.PollInterval <= 0 {
+		c.PollInterval = PollInterval
+	}
+	sub, err := sql.NewSubscriber(sql.BeginnerFromPgx(db), sql.SubscriberConfig{
+		ConsumerGroup: c.Group, PollInterval: c.PollInterval, ResendInterval: c.ResendInterval,
+		SchemaAdapter: schema(c.Batch), OffsetsAdapter: offsets, InitializeSchema: true,
+	}, log)
+	if err != nil {
+		return nil, fmt.Errorf("bus postgres: %w", err)
+	}
+	return subscriber{sub}, nil
+}
+
+type subscriber struct{ *sql.Subscriber }
+
+func (s subscriber) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
+	if err := checkTopic(topic); err != nil {
+		return nil, err
+	}
+	return s.Subscriber.Subscribe(ctx, topic)
+}
+
+// Forwarder moves the outbox's enveloped events to another bus.
+type Forwarder struct {
+	fwd  *forwarder.Forwarder
+	done chan struct{}
+}
+
+// Forward starts the forwarder on db: the events of the outbox's table,
+// read by the consumer group "forwarder" (the forwarders of all instances
+// take turns), are published with to, each once its previous one was; an
+// event to publishes with an error is sent again a second later. Close
+// stops it.
+func Forward(db *pgxpool.Pool, to message.Publisher, log watermill.LoggerAdapter) (*Forwarder, error) {
+	sub, err := NewSubscriber(db, SubscriberConfig{Group: "forwarder"}, log)
+	if err != nil {
+		return nil, err
+	}
+	fwd, err := forwarder.NewForwarder(sub, to, log, forwarder.Config{ForwarderTopic: ForwarderTopic, AckWhenCannotUnwrap: true})
+	if err != nil {
+		sub.Close()
+		return nil, fmt.Errorf("bus postgres: forwarder: %w", err)
+	}
+	f := &Forwarder{fwd: fwd, done: make(chan struct{})}
+	go func() {
+		defer close(f.done)
+		if err := fwd.Run(context.Background()); err != nil {
+			log.Error("The forwarder stopped", err, nil)
+		}
+	}()
+	<-fwd.Running()
+	return f, nil
+}
+
+// Close stops the forwarder, waiting for the event it is publishing.
+func (f *Forwarder) Close() error {
+	err := f.fwd.Close()
+	<-f.done
+	return err
+}
