@@ -1,0 +1,106 @@
+package postgres_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/jackc/pgx/v5"
+
+	busnats "github.com/aivis/aivis/core/bus/nats"
+	bus "github.com/aivis/aivis/core/bus/postgres"
+	"github.com/aivis/aivis/internal/bustest"
+	"github.com/aivis/aivis/internal/testsvc"
+)
+
+// The benchmarks use the local PostgreSQL (a database of their own each,
+// the server's settings as they are) and report msgs/s, with bustest's
+// messages of an aivis event's size. Every Publish is a transaction of its
+// own through the outbox, as the store's are.
+
+// pubSub is a publisher through the outbox (the events where bus postgres
+// reads them) and a subscriber of the group g on the bus's own pool, as
+// the product opens them.
+func pubSub(b *testing.B) (message.Publisher, message.Subscriber) {
+	db := testsvc.Postgres(b)
+	outbox := bus.NewOutbox(pool(b, db, 8), bus.Name)
+	subs, err := bus.OpenPool(b.Context(), outbox)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(subs.Close)
+	sub, err := bus.NewSubscriber(subs, bus.SubscriberConfig{Group: "g"}, watermill.NopLogger{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return txPublisher{outbox}, sub
+}
+
+func BenchmarkPublish(b *testing.B) { bustest.BenchmarkPublish(b, pubSub) }
+
+func BenchmarkConsume(b *testing.B) { bustest.BenchmarkConsume(b, pubSub) }
+
+func BenchmarkPublishConsume(b *testing.B) { bustest.BenchmarkPublishConsume(b, pubSub) }
+
+// BenchmarkPublishTx publishes one event inside a transaction that also
+// writes a row of its own, as the store's do: to the topic's table (bus
+// postgres), or enveloped to the forwarder's (bus nats).
+func BenchmarkPublishTx(b *testing.B) {
+	for _, to := range []string{bus.Name, "nats"} {
+		b.Run("bus="+to, func(b *testing.B) {
+			p := pool(b, testsvc.Postgres(b), 8)
+			ctx := context.Background()
+			if _, err := p.Exec(ctx, `CREATE TABLE things (id BIGSERIAL PRIMARY KEY, v TEXT)`); err != nil {
+				b.Fatal(err)
+			}
+			outbox := bus.NewOutbox(p, to)
+			for b.Loop() {
+				err := pgx.BeginFunc(ctx, p, func(tx pgx.Tx) error {
+					if _, err := tx.Exec(ctx, `INSERT INTO things (v) VALUES ('x')`); err != nil {
+						return err
+					}
+					return outbox.Publisher(tx).Publish("bench", bustest.Messages(1)...)
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			bustest.ReportRate(b, b.N)
+		})
+	}
+}
+
+// BenchmarkForward is the rate of bus nats end to end: one goroutine
+// publishes through the outbox (one event per transaction, then batches of
+// 10) while the forwarder moves them to NATS, where a subscriber of 256 in
+// flight receives and acknowledges every one.
+func BenchmarkForward(b *testing.B) {
+	bustest.BenchmarkPublishConsume(b, func(b *testing.B) (message.Publisher, message.Subscriber) {
+		outbox := bus.NewOutbox(pool(b, testsvc.Postgres(b), 8), "nats")
+		url, cluster := testsvc.NATS(b)
+		nb, err := busnats.Open(b.Context(), url, cluster, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { nb.Close() })
+		to, err := nb.Publisher()
+		if err != nil {
+			b.Fatal(err)
+		}
+		subs, err := bus.OpenPool(b.Context(), outbox)
+		if err != nil {
+			b.Fatal(err)
+		}
+		fwd, err := bus.Forward(subs, to, watermill.NopLogger{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { fwd.Close(); to.Close(); subs.Close() })
+		sub, err := nb.Subscriber(busnats.SubscriberConfig{Group: "g", InFlight: 256, Batch: 1024})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return txPublisher{outbox}, sub
+	})
+}
