@@ -208,16 +208,51 @@ func NewSubscriber(db *pgxpool.Pool, c SubscriberConfig, log watermill.LoggerAda
 	if err != nil {
 		return nil, fmt.Errorf("bus postgres: %w", err)
 	}
-	return subscriber{sub}, nil
+	return &subscriber{sub: sub, closing: make(chan struct{})}, nil
 }
 
-type subscriber struct{ *sql.Subscriber }
+// subscriber is the adapter's, whose channels it relays: the adapter's
+// Close returns before it closes them (a subscription's goroutine marks
+// itself done, then closes its channel), while Close here returns once
+// they are closed.
+type subscriber struct {
+	sub     *sql.Subscriber
+	closing chan struct{}
+	once    sync.Once
+	relays  sync.WaitGroup
+}
 
-func (s subscriber) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
+func (s *subscriber) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
 	if err := checkTopic(topic); err != nil {
 		return nil, err
 	}
-	return s.Subscriber.Subscribe(ctx, topic)
+	in, err := s.sub.Subscribe(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan *message.Message)
+	s.relays.Add(1)
+	go func() {
+		defer s.relays.Done()
+		defer close(out)
+		for m := range in {
+			select {
+			case out <- m:
+			case <-s.closing: // not acked: the adapter ends its batch
+			}
+		}
+	}()
+	return out, nil
+}
+
+func (s *subscriber) Close() error {
+	var err error
+	s.once.Do(func() {
+		close(s.closing)
+		err = s.sub.Close()
+		s.relays.Wait()
+	})
+	return err
 }
 
 // Forwarder moves the outbox's enveloped events to another bus.
