@@ -65,7 +65,8 @@ func TestEnginesChosenAlike(t *testing.T) {
 		{"AIVIS_STORE", nil, []string{"AIVIS_STORE=nosuch"}, `store "nosuch" is not an engine of aivis (known: postgres, sqlite)`},
 		{"store in the file", []string{"--config", file}, nil, `store "nosuch" is not an engine of aivis (known: postgres, sqlite)`},
 		{"AIVIS_CONFIG", nil, []string{"AIVIS_CONFIG=" + file}, `store "nosuch" is not an engine of aivis (known: postgres, sqlite)`},
-		{"--bus", []string{"--bus", "nats"}, nil, `bus "nats" is not an engine of aivis (known: sqlite)`},
+		{"--bus", []string{"--bus", "kafka"}, nil, `bus "kafka" is not an engine of aivis (known: nats, postgres, sqlite)`},
+		{"bus nats without its server", []string{"--bus", "nats"}, nil, "bus nats needs nats_url (AIVIS_NATS_URL, --nats-url)"},
 		{"store postgres without its settings", []string{"--store", "postgres"}, nil,
 			"store postgres needs postgres_url (AIVIS_POSTGRES_URL, --postgres-url)\n" +
 				"store postgres needs master_key_file (AIVIS_MASTER_KEY_FILE, --master-key-file): " +

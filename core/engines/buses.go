@@ -74,8 +74,8 @@ func openNATSBus(ctx context.Context, cfg config.Config, outbox Outbox, log wate
 	if err != nil {
 		return nil, err
 	}
-	if cfg.NATSURL == "" {
-		return nil, errors.New("bus nats needs nats_url (AIVIS_NATS_URL, --nats-url)")
+	if err := checkNATS(cfg); err != nil {
+		return nil, err
 	}
 	b := &natsBus{}
 	if b.bus, err = busnats.Open(ctx, cfg.NATSURL, cfg.ClusterName, log); err == nil {
@@ -90,6 +90,14 @@ func openNATSBus(ctx context.Context, cfg config.Config, outbox Outbox, log wate
 		return nil, err
 	}
 	return b, nil
+}
+
+// checkNATS refuses bus nats without its server.
+func checkNATS(cfg config.Config) error {
+	if cfg.NATSURL == "" {
+		return errors.New("bus nats needs nats_url (AIVIS_NATS_URL, --nats-url)")
+	}
+	return nil
 }
 
 // Subscriber is a member of the group's queue group: InFlight events

@@ -88,11 +88,15 @@ var (
 	Counters = map[string]CounterFactory{"memory": newMemoryCounter, "store": newStoreCounter}
 )
 
-// storeNeeds checks, per store, the settings it cannot go without.
-var storeNeeds = map[string]func(config.Config) error{"postgres": checkPostgres}
+// storeNeeds and busNeeds check, per store and per bus, the settings it
+// cannot go without.
+var (
+	storeNeeds = map[string]func(config.Config) error{"postgres": checkPostgres}
+	busNeeds   = map[string]func(config.Config) error{"nats": checkNATS}
+)
 
 // Check refuses a setting that names no engine of the registry, naming the
-// ones there are, and a store without the settings it needs.
+// ones there are, and a store or a bus without the settings it needs.
 func Check(cfg config.Config) error {
 	errs := []error{
 		known("store", cfg.Store, Stores),
@@ -100,6 +104,9 @@ func Check(cfg config.Config) error {
 		known("counter", cfg.Counter, Counters),
 	}
 	if needs := storeNeeds[cfg.Store]; needs != nil {
+		errs = append(errs, needs(cfg))
+	}
+	if needs := busNeeds[cfg.Bus]; needs != nil {
 		errs = append(errs, needs(cfg))
 	}
 	if err := errors.Join(errs...); err != nil {

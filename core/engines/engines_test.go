@@ -38,6 +38,7 @@ func TestCheck(t *testing.T) {
 		{"postgres without its master key", func(c *config.Config) { c.Store, c.PostgresURL = "postgres", "host=db" },
 			[]string{"store postgres needs master_key_file"}},
 		{"bus", func(c *config.Config) { c.Bus = "kafka" }, []string{`bus "kafka"`, "known: nats, postgres, sqlite"}},
+		{"nats without its server", func(c *config.Config) { c.Bus = "nats" }, []string{"bus nats needs nats_url (AIVIS_NATS_URL, --nats-url)"}},
 		{"counter", func(c *config.Config) { c.Counter = "" }, []string{`counter ""`, "known: memory, store"}},
 		{"all three", func(c *config.Config) { c.Store, c.Bus, c.Counter = "a", "b", "c" },
 			[]string{`store "a"`, `bus "b"`, `counter "c"`}},
@@ -59,9 +60,13 @@ func TestCheck(t *testing.T) {
 }
 
 // Store postgres is given its database and the master key's file.
-func TestCheckPostgres(t *testing.T) {
+func TestCheckPostgresAndNATS(t *testing.T) {
 	cfg := config.Default()
 	cfg.Store, cfg.PostgresURL, cfg.MasterKeyFile = "postgres", "host=db", "/k"
+	if err := engines.Check(cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Bus, cfg.NATSURL = "nats", "nats://127.0.0.1:4222"
 	if err := engines.Check(cfg); err != nil {
 		t.Fatal(err)
 	}
