@@ -4,9 +4,11 @@
 //
 // # The outbox
 //
-// The store's transactions publish through Outbox.Publisher, in the same
-// pgx transaction as the change that causes the event: the event commits
-// with it, or not at all. Where the events go depends on the bus:
+// The store's transactions (core/store/postgres, Tx.Publish) publish
+// through Outbox.Publisher, in the same pgx transaction as the change that
+// causes the event: the event commits with it, or not at all. Where the
+// events go depends on the bus the outbox was made for (NewOutbox; the
+// store's ForBus):
 //
 //   - bus: postgres reads them where they are: each topic is a table,
 //     watermill_<topic> (offset, uuid, payload BYTEA, metadata JSON, the
@@ -32,8 +34,10 @@
 // group's messages come in commit order, one in flight; the subscribers of
 // one group (in this process or another) take turns batch by batch. A
 // nacked message is sent again a second later; one not acked within 30 s
-// ends the batch, which is read again. A crash sends the unfinished batch
-// again: at least once. Handlers must be idempotent.
+// ends the batch, and the next read begins with it. A crash sends the
+// unfinished batch again: at least once. Handlers must be idempotent.
+// Watermill's acceptance suite passes with the features ConsumerGroups,
+// Persistent, GuaranteedOrder and GuaranteedOrderWithSingleSubscriber.
 //
 // # pgx
 //
