@@ -39,6 +39,15 @@
 // Watermill's acceptance suite passes with the features ConsumerGroups,
 // Persistent, GuaranteedOrder and GuaranteedOrderWithSingleSubscriber.
 //
+// # Retention
+//
+// Watermill keeps every message. Each subscription here prunes its topic
+// as it starts and every hour (Prune): a message goes once every consumer
+// group of the topic has read past it and it is Retention (7 days) old;
+// the forwarder's subscription prunes the outbox's table so. A group that
+// is gone for good holds its topic's messages back until its row of
+// watermill_offsets_<topic> is deleted.
+//
 // # pgx
 //
 // The bus is on pgx itself (watermill-sql's pgx adapters, TxFromPgx and
@@ -72,6 +81,17 @@ const ForwarderTopic = "outbox"
 // PollInterval is how long a subscriber that has read all there is waits
 // before it reads again.
 const PollInterval = 100 * time.Millisecond
+
+// Retention is how long a message is kept once every consumer group of
+// its topic has read past it (a topic no group reads: from its
+// publication); a subscription prunes its topic every PruneEvery.
+const (
+	Retention  = 7 * 24 * time.Hour
+	PruneEvery = time.Hour
+)
+
+// pruneBatch bounds the rows one statement of Prune deletes.
+const pruneBatch = 1000
 
 // maxTopic is the longest topic: PostgreSQL cuts names at 63 bytes, which
 // would give two long topics one offsets table.
@@ -212,15 +232,21 @@ func NewSubscriber(db *pgxpool.Pool, c SubscriberConfig, log watermill.LoggerAda
 	if err != nil {
 		return nil, fmt.Errorf("bus postgres: %w", err)
 	}
-	return &subscriber{sub: sub, closing: make(chan struct{})}, nil
+	if log == nil {
+		log = watermill.NopLogger{}
+	}
+	return &subscriber{sub: sub, db: db, log: log, closing: make(chan struct{})}, nil
 }
 
 // subscriber is the adapter's, whose channels it relays: the adapter's
 // Close returns before it closes them (a subscription's goroutine marks
 // itself done, then closes its channel), while Close here returns once
-// they are closed.
+// they are closed. Each subscription prunes its topic (Prune) as it
+// starts and every PruneEvery.
 type subscriber struct {
 	sub     *sql.Subscriber
+	db      *pgxpool.Pool
+	log     watermill.LoggerAdapter
 	closing chan struct{}
 	once    sync.Once
 	relays  sync.WaitGroup
@@ -235,7 +261,7 @@ func (s *subscriber) Subscribe(ctx context.Context, topic string) (<-chan *messa
 		return nil, err
 	}
 	out := make(chan *message.Message)
-	s.relays.Add(1)
+	s.relays.Add(2)
 	go func() {
 		defer s.relays.Done()
 		defer close(out)
@@ -246,7 +272,47 @@ func (s *subscriber) Subscribe(ctx context.Context, topic string) (<-chan *messa
 			}
 		}
 	}()
+	go func() {
+		defer s.relays.Done()
+		for {
+			if _, err := Prune(ctx, s.db, topic, Retention); err != nil && ctx.Err() == nil {
+				s.log.Error("Cannot prune the topic", err, watermill.LogFields{"topic": topic})
+			}
+			select {
+			case <-time.After(PruneEvery):
+			case <-ctx.Done():
+				return
+			case <-s.closing:
+				return
+			}
+		}
+	}()
 	return out, nil
+}
+
+// Prune deletes the messages of topic older than olderThan that every
+// consumer group of the topic has read past (all of them, of a topic no
+// group reads), in statements of at most 1000 rows, and says how many it
+// deleted. The table does not shrink; PostgreSQL reuses the space.
+func Prune(ctx context.Context, db *pgxpool.Pool, topic string, olderThan time.Duration) (int64, error) {
+	if err := checkTopic(topic); err != nil {
+		return 0, err
+	}
+	table, offs := schema(0).MessagesTable(topic), offsets.MessagesOffsetsTable(topic)
+	q := `DELETE FROM ` + table + ` WHERE ctid IN (SELECT m.ctid FROM ` + table + ` m
+		WHERE m.created_at < LOCALTIMESTAMP - $1::interval AND NOT EXISTS (SELECT 1 FROM ` + offs + ` o
+			WHERE (m.transaction_id, m."offset") > (o.last_processed_transaction_id, o.offset_acked))
+		LIMIT ` + fmt.Sprint(pruneBatch) + `)`
+	var n int64
+	for {
+		tag, err := db.Exec(ctx, q, olderThan)
+		if err != nil {
+			return n, fmt.Errorf("bus postgres: prune %s: %w", topic, err)
+		}
+		if n += tag.RowsAffected(); tag.RowsAffected() < pruneBatch {
+			return n, nil
+		}
+	}
 }
 
 func (s *subscriber) Close() error {
