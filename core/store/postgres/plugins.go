@@ -3,6 +3,9 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/aivis/aivis/core/store"
 )
@@ -43,6 +46,54 @@ func (db *DB) RemovePlugin(ctx context.Context, name string) error {
 	}
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("postgres: plugin %s: %w", name, store.ErrNotFound)
+	}
+	return nil
+}
+
+// PutPluginHealth replaces the health an instance reported, in one
+// transaction at READ COMMITTED: an instance's rows are written by that
+// instance alone, and a prune deletes only rows no live instance writes.
+func (db *DB) PutPluginHealth(ctx context.Context, instance string, hs []store.PluginHealth) error {
+	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `DELETE FROM plugin_health WHERE instance = $1`, instance); err != nil {
+			return err
+		}
+		for _, h := range hs {
+			if _, err := tx.Exec(ctx, `INSERT INTO plugin_health (instance, plugin, state, restarts, problem, checked_at, checked_at_ns)
+				VALUES ($1, $2, $3, $4, $5, $6, $7)`, instance, h.Plugin, h.State, h.Restarts, h.Problem, ts(h.CheckedAt), ns(h.CheckedAt)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("postgres: put plugin health: %w", err)
+	}
+	return nil
+}
+
+// ListPluginHealth lists the health checked at or after since.
+func (db *DB) ListPluginHealth(ctx context.Context, since time.Time) ([]store.PluginHealth, error) {
+	at, n := bound(since)
+	out, err := collect(ctx, db.pool, func(s scanner) (store.PluginHealth, error) {
+		var h store.PluginHealth
+		var c tcol
+		err := s.Scan(&h.Instance, &h.Plugin, &h.State, &h.Restarts, &h.Problem, &c.t, &c.ns)
+		h.CheckedAt = c.time()
+		return h, err
+	}, `SELECT instance, plugin, state, restarts, problem, checked_at, checked_at_ns FROM plugin_health
+		WHERE (checked_at, checked_at_ns) >= ($1, $2) ORDER BY plugin, instance`, at, n)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list plugin health: %w", err)
+	}
+	return out, nil
+}
+
+// PrunePluginHealth forgets the health checked before before.
+func (db *DB) PrunePluginHealth(ctx context.Context, before time.Time) error {
+	at, n := bound(before)
+	if _, err := db.pool.Exec(ctx, `DELETE FROM plugin_health WHERE (checked_at, checked_at_ns) < ($1, $2)`, at, n); err != nil {
+		return fmt.Errorf("postgres: prune plugin health: %w", err)
 	}
 	return nil
 }

@@ -140,6 +140,8 @@ var groups = []struct {
 	}},
 	{"Plugins", []test{
 		{"RegistryRoundTrip", testPlugins},
+		{"HealthPerInstance", testPluginHealth},
+		{"HealthPerInstanceUnderConcurrency", testPluginHealthUnderConcurrency},
 	}},
 	// Caches: an engine whose reads are cached (core/store/cache) hands Run
 	// its stores as the server reads them, so every case holds of the
