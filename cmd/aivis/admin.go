@@ -1,13 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -17,6 +17,7 @@ import (
 	"github.com/aivis/aivis/core/app"
 	"github.com/aivis/aivis/core/auth"
 	"github.com/aivis/aivis/core/fault"
+	"github.com/aivis/aivis/core/hub"
 	"github.com/aivis/aivis/core/store"
 	"github.com/aivis/aivis/plugins/host"
 )
@@ -218,7 +219,7 @@ func admin(ctx context.Context, noun, verb string, args []string, getenv func(st
 		if err := need(0, "no arguments"); err != nil {
 			return err
 		}
-		return listPlugins(ctx, svc, out)
+		return listPlugins(ctx, svc, hub.PluginsDir(cfg.DataDir), out)
 	case "plugin remove":
 		if err := need(1, "a plugin name"); err != nil {
 			return err
@@ -255,19 +256,25 @@ func registerPlugin(ctx context.Context, svc *app.Services, path string, out pri
 		rec.Name, rec.Version, rec.Kind, rec.Path, rec.SHA256))
 }
 
-// pluginState says whether a registered binary is still the one registered.
-func pluginState(p store.PluginRecord) string {
-	sum, err := host.Checksum(p.Path)
-	switch {
-	case err != nil:
-		return "missing"
-	case !bytes.Equal(sum, p.SHA256):
+// pluginState says whether this machine has the registered binary (at its
+// path or, with its SHA-256, in the plugins directory dir, as the server
+// looks for it), and if not, whether the file at its path changed.
+func pluginState(p store.PluginRecord, dir string) string {
+	switch path, _ := hub.Locate(p, dir); {
+	case path != "":
+		return "ok"
+	case fileExists(p.Path):
 		return "changed"
 	}
-	return "ok"
+	return "missing"
 }
 
-func listPlugins(ctx context.Context, svc *app.Services, out printer) error {
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+func listPlugins(ctx context.Context, svc *app.Services, dir string, out printer) error {
 	ps, err := svc.Store.ListPlugins(ctx)
 	if err != nil {
 		return err
@@ -277,7 +284,7 @@ func listPlugins(ctx context.Context, svc *app.Services, out printer) error {
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tKIND\tVERSION\tSTATE\tSHA256\tPATH")
 	for i, p := range ps {
-		state := pluginState(p)
+		state := pluginState(p, dir)
 		rows[i] = pluginJSON(p, state)
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%x\t%s\n", p.Name, p.Kind, p.Version, state, p.SHA256[:8], p.Path)
 	}

@@ -239,7 +239,7 @@ func startWorkers(ctx context.Context, cfg config.Config, svc *Services, log *sl
 		return nil, fmt.Errorf("event bus: %w", err)
 	}
 	w.stops = append(w.stops, func() { sub.Close() }) // after the engine has stopped
-	if w.connectors, err = hub.Open(ctx, svc.Store, filepath.Join(cfg.DataDir, "plugins"), policy, log); err != nil {
+	if w.connectors, err = hub.Open(ctx, svc.Store, hub.Options{Dir: hub.PluginsDir(cfg.DataDir), Policy: policy, Instance: svc.Holder, Log: log}); err != nil {
 		return nil, fmt.Errorf("connectors: %w", err)
 	}
 	w.stops = append(w.stops, func() { w.connectors.Close() }) // after the engine has stopped

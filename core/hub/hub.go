@@ -1,6 +1,10 @@
-// Package hub runs the connector plugins an operator registered: one
-// supervised process each, started when the server starts if its binary
-// still has the registered SHA-256, and stopped with the server.
+// Package hub runs the connector plugins an operator registered, on every
+// instance of the server: one supervised process each, from the binary
+// this instance finds with the registered SHA-256 (Locate). It reads the
+// registry again every RefreshInterval, so that a plugin registered,
+// registered again or removed is started, swapped or stopped without a
+// restart, and it reports the health of its connectors under this
+// instance's name every HealthInterval, beside every other instance's.
 package hub
 
 import (
@@ -23,8 +27,29 @@ import (
 	"github.com/aivis/aivis/plugins/sdk"
 )
 
-// HealthInterval is how often a running connector is health-checked.
-const HealthInterval = 10 * time.Second
+const (
+	// HealthInterval is how often a running connector is health-checked,
+	// and how often an instance reports its connectors' health.
+	HealthInterval = 10 * time.Second
+	// RefreshInterval is how often the registry is read again.
+	RefreshInterval = 5 * time.Second
+	// staleReports is how many health intervals an instance's report is
+	// taken as current: one not renewed for that long is of an instance
+	// that stopped, and is pruned.
+	staleReports = 3
+	// callDeadline bounds each call of a plugin; a connector that is
+	// swapped or removed waits that long (and a little) for its calls in
+	// flight before its process is stopped.
+	callDeadline = 30 * time.Second
+	drainTimeout = callDeadline + 5*time.Second
+	// infoTimeout bounds the first call of a connector just started.
+	infoTimeout = 10 * time.Second
+)
+
+// PluginsDir is the plugins directory of an instance whose data
+// directory is dataDir: where it looks for the binaries of registered
+// plugins not at their registered path.
+func PluginsDir(dataDir string) string { return filepath.Join(dataDir, "plugins") }
 
 // Connector is one registered plugin as the API shows it.
 type Connector struct {
@@ -33,88 +58,375 @@ type Connector struct {
 	Health host.Health
 	// Problem says why the connector is unavailable ("" when it runs).
 	Problem string
+	// Instances is the health of the connector on every instance that
+	// reports it, by instance: this one's as it is now, the others' as of
+	// their last report, if it is current.
+	Instances []store.PluginHealth
 }
 
 type entry struct {
-	rec     store.PluginRecord
-	sup     *host.Supervisor // nil when the binary changed or is missing
+	rec   store.PluginRecord
+	path  string           // where this instance found the binary; "" when nowhere
+	sup   *host.Supervisor // nil when the binary was not found
+	calls sync.WaitGroup   // calls in flight, waited for when it is retired
+
 	mu      sync.Mutex
 	info    sdk.Info
 	problem string
 }
 
-// Hub holds the supervised plugins.
-type Hub struct {
-	log     *slog.Logger
-	entries []*entry
+// scrub replaces the paths of the connector's binary in a text by the
+// binary's name: what the hub says of a connector reaches accounts, who
+// are told nothing of the server's file system.
+func (e *entry) scrub(s string) string {
+	for _, p := range []string{e.path, e.rec.Path} {
+		if p != "" {
+			s = strings.ReplaceAll(s, p, filepath.Base(p))
+		}
+	}
+	return s
 }
 
-// Registry is where plugins are registered: what the hub reads of the
-// store.
+// Registry is what the hub reads and writes of the store: the registered
+// plugins and the health each instance reports of them.
 type Registry interface {
 	ListPlugins(ctx context.Context) ([]store.PluginRecord, error)
+	PutPluginHealth(ctx context.Context, instance string, hs []store.PluginHealth) error
+	ListPluginHealth(ctx context.Context, since time.Time) ([]store.PluginHealth, error)
+	PrunePluginHealth(ctx context.Context, before time.Time) error
 }
 
-// Open starts every registered plugin whose binary is unchanged, giving it
-// the outbound policy; dir is searched for binaries that are not
-// registered, which are reported in the log. A plugin that fails to start
-// is reported, not fatal: the server runs without it.
-func Open(ctx context.Context, st Registry, dir string, policy netguard.Policy, log *slog.Logger) (*Hub, error) {
-	recs, err := st.ListPlugins(ctx)
-	if err != nil {
+// Options configure a hub.
+type Options struct {
+	// Dir is this instance's plugins directory (PluginsDir).
+	Dir string
+	// Policy is the outbound policy the plugins are given.
+	Policy netguard.Policy
+	// Instance names this process in the health it reports (its holder
+	// name in the store); "" reports none.
+	Instance string
+	Log      *slog.Logger
+	// Refresh and Health replace RefreshInterval and HealthInterval
+	// (tests).
+	Refresh, Health time.Duration
+}
+
+// Hub holds the supervised plugins.
+type Hub struct {
+	reg  Registry
+	opt  Options
+	log  *slog.Logger
+	env  []string
+	sums checksums // of the refresh alone
+
+	mu       sync.RWMutex
+	entries  []*entry             // by name; replaced whole by a refresh
+	reported []store.PluginHealth // the other instances' current reports, as last read
+
+	ctx    context.Context // ended by Close
+	cancel context.CancelFunc
+	quit   chan struct{}
+	wg     sync.WaitGroup // the loops and the connectors being retired
+	closed sync.Once
+}
+
+// Open starts every registered plugin whose binary this instance has,
+// giving it the outbound policy, and reports their health; binaries in
+// the plugins directory that are not registered are reported in the log.
+// A plugin that fails to start is reported, not fatal: the server runs
+// without it. Then, until Close, the hub follows the registry and reports
+// the health of its connectors.
+func Open(ctx context.Context, reg Registry, opt Options) (*Hub, error) {
+	if opt.Refresh <= 0 {
+		opt.Refresh = RefreshInterval
+	}
+	if opt.Health <= 0 {
+		opt.Health = HealthInterval
+	}
+	if opt.Log == nil {
+		opt.Log = slog.New(slog.DiscardHandler)
+	}
+	h := &Hub{reg: reg, opt: opt, log: opt.Log, env: PolicyEnv(opt.Policy), quit: make(chan struct{})}
+	h.ctx, h.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	if _, err := h.refresh(ctx); err != nil {
+		h.cancel()
 		return nil, err
 	}
-	h := &Hub{log: log}
-	env := PolicyEnv(policy)
-	for _, rec := range recs {
-		e := &entry{rec: rec}
-		h.entries = append(h.entries, e)
-		sum, err := host.Checksum(rec.Path)
-		switch {
-		case err != nil:
-			e.problem = "the binary is missing: " + err.Error()
-		case !bytes.Equal(sum, rec.SHA256):
-			e.problem = "the binary changed since it was registered; register it again"
-		default:
-			e.sup = host.Supervise(host.Options{Path: rec.Path, Checksum: rec.SHA256, Env: env,
-				Log: log.With("connector", rec.Name)}, 30*time.Second)
-			e.sup.Watch(HealthInterval)
-		}
-		if e.problem != "" {
-			log.Warn("connector not started", "connector", rec.Name, "path", rec.Path, "why", e.problem)
-			continue
-		}
-		ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		info, err := e.sup.Info(ictx)
-		cancel()
-		if err != nil {
-			log.Warn("connector did not start", "connector", rec.Name, "err", err)
-			e.problem = err.Error()
-			continue
-		}
-		e.info = info
-		log.Info("connector started", "connector", rec.Name, "version", info.Version)
-	}
-	h.discover(dir, recs)
+	h.discover()
+	h.report(ctx)
+	h.wg.Go(func() {
+		h.every(h.opt.Refresh, func() {
+			changed, err := h.refresh(h.ctx)
+			if err != nil && h.ctx.Err() == nil {
+				h.log.Warn("connectors: the registry could not be read; the connectors run on as they were", "err", err)
+			}
+			if changed {
+				h.report(h.ctx) // at once, not at the next interval
+			}
+		})
+	})
+	h.wg.Go(func() { h.every(h.opt.Health, func() { h.report(h.ctx) }) })
 	return h, nil
 }
 
-// discover reports executables in dir that are not registered.
-func (h *Hub) discover(dir string, recs []store.PluginRecord) {
-	ents, err := os.ReadDir(dir)
+// every runs f every interval until Close.
+func (h *Hub) every(interval time.Duration, f func()) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.quit:
+			return
+		case <-t.C:
+			f()
+		}
+	}
+}
+
+// refresh reads the registry and follows it: a registration that is new,
+// or whose binary this instance had not found, is started; one removed
+// is retired; one registered again (another SHA-256, path or anything)
+// is started anew and the old one retired once its new one runs, so
+// that calls never find it missing. changed says whether any was.
+func (h *Hub) refresh(ctx context.Context) (changed bool, err error) {
+	rctx, cancel := context.WithTimeout(ctx, infoTimeout)
+	recs, err := h.reg.ListPlugins(rctx)
+	cancel()
+	if err != nil {
+		return false, err
+	}
+	h.mu.RLock()
+	cur := h.entries // only the refresh replaces it
+	h.mu.RUnlock()
+	next := make([]*entry, 0, len(recs))
+	var retired []*entry
+	for _, rec := range recs {
+		i := slices.IndexFunc(cur, func(e *entry) bool { return e.rec.Name == rec.Name })
+		same := i >= 0 && sameRecord(cur[i].rec, rec)
+		if same && (cur[i].sup != nil || h.stillMissing(cur[i])) {
+			next = append(next, cur[i])
+			continue
+		}
+		switch {
+		case same:
+			h.log.Info("connector binary found: starting it", "connector", rec.Name)
+		case i >= 0:
+			h.log.Info("connector registered again: starting it anew", "connector", rec.Name)
+		}
+		if i >= 0 {
+			retired = append(retired, cur[i])
+		}
+		next = append(next, h.start(ctx, rec))
+		changed = true
+	}
+	for _, e := range cur {
+		if !slices.ContainsFunc(recs, func(r store.PluginRecord) bool { return r.Name == e.rec.Name }) {
+			h.log.Info("connector no longer registered: stopping it", "connector", e.rec.Name)
+			retired = append(retired, e)
+			changed = true
+		}
+	}
+	h.mu.Lock()
+	h.entries = next
+	h.mu.Unlock()
+	for _, e := range retired {
+		h.retire(e)
+	}
+	return changed, nil
+}
+
+func sameRecord(a, b store.PluginRecord) bool {
+	return a.Name == b.Name && a.Path == b.Path && bytes.Equal(a.SHA256, b.SHA256) && a.Kind == b.Kind &&
+		a.Version == b.Version && a.DisplayName == b.DisplayName && a.RegisteredAt.Equal(b.RegisteredAt)
+}
+
+// stillMissing says whether the binary of a connector not started is
+// still nowhere on this instance, keeping why.
+func (h *Hub) stillMissing(e *entry) bool {
+	path, problem := h.sums.locate(e.rec, h.opt.Dir)
+	if path != "" {
+		return false
+	}
+	e.mu.Lock()
+	e.problem = problem
+	e.mu.Unlock()
+	return true
+}
+
+// start starts a registered plugin from the binary this instance has.
+func (h *Hub) start(ctx context.Context, rec store.PluginRecord) *entry {
+	e := &entry{rec: rec}
+	e.path, e.problem = h.sums.locate(rec, h.opt.Dir)
+	if e.path == "" {
+		h.log.Warn("connector not started", "connector", rec.Name, "path", rec.Path, "why", e.problem)
+		return e
+	}
+	e.sup = host.Supervise(host.Options{Path: e.path, Checksum: rec.SHA256, Env: h.env,
+		Log: h.log.With("connector", rec.Name)}, callDeadline)
+	e.sup.Watch(h.opt.Health)
+	ictx, cancel := context.WithTimeout(ctx, infoTimeout)
+	info, err := e.sup.Info(ictx)
+	cancel()
+	if err != nil {
+		h.log.Warn("connector did not start", "connector", rec.Name, "err", err)
+		e.problem = e.scrub(err.Error())
+		return e
+	}
+	e.info = info
+	h.log.Info("connector started", "connector", rec.Name, "version", info.Version, "path", e.path)
+	return e
+}
+
+// retire stops a connector that was removed or replaced once the calls
+// it has in flight have ended (within drainTimeout; at once on Close):
+// they finish on it, and the next calls find its successor or none.
+func (h *Hub) retire(e *entry) {
+	if e.sup == nil {
+		return
+	}
+	h.wg.Go(func() {
+		drained := make(chan struct{})
+		go func() { e.calls.Wait(); close(drained) }()
+		t := time.NewTimer(drainTimeout)
+		defer t.Stop()
+		select {
+		case <-drained:
+		case <-t.C:
+			h.log.Warn("connector stopped with calls in flight", "connector", e.rec.Name)
+		case <-h.quit:
+		}
+		e.sup.Stop()
+	})
+}
+
+// report writes the health of this instance's connectors to the store
+// under its name, prunes the reports of instances that stopped, and
+// reads the others' current reports.
+func (h *Hub) report(ctx context.Context) {
+	if h.opt.Instance == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, HealthInterval)
+	defer cancel()
+	now := time.Now()
+	stale := now.Add(-staleReports * h.opt.Health)
+	h.mu.RLock()
+	entries := h.entries
+	h.mu.RUnlock()
+	own := make([]store.PluginHealth, len(entries))
+	for i, e := range entries {
+		own[i] = h.own(e.connector(), now)
+	}
+	err := h.reg.PutPluginHealth(ctx, h.opt.Instance, own)
+	if err == nil {
+		err = h.reg.PrunePluginHealth(ctx, stale)
+	}
+	var all []store.PluginHealth
+	if err == nil {
+		all, err = h.reg.ListPluginHealth(ctx, stale)
+	}
+	if err != nil {
+		if h.ctx.Err() == nil {
+			h.log.Warn("connectors: the health of this instance could not be reported", "err", err)
+		}
+		return
+	}
+	others := slices.DeleteFunc(all, func(p store.PluginHealth) bool { return p.Instance == h.opt.Instance })
+	h.mu.Lock()
+	h.reported = others
+	h.mu.Unlock()
+}
+
+// discover reports executables in the plugins directory that are not the
+// binary of a registered plugin.
+func (h *Hub) discover() {
+	ents, err := os.ReadDir(h.opt.Dir)
 	if err != nil {
 		return
 	}
 	for _, de := range ents {
-		path := filepath.Join(dir, de.Name())
-		st, err := os.Stat(path)
-		if err != nil || st.IsDir() || st.Mode().Perm()&0o111 == 0 {
+		path := filepath.Join(h.opt.Dir, de.Name())
+		if !executable(path) {
 			continue
 		}
-		if !slices.ContainsFunc(recs, func(r store.PluginRecord) bool { return r.Path == path }) {
+		if !slices.ContainsFunc(h.entries, func(e *entry) bool { return e.path == path || e.rec.Path == path }) {
 			h.log.Warn("connector plugin found but not registered", "path", path, "register", "aivis plugin register "+path)
 		}
 	}
+}
+
+func executable(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0
+}
+
+// Locate finds where this instance has the binary of a registered plugin:
+// the registered path if the file there has the registered SHA-256, else
+// in dir (this instance's plugins directory) the file named as the
+// registered one, else any executable file there, with that SHA-256.
+// Found nowhere, problem says why, naming no path.
+func Locate(rec store.PluginRecord, dir string) (path, problem string) {
+	var c checksums
+	return c.locate(rec, dir)
+}
+
+// checksums are the SHA-256 of the files looked at, kept while their size
+// and modification time stay the same, so that a binary still missing is
+// looked for again at every refresh without hashing every file again.
+// The check that counts is made when the plugin starts (host.Start).
+type checksums map[string]checksum
+
+type checksum struct {
+	size int64
+	mod  time.Time
+	sum  []byte
+}
+
+func (c *checksums) of(path string) ([]byte, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a file", path)
+	}
+	if k, ok := (*c)[path]; ok && k.size == st.Size() && k.mod.Equal(st.ModTime()) {
+		return k.sum, nil
+	}
+	sum, err := host.Checksum(path)
+	if err != nil {
+		return nil, err
+	}
+	if *c == nil {
+		*c = checksums{}
+	}
+	(*c)[path] = checksum{size: st.Size(), mod: st.ModTime(), sum: sum}
+	return sum, nil
+}
+
+func (c *checksums) locate(rec store.PluginRecord, dir string) (string, string) {
+	problem := "the binary is not on this instance: not at its registered path, nor with the registered SHA-256 in the plugins directory"
+	if sum, err := c.of(rec.Path); err == nil {
+		if bytes.Equal(sum, rec.SHA256) {
+			return rec.Path, ""
+		}
+		problem = "the binary changed since it was registered; register it again"
+	}
+	named := filepath.Join(dir, filepath.Base(rec.Path))
+	candidates := []string{named}
+	if ents, err := os.ReadDir(dir); err == nil {
+		for _, de := range ents {
+			if p := filepath.Join(dir, de.Name()); p != named && executable(p) {
+				candidates = append(candidates, p)
+			}
+		}
+	}
+	for _, p := range candidates {
+		if sum, err := c.of(p); err == nil && p != rec.Path && bytes.Equal(sum, rec.SHA256) {
+			return p, ""
+		}
+	}
+	return "", problem
 }
 
 // PolicyEnv is the environment that passes an outbound policy to plugins.
@@ -133,23 +445,50 @@ func PolicyEnv(p netguard.Policy) []string {
 	return env
 }
 
-// Connectors lists the registered connectors by name, with their health.
+// Connectors lists the registered connectors by name, with their health
+// here and on every instance that reports it.
 func (h *Hub) Connectors() []Connector {
-	out := make([]Connector, 0, len(h.entries))
-	for _, e := range h.entries {
-		c := Connector{Record: e.rec, Health: host.Health{State: "stopped"}}
-		e.mu.Lock()
-		c.Info, c.Problem = e.info, e.problem
-		e.mu.Unlock()
-		if e.sup != nil {
-			c.Health = e.sup.Health()
+	now := time.Now()
+	h.mu.RLock()
+	entries, reported := h.entries, h.reported
+	h.mu.RUnlock()
+	out := make([]Connector, 0, len(entries))
+	for _, e := range entries {
+		c := e.connector()
+		if h.opt.Instance != "" {
+			c.Instances = append(c.Instances, h.own(c, now))
 		}
-		if c.Info.SettingsSchema == nil {
-			c.Info.SettingsSchema = json.RawMessage(`{}`)
+		for _, r := range reported {
+			if r.Plugin == e.rec.Name && now.Sub(r.CheckedAt) < staleReports*h.opt.Health {
+				c.Instances = append(c.Instances, r)
+			}
 		}
+		slices.SortFunc(c.Instances, func(a, b store.PluginHealth) int { return strings.Compare(a.Instance, b.Instance) })
 		out = append(out, c)
 	}
 	return out
+}
+
+// connector is the connector as it runs here.
+func (e *entry) connector() Connector {
+	c := Connector{Record: e.rec, Health: host.Health{State: "stopped"}}
+	e.mu.Lock()
+	c.Info, c.Problem = e.info, e.problem
+	e.mu.Unlock()
+	if e.sup != nil {
+		c.Health = e.sup.Health()
+		c.Health.LastError = e.scrub(c.Health.LastError)
+	}
+	if c.Info.SettingsSchema == nil {
+		c.Info.SettingsSchema = json.RawMessage(`{}`)
+	}
+	return c
+}
+
+// own is a connector's health on this instance, checked at now.
+func (h *Hub) own(c Connector, now time.Time) store.PluginHealth {
+	return store.PluginHealth{Instance: h.opt.Instance, Plugin: c.Record.Name, State: c.Health.State,
+		Restarts: c.Health.Restarts, Problem: c.Problem, CheckedAt: now}
 }
 
 // ErrUnknown is the error of a call to a connector that is not
@@ -159,50 +498,61 @@ var (
 	ErrUnavailable = errors.New("connector unavailable")
 )
 
-// running finds a connector's supervisor, and its info, asking the plugin
-// again if it could not describe itself at start.
-func (h *Hub) running(ctx context.Context, name string) (*host.Supervisor, sdk.Info, error) {
+// use runs f on a running connector, with its info (asked of the plugin
+// again if it could not describe itself at start), as one of its calls in
+// flight: a connector swapped or removed meanwhile is stopped only once f
+// has returned.
+func (h *Hub) use(ctx context.Context, name string, f func(e *entry, info sdk.Info) error) error {
+	h.mu.RLock()
 	i := slices.IndexFunc(h.entries, func(e *entry) bool { return e.rec.Name == name })
-	if i < 0 {
-		return nil, sdk.Info{}, fmt.Errorf("%w: %q", ErrUnknown, name)
+	var e *entry
+	if i >= 0 {
+		e = h.entries[i]
+		e.calls.Add(1) // under the lock: a refresh retires it only after
 	}
-	e := h.entries[i]
+	h.mu.RUnlock()
+	if e == nil {
+		return fmt.Errorf("%w: %q", ErrUnknown, name)
+	}
+	defer e.calls.Done()
 	e.mu.Lock()
 	info, problem := e.info, e.problem
 	e.mu.Unlock()
 	if e.sup == nil {
-		return nil, info, fmt.Errorf("%w: %s: %s", ErrUnavailable, name, problem)
+		return fmt.Errorf("%w: %s: %s", ErrUnavailable, name, problem)
 	}
 	if info.Name == "" {
 		got, err := e.sup.Info(ctx)
 		if err != nil {
-			return nil, info, fmt.Errorf("%w: %s: %v", ErrUnavailable, name, err)
+			return fmt.Errorf("%w: %s: %s", ErrUnavailable, name, e.scrub(err.Error()))
 		}
 		e.mu.Lock()
 		e.info, e.problem, info = got, "", got
 		e.mu.Unlock()
 	}
-	return e.sup, info, nil
+	return f(e, info)
 }
 
 // Info is how a running connector describes itself.
 func (h *Hub) Info(ctx context.Context, name string) (sdk.Info, error) {
-	_, info, err := h.running(ctx, name)
-	return info, err
+	var out sdk.Info
+	err := h.use(ctx, name, func(_ *entry, info sdk.Info) error { out = info; return nil })
+	return out, err
 }
 
 // ValidateSettings asks a connector what is wrong with settings.
 func (h *Hub) ValidateSettings(ctx context.Context, name string, settings json.RawMessage) ([]sdk.FieldError, error) {
-	sup, info, err := h.running(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	fes, err := sup.ValidateSettings(ctx, settings)
-	secrets := secretValues(settings, info.SecretFields)
-	for i := range fes {
-		fes[i].Message = sdk.Redact(fes[i].Message, secrets...)
-	}
-	return fes, redactError(err, secrets)
+	var fes []sdk.FieldError
+	err := h.use(ctx, name, func(e *entry, info sdk.Info) error {
+		var err error
+		fes, err = e.sup.ValidateSettings(ctx, settings)
+		secrets := secretValues(settings, info.SecretFields)
+		for i := range fes {
+			fes[i].Message = sdk.Redact(fes[i].Message, secrets...)
+		}
+		return e.redact(err, secrets)
+	})
+	return fes, err
 }
 
 // Test has a connector deliver one test event.
@@ -228,19 +578,21 @@ func (h *Hub) Deliver(ctx context.Context, name string, settings json.RawMessage
 // says: here, for every caller (the delivery log, a connection test, the
 // logs), no reason or error carries the value of a secret setting, a
 // secret URL's path, or any URL's query or user information
-// (sdk.Redact), whatever the connector wrote.
+// (sdk.Redact), whatever the connector wrote, nor an error the path of its
+// binary.
 func (h *Hub) results(ctx context.Context, name string, settings json.RawMessage,
 	call func(*host.Supervisor) ([]sdk.Result, error)) ([]sdk.Result, error) {
-	sup, info, err := h.running(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	rs, err := call(sup)
-	secrets := secretValues(settings, info.SecretFields)
-	for i := range rs {
-		rs[i].Reason = sdk.Redact(rs[i].Reason, secrets...)
-	}
-	return rs, redactError(err, secrets)
+	var rs []sdk.Result
+	err := h.use(ctx, name, func(e *entry, info sdk.Info) error {
+		var err error
+		rs, err = call(e.sup)
+		secrets := secretValues(settings, info.SecretFields)
+		for i := range rs {
+			rs[i].Reason = sdk.Redact(rs[i].Reason, secrets...)
+		}
+		return e.redact(err, secrets)
+	})
+	return rs, err
 }
 
 // secretValues are the values of a connection's secret settings.
@@ -268,15 +620,19 @@ type redacted struct {
 func (e *redacted) Error() string { return e.msg }
 func (e *redacted) Unwrap() error { return e.err }
 
-func redactError(err error, secrets []string) error {
+// redact is err, of a call of the connector, told without secrets or
+// the path of its binary.
+func (e *entry) redact(err error, secrets []string) error {
 	if err == nil {
 		return nil
 	}
-	return &redacted{msg: sdk.Redact(err.Error(), secrets...), err: err}
+	return &redacted{msg: sdk.Redact(e.scrub(err.Error()), secrets...), err: err}
 }
 
 // MaxBatch is how many events one Deliver of a connector may carry.
 func (h *Hub) MaxBatch(name string) int {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
 	for _, e := range h.entries {
 		if e.rec.Name == name {
 			e.mu.Lock()
@@ -287,11 +643,27 @@ func (h *Hub) MaxBatch(name string) int {
 	return 1
 }
 
-// Close stops every plugin.
+// Close stops following the registry, stops every plugin (those being
+// retired too) and forgets this instance's health in the store.
 func (h *Hub) Close() {
-	for _, e := range h.entries {
-		if e.sup != nil {
-			e.sup.Stop()
+	h.closed.Do(func() {
+		h.cancel()
+		close(h.quit)
+		h.wg.Wait()
+		h.mu.RLock()
+		entries := h.entries
+		h.mu.RUnlock()
+		for _, e := range entries {
+			if e.sup != nil {
+				e.sup.Stop()
+			}
 		}
-	}
+		if h.opt.Instance != "" {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := h.reg.PutPluginHealth(ctx, h.opt.Instance, nil); err != nil {
+				h.log.Warn("connectors: the health of this instance could not be forgotten", "err", err)
+			}
+		}
+	})
 }

@@ -3,7 +3,6 @@ package hub_test
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"net/url"
 	"os/exec"
 	"path/filepath"
@@ -12,41 +11,76 @@ import (
 	"time"
 
 	"github.com/aivis/aivis/core/hub"
-	"github.com/aivis/aivis/core/netguard"
 	"github.com/aivis/aivis/core/store"
 	"github.com/aivis/aivis/core/store/sqlite"
 	"github.com/aivis/aivis/plugins/host"
 	"github.com/aivis/aivis/plugins/sdk"
 )
 
-// open registers the host's test plugin in a real store and opens a hub
-// on it.
-func open(t *testing.T) *hub.Hub {
+// build builds the host's test plugin at path, with version as the
+// version it says it is.
+func build(t *testing.T, path, version string) {
 	t.Helper()
-	ctx := context.Background()
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "testplugin")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../plugins/host/testdata/testplugin").CombinedOutput(); err != nil {
+	cmd := exec.Command("go", "build", "-o", path, "-ldflags", "-X main.version="+version, "../../plugins/host/testdata/testplugin")
+	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	db, err := sqlite.Open(ctx, filepath.Join(dir, "aivis.db"))
+}
+
+// newStore opens a real store in a directory of its own.
+func newStore(t *testing.T) *sqlite.DB {
+	t.Helper()
+	return openStore(t, filepath.Join(t.TempDir(), "aivis.db"))
+}
+
+// openStore opens a handle on the store at path, as another instance.
+func openStore(t *testing.T, path string) *sqlite.DB {
+	t.Helper()
+	db, err := sqlite.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	sum, err := host.Checksum(bin)
+	return db
+}
+
+// register registers the plugin at path under the name "test", with the
+// SHA-256 of the file there now.
+func register(t *testing.T, db *sqlite.DB, path string) store.PluginRecord {
+	t.Helper()
+	sum, err := host.Checksum(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.PutPlugin(ctx, store.PluginRecord{Name: "test", Path: bin, SHA256: sum, Kind: "other", RegisteredAt: time.Now()}); err != nil {
+	rec := store.PluginRecord{Name: "test", Path: path, SHA256: sum, Kind: "other", RegisteredAt: time.Now()}
+	if err := db.PutPlugin(context.Background(), rec); err != nil {
 		t.Fatal(err)
 	}
-	h, err := hub.Open(ctx, db, dir, netguard.Policy{}, slog.New(slog.DiscardHandler))
+	return rec
+}
+
+// openHub opens a hub on db that reads the registry and reports health
+// every 50 ms.
+func openHub(t *testing.T, db *sqlite.DB, opt hub.Options) *hub.Hub {
+	t.Helper()
+	opt.Refresh, opt.Health = 50*time.Millisecond, 50*time.Millisecond
+	h, err := hub.Open(context.Background(), db, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(h.Close)
 	return h
+}
+
+// open registers the host's test plugin in a real store and opens a hub
+// on it.
+func open(t *testing.T) *hub.Hub {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "testplugin")
+	build(t, bin, "0")
+	db := newStore(t)
+	register(t, db, bin)
+	return openHub(t, db, hub.Options{})
 }
 
 // Whatever a connector writes in a reason, the hub passes on none of the

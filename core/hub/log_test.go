@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/aivis/aivis/core/hub"
-	"github.com/aivis/aivis/core/netguard"
 	"github.com/aivis/aivis/core/store"
 	"github.com/aivis/aivis/core/store/sqlite"
 	"github.com/aivis/aivis/internal/syncbuf"
@@ -43,7 +42,7 @@ func TestStartLogsQuietly(t *testing.T) {
 		"plugin started", "using plugin", "plugin address", "plugin process exited"}
 	for _, level := range []slog.Level{slog.LevelInfo, slog.LevelDebug} {
 		var buf syncbuf.Buffer
-		h, err := hub.Open(ctx, db, t.TempDir(), netguard.Policy{}, slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: level})))
+		h, err := hub.Open(ctx, db, hub.Options{Dir: t.TempDir(), Log: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: level}))})
 		if err != nil {
 			t.Fatal(err)
 		}

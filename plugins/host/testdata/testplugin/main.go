@@ -1,8 +1,10 @@
 // A connector that misbehaves on request, for the host's tests: the
 // settings' "mode" is ok, hang, garbage (wrong result count), crash,
-// warn (a warning on stderr), or leak (a reason that tells its secret
-// settings, "secret" and the hook URL "url", in every form). It names no
-// destination settings.
+// warn (a warning on stderr), leak (a reason that tells its secret
+// settings, "secret" and the hook URL "url", in every form), or wait
+// (it writes the file "started" in the directory "dir" and delivers once
+// a file "release" is there). It names no destination settings. Its
+// version is "0" unless built with -ldflags "-X main.version=...".
 // With TESTPLUGIN_NEWER set it also offers a protocol version the host
 // does not know.
 package main
@@ -14,6 +16,7 @@ import (
 	"log"
 	"net/url"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/hashicorp/go-plugin"
@@ -23,15 +26,17 @@ import (
 
 type bad struct{}
 
+var version = "0"
+
 func (bad) Info() sdk.Info {
-	return sdk.Info{Name: "test", Kind: "other", Version: "0", SettingsSchema: json.RawMessage(`{"type":"object"}`),
+	return sdk.Info{Name: "test", Kind: "other", Version: version, SettingsSchema: json.RawMessage(`{"type":"object"}`),
 		SecretFields: []string{"secret", "url"}, MaxBatch: 10}
 }
 
 func (bad) ValidateSettings(context.Context, json.RawMessage) []sdk.FieldError { return nil }
 
 func (bad) Deliver(ctx context.Context, raw json.RawMessage, events []sdk.Event) []sdk.Result {
-	var s struct{ Mode, Secret, URL string }
+	var s struct{ Mode, Secret, URL, Dir string }
 	json.Unmarshal(raw, &s)
 	switch s.Mode {
 	case "leak":
@@ -45,6 +50,14 @@ func (bad) Deliver(ctx context.Context, raw json.RawMessage, events []sdk.Event)
 		return out
 	case "hang":
 		time.Sleep(time.Hour)
+	case "wait":
+		os.WriteFile(filepath.Join(s.Dir, "started"), nil, 0o600)
+		for {
+			if _, err := os.Stat(filepath.Join(s.Dir, "release")); err == nil {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
 	case "garbage":
 		return []sdk.Result{}
 	case "crash":
