@@ -132,15 +132,31 @@ type ConnectorKind struct {
 	// fields are sent: a change of one needs the saved secrets again.
 	// Empty: the connector names none, and every change of its settings
 	// needs them.
-	DestinationFields []string        `json:"destination_fields"`
-	Health            ConnectorHealth `json:"health"`
+	DestinationFields []string `json:"destination_fields"`
+	// Health is the connector's on the instance of the server that
+	// answered.
+	Health ConnectorHealth `json:"health"`
+	// Instances is its health on every instance of the server (each runs
+	// every registered connector), by instance name: the one that answered
+	// as it is now, each other as of its last report, within the last 30 s.
+	Instances []ConnectorInstance `json:"instances"`
 }
 
 // ConnectorHealth is the state of a connector's plugin process.
 type ConnectorHealth struct {
-	State    string  `json:"state"` // running, restarting, stopped
+	State    string  `json:"state"` // starting, running, restarting, stopped
 	Restarts int     `json:"restarts"`
 	Problem  *string `json:"problem"`
+}
+
+// ConnectorInstance is a connector's health on one instance of the
+// server.
+type ConnectorInstance struct {
+	// Instance names the server process (it changes when the process
+	// restarts).
+	Instance string `json:"instance"`
+	ConnectorHealth
+	CheckedAt time.Time `json:"checked_at"`
 }
 
 // CreateConnection is the body of POST /v1/connections.

@@ -4,9 +4,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aivis/aivis/client"
 )
 
 func TestPluginRegistry(t *testing.T) {
@@ -27,6 +30,10 @@ func TestPluginRegistry(t *testing.T) {
 	}
 
 	// A binary changed after registration is reported, and would not start.
+	orig, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
 	f, err := os.OpenFile(bin, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -37,6 +44,19 @@ func TestPluginRegistry(t *testing.T) {
 	if list[0]["state"] != "changed" {
 		t.Fatalf("after a change: %v", list)
 	}
+	// The registered binary in the data directory's plugins directory, as
+	// an instance on another machine keeps it, is found there.
+	if err := os.MkdirAll(filepath.Join(dir, "plugins"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "plugins", "chat"), orig, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cli(t, dir, &list, "plugin", "list")
+	if list[0]["state"] != "ok" {
+		t.Fatalf("with the registered binary in the plugins directory: %v", list)
+	}
+	os.Remove(filepath.Join(dir, "plugins", "chat"))
 
 	// Something that is not a plugin is refused, and nothing is recorded.
 	msg := cliFails(t, dir, "plugin", "register", "/bin/true")
@@ -116,5 +136,62 @@ func TestServeRunsRegisteredConnectors(t *testing.T) {
 	}
 	if len(pidsOf(bin)) != 0 {
 		t.Fatal("a changed binary was started")
+	}
+}
+
+// TestConnectorsOnEveryInstance: two servers on one store each run the
+// registered connectors and list, per connector, its health on both; a
+// plugin registered while they serve is started by each within a
+// refresh, with no restart.
+func TestConnectorsOnEveryInstance(t *testing.T) {
+	dir := t.TempDir()
+	cli(t, dir, nil, "plugin", "register", buildPlugin(t, "../../examples/partner-connector", "partner-connector"))
+	a := newAccount(t, dir, "enterprise", false)
+	k := newKey(t, dir, a.ID)
+	servers := []*server{start(t, dir, "--counter", "store"), start(t, dir, "--counter", "store")}
+	// running lists the instances on which server s says the connector
+	// runs, if it runs it itself.
+	running := func(s *server, connector string) []string {
+		var page client.List[client.ConnectorKind]
+		r := s.do(t, req{method: "GET", path: "/v1/connectors", header: bearer(k)})
+		if r.Status != 200 {
+			t.Fatalf("GET /v1/connectors: %d %s", r.Status, r.Body)
+		}
+		r.decode(t, &page)
+		var out []string
+		for _, c := range page.Items {
+			if c.Name != connector || c.Health.State != "running" {
+				continue
+			}
+			for _, i := range c.Instances {
+				if i.State == "running" && i.Problem == nil && time.Since(i.CheckedAt) < time.Minute {
+					out = append(out, i.Instance)
+				}
+			}
+		}
+		return out
+	}
+	// Each instance reads the others' reports every 10 s (and reads the
+	// registry every 5 s); each is asked once a second, well within the
+	// tier.
+	everywhere := func(connector string) []string {
+		t.Helper()
+		deadline := time.Now().Add(40 * time.Second)
+		for {
+			r0, r1 := running(servers[0], connector), running(servers[1], connector)
+			if len(r0) == 2 && slices.Equal(r0, r1) && r0[0] != r0[1] {
+				return r0
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the two servers list it running on %v and on %v, want both on both", connector, r0, r1)
+			}
+			time.Sleep(time.Second)
+		}
+	}
+	instances := everywhere("partner-chat")
+
+	cli(t, dir, nil, "plugin", "register", buildPlugin(t, "../../plugins/host/testdata/testplugin", "testplugin"))
+	if got := everywhere("test"); !slices.Equal(got, instances) {
+		t.Fatalf("the plugin registered while they serve runs on %v, the first on %v", got, instances)
 	}
 }
