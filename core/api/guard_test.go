@@ -37,8 +37,14 @@ type tlsApp struct {
 }
 
 // newTLSApp builds it on newTestDB with the clock now, a guard of
-// guardPerMinute, and keys go through keys (the database when nil).
+// guardPerMinute, and keys go through keys (the database when nil), the
+// counter and the guards in memory.
 func newTLSApp(t *testing.T, now func() time.Time, guardPerMinute int, keys store.Keys) *tlsApp {
+	return newTLSAppOn(t, now, guardPerMinute, keys, limits.NewMemory(nil, testLog), limits.MemoryGuards)
+}
+
+// newTLSAppOn is newTLSApp with the counter and guards given.
+func newTLSAppOn(t *testing.T, now func() time.Time, guardPerMinute int, keys store.Keys, counter limits.Counter, guards limits.Guards) *tlsApp {
 	t.Helper()
 	db := newTestDB(t)
 	if keys == nil {
@@ -47,10 +53,9 @@ func newTLSApp(t *testing.T, now func() time.Time, guardPerMinute int, keys stor
 	as := &auth.Service{Keys: keys, Accounts: db, Now: now}
 	cs := &content.Service{Store: db, Now: now}
 	accts := &accounts.Service{Store: db, Now: now}
-	counter := limits.NewMemory(nil, testLog)
-	guard := limits.NewAuthGuard(guardPerMinute, time.Minute)
+	guard := guards("auth", guardPerMinute, time.Minute)
 	dash, err := dashboard.New(dashboard.Deps{Store: db, People: &people.Service{Store: db, Accounts: accts, Now: now},
-		Auth: as, Accounts: accts, Counter: counter, Content: cs, Guard: guard, Log: testLog, Now: now})
+		Auth: as, Accounts: accts, Counter: counter, Content: cs, Guard: guard, Guards: guards, Log: testLog, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}

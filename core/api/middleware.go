@@ -166,8 +166,7 @@ func (s *Server) authenticate(withSecret bool) func(http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			now := s.now()
 			addr := limits.AddrSubject(s.clientAddr(r))
-			if t := s.guard.Peek(addr, now); !t.Allowed {
-				s.refuse(w, r, t, addrPolicy, nil, "")
+			if !s.admitted(w, r, addr, now) {
 				return
 			}
 			var key, secret string
@@ -184,20 +183,45 @@ func (s *Server) authenticate(withSecret bool) func(http.Handler) http.Handler {
 			fe, _ := fault.As(err)
 			switch {
 			case err == nil:
-				if t := s.guard.Peek(addr, now); !t.Allowed {
-					s.refuse(w, r, t, addrPolicy, nil, "")
-					return
+				if s.admitted(w, r, addr, now) {
+					next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyPrincipal, p)))
 				}
-				next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyPrincipal, p)))
 			case fe != nil && (fe.Code == fault.KeyRevoked || fe.Code == fault.KeyExpired):
-				s.refuse(w, r, s.guard.Take(limits.KeySubject(key), now), keyPolicy, err, challenge(withSecret, true))
+				s.fail(w, r, limits.KeySubject(key), now, keyPolicy, err, challenge(withSecret, true))
 			case fe != nil && fe.Code.Status() == http.StatusUnauthorized:
-				s.refuse(w, r, s.guard.Take(addr, now), addrPolicy, err, challenge(withSecret, key != ""))
+				s.fail(w, r, addr, now, addrPolicy, err, challenge(withSecret, key != ""))
 			default:
 				writeError(w, r, s.log, err)
 			}
 		})
 	}
+}
+
+// admitted reports that the address has failures left; if not, or if the
+// guard cannot tell (its engine is unreachable: 503), the request is
+// answered.
+func (s *Server) admitted(w http.ResponseWriter, r *http.Request, addr limits.Subject, now time.Time) bool {
+	t, err := s.guard.Peek(r.Context(), addr, now)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return false
+	}
+	if !t.Allowed {
+		s.refuse(w, r, t, addrPolicy, nil, "")
+	}
+	return t.Allowed
+}
+
+// fail counts a failed authentication against subject and answers it:
+// err, or the guard's 429 when subject is out of failures, or its 503 when
+// the guard cannot count.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, subject limits.Subject, now time.Time, policy string, err error, wwwAuth string) {
+	t, gerr := s.guard.Take(r.Context(), subject, now)
+	if gerr != nil {
+		writeError(w, r, s.log, gerr)
+		return
+	}
+	s.refuse(w, r, t, policy, err, wwwAuth)
 }
 
 // The names of the guard's limits in the RateLimit headers.

@@ -87,6 +87,9 @@ type Deps struct {
 	// Guard limits failed sign-ins per client address (the API's guard
 	// of failed authentications, shared).
 	Guard limits.Guard
+	// Guards makes the dashboard's own guard, of failed sign-ins per
+	// email address (default: in memory).
+	Guards limits.Guards
 	// ClientAddr is the client's address behind trusted proxies (default:
 	// the peer's).
 	ClientAddr func(*http.Request) netip.Addr
@@ -117,7 +120,10 @@ func New(d Deps) (*Dashboard, error) {
 	if d.ClientAddr == nil {
 		d.ClientAddr = remoteAddr
 	}
-	s := &Dashboard{Deps: d, emails: limits.NewAuthGuard(emailFailures, emailFailureWindow)}
+	if d.Guards == nil {
+		d.Guards = limits.MemoryGuards
+	}
+	s := &Dashboard{Deps: d, emails: d.Guards("signin-email", emailFailures, emailFailureWindow)}
 	if d.Webhooks != nil {
 		s.connections = d.Webhooks.Connections()
 	}

@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"context"
 	"time"
 
 	"github.com/aivis/aivis/core/limits"
@@ -27,15 +28,19 @@ type claim struct {
 // checked, each in one atomic step, so that concurrent guesses never pass
 // a guard's limit (argon2id is costly: guesses past it are not even
 // hashed). A refusal gives back the failures already taken and is the
-// guard's 429.
-func takeFailures(now time.Time, cs ...claim) ([]claim, error) {
+// guard's 429, or its 503 when it cannot count.
+func takeFailures(ctx context.Context, now time.Time, cs ...claim) ([]claim, error) {
 	for i := range cs {
 		if cs[i].guard == nil {
 			continue
 		}
-		cs[i].tally = cs[i].guard.Take(cs[i].subject, now)
-		if err := cs[i].tally.Err(); err != nil {
-			giveBack(cs[:i])
+		var err error
+		cs[i].tally, err = cs[i].guard.Take(ctx, cs[i].subject, now)
+		if err == nil {
+			err = cs[i].tally.Err()
+		}
+		if err != nil {
+			giveBack(ctx, cs[:i])
 			return nil, err
 		}
 	}
@@ -43,11 +48,13 @@ func takeFailures(now time.Time, cs ...claim) ([]claim, error) {
 }
 
 // giveBack returns the failures taken for an attempt that was no failure:
-// the password was right, or was never checked.
-func giveBack(cs []claim) {
+// the password was right, or was never checked. One the guard cannot
+// take back (its engine is unreachable) stays counted: the attempt costs
+// one of the window's failures, never lets more through.
+func giveBack(ctx context.Context, cs []claim) {
 	for _, c := range cs {
 		if c.guard != nil {
-			c.guard.Give(c.subject, c.tally)
+			_ = c.guard.Give(ctx, c.subject, c.tally)
 		}
 	}
 }

@@ -60,13 +60,13 @@ func remoteAddr(r *http.Request) netip.Addr {
 
 func (s *Dashboard) signIn(w http.ResponseWriter, r *http.Request) {
 	email, next := r.PostFormValue("email"), safeNext(r.PostFormValue("next"))
-	taken, err := takeFailures(s.Now(), claim{guard: s.Guard, subject: limits.AddrSubject(s.ClientAddr(r))},
+	taken, err := takeFailures(r.Context(), s.Now(), claim{guard: s.Guard, subject: limits.AddrSubject(s.ClientAddr(r))},
 		claim{guard: s.emails, subject: limits.EmailSubject(email)})
 	var in people.SignedIn
 	if err == nil {
 		in, err = s.People.SignIn(r.Context(), email, r.PostFormValue("password"))
 		if !errors.Is(err, people.ErrSignIn) {
-			giveBack(taken)
+			giveBack(r.Context(), taken)
 		}
 	}
 	if err != nil {
@@ -167,11 +167,11 @@ func (s *Dashboard) changePassword(w http.ResponseWriter, r *http.Request) {
 	}
 	// Wrong current passwords count with failed sign-ins: a stolen session
 	// is no way to guess the password without limit.
-	taken, err := takeFailures(s.Now(), claim{guard: s.emails, subject: limits.EmailSubject(v.User.Email)})
+	taken, err := takeFailures(r.Context(), s.Now(), claim{guard: s.emails, subject: limits.EmailSubject(v.User.Email)})
 	if err == nil {
 		err = s.People.ChangePassword(r.Context(), v.User, v.Token, r.PostFormValue("current_password"), next)
 		if fe, ok := fault.As(err); !ok || !slices.ContainsFunc(fe.Details, func(d fault.FieldError) bool { return d.Field == "current_password" }) {
-			giveBack(taken)
+			giveBack(r.Context(), taken)
 		}
 	}
 	if err != nil {

@@ -1,6 +1,7 @@
 package limits
 
 import (
+	"context"
 	"crypto/sha256"
 	"net/netip"
 	"strings"
@@ -14,18 +15,33 @@ import (
 // address, an API key, an email address) in fixed windows aligned to UTC,
 // so that no credential can be guessed by brute force. Deciding an attempt
 // and counting it are one step: each method is atomic (the embedded
-// AuthGuard holds a lock; a shared one would run each as one script on
-// the subject's key), so concurrent attempts never pass the limit.
+// AuthGuard holds a lock, RedisGuard runs one script on the subject's
+// key), so concurrent attempts never pass the limit. An error says the
+// guard's engine cannot be reached (RATE_LIMIT_UNAVAILABLE): the attempt is
+// then refused, never let through uncounted. core/limits/guardtest is the
+// suite every implementation passes.
 type Guard interface {
 	// Take counts a failure of the subject unless its window is full, and
-	// reports the window. A refusal (Tally.Err) counts nothing.
-	Take(s Subject, now time.Time) Tally
+	// reports the window. A refusal (Tally.Err) counts nothing. A failure
+	// whose clock was read before its window rolled counts in the current
+	// window, never taking the subject back to an earlier one.
+	Take(ctx context.Context, s Subject, now time.Time) (Tally, error)
 	// Peek reports the subject's window without counting.
-	Peek(s Subject, now time.Time) Tally
+	Peek(ctx context.Context, s Subject, now time.Time) (Tally, error)
 	// Give takes back the failure that Take counted and reported as t,
 	// when the attempt it was taken for turned out right. A window that
 	// has ended since is left alone.
-	Give(s Subject, t Tally)
+	Give(ctx context.Context, s Subject, t Tally) error
+}
+
+// Guards makes the guard named name (its keys' name in a shared engine),
+// which allows limit failures per subject in each window of the given
+// length (a whole number of seconds that divides a day).
+type Guards func(name string, limit int, window time.Duration) Guard
+
+// MemoryGuards makes guards in this process's memory (AuthGuard).
+func MemoryGuards(_ string, limit int, window time.Duration) Guard {
+	return NewAuthGuard(limit, window)
 }
 
 // The kinds of subject, which name what a refusal is about.
@@ -131,7 +147,7 @@ func (g *AuthGuard) tally(s Subject, f *failures, start int64, now time.Time) Ta
 }
 
 // Take counts a failure of s unless its window is full.
-func (g *AuthGuard) Take(s Subject, now time.Time) Tally {
+func (g *AuthGuard) Take(_ context.Context, s Subject, now time.Time) (Tally, error) {
 	start := g.start(now)
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -153,11 +169,11 @@ func (g *AuthGuard) Take(s Subject, now time.Time) Tally {
 		f.count++
 		t.Count++
 	}
-	return t
+	return t, nil
 }
 
 // Peek reports the window of s without counting.
-func (g *AuthGuard) Peek(s Subject, now time.Time) Tally {
+func (g *AuthGuard) Peek(_ context.Context, s Subject, now time.Time) (Tally, error) {
 	start := g.start(now)
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -165,16 +181,17 @@ func (g *AuthGuard) Peek(s Subject, now time.Time) Tally {
 	if f != nil && f.start > start {
 		start = f.start
 	}
-	return g.tally(s, f, start, now)
+	return g.tally(s, f, start, now), nil
 }
 
 // Give takes back a failure Take counted in t's window.
-func (g *AuthGuard) Give(s Subject, t Tally) {
+func (g *AuthGuard) Give(_ context.Context, s Subject, t Tally) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if f := g.m[s]; f != nil && f.start == t.Start && f.count > 0 {
 		f.count--
 	}
+	return nil
 }
 
 // sweep drops past windows, then the current subjects that are not

@@ -1,6 +1,8 @@
 // Package countertest is the suite every rate-limit counter engine
-// (limits.Counter) passes, as every store passes core/store/storetest:
-// one case per rule of the contract (all or none, exactly the room under
+// passes, as every store passes core/store/storetest: its counter
+// (limits.Counter, Run) and its guards of failed authentications
+// (limits.Guard, RunGuards; see guard.go). The counter's cases are one
+// per rule of the contract (all or none, exactly the room under
 // concurrent requests, windows of the UTC minute, hour and day that roll,
 // Peek, the decision's fields at the edges, key usage in the store,
 // counts that outlive a handle), each on a fresh backing. An engine's
@@ -35,13 +37,13 @@ import (
 // now). Handles are closed when the test that opened them ends.
 type Constructor func(t *testing.T) (st store.Store, open func(t *testing.T, now time.Time) limits.Counter)
 
-// A test is one rule's case.
-type test struct {
+// A test is one rule's case, run on backings that a constructor C makes.
+type test[C any] struct {
 	name string
-	run  func(t *testing.T, newCounter Constructor)
+	run  func(t *testing.T, newBacking C)
 }
 
-var tests = []test{
+var tests = []test[Constructor]{
 	{"TakeAdmitsExactlyTheLimit", testTakeAdmitsExactlyTheLimit},
 	{"RefusedCountsInNoWindow", testRefusedCountsInNoWindow},
 	{"ConcurrentTakesAdmitExactlyTheRoom", testConcurrentTakes},
@@ -56,11 +58,13 @@ var tests = []test{
 
 // Run runs every case on backings newCounter makes, each in parallel with
 // the others on a backing of its own.
-func Run(t *testing.T, newCounter Constructor) {
-	for _, c := range tests {
+func Run(t *testing.T, newCounter Constructor) { runAll(t, tests, newCounter) }
+
+func runAll[C any](t *testing.T, cases []test[C], newBacking C) {
+	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			c.run(t, newCounter)
+			c.run(t, newBacking)
 		})
 	}
 }

@@ -277,6 +277,15 @@ func testPeek(t *testing.T, newCounter Constructor) {
 
 var retryAfterRE = regexp.MustCompile(`retry after (\d+) seconds`)
 
+// namedWait is the wait a message names, in seconds; -1 if none.
+func namedWait(message string) int {
+	n := -1
+	if m := retryAfterRE.FindStringSubmatch(message); m != nil {
+		n, _ = strconv.Atoi(m[1])
+	}
+	return n
+}
+
 // A decision carries the limits, every window's count (the request's
 // included when allowed), when each window ends, and, when refused, a
 // 429 whose retry_after is the whole seconds until every full window has
@@ -331,11 +340,7 @@ func testDecisionAtTheEdges(t *testing.T, newCounter Constructor) {
 		if d.RetryAfter() != st.retry || fe.RetryAfter != st.retry {
 			t.Errorf("%s: RetryAfter %d, the fault's %d; want %d", what, d.RetryAfter(), fe.RetryAfter, st.retry)
 		}
-		n := -1
-		if m := retryAfterRE.FindStringSubmatch(fe.Message); m != nil {
-			n, _ = strconv.Atoi(m[1])
-		}
-		if n != st.retry || !strings.Contains(fe.Message, st.window) {
+		if namedWait(fe.Message) != st.retry || !strings.Contains(fe.Message, st.window) {
 			t.Errorf("%s: message %q, want it to name %q and %d seconds", what, fe.Message, st.window, st.retry)
 		}
 	}
