@@ -39,6 +39,7 @@ const (
 	AlreadyExists          Code = "ALREADY_EXISTS"
 	RateLimitExceeded      Code = "RATE_LIMIT_EXCEEDED"
 	ActiveRequestLimit     Code = "ACTIVE_REQUEST_LIMIT_EXCEEDED"
+	RateLimitUnavailable   Code = "RATE_LIMIT_UNAVAILABLE"
 	Internal               Code = "INTERNAL_ERROR"
 )
 
@@ -68,6 +69,7 @@ var statuses = map[Code]int{
 	AlreadyExists:          http.StatusConflict,
 	RateLimitExceeded:      http.StatusTooManyRequests,
 	ActiveRequestLimit:     http.StatusTooManyRequests,
+	RateLimitUnavailable:   http.StatusServiceUnavailable,
 	Internal:               http.StatusInternalServerError,
 }
 
@@ -99,7 +101,7 @@ type FieldError struct {
 type Error struct {
 	Code       Code
 	Message    string
-	RetryAfter int // seconds; > 0 only on rate-limit errors
+	RetryAfter int // seconds; > 0 only on errors made by Wait
 	Details    []FieldError
 }
 
@@ -110,10 +112,10 @@ func New(code Code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// Wait returns an error of a code answered with 429, asking the client to
-// wait retryAfter whole seconds (at least 1) before it tries again. The
-// message ends with the same wait, as every 429's does (service spec
-// section 7).
+// Wait returns an error asking the client to wait retryAfter whole seconds
+// (at least 1) before it tries again: a code answered with 429, or
+// RATE_LIMIT_UNAVAILABLE's 503. The message ends with the same wait, as
+// every 429's does (service spec section 7).
 func Wait(code Code, retryAfter int, format string, args ...any) *Error {
 	retryAfter = max(retryAfter, 1)
 	return &Error{Code: code, RetryAfter: retryAfter,

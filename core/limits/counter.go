@@ -258,7 +258,13 @@ func (m *Memory) Shared() bool { return false }
 
 // Run flushes every Interval until ctx ends, then flushes once more.
 func (m *Memory) Run(ctx context.Context) {
-	interval := m.Interval
+	flushEvery(ctx, m.Interval, m.log, "request counts", m.Flush, func() { m.prune(time.Now()) })
+}
+
+// flushEvery runs flush every interval (1 s when not set) until ctx ends,
+// then once more, logging its failures as of what; after each flush but
+// the last it runs after.
+func flushEvery(ctx context.Context, interval time.Duration, log *slog.Logger, what string, flush func(context.Context) error, after func()) {
 	if interval <= 0 {
 		interval = time.Second
 	}
@@ -268,16 +274,16 @@ func (m *Memory) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			if err := m.Flush(fctx); err != nil {
-				m.log.Error("final flush of request counts failed", "err", err)
+			if err := flush(fctx); err != nil {
+				log.Error("final write of "+what+" failed", "err", err)
 			}
 			cancel()
 			return
 		case <-t.C:
-			if err := m.Flush(ctx); err != nil && ctx.Err() == nil {
-				m.log.Warn("flushing request counts failed; will retry", "err", err)
+			if err := flush(ctx); err != nil && ctx.Err() == nil {
+				log.Warn("writing "+what+" failed; will retry", "err", err)
 			}
-			m.prune(time.Now())
+			after()
 		}
 	}
 }
