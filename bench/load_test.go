@@ -133,10 +133,11 @@ func newLoadFixture(b *testing.B) *loadFixture {
 	// The counter as app.Run builds it: the configured engine (memory),
 	// persisted to the database, flushed every second (the default
 	// counter-flush-interval).
-	counter, err := engines.Counters[cfg.Counter](ctx, cfg, svc.Store, lg)
+	limiter, err := engines.Counters[cfg.Counter](ctx, cfg, svc.Store, lg)
 	if err != nil {
 		b.Fatal(err)
 	}
+	counter := limiter.Counter
 	cctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { counter.Run(cctx); close(done) }()
@@ -161,7 +162,7 @@ func newLoadFixture(b *testing.B) *loadFixture {
 		if err != nil {
 			b.Fatal(err)
 		}
-		f.apiStoreAddrs[i] = serveAPI(svc, shared)
+		f.apiStoreAddrs[i] = serveAPI(svc, shared.Counter)
 	}
 
 	// Diagnosis only: the same API with a counter that is never written to

@@ -43,6 +43,9 @@ type Config struct {
 	// the first start. Instances that share a store are each given the
 	// same file.
 	MasterKeyFile string `json:"master_key_file"`
+	// RedisURL is the server of counter redis:
+	// redis://[user:password@]host:port/db, rediss:// for TLS.
+	RedisURL string `json:"redis_url"`
 	// API: this process serves the API and the dashboard (while its rate
 	// limits are exact: core/app); false, it runs the workers alone.
 	API bool `json:"api"`
@@ -199,6 +202,7 @@ func (c *Config) fields() []field {
 		{"counter", "rate-limit counter: what counts requests against the tiers' windows", (*str)(&c.Counter), true},
 		{"postgres-url", "database of store postgres: a postgres:// URL or key=value settings", (*str)(&c.PostgresURL), true},
 		{"master-key-file", "file of the master key that seals stored secrets, the base64 of 32 bytes (default: master.key in data-dir, made on first start; store postgres needs it)", (*str)(&c.MasterKeyFile), true},
+		{"redis-url", "Redis server of counter redis: redis://[user:password@]host:port/db (rediss:// for TLS)", (*str)(&c.RedisURL), true},
 		{"api", "serve the API and the dashboard (--api=false: run the workers alone: deliveries, scans, content requests; listen on nothing)", (*boolean)(&c.API), false},
 		{"cluster-name", "prefix of this deployment's NATS streams, subjects and consumers and Redis keys", (*str)(&c.ClusterName), true},
 		{"nats-url", "NATS server of bus nats: nats://[user:password@]host:port, several comma-separated", (*str)(&c.NATSURL), true},
@@ -330,6 +334,9 @@ func (c *Config) Validate() error {
 	if err := checkPostgresURL(c.PostgresURL); err != nil {
 		errs = append(errs, err)
 	}
+	if err := checkRedisURL(c.RedisURL); err != nil {
+		errs = append(errs, err)
+	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
@@ -445,6 +452,20 @@ func checkNATSURL(s string) error {
 			(u.Scheme != "nats" && u.Scheme != "tls" && u.Scheme != "ws" && u.Scheme != "wss") {
 			return errors.New("nats_url must be nats://host:port (or tls://, ws://, wss://), with user:password@ or token@ if the server asks, several comma-separated")
 		}
+	}
+	return nil
+}
+
+// checkRedisURL checks the form of redis_url, if set: a redis://,
+// rediss:// or unix:// URL. Its error never repeats the value, which may
+// hold a password.
+func checkRedisURL(s string) error {
+	if s == "" {
+		return nil
+	}
+	u, err := url.Parse(s)
+	if err != nil || !(((u.Scheme == "redis" || u.Scheme == "rediss") && u.Host != "") || (u.Scheme == "unix" && u.Path != "")) {
+		return errors.New("redis_url must be a redis://[user:password@]host:port/db URL (rediss:// for TLS, unix:///path for a socket)")
 	}
 	return nil
 }

@@ -90,6 +90,7 @@ func TestPrecedence(t *testing.T) {
 		"AIVIS_MASTER_KEY_FILE":          "/env/master.key",
 		"AIVIS_CLUSTER_NAME":             "env-cluster",
 		"AIVIS_NATS_URL":                 "nats://env:4222",
+		"AIVIS_REDIS_URL":                "redis://env.example:6379/0",
 	}
 	args := []string{"--addr", "flag:1", "--counter-flush-interval=4s", "--allow-private-targets=false", "--log-format", "json",
 		"--counter", "flag-counter", "--nats-url", "nats://flag:4222"}
@@ -105,6 +106,7 @@ func TestPrecedence(t *testing.T) {
 		Counter:               "flag-counter",                              // file, env, flag
 		PostgresURL:           "host=file.example",                         // file only
 		MasterKeyFile:         "/env/master.key",                           // file, env
+		RedisURL:              "redis://env.example:6379/0",                // env only
 		API:                   true,                                        // default
 		ClusterName:           "env-cluster",                               // file, env
 		NATSURL:               "nats://flag:4222",                          // file, env, flag
@@ -172,7 +174,8 @@ func TestCommandsReadWhatServeReads(t *testing.T) {
 		t.Fatalf("command config %+v", got)
 	}
 	for _, args := range [][]string{{"--data-dir", "/flag/data"}, {"--config", file}, {"--bus", "b"}, {"--counter", "c"},
-		{"--postgres-url", "host=db"}, {"--master-key-file", "/k"}, {"--cluster-name", "c"}, {"--nats-url", "nats://127.0.0.1:4222"}} {
+		{"--postgres-url", "host=db"}, {"--master-key-file", "/k"}, {"--cluster-name", "c"}, {"--nats-url", "nats://127.0.0.1:4222"},
+		{"--redis-url", "redis://cache:6379/0"}} {
 		if _, _, err := config.Load(args, env(nil), false, nil); err != nil {
 			t.Errorf("%v: %v", args, err)
 		}
@@ -304,6 +307,12 @@ func TestValidate(t *testing.T) {
 		{"postgres settings", func(c *config.Config) { c.PostgresURL = "host=db.internal user=aivis password='p w' dbname=aivis" }, nil},
 		{"postgres url malformed", func(c *config.Config) { c.PostgresURL = "postgres://aivis:pw@db.internal/%zz" }, []string{"postgres_url"}},
 		{"postgres url a host", func(c *config.Config) { c.PostgresURL = "db.internal" }, []string{"postgres_url"}},
+		{"redis url", func(c *config.Config) { c.RedisURL = "redis://aivis:pw@cache.internal:6379/2" }, nil},
+		{"rediss url", func(c *config.Config) { c.RedisURL = "rediss://cache.internal:6380" }, nil},
+		{"redis socket", func(c *config.Config) { c.RedisURL = "unix:///run/redis/redis.sock" }, nil},
+		{"redis url a host", func(c *config.Config) { c.RedisURL = "cache.internal:6379" }, []string{"redis_url"}},
+		{"redis url of another scheme", func(c *config.Config) { c.RedisURL = "http://cache.internal:6379" }, []string{"redis_url"}},
+		{"redis url malformed", func(c *config.Config) { c.RedisURL = "redis://:pw@cache.internal/%zz" }, []string{"redis_url"}},
 		{"all reported together", func(c *config.Config) {
 			c.DataDir, c.Addr, c.LogLevel, c.LogFormat, c.AuthFailuresPerMinute = "", "", "x", "y", 0
 		}, []string{"data_dir", "addr", "log_level", "log_format", "auth_failures_per_minute"}},
@@ -333,6 +342,12 @@ func TestValidate(t *testing.T) {
 	c.PostgresURL = "postgres://aivis:s3cr3t@db.internal/%zz"
 	if err := c.Validate(); err == nil || strings.Contains(err.Error(), "s3cr3t") {
 		t.Errorf("a malformed postgres_url: %v", err)
+	}
+	// Nor does one of redis_url.
+	c = config.Default()
+	c.RedisURL = "redis://aivis:s3cr3t@cache.internal:6379/%zz"
+	if err := c.Validate(); err == nil || strings.Contains(err.Error(), "s3cr3t") {
+		t.Errorf("a malformed redis_url: %v", err)
 	}
 	// Load validates what it builds for serve.
 	if _, _, err := config.Load([]string{"--log-level", "loud"}, env(nil), true, nil); err == nil || !strings.Contains(err.Error(), "log_level") {

@@ -26,7 +26,6 @@ import (
 	"github.com/aivis/aivis/core/delivery"
 	"github.com/aivis/aivis/core/engines"
 	"github.com/aivis/aivis/core/hub"
-	"github.com/aivis/aivis/core/limits"
 	"github.com/aivis/aivis/core/netguard"
 	"github.com/aivis/aivis/core/people"
 	"github.com/aivis/aivis/core/probe"
@@ -132,11 +131,12 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 		return err
 	}
 	defer svc.Close()
-	counter, err := engines.Counters[cfg.Counter](ctx, cfg, svc.Store, log)
+	limiter, err := engines.Counters[cfg.Counter](ctx, cfg, svc.Store, log)
 	if err != nil {
 		return err
 	}
-	turn, err := takeAPI(cfg, counter.Shared())
+	defer func() { limiter.Close() }() // the one serveAPI ran, once it returned
+	turn, err := takeAPI(cfg, limiter.Counter.Shared())
 	if err != nil {
 		return err
 	}
@@ -170,12 +170,15 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 			return fmt.Errorf("api lock: %w", err)
 		}
 		// The counts the process before wrote behind, as they are now.
-		if counter, err = engines.Counters[cfg.Counter](ctx, cfg, svc.Store, log); err != nil {
+		next, err := engines.Counters[cfg.Counter](ctx, cfg, svc.Store, log)
+		if err != nil {
 			return err
 		}
+		limiter.Close()
+		limiter = next
 		log.Info("the process that served the API stopped: this one serves it", "addr", cfg.Addr)
 	}
-	return serveAPI(ctx, cfg, svc, w, counter, mat, turn, log, out)
+	return serveAPI(ctx, cfg, svc, w, limiter, mat, turn, log, out)
 }
 
 // loadTLS loads the server's TLS material, or makes the self-signed pair.
@@ -280,11 +283,12 @@ func startWorkers(ctx context.Context, cfg config.Config, svc *Services, log *sl
 	return w, nil
 }
 
-// serveAPI serves the API and the dashboard with counter until ctx ends,
-// then shuts them down, lets the counter write behind what it holds, and
-// only then lets the API lock go.
-func serveAPI(ctx context.Context, cfg config.Config, svc *Services, w *workers, counter limits.Counter, mat *tlsconf.Material,
+// serveAPI serves the API and the dashboard with the limiter's counter and
+// guards until ctx ends, then shuts them down, lets the counter write
+// behind what it holds, and only then lets the API lock go.
+func serveAPI(ctx context.Context, cfg config.Config, svc *Services, w *workers, limiter engines.Limiter, mat *tlsconf.Material,
 	turn apiTurn, log *slog.Logger, out io.Writer) error {
+	counter := limiter.Counter
 	counterCtx, stopCounter := context.WithCancel(context.Background())
 	counted := make(chan struct{})
 	go func() { counter.Run(counterCtx); close(counted) }()
@@ -295,9 +299,10 @@ func serveAPI(ctx context.Context, cfg config.Config, svc *Services, w *workers,
 	}()
 
 	domainsSvc := &visibility.Domains{Store: svc.Store, Now: time.Now}
-	guard := limits.NewAuthGuard(cfg.AuthFailuresPerMinute, time.Minute)
+	guard := limiter.Guards("auth", cfg.AuthFailuresPerMinute, time.Minute)
 	dash, err := dashboard.New(dashboard.Deps{Store: svc.Store, People: svc.People, Auth: svc.Auth, Accounts: svc.Accounts,
-		Counter: counter, Webhooks: w.webhooks, Hub: w.connectors, Domains: domainsSvc, Scans: w.scans, Content: svc.Content, Guard: guard, PublicURL: cfg.PublicURL, Log: log})
+		Counter: counter, Webhooks: w.webhooks, Hub: w.connectors, Domains: domainsSvc, Scans: w.scans, Content: svc.Content,
+		Guard: guard, Guards: limiter.Guards, PublicURL: cfg.PublicURL, Log: log})
 	if err != nil {
 		return err
 	}

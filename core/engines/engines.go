@@ -76,38 +76,53 @@ type Consumer struct {
 	Batch int
 }
 
-// CounterFactory makes the rate-limit counter from the store's counts: a
-// counter that keeps them elsewhere (in memory) persists them to st
-// between writes; the store counter counts in st itself.
-type CounterFactory func(ctx context.Context, cfg config.Config, st store.Counters, log *slog.Logger) (limits.Counter, error)
+// CounterFactory opens the rate-limit engine: the counter of requests
+// against the tiers' windows and the guards of failed authentications,
+// which keep their windows where it keeps its own. st is the store's
+// counts: the memory counter persists its windows to st between writes,
+// the store counter counts in st itself, the Redis counter writes its
+// keys' usage to it.
+type CounterFactory func(ctx context.Context, cfg config.Config, st store.Counters, log *slog.Logger) (Limiter, error)
+
+// Limiter is an opened rate-limit engine.
+type Limiter struct {
+	Counter limits.Counter
+	// Guards makes the guards of failed authentications: in memory for
+	// the memory and store counters, on Redis for the Redis counter.
+	Guards limits.Guards
+	// Close releases the engine, once Counter's Run has returned and no
+	// guard is in use.
+	Close func() error
+}
 
 // The engines, by the name their setting takes.
 var (
 	Stores   = map[string]StoreFactory{"sqlite": openSQLite, "postgres": openPostgres}
 	Buses    = map[string]BusFactory{"sqlite": openSQLiteBus, "postgres": openPostgresBus, "nats": openNATSBus}
-	Counters = map[string]CounterFactory{"memory": newMemoryCounter, "store": newStoreCounter}
+	Counters = map[string]CounterFactory{"memory": newMemoryCounter, "store": newStoreCounter, "redis": newRedisCounter}
 )
 
-// storeNeeds and busNeeds check, per store and per bus, the settings it
+// storeNeeds, busNeeds and counterNeeds check, per engine, the settings it
 // cannot go without.
 var (
-	storeNeeds = map[string]func(config.Config) error{"postgres": checkPostgres}
-	busNeeds   = map[string]func(config.Config) error{"nats": checkNATS}
+	storeNeeds   = map[string]func(config.Config) error{"postgres": checkPostgres}
+	busNeeds     = map[string]func(config.Config) error{"nats": checkNATS}
+	counterNeeds = map[string]func(config.Config) error{"redis": checkRedis}
 )
 
 // Check refuses a setting that names no engine of the registry, naming the
-// ones there are, and a store or a bus without the settings it needs.
+// ones there are, and a store, a bus or a counter without the settings it
+// needs.
 func Check(cfg config.Config) error {
 	errs := []error{
 		known("store", cfg.Store, Stores),
 		known("bus", cfg.Bus, Buses),
 		known("counter", cfg.Counter, Counters),
 	}
-	if needs := storeNeeds[cfg.Store]; needs != nil {
-		errs = append(errs, needs(cfg))
-	}
-	if needs := busNeeds[cfg.Bus]; needs != nil {
-		errs = append(errs, needs(cfg))
+	for _, needs := range []func(config.Config) error{storeNeeds[cfg.Store], busNeeds[cfg.Bus], counterNeeds[cfg.Counter]} {
+		if needs != nil {
+			errs = append(errs, needs(cfg))
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%w: %w", config.ErrInvalid, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -39,7 +40,9 @@ func TestCheck(t *testing.T) {
 			[]string{"store postgres needs master_key_file"}},
 		{"bus", func(c *config.Config) { c.Bus = "kafka" }, []string{`bus "kafka"`, "known: nats, postgres, sqlite"}},
 		{"nats without its server", func(c *config.Config) { c.Bus = "nats" }, []string{"bus nats needs nats_url (AIVIS_NATS_URL, --nats-url)"}},
-		{"counter", func(c *config.Config) { c.Counter = "" }, []string{`counter ""`, "known: memory, store"}},
+		{"counter", func(c *config.Config) { c.Counter = "" }, []string{`counter ""`, "known: memory, redis, store"}},
+		{"redis without its server", func(c *config.Config) { c.Counter = "redis" },
+			[]string{"counter redis needs redis_url (AIVIS_REDIS_URL, --redis-url)"}},
 		{"all three", func(c *config.Config) { c.Store, c.Bus, c.Counter = "a", "b", "c" },
 			[]string{`store "a"`, `bus "b"`, `counter "c"`}},
 	} {
@@ -242,10 +245,11 @@ func TestMemoryCounterPersistsBehindTheStore(t *testing.T) {
 	}
 	caps := [3]int{100, 1000, 10000}
 	now := time.Now()
-	c, err := engines.Counters[cfg.Counter](ctx, cfg, st, slog.New(slog.DiscardHandler))
+	opened, err := engines.Counters[cfg.Counter](ctx, cfg, st, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
+	c := opened.Counter
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { c.Run(runCtx); close(done) }()
@@ -261,7 +265,7 @@ func TestMemoryCounterPersistsBehindTheStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d, err := again.Peek(ctx, a.ID, caps, now); err != nil || d.Count != [3]int{3, 3, 3} {
+	if d, err := again.Counter.Peek(ctx, a.ID, caps, now); err != nil || d.Count != [3]int{3, 3, 3} {
 		t.Fatalf("a new counter sees the counts %v, want the 3 requests in each window", d.Count)
 	}
 }
@@ -278,14 +282,14 @@ func TestStoreCounterSharedByEveryHandle(t *testing.T) {
 	ctx := t.Context()
 	var cs []limits.Counter
 	for _, s := range []store.Store{st, openDir(t, cfg).Store} {
-		c, err := engines.Counters[cfg.Counter](ctx, cfg, s, slog.New(slog.DiscardHandler))
+		opened, err := engines.Counters[cfg.Counter](ctx, cfg, s, slog.New(slog.DiscardHandler))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !c.Shared() {
+		if !opened.Counter.Shared() {
 			t.Fatal("the store counter says its counts are not shared")
 		}
-		cs = append(cs, c)
+		cs = append(cs, opened.Counter)
 	}
 	now, caps := time.Now(), [3]int{2, 1000, 10000}
 	for i, c := range cs {
@@ -335,5 +339,29 @@ func TestPostgresStore(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), `store "postgres"`) {
 		t.Errorf("error %q does not name the store", err)
+	}
+}
+
+// Counter redis refuses to start when its server does not answer, and
+// says so without the password of redis_url.
+func TestRedisCounterRefusesAnUnansweringServer(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := l.Addr().String()
+	l.Close()
+	cfg := config.Default()
+	cfg.Counter, cfg.RedisURL = "redis", "redis://aivis:s3cr3t@"+dead+"/0"
+	if err := engines.Check(cfg); err != nil {
+		t.Fatal(err)
+	}
+	_, err = engines.Counters[cfg.Counter](t.Context(), cfg, nil, slog.New(slog.DiscardHandler))
+	if err == nil || !strings.Contains(err.Error(), "redis_url does not answer") || strings.Contains(err.Error(), "s3cr3t") {
+		t.Fatalf("error %v; want one saying the server does not answer, without the password", err)
+	}
+	cfg.RedisURL = "redis://aivis:s3cr3t@" + dead + "/not-a-db"
+	if _, err := engines.Counters[cfg.Counter](t.Context(), cfg, nil, slog.New(slog.DiscardHandler)); err == nil || strings.Contains(err.Error(), "s3cr3t") {
+		t.Fatalf("a malformed redis_url: %v", err)
 	}
 }
