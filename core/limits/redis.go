@@ -107,7 +107,9 @@ func NewRedis(rdb redis.Scripter, prefix string, s store.Counters, log *slog.Log
 // request (or failure) in every window if none is full, else in none. A
 // window kept with a start at or after the request's holds its count and
 // keeps its start (a late request counts in the newer window); one kept
-// with an earlier start holds none.
+// with an earlier start holds none. The hash is kept until an hour past
+// the end of its longest window; the usage's last use is the last counted
+// request's, as the memory counter keeps it.
 //
 //	ARGV[1]  1 to count, 0 to look
 //	ARGV[2]  the request's time, Unix seconds
@@ -147,9 +149,7 @@ redis.call('HSET', KEYS[1], unpack(set))
 redis.call('EXPIRE', KEYS[1], ends - tonumber(ARGV[2]) + tonumber(ARGV[3]))
 if ARGV[4] ~= '' then
   redis.call('HINCRBY', KEYS[2], 'n ' .. ARGV[4], 1)
-  local t = 't ' .. ARGV[4]
-  local last = tonumber(redis.call('HGET', KEYS[2], t))
-  if not last or last < tonumber(ARGV[5]) then redis.call('HSET', KEYS[2], t, ARGV[5]) end
+  redis.call('HSET', KEYS[2], 't ' .. ARGV[4], ARGV[5])
 end
 return out
 `)
