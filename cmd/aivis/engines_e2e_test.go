@@ -71,7 +71,8 @@ func TestEnginesChosenAlike(t *testing.T) {
 			"store postgres needs postgres_url (AIVIS_POSTGRES_URL, --postgres-url)\n" +
 				"store postgres needs master_key_file (AIVIS_MASTER_KEY_FILE, --master-key-file): " +
 				"every instance seals and opens the stored secrets with the one master key it is given"},
-		{"AIVIS_COUNTER", nil, []string{"AIVIS_COUNTER=redis"}, `counter "redis" is not an engine of aivis (known: memory, store)`},
+		{"AIVIS_COUNTER", nil, []string{"AIVIS_COUNTER=memcached"}, `counter "memcached" is not an engine of aivis (known: memory, redis, store)`},
+		{"counter redis without its server", []string{"--counter", "redis"}, nil, "counter redis needs redis_url (AIVIS_REDIS_URL, --redis-url)"},
 		// Any other setting is read and checked alike too.
 		{"AIVIS_LOG_LEVEL", nil, []string{"AIVIS_LOG_LEVEL=loud"}, `log_level must be debug, info, warn or error, not "loud"`},
 	} {
