@@ -230,3 +230,14 @@ func TestCommandsOnPostgres(t *testing.T) {
 		t.Errorf("with a master key file that is not there: exit code %d, %q", code, stderr)
 	}
 }
+
+// TestServeRefusesAnUnansweringRedis: serve with counter redis whose
+// server does not answer refuses to start (exit code 1), saying so
+// without the password of redis_url.
+func TestServeRefusesAnUnansweringRedis(t *testing.T) {
+	_, stderr, code := aivis(t, []string{"AIVIS_REDIS_URL=redis://aivis:s3cr3t@127.0.0.1:1/0"},
+		"serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0", "--counter", "redis")
+	if code != 1 || !strings.Contains(stderr, "counter redis: the server of redis_url does not answer") || strings.Contains(stderr, "s3cr3t") {
+		t.Fatalf("exit code %d, stderr %q; want 1 and the server named as not answering, without the password", code, stderr)
+	}
+}
