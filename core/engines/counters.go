@@ -40,7 +40,7 @@ func newStoreCounter(_ context.Context, _ config.Config, st store.Counters, _ *s
 }
 
 // newRedisCounter counts requests, and keeps the guards' windows, on the
-// Redis server of redis_url under the prefix "aivis", which every
+// Redis server of redis_url under the prefix cluster_name, which every
 // instance of the deployment shares; the keys' usage is written to the
 // store every counter_flush_interval. It refuses to start when the server
 // does not answer (a wrong address or password is then seen at once);
@@ -58,7 +58,7 @@ func newRedisCounter(ctx context.Context, cfg config.Config, st store.Counters, 
 		rdb.Close()
 		return Limiter{}, fmt.Errorf("counter redis: the server of redis_url does not answer: %w", err)
 	}
-	c := limits.NewRedis(rdb, "aivis", st, log)
+	c := limits.NewRedis(rdb, cfg.ClusterName, st, log)
 	c.Interval = time.Duration(cfg.CounterFlushInterval)
 	return Limiter{Counter: c, Guards: c.Guard, Close: rdb.Close}, nil
 }
