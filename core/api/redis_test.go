@@ -1,13 +1,10 @@
 package api
 
 import (
-	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,65 +13,6 @@ import (
 	"github.com/aivis/aivis/internal/syncbuf"
 	"github.com/aivis/aivis/internal/testsvc"
 )
-
-// tcpRelay passes a TCP address's connections on to a server, until it is
-// cut: then it accepts none and drops those it relays, as a server that
-// went away does, until it is mended on the same address.
-type tcpRelay struct {
-	addr, target string
-	mu           sync.Mutex
-	ln           net.Listener
-	conns        []net.Conn
-	wg           sync.WaitGroup
-}
-
-func newRelay(t *testing.T, target string) *tcpRelay {
-	r := &tcpRelay{addr: "127.0.0.1:0", target: target}
-	r.mend(t)
-	t.Cleanup(func() { r.cut() })
-	return r
-}
-
-// mend listens again on the relay's address.
-func (r *tcpRelay) mend(t *testing.T) {
-	ln, err := net.Listen("tcp", r.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.mu.Lock()
-	r.ln, r.addr = ln, ln.Addr().String()
-	r.mu.Unlock()
-	r.wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s, err := net.Dial("tcp", r.target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			r.mu.Lock()
-			r.conns = append(r.conns, c, s)
-			r.mu.Unlock()
-			go func() { io.Copy(s, c); s.Close() }()
-			go func() { io.Copy(c, s); c.Close() }()
-		}
-	})
-}
-
-// cut closes the listener and every relayed connection.
-func (r *tcpRelay) cut() {
-	r.mu.Lock()
-	r.ln.Close()
-	for _, c := range r.conns {
-		c.Close()
-	}
-	r.conns = nil
-	r.mu.Unlock()
-	r.wg.Wait()
-}
 
 // TestRedisUnreachableFailsClosed: with the counter and the guards on a
 // Redis server that goes away, every authenticated request, on both
@@ -88,8 +26,8 @@ func TestRedisUnreachableFailsClosed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	relay := newRelay(t, u.Host)
-	u.Host = relay.addr
+	relay := testsvc.NewRelay(t, u.Host)
+	u.Host = relay.Addr()
 	rdb, err := limits.NewRedisClient(u.String())
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +50,7 @@ func TestRedisUnreachableFailsClosed(t *testing.T) {
 		t.Fatalf("X-RateLimit-Remaining %s after the first request, want 299 of the minute's 300", got)
 	}
 
-	relay.cut()
+	relay.Cut()
 	for _, req := range []struct {
 		what, path string
 		header     map[string]string
@@ -143,7 +81,7 @@ func TestRedisUnreachableFailsClosed(t *testing.T) {
 		t.Errorf("the outage logged %d times, want once:\n%s", n, logs.String())
 	}
 
-	relay.mend(t)
+	relay.Mend(t)
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		ans := a.call(t, http.MethodGet, bs, valid, "")
