@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -239,5 +240,93 @@ func TestServeRefusesAnUnansweringRedis(t *testing.T) {
 		"serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0", "--counter", "redis")
 	if code != 1 || !strings.Contains(stderr, "counter redis: the server of redis_url does not answer") || strings.Contains(stderr, "s3cr3t") {
 		t.Fatalf("exit code %d, stderr %q; want 1 and the server named as not answering, without the password", code, stderr)
+	}
+}
+
+// TestRedisCounterSharedByServers: two servers with counter redis on one
+// Redis (through a relay the test can cut) share an account's windows and
+// the guard of failed authentications: of 90 concurrent requests of a
+// starter account spread over both, exactly 60 pass, and the key's usage
+// reaches the database as those 60, once; failed authentications on
+// either count against the address on both. While Redis is away both
+// answer 503 RATE_LIMIT_UNAVAILABLE with Retry-After, and serve again
+// once it is back.
+func TestRedisCounterSharedByServers(t *testing.T) {
+	url, prefix := testsvc.Redis(t)
+	u, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	relay := testsvc.NewRelay(t, u.Host)
+	u.Host = relay.Addr()
+	dir := t.TempDir()
+	first, busy := newAccount(t, dir, "starter", false), newAccount(t, dir, "starter", false)
+	k, kb := newKey(t, dir, first.ID), newKey(t, dir, busy.ID)
+	var servers []*server
+	for range 2 {
+		servers = append(servers, start(t, dir, "--counter", "redis", "--redis-url", u.String(), "--cluster-name", prefix,
+			"--auth-failures-per-minute", "3"))
+	}
+	bs := func(k key) req { return req{method: "GET", path: "/api/v1/ai/budget-status", header: keyed(k)} }
+	for i, s := range servers {
+		if r := s.do(t, bs(k)); r.Status != 200 {
+			t.Fatalf("server %d: %d %s", i+1, r.Status, r.Body)
+		}
+	}
+
+	relay.Cut()
+	for i, s := range servers {
+		r := s.do(t, bs(k))
+		if r.Status != 503 || r.errorCode(t) != "RATE_LIMIT_UNAVAILABLE" || r.Header.Get("Retry-After") != "5" {
+			t.Fatalf("server %d with Redis away: %d %s, Retry-After %q; want 503 RATE_LIMIT_UNAVAILABLE and 5", i+1, r.Status, r.Body, r.Header.Get("Retry-After"))
+		}
+	}
+	relay.Mend(t)
+	for i, s := range servers {
+		deadline := time.Now().Add(15 * time.Second)
+		for r := s.do(t, bs(k)); r.Status != 200; r = s.do(t, bs(k)) {
+			if r.Status != 503 || time.Now().After(deadline) {
+				t.Fatalf("server %d once Redis is back: %d %s", i+1, r.Status, r.Body)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+
+	awayFromMinuteEnd(25 * time.Second)
+	var mu sync.Mutex
+	statuses := map[int]int{}
+	var wg sync.WaitGroup
+	for i := range 90 {
+		wg.Go(func() {
+			r := servers[i%2].do(t, bs(kb))
+			mu.Lock()
+			statuses[r.Status]++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if statuses[200] != 60 || statuses[429] != 30 {
+		t.Fatalf("statuses %v over two servers; want exactly 60 passed and 30 refused", statuses)
+	}
+	// Each server writes the usage counted on Redis every second.
+	usage := `SELECT coalesce(sum(count), 0) FROM usage_hourly WHERE key_id = '` + kb.ID + `'`
+	deadline := time.Now().Add(15 * time.Second)
+	for n := servers[0].count(t, usage); n != 60; n = servers[0].count(t, usage) {
+		if n > 60 || time.Now().After(deadline) {
+			t.Fatalf("the key's usage counts %d requests, want the 60 that passed", n)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	wrong := with(keyed(k), "X-API-Secret", strings.Repeat("x", len(k.Secret)))
+	for i := range 3 {
+		if r := servers[i%2].do(t, req{method: "GET", path: "/api/v1/ai/budget-status", header: wrong}); r.Status != 401 {
+			t.Fatalf("failure %d: %d %s", i+1, r.Status, r.Body)
+		}
+	}
+	for i, s := range servers {
+		if r := s.do(t, bs(k)); r.Status != 429 || !strings.Contains(string(r.Body), "failed authentication attempts from this address") {
+			t.Errorf("server %d after 3 failures over both: %d %s; want the address refused", i+1, r.Status, r.Body)
+		}
 	}
 }
