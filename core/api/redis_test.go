@@ -3,7 +3,6 @@ package api
 import (
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -22,13 +21,8 @@ import (
 // When the server is back, requests are served and counted again.
 func TestRedisUnreachableFailsClosed(t *testing.T) {
 	redisURL, prefix := testsvc.Redis(t)
-	u, err := url.Parse(redisURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	relay := testsvc.NewRelay(t, u.Host)
-	u.Host = relay.Addr()
-	rdb, err := limits.NewRedisClient(u.String())
+	relay := testsvc.NewRelay(t, redisURL)
+	rdb, err := limits.NewRedisClient(relay.URL())
 	if err != nil {
 		t.Fatal(err)
 	}

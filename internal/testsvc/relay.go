@@ -3,6 +3,7 @@ package testsvc
 import (
 	"io"
 	"net"
+	"net/url"
 	"sync"
 	"testing"
 )
@@ -10,35 +11,41 @@ import (
 // Relay passes the connections to a loopback address on to a server, until
 // it is cut: then it accepts none and drops those it relays, as a server
 // that went away does, until it is mended on the same address. A test
-// points a client at Addr to take the server away from it and give it back.
+// points a client at URL to take the server away from it and give it back.
 type Relay struct {
 	addr, target string
+	url          url.URL
 	mu           sync.Mutex
 	ln           net.Listener
 	conns        []net.Conn
 	wg           sync.WaitGroup
 }
 
-// NewRelay relays to target (host:port) until t ends.
-func NewRelay(t testing.TB, target string) *Relay {
+// NewRelay relays to the server of serverURL (its host:port) until t
+// ends.
+func NewRelay(t testing.TB, serverURL string) *Relay {
 	t.Helper()
-	r := &Relay{addr: "127.0.0.1:0", target: target}
+	u, err := url.Parse(serverURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Relay{addr: "127.0.0.1:0", target: u.Host, url: *u}
 	r.Mend(t)
+	r.url.Host = r.addr
 	t.Cleanup(r.Cut)
 	return r
 }
 
-// Addr is where the relay listens, the same after Mend.
-func (r *Relay) Addr() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.addr
-}
+// URL is the server's URL with the relay's address, the same after Mend.
+func (r *Relay) URL() string { return r.url.String() }
 
 // Mend listens again on the relay's address.
 func (r *Relay) Mend(t testing.TB) {
 	t.Helper()
-	ln, err := net.Listen("tcp", r.Addr())
+	r.mu.Lock()
+	addr := r.addr
+	r.mu.Unlock()
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
