@@ -17,7 +17,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -42,7 +41,7 @@ var (
 	deliveryWriters = flag.Int("delivery-writers", 64, "domains, one writer each, in the 1-endpoint phase (as many as the ceiling's requests in flight)")
 	deliveryPhase   = flag.Duration("delivery-phase", 5*time.Second, "length of the open-loop latency phase")
 	deliveryProfile = flag.String("delivery-cpuprofile", "", "write a CPU profile of the 1-endpoint phase to this file")
-	deliveryProcs   = flag.Int("delivery-processes", 3, "after the phases in one process, the 1-endpoint phase delivered by 1 and by this many `aivis serve --api=false` on one data directory (0: not run)")
+	deliveryProcs   = flag.Int("delivery-processes", 3, "after the phases in one process, the 1-endpoint phase on SQLite is delivered by 1 and by this many `aivis serve --api=false` on one data directory (0 or 1: by 1)")
 )
 
 // hookSink is the local receiver: it verifies every delivery's signature
@@ -132,7 +131,17 @@ type deliveryStack struct {
 func benchDB(b *testing.B) (store.Store, engines.Outbox, store.Account) {
 	cfg := config.Default()
 	cfg.DataDir = b.TempDir()
-	box, _, err := secrets.Load(filepath.Join(cfg.DataDir, secrets.KeyFile), true)
+	return openBenchDB(b, cfg)
+}
+
+// openBenchDB opens the store of cfg (its master key in the data
+// directory unless master_key_file says) and adds one Enterprise account.
+func openBenchDB(b *testing.B, cfg config.Config) (store.Store, engines.Outbox, store.Account) {
+	keyFile := cfg.MasterKeyFile
+	if keyFile == "" {
+		keyFile = filepath.Join(cfg.DataDir, secrets.KeyFile)
+	}
+	box, _, err := secrets.Load(keyFile, true)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -153,8 +162,9 @@ func benchDB(b *testing.B) (store.Store, engines.Outbox, store.Account) {
 // its first stage alone (readings recorded, webhooks made), for processes
 // of the binary that deliver.
 func newDeliveryStack(b *testing.B) *deliveryStack {
-	s, outbox := newRecordingStack(b)
 	cfg := config.Default()
+	cfg.DataDir = b.TempDir()
+	s, outbox := newRecordingStack(b, cfg)
 	events, err := engines.Buses[cfg.Bus](context.Background(), cfg, outbox, watermill.NopLogger{})
 	if err != nil {
 		b.Fatal(err)
@@ -179,41 +189,58 @@ func newDeliveryStack(b *testing.B) *deliveryStack {
 	return s
 }
 
-func newRecordingStack(b *testing.B) (*deliveryStack, engines.Outbox) {
-	db, outbox, a := benchDB(b)
+func newRecordingStack(b *testing.B, cfg config.Config) (*deliveryStack, engines.Outbox) {
+	db, outbox, a := openBenchDB(b, cfg)
 	policy := netguard.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}
-	s := &deliveryStack{db: db, file: outbox.(engines.SQLiteOutbox).Path, recorder: &visibility.Recorder{Store: db, Now: time.Now},
+	s := &deliveryStack{db: db, recorder: &visibility.Recorder{Store: db, Now: time.Now},
 		svc: &delivery.Service{Store: db, Client: policy.Client(15 * time.Second), AllowHTTP: true, Wake: func() {},
 			CheckURL: func(raw string, allowHTTP bool) error { _, err := policy.CheckURL(raw, allowHTTP); return err }},
 		p:    auth.Principal{Principal: store.Principal{Key: store.Key{ID: "key_bench", AccountID: a.ID}, Account: a}},
 		stop: func() { db.Close() }}
+	if o, ok := outbox.(engines.SQLiteOutbox); ok {
+		s.file = o.Path
+	}
 	b.Cleanup(func() { s.stop() })
 	return s, outbox
 }
 
 var workersOnly = regexp.MustCompile(`aivis runs the workers only`)
 
-// processes runs the 1-endpoint phase on a new data directory whose
+// deliveryRun is the 1-endpoint phase delivered by `aivis serve
+// --api=false` processes of a deployment.
+type deliveryRun struct {
+	label      string
+	engine     string
+	instances  int
+	rate       float64 // deliveries a second
+	deliveries int
+	cpu        procCPU // over the burst, from its first record to its last delivery
+	p50, p99   time.Duration
+}
+
+// deliverOn runs the 1-endpoint phase on a new deployment of engine whose
 // events n processes of the binary deliver (`aivis serve --api=false`,
-// the workers alone), this process recording the readings as the API would
-// and receiving the deliveries.
-func processes(b *testing.B, bin string, sink *hookSink, domains []string, n int) float64 {
-	s, _ := newRecordingStack(b)
+// the workers alone), this process recording the readings through a
+// store of its own, as an instance serving the API would, and receiving
+// the deliveries; then the open loop at half the rate.
+func deliverOn(b *testing.B, bin string, sink *hookSink, domains []string, engine string, n int) deliveryRun {
+	d := newDeployment(b, engine)
+	s, _ := newRecordingStack(b, d.cfg)
 	v := s.hooks(b, sink, domains, 1)
 	sink.reset(v)
-	cpu := childrenCPU()
-	var children []*child
-	for range n {
-		children = append(children, startServer(b, bin, filepath.Dir(s.file), workersOnly,
-			"--api=false", "--allowed-targets", "127.0.0.1/32", "--allow-http-targets"))
+	is := d.start(b, bin, n, workersOnly, "--api=false", "--allowed-targets", "127.0.0.1/32", "--allow-http-targets")
+	r := deliveryRun{label: d.label(n), engine: engine, instances: n}
+	r.rate, r.cpu = s.burst(b, sink, domains, *deliveryEvents, 1, d.meter(is))
+	r.deliveries = int(sink.count.Load())
+	sink.reset(v)
+	lats := s.openLoop(b, sink, domains[0], r.rate/2, *deliveryPhase)
+	r.p50, r.p99 = quantile(lats, 0.50), quantile(lats, 0.99)
+	for _, i := range is {
+		i.stop(b)
 	}
-	rate := s.burst(b, sink, domains, *deliveryEvents, 1)
-	for _, c := range children {
-		c.stop(b)
-	}
-	fmt.Printf("%d aivis serve --api=false: %.0f µs of their CPU per delivery, from their start to their stop\n", n,
-		float64((childrenCPU()-cpu).Microseconds())/float64(sink.count.Load()))
-	return rate
+	fmt.Printf("%s: %.0f deliveries/s; CPU µs a delivery: %s; open loop at %.0f/s p50 %.1f ms p99 %.1f ms\n",
+		r.label, r.rate, r.cpu.per(r.deliveries), r.rate/2, msf(r.p50), msf(r.p99))
+	return r
 }
 
 // hooks creates a webhook on the sink for each domain, n per domain (each
@@ -288,9 +315,10 @@ func (s *deliveryStack) record(b *testing.B, domain string, i int) (string, time
 
 // burst records n events with one writer per domain and waits until each
 // has reached each of the domain's hooks; it returns deliveries per second
-// from the first commit.
-func (s *deliveryStack) burst(b *testing.B, sink *hookSink, domains []string, n, hooks int) float64 {
-	start, cpu := time.Now(), cpuTime()
+// from the first commit, and the CPU time this process and m's used
+// meanwhile.
+func (s *deliveryStack) burst(b *testing.B, sink *hookSink, domains []string, n, hooks int, m meter) (float64, procCPU) {
+	start, cpu := time.Now(), m.sample()
 	var events atomic.Int64
 	var wg sync.WaitGroup
 	for _, d := range domains {
@@ -312,17 +340,9 @@ func (s *deliveryStack) burst(b *testing.B, sink *hookSink, domains []string, n,
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	fmt.Printf("%d deliveries: %.0f µs of CPU each (the receiver's included)\n", want,
-		float64((cpuTime()-cpu).Microseconds())/float64(want))
-	return float64(want) / time.Since(start).Seconds()
-}
-
-// childrenCPU is the CPU time the children of this process that ended
-// have used.
-func childrenCPU() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	rate, spent := float64(want)/time.Since(start).Seconds(), m.spent(cpu, m.sample())
+	fmt.Printf("%d deliveries: µs of CPU each (this process's includes the receiver): %s\n", want, spent.per(want))
+	return rate, spent
 }
 
 // ceiling is the rate at which a plain Go client POSTs signed bodies to
@@ -449,7 +469,7 @@ func BenchmarkDelivery(b *testing.B) {
 		}
 		pprof.StartCPUProfile(f)
 	}
-	one := s.burst(b, sink, oneDomains, *deliveryEvents, 1)
+	one, _ := s.burst(b, sink, oneDomains, *deliveryEvents, 1, nil)
 	if *deliveryProfile != "" {
 		pprof.StopCPUProfile()
 	}
@@ -461,7 +481,7 @@ func BenchmarkDelivery(b *testing.B) {
 	if *fiftyEvents > 0 {
 		events50 = *fiftyEvents
 	}
-	fifty := s.burst(b, sink, []string{"fifty.example"}, events50, 50)
+	fifty, _ := s.burst(b, sink, []string{"fifty.example"}, events50, 50, nil)
 
 	sink.reset(v1)
 	lats := s.openLoop(b, sink, oneDomains[0], one/2, *deliveryPhase)
@@ -469,11 +489,13 @@ func BenchmarkDelivery(b *testing.B) {
 		b.Errorf("%d deliveries failed verification", sink.bad.Load())
 	}
 
-	var byProcs [2]float64
-	if *deliveryProcs > 0 {
+	var runs []deliveryRun
+	if len(engineNames()) > 0 {
 		bin := buildServer(b, b.TempDir())
-		for i, n := range []int{1, *deliveryProcs} {
-			byProcs[i] = processes(b, bin, sink, oneDomains, n)
+		for _, engine := range engineNames() {
+			for _, n := range deliveryCounts(engine) {
+				runs = append(runs, deliverOn(b, bin, sink, oneDomains, engine, n))
+			}
 		}
 	}
 
@@ -484,24 +506,57 @@ func BenchmarkDelivery(b *testing.B) {
 	fmt.Printf("| 50 endpoints: %d events x 50 webhooks | %.0f deliveries/s (%.0f%% of the ceiling) |\n", events50, fifty, 100*fifty/raw)
 	fmt.Printf("| 1 endpoint, open loop at %.0f events/s (50%%): commit to delivery | p50 %.1f ms, p99 %.1f ms (%d events) |\n",
 		one/2, msf(p50), msf(p99), len(lats))
-	if *deliveryProcs > 0 {
-		for i, n := range []int{1, *deliveryProcs} {
-			fmt.Printf("| 1 endpoint, readings recorded here, delivered by %d `aivis serve --api=false` on the file | %.0f deliveries/s (%.0f%% of the ceiling) |\n",
-				n, byProcs[i], 100*byProcs[i]/raw)
-		}
-	}
 	fmt.Println()
 	fmt.Printf("| target | figure | met |\n|---|---|---|\n")
 	fmt.Printf("| >= 2,000 deliveries/s (1 and 50 endpoints) | %.0f and %.0f | %s |\n", one, fifty, yes(one >= 2000 && fifty >= 2000))
 	fmt.Printf("| >= 25%% of the raw ceiling | %.0f%% and %.0f%% | %s |\n", 100*one/raw, 100*fifty/raw, yes(one >= raw/4 && fifty >= raw/4))
 	fmt.Printf("| p99 commit to delivery < 250 ms at 50%% load | %.1f ms | %s |\n\n", msf(p99), yes(p99 < 250*time.Millisecond))
+	reportDeliveries(b, runs, one)
 	b.ReportMetric(raw, "raw-req/s")
 	b.ReportMetric(one, "deliveries-1/s")
 	b.ReportMetric(fifty, "deliveries-50/s")
-	if *deliveryProcs > 0 {
-		b.ReportMetric(byProcs[0], "deliveries-1proc/s")
-		b.ReportMetric(byProcs[1], fmt.Sprintf("deliveries-%dproc/s", *deliveryProcs))
-	}
 	b.ReportMetric(msf(p50), "p50-ms")
 	b.ReportMetric(msf(p99), "p99-ms")
+}
+
+// deliveryCounts are the numbers of `aivis serve --api=false` each engine's
+// event path is measured with.
+func deliveryCounts(engine string) []int {
+	if engine == "sqlite" && *deliveryProcs > 1 {
+		return []int{1, *deliveryProcs}
+	}
+	return instanceCounts(engine)
+}
+
+// reportDeliveries writes the figures of the phases on `aivis serve`
+// processes, and the cluster's one instance against SQLite's one process
+// and against the event path in one process (inProcess deliveries/s).
+func reportDeliveries(b *testing.B, runs []deliveryRun, inProcess float64) {
+	if len(runs) == 0 {
+		return
+	}
+	fmt.Printf("1 endpoint, %d events of %d domains recorded in this process, delivered by `aivis serve --api=false` processes:\n\n", *deliveryEvents, *deliveryWriters)
+	fmt.Printf("| engines | deliveries/s | open loop at 50%%: p50/p99 ms | CPU µs a delivery (this process: recording and receiving) |\n|---|---:|---|---|\n")
+	var sqlite float64
+	for _, r := range runs {
+		fmt.Printf("| %s | %.0f | %.1f/%.1f | %s |\n", r.label, r.rate, msf(r.p50), msf(r.p99), r.cpu.per(r.deliveries))
+		if r.engine == "sqlite" && r.instances == 1 {
+			sqlite = r.rate
+		}
+		key := fmt.Sprintf("%s-%d", r.engine, r.instances)
+		b.ReportMetric(r.rate, key+"-deliveries/s")
+		b.ReportMetric(msf(r.p99), key+"-p99-ms")
+		b.ReportMetric(us(r.cpu.get("aivis")/time.Duration(max(r.deliveries, 1))), key+"-aivis-cpu-µs/delivery")
+	}
+	fmt.Println()
+	for _, r := range runs {
+		if r.engine == "cluster" && r.instances == 1 {
+			fmt.Printf("| target | figure | met |\n|---|---|---|\n")
+			if sqlite > 0 {
+				fmt.Printf("| cluster, 1 instance ≥ 50%% of sqlite, 1 process | %.0f%% (%.0f vs %.0f deliveries/s) | %s |\n", 100*r.rate/sqlite, r.rate, sqlite, yes(r.rate >= sqlite/2))
+			}
+			fmt.Printf("| cluster, 1 instance ≥ 50%% of the event path in one process (SQLite) | %.0f%% (%.0f vs %.0f deliveries/s) | %s |\n\n",
+				100*r.rate/inProcess, r.rate, inProcess, yes(r.rate >= inProcess/2))
+		}
+	}
 }

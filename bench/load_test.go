@@ -294,6 +294,7 @@ func BenchmarkLoad(b *testing.B) {
 		h2bare.Client.CloseIdleConnections()
 		h2budget.Client.CloseIdleConnections()
 	}
+	onEngines := budgetOnEngines(b, run)
 	b.StopTimer()
 
 	for _, r := range rs {
@@ -339,7 +340,83 @@ func BenchmarkLoad(b *testing.B) {
 		store2Closed.Rate(), ms(store2Closed.P50), ms(store2Closed.P99), ms(store2Open.P50), ms(store2Open.P99), us(store2Closed.CPUPerRequest()))
 	fmt.Fprintf(&out, "\nDiagnostic, not a target: with a counter that is never flushed, budget-status reaches %.0f%% of the bare handler and its open-loop p99 is %s ms.\n",
 		100*noFlushClosed.Rate()/bareClosed.Rate(), ms(noFlushOpen.P99))
+	reportEngines(b, &out, onEngines)
 	fmt.Fprintln(os.Stdout, out.String())
+}
+
+// engineRun is budget-status on the `aivis serve` processes of a
+// deployment.
+type engineRun struct {
+	label        string
+	engine       string
+	instances    int
+	closed, open Result
+}
+
+// budgetOnEngines measures budget-status on `aivis serve` processes of
+// each engine of -engines (the generator here, each process's CPU read
+// from /proc): SQLite with one process, the cluster with one instance and
+// with two, the load spread over them; a closed loop, then an open loop at
+// half of its peak.
+func budgetOnEngines(b *testing.B, run func(Result, error) Result) []engineRun {
+	if len(engineNames()) == 0 {
+		return nil
+	}
+	ctx := context.Background()
+	bin := buildServer(b, b.TempDir())
+	var out []engineRun
+	for _, name := range engineNames() {
+		d := newDeployment(b, name)
+		svc := d.open(b)
+		creds := newAccounts(b, svc)
+		svc.Close()
+		for _, n := range instanceCounts(name) {
+			is := d.start(b, bin, n, listening)
+			var targets []Target
+			for _, i := range is {
+				targets = append(targets, NewH1("127.0.0.1:"+i.port, "localhost", "/api/v1/ai/budget-status",
+					clientTLS(b, i.cert(b).Cert, "http/1.1"), creds))
+			}
+			t := Metered{Target: &Spread{Targets: targets}, Meter: d.meter(is)}
+			label := "budget-status, " + d.label(n) + ", HTTP/1.1"
+			closed := run(ClosedLoop(ctx, label, t, *workers, *warmup, *phase))
+			open := run(OpenLoop(ctx, label, t, *openWorkers, *openShare*closed.Rate(), *warmup, *phase))
+			for _, i := range is {
+				i.stop(b)
+			}
+			out = append(out, engineRun{d.label(n), name, n, closed, open})
+		}
+	}
+	return out
+}
+
+// reportEngines writes the figures of budgetOnEngines: throughput and
+// latency, the CPU a request of each process, and the cluster's one
+// instance against SQLite's one process.
+func reportEngines(b *testing.B, out *strings.Builder, runs []engineRun) {
+	if len(runs) == 0 {
+		return
+	}
+	fmt.Fprintf(out, "\nbudget-status on `aivis serve` processes (generator in the benchmark's process, %d workers closed loop; open loop at %.0f%% of each one's peak):\n\n", *workers, 100**openShare)
+	fmt.Fprintf(out, "| engines | req/s | p50/p99 ms closed | p50/p99 ms open (generator lag p99) | CPU µs a request (closed loop) |\n|---|---:|---|---|---|\n")
+	var sqlite float64
+	for _, r := range runs {
+		fmt.Fprintf(out, "| %s | %.0f | %s/%s | %s/%s (%s) | %s |\n", r.label, r.closed.Rate(), ms(r.closed.P50), ms(r.closed.P99),
+			ms(r.open.P50), ms(r.open.P99), ms(r.open.LagP99), r.closed.Procs.per(r.closed.Requests))
+		if r.engine == "sqlite" {
+			sqlite = r.closed.Rate()
+		}
+		key := strings.ReplaceAll(fmt.Sprintf("%s-%d", r.engine, r.instances), " ", "")
+		b.ReportMetric(r.closed.Rate(), key+"-req/s")
+		b.ReportMetric(msf(r.closed.P99), key+"-p99-ms")
+		b.ReportMetric(us(r.closed.Procs.get("aivis")/time.Duration(max(r.closed.Requests, 1))), key+"-aivis-cpu-µs/req")
+	}
+	for _, r := range runs {
+		if r.engine == "cluster" && r.instances == 1 && sqlite > 0 {
+			fmt.Fprintf(out, "\n| target | figure | met |\n|---|---|---|\n| budget-status, cluster with 1 instance ≥ 50%% of sqlite (closed loop) | %.0f%% (%.0f vs %.0f req/s) | %s |\n",
+				100*r.closed.Rate()/sqlite, r.closed.Rate(), sqlite, yes(r.closed.Rate() >= sqlite/2))
+		}
+	}
 }
 
 func msf(d time.Duration) float64 { return float64(d) / 1e6 }

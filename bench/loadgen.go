@@ -213,6 +213,10 @@ type Result struct {
 	// CPU is the CPU time the process (the generator's included) spent
 	// over the measured interval.
 	CPU time.Duration
+	// Procs is, for a Metered target, the CPU time of the benchmark's
+	// process ("bench") and of each of the meter's sources over the
+	// measured interval.
+	Procs procCPU
 	// LagP99 is, in an open-loop run, the 99th percentile of how late the
 	// generator handed a request to a worker after its scheduled time: a
 	// floor of the measured latencies that is the generator's, not the
@@ -236,17 +240,29 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// cpuOver samples the process's CPU time at from and at to; the function
-// it returns waits for the second sample and gives the time between.
-func cpuOver(from, to time.Time) func() time.Duration {
-	spent := make(chan time.Duration, 1)
+// Metered is a target whose phases also measure the CPU time of the
+// meter's processes (the servers the target runs on).
+type Metered struct {
+	Target
+	Meter meter
+}
+
+// cpuOver samples the CPU time of the process, and of the meter's
+// processes if t is Metered, at from and at to; the function it returns
+// waits for the second sample and gives the time between.
+func cpuOver(t Target, from, to time.Time) func() procCPU {
+	var m meter
+	if mt, ok := t.(Metered); ok {
+		m = mt.Meter
+	}
+	spent := make(chan procCPU, 1)
 	go func() {
 		time.Sleep(time.Until(from))
-		c := cpuTime()
+		c := m.sample()
 		time.Sleep(time.Until(to))
-		spent <- cpuTime() - c
+		spent <- m.spent(c, m.sample())
 	}()
-	return func() time.Duration { return <-spent }
+	return func() procCPU { return <-spent }
 }
 
 // Rate is the completed requests per second.
@@ -366,7 +382,7 @@ func ClosedLoop(ctx context.Context, name string, t Target, workers int, warmup,
 	var seq atomic.Uint64
 	start := time.Now()
 	from, to := start.Add(warmup), start.Add(warmup+d)
-	cpu := cpuOver(from, to)
+	cpu := cpuOver(t, from, to)
 	ts := make([]*tally, workers)
 	var wg sync.WaitGroup
 	for w := range workers {
@@ -390,7 +406,8 @@ func ClosedLoop(ctx context.Context, name string, t Target, workers int, warmup,
 	}
 	wg.Wait()
 	r, err := merge(name, "closed", workers, d, ts)
-	r.CPU = cpu()
+	r.Procs = cpu()
+	r.CPU = r.Procs.get("bench")
 	return r, err
 }
 
@@ -411,7 +428,7 @@ func OpenLoop(ctx context.Context, name string, t Target, workers int, rate floa
 	interval := float64(time.Second) / rate
 	start := time.Now().Add(time.Millisecond)
 	from := start.Add(time.Duration(float64(skip) * interval))
-	cpu := cpuOver(from, from.Add(d))
+	cpu := cpuOver(t, from, from.Add(d))
 	ts := make([]*tally, workers)
 	var wg sync.WaitGroup
 	var seq atomic.Uint64
@@ -443,7 +460,8 @@ func OpenLoop(ctx context.Context, name string, t Target, workers int, rate floa
 	close(due)
 	wg.Wait()
 	r, err := merge(name, "open", workers, d, ts)
-	r.Target, r.CPU = rate, cpu()
+	r.Target, r.Procs = rate, cpu()
+	r.CPU = r.Procs.get("bench")
 	return r, err
 }
 
