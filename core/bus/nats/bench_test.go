@@ -12,8 +12,8 @@ import (
 
 // The benchmarks use the local NATS server (file storage), a stream of
 // their own each, and report msgs/s, with bustest's messages of an aivis
-// event's size. Publish sends the messages of a call one after the other,
-// each acknowledged by the server.
+// event's size. Publish sends the messages of a call without waiting for
+// each one's acknowledgement, then waits for all.
 
 // pubSub is a publisher and a subscriber of the group g, as many in flight
 // as the delivery engine's fan-out takes (256, pushed 1024 ahead) unless

@@ -205,29 +205,75 @@ func (b *Bus) Publisher() (message.Publisher, error) {
 	if err != nil {
 		return nil, err
 	}
-	pub, err := wnats.NewPublisherWithNatsConn(nc, wnats.PublisherPublishConfig{
-		Marshaler: &marshaler{bus: b}, SubjectCalculator: wnats.DefaultSubjectCalculator,
-		JetStream: wnats.JetStreamConfig{},
-	}, b.log)
+	js, err := nc.JetStream()
 	if err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("bus nats: %w", err)
 	}
-	return publisher{pub}, nil
+	return &publisher{nc: nc, js: js, marshaler: &marshaler{bus: b}}, nil
 }
 
-type publisher struct{ *wnats.Publisher }
+// PublishTimeout bounds the wait for the server's acknowledgements of a
+// Publish.
+const PublishTimeout = 10 * time.Second
 
-// Publish checks the topic and every message, then publishes them one
-// after the other, each acknowledged by the server.
-func (p publisher) Publish(topic string, msgs ...*message.Message) error {
+type publisher struct {
+	nc        *nats.Conn
+	js        nats.JetStreamContext
+	marshaler *marshaler
+}
+
+// Publish checks the topic and every message, then sends them all, in
+// order, without waiting for each one's acknowledgement, and returns once
+// the server has acknowledged every one (nil: all are stored), or with the
+// first error once none is pending. The stream stores them in the order
+// they were sent; some may be stored though Publish failed, and are
+// stored once if published again within the DuplicateWindow.
+func (p *publisher) Publish(topic string, msgs ...*message.Message) error {
 	if err := checkTopic(topic); err != nil {
 		return err
 	}
-	for _, m := range msgs {
+	nms := make([]*nats.Msg, len(msgs))
+	for i, m := range msgs {
 		if err := checkMessage(m); err != nil {
 			return err
 		}
+		nm, err := p.marshaler.Marshal(topic, m)
+		if err != nil {
+			return fmt.Errorf("bus nats: message %s: %w", m.UUID, err)
+		}
+		nms[i] = nm
 	}
-	return p.Publisher.Publish(topic, msgs...)
+	acks := make([]nats.PubAckFuture, 0, len(nms))
+	var errs []error
+	for _, nm := range nms {
+		f, err := p.js.PublishMsgAsync(nm)
+		if err != nil {
+			errs = append(errs, err)
+			break
+		}
+		acks = append(acks, f)
+	}
+	timeout := time.NewTimer(PublishTimeout)
+	defer timeout.Stop()
+	for _, f := range acks {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			errs = append(errs, err)
+		case <-timeout.C:
+			return fmt.Errorf("bus nats: publish: no acknowledgement within %v", PublishTimeout)
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("bus nats: publish: %w", errs[0])
+	}
+	return nil
+}
+
+// Close closes the publisher's connection once what it sent is flushed.
+func (p *publisher) Close() error {
+	p.nc.Flush()
+	p.nc.Close()
+	return nil
 }
