@@ -126,7 +126,8 @@ func (b *natsBus) Close() error {
 
 // dropInvalid drops, with an error in the log, an event NATS cannot carry
 // as it is (busnats.ErrInvalid): sent again, it would fail again and hold
-// up every event behind it.
+// up every event behind it. A call that holds one is sent again event by
+// event, so that only those are dropped.
 type dropInvalid struct {
 	message.Publisher
 	log watermill.LoggerAdapter
@@ -134,9 +135,17 @@ type dropInvalid struct {
 
 func (p dropInvalid) Publish(topic string, msgs ...*message.Message) error {
 	err := p.Publisher.Publish(topic, msgs...)
-	if errors.Is(err, busnats.ErrInvalid) {
-		p.log.Error("An event NATS cannot carry was dropped", err, watermill.LogFields{"topic": topic})
+	if !errors.Is(err, busnats.ErrInvalid) {
+		return err
+	}
+	if len(msgs) > 1 {
+		for _, m := range msgs {
+			if err := p.Publish(topic, m); err != nil {
+				return err
+			}
+		}
 		return nil
 	}
-	return err
+	p.log.Error("An event NATS cannot carry was dropped", err, watermill.LogFields{"topic": topic})
+	return nil
 }

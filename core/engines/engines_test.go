@@ -161,29 +161,63 @@ func receiveBoth(t *testing.T, events engines.Bus, publish func(sent ...*message
 func TestBusesOfThePostgresStore(t *testing.T) {
 	for _, bus := range []string{"postgres", "nats"} {
 		t.Run(bus, func(t *testing.T) {
-			cfg := config.Default()
-			cfg.Store, cfg.Bus, cfg.PostgresURL = "postgres", bus, testsvc.Postgres(t)
-			cfg.NATSURL, cfg.ClusterName = testsvc.NATS(t)
-			box, err := secrets.New(make([]byte, 32))
-			if err != nil {
-				t.Fatal(err)
-			}
-			opened, err := engines.Stores[cfg.Store](t.Context(), cfg, box)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer opened.Store.Close()
-			events, err := engines.Buses[cfg.Bus](t.Context(), cfg, opened.Outbox, watermill.NopLogger{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer events.Close()
+			opened, events := openPostgresBus(t, bus)
 			receiveBoth(t, events, func(sent ...*message.Message) {
 				if err := opened.Store.Update(t.Context(), func(tx store.Tx) error { return tx.Publish("topic", sent...) }); err != nil {
 					t.Fatal(err)
 				}
 			})
 		})
+	}
+}
+
+// openPostgresBus opens the PostgreSQL store of the registry on a new
+// database and bus (postgres, or nats on a stream of its own) on its
+// outbox, both closed when the test ends.
+func openPostgresBus(t *testing.T, bus string) (engines.Opened, engines.Bus) {
+	t.Helper()
+	cfg := config.Default()
+	cfg.DataDir, cfg.Store, cfg.Bus, cfg.PostgresURL = t.TempDir(), "postgres", bus, testsvc.Postgres(t)
+	cfg.NATSURL, cfg.ClusterName = testsvc.NATS(t)
+	opened := openDir(t, cfg)
+	events, err := engines.Buses[cfg.Bus](t.Context(), cfg, opened.Outbox, watermill.NopLogger{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { events.Close() })
+	return opened, events
+}
+
+// TestNATSBusDropsOnlyWhatNATSCannotCarry: of the events of a transaction
+// that the forwarder reads together, one whose metadata a NATS header
+// cannot carry is dropped, and those before and after it arrive.
+func TestNATSBusDropsOnlyWhatNATSCannotCarry(t *testing.T) {
+	opened, events := openPostgresBus(t, "nats")
+	sub, err := events.Subscriber(engines.Consumer{Group: "g"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	ch, err := sub.Subscribe(t.Context(), "topic")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := message.NewMessage("bad", nil)
+	bad.Metadata.Set("note", "two\nlines")
+	sent := []*message.Message{message.NewMessage("first", nil), bad, message.NewMessage("last", nil)}
+	if err := opened.Store.Update(t.Context(), func(tx store.Tx) error { return tx.Publish("topic", sent...) }); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"first", "last"} {
+		select {
+		case m := <-ch:
+			m.Ack()
+			if m.UUID != want {
+				t.Fatalf("got %s, want %s", m.UUID, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no %s in 10 s", want)
+		}
 	}
 }
 

@@ -14,10 +14,11 @@
 //     watermill_<topic> (offset, uuid, payload BYTEA, metadata JSON, the
 //     writing transaction's xid8), and each topic's consumer groups keep
 //     their position in watermill_offsets_<topic>.
-//   - any other bus (nats) is fed by Watermill's forwarder: the events are
-//     enveloped (their topic, UUID, payload and metadata in JSON) in the
-//     table of the topic "outbox" (ForwarderTopic), and Forward moves them,
-//     in commit order, to the bus's publisher.
+//   - any other bus (nats) is fed by the forwarder: the events are
+//     enveloped as Watermill's forwarder (components/forwarder) envelopes
+//     them (their topic, UUID, payload and metadata in JSON) in the table
+//     of the topic "outbox" (ForwarderTopic), and Forward moves them, in
+//     commit order and in batches, to the bus's publisher.
 //
 // The tables are made the first time a process publishes to or subscribes
 // to a topic (on a connection of their own: the publishing transaction
@@ -58,6 +59,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -327,39 +329,188 @@ func (s *subscriber) Close() error {
 
 // Forwarder moves the outbox's enveloped events to another bus.
 type Forwarder struct {
-	fwd  *forwarder.Forwarder
-	done chan struct{}
+	db     *pgxpool.Pool
+	to     message.Publisher
+	log    watermill.LoggerAdapter
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
-// Forward starts the forwarder on db: the events of the outbox's table,
-// read by the consumer group "forwarder" (the forwarders of all instances
-// take turns), are published with to, each once its previous one was; an
-// event to publishes with an error is sent again a second later. Close
-// stops it.
+// ForwardBatch is how many events the forwarder reads, and publishes, at
+// once.
+const ForwardBatch = 256
+
+// forwarderGroup is the forwarder's consumer group of the outbox's topic.
+const forwarderGroup = "forwarder"
+
+// Forward starts the forwarder on db: it reads the outbox's table as the
+// consumer group "forwarder" of the topic ForwarderTopic, with Watermill's
+// queries (its PostgreSQL schema and offsets adapters, so the forwarders
+// of all instances take turns, each read holding the group's offset row),
+// up to ForwardBatch events a read, in the order their transactions
+// committed; it publishes them with to (one Publish per run of events of
+// one topic, which bus nats sends without waiting for each one's
+// acknowledgement), and writes the group's offset past them once every
+// one is published, in the transaction of the read. A read that fails, or
+// whose events to refuses, is made again a second later: at least once.
+// Where Watermill's forwarder (components/forwarder) and subscriber hand
+// over one event at a time, each published once the one before it was
+// acknowledged, this one pays a read, a commit and a server's round trip
+// per batch. The envelopes are Watermill's forwarder's; one that cannot
+// be read is passed over with an error in the log. Close stops it.
 func Forward(db *pgxpool.Pool, to message.Publisher, log watermill.LoggerAdapter) (*Forwarder, error) {
-	sub, err := NewSubscriber(db, SubscriberConfig{Group: "forwarder"}, log)
-	if err != nil {
+	if log == nil {
+		log = watermill.NopLogger{}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := forwarderOffsets(ctx, db); err != nil {
+		cancel()
 		return nil, err
 	}
-	fwd, err := forwarder.NewForwarder(sub, to, log, forwarder.Config{ForwarderTopic: ForwarderTopic, AckWhenCannotUnwrap: true})
-	if err != nil {
-		sub.Close()
-		return nil, fmt.Errorf("bus postgres: forwarder: %w", err)
-	}
-	f := &Forwarder{fwd: fwd, done: make(chan struct{})}
-	go func() {
-		defer close(f.done)
-		if err := fwd.Run(context.Background()); err != nil {
-			log.Error("The forwarder stopped", err, nil)
-		}
-	}()
-	<-fwd.Running()
+	f := &Forwarder{db: db, to: to, log: log.With(watermill.LogFields{"consumer_group": forwarderGroup}), cancel: cancel, done: make(chan struct{})}
+	go f.run(ctx)
 	return f, nil
 }
 
-// Close stops the forwarder, waiting for the event it is publishing.
+// forwarderOffsets makes the outbox's tables and the forwarder group's
+// offset row, from which a read starts at the first event.
+func forwarderOffsets(ctx context.Context, db *pgxpool.Pool) error {
+	conn, err := db.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("bus postgres: forwarder: %w", err)
+	}
+	defer conn.Release()
+	sub, err := sql.NewSubscriber(sql.BeginnerFromPgx(conn.Conn()), sql.SubscriberConfig{SchemaAdapter: schema(0), OffsetsAdapter: offsets}, nil)
+	if err == nil {
+		err = sub.SubscribeInitialize(ForwarderTopic)
+	}
+	if err != nil {
+		return fmt.Errorf("bus postgres: forwarder: %w", err)
+	}
+	qs, err := offsets.BeforeSubscribingQueries(sql.BeforeSubscribingQueriesParams{Topic: ForwarderTopic, ConsumerGroup: forwarderGroup})
+	for _, q := range qs {
+		if err == nil {
+			_, err = conn.Exec(ctx, q.Query, q.Args...)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("bus postgres: forwarder: %w", err)
+	}
+	return nil
+}
+
+// The forwarder's pauses: after a read that found nothing to forward, a
+// short one, doubling while reads find nothing, up to PollInterval; after
+// an error, a second.
+const (
+	forwardIdleMin = time.Millisecond
+	forwardRetry   = time.Second
+)
+
+func (f *Forwarder) run(ctx context.Context) {
+	defer close(f.done)
+	idle := forwardIdleMin
+	for ctx.Err() == nil {
+		n, err := f.forward(ctx)
+		pause := time.Duration(0)
+		switch {
+		case err != nil:
+			if ctx.Err() == nil {
+				f.log.Error("Cannot forward the outbox's events", err, nil)
+			}
+			pause = forwardRetry
+		case n == 0:
+			pause, idle = idle, min(2*idle, PollInterval)
+		default:
+			idle = forwardIdleMin
+		}
+		if pause > 0 {
+			select {
+			case <-ctx.Done():
+			case <-time.After(pause):
+			}
+		}
+	}
+}
+
+// envelope is Watermill's forwarder's (components/forwarder): an event and
+// the topic it is forwarded to.
+type envelope struct {
+	DestinationTopic string            `json:"destination_topic"`
+	UUID             string            `json:"uuid"`
+	Payload          []byte            `json:"payload"`
+	Metadata         map[string]string `json:"metadata"`
+}
+
+// forward forwards one batch in a transaction of its own and says how
+// many events it read.
+func (f *Forwarder) forward(ctx context.Context) (int, error) {
+	tx, err := f.db.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	q, err := schema(ForwardBatch).SelectQuery(sql.SelectQueryParams{Topic: ForwarderTopic, ConsumerGroup: forwarderGroup, OffsetsAdapter: offsets})
+	if err != nil {
+		return 0, err
+	}
+	rows, err := tx.Query(ctx, q.Query, q.Args...)
+	if err != nil {
+		return 0, err
+	}
+	var last sql.Row
+	var runs [][]*message.Message // events of one topic in a row
+	var topics []string
+	n := 0
+	for rows.Next() {
+		var r sql.Row
+		var xid sql.XID8
+		var metadata []byte
+		if err := rows.Scan(&r.Offset, &xid, &r.UUID, &r.Payload, &metadata); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		r.ExtraData = map[string]any{"transaction_id": xid}
+		last, n = r, n+1
+		var e envelope
+		if err := json.Unmarshal(r.Payload, &e); err != nil || e.DestinationTopic == "" {
+			f.log.Error("An outbox event without a readable envelope was passed over", err, watermill.LogFields{"uuid": string(r.UUID)})
+			continue
+		}
+		m := message.NewMessage(e.UUID, e.Payload)
+		if e.Metadata != nil {
+			m.Metadata = e.Metadata
+		}
+		if len(topics) == 0 || topics[len(topics)-1] != e.DestinationTopic {
+			topics, runs = append(topics, e.DestinationTopic), append(runs, nil)
+		}
+		runs[len(runs)-1] = append(runs[len(runs)-1], m)
+	}
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	if n == 0 {
+		return 0, tx.Commit(ctx)
+	}
+	for i, topic := range topics {
+		if err := f.to.Publish(topic, runs[i]...); err != nil {
+			return 0, fmt.Errorf("publish to %s: %w", topic, err)
+		}
+	}
+	ack, err := offsets.AckMessageQuery(sql.AckMessageQueryParams{Topic: ForwarderTopic, LastRow: last, ConsumerGroup: forwarderGroup})
+	if err != nil {
+		return 0, err
+	}
+	if _, err := tx.Exec(ctx, ack.Query, ack.Args...); err != nil {
+		return 0, err
+	}
+	return n, tx.Commit(ctx)
+}
+
+// Close stops the forwarder. A batch it was forwarding is left to be read
+// again, by the next forwarder.
 func (f *Forwarder) Close() error {
-	err := f.fwd.Close()
+	f.cancel()
 	<-f.done
-	return err
+	return nil
 }
