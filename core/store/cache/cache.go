@@ -93,17 +93,18 @@ type targetKey struct{ account, client, domain string }
 // commit that lands in between only costs a miss. A check that began at or
 // after the context's AsOf time is reused.
 func (c *Store) current(ctx context.Context) (Versions, error) {
-	if asOf, ok := asOfTime(ctx); ok {
-		c.mu.Lock()
-		if c.valid && !c.checked.Before(asOf) {
-			v := c.version
-			c.mu.Unlock()
-			return v, nil
-		}
-		c.mu.Unlock()
+	asOf, ok := asOfTime(ctx)
+	if v, done := c.checkedSince(asOf, ok); done {
+		return v, nil
 	}
 	c.checkMu.Lock()
 	defer c.checkMu.Unlock()
+	// The check made while this call waited for its turn, if it began
+	// after asOf, serves it too: the calls that queue behind one check
+	// share the next.
+	if v, done := c.checkedSince(asOf, ok); done {
+		return v, nil
+	}
 	start := time.Now()
 	v, err := c.signal.Versions(ctx)
 	if err != nil {
@@ -122,6 +123,17 @@ func (c *Store) current(ctx context.Context) (Versions, error) {
 	}
 	c.version, c.checked, c.valid = v, start, true
 	return v, nil
+}
+
+// checkedSince returns the versions of the last check if it began at or
+// after asOf (when the caller has an AsOf time).
+func (c *Store) checkedSince(asOf time.Time, ok bool) (Versions, bool) {
+	if !ok {
+		return Versions{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.version, c.valid && !c.checked.Before(asOf)
 }
 
 // PrincipalByKeyHash finds a key and its account, from the cache while

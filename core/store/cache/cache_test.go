@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -146,5 +147,77 @@ func TestTargetsAreTheCallers(t *testing.T) {
 	must(t, err)
 	if len(again) != 1 || again[0].Failures != 0 || again[0].URL != w.URL {
 		t.Fatalf("a caller's change reached the cache: %+v", again)
+	}
+}
+
+// gated is the engine's signal, counted, whose checks wait until release
+// is closed; entered has a value for each check that began.
+type gated struct {
+	cache.Signal
+	n       atomic.Int64
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (g *gated) Versions(ctx context.Context) (cache.Versions, error) {
+	g.n.Add(1)
+	g.entered <- struct{}{}
+	<-g.release
+	return g.Signal.Versions(ctx)
+}
+
+// Reads as of a moment after a check began wait for it, then share the
+// next check: the requests that queue behind one check cost one more,
+// not one each.
+func TestQueuedReadsShareTheNextCheck(t *testing.T) {
+	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "aivis.db"))
+	must(t, err)
+	defer db.Close()
+	must(t, db.CreateAccount(ctx, store.Account{ID: "acct_1", Name: "A", Tier: "starter", Type: store.AccountStandard, CreatedAt: t0}))
+	sig := &gated{Signal: db.Signal(), entered: make(chan struct{}, 16), release: make(chan struct{})}
+	c := cache.Wrap(db, sig)
+	read := func(asOf time.Time) error {
+		_, _, err := c.Budget(cache.AsOf(ctx, asOf), "acct_1", "2025-06")
+		return err
+	}
+	errs := make(chan error, 9)
+	go func() { errs <- read(time.Now()) }()
+	<-sig.entered // the first check began
+	later := time.Now()
+	const queued = 8
+	for range queued {
+		go func() { errs <- read(later) }()
+	}
+	waitQueued(t, queued)
+	close(sig.release)
+	for range queued + 1 {
+		must(t, <-errs)
+	}
+	if n := sig.n.Load(); n != 2 {
+		t.Fatalf("%d checks of the signal, want 2: the first and one for the %d reads queued behind it", n, queued)
+	}
+}
+
+// waitQueued waits until n goroutines wait for their turn to check the
+// signal (blocked on the cache's lock of checks).
+func waitQueued(t *testing.T, n int) {
+	t.Helper()
+	buf := make([]byte, 1<<20)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		stacks := strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n")
+		waiting := 0
+		for _, s := range stacks {
+			if strings.Contains(s, "[sync.Mutex.Lock") && strings.Contains(s, "cache.(*Store).current") {
+				waiting++
+			}
+		}
+		if waiting >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d reads wait for the check", waiting, n)
+		}
+		runtime.Gosched()
 	}
 }
