@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/aivis/aivis/config"
 	"github.com/aivis/aivis/core/app"
 	"github.com/aivis/aivis/core/secrets"
@@ -21,7 +23,7 @@ import (
 var (
 	enginesFlag = flag.String("engines", "sqlite,cluster", "the engines BenchmarkLoad and BenchmarkDelivery run `aivis serve` processes on, comma-separated: "+
 		"sqlite (the embedded default, one process) and cluster (PostgreSQL, NATS JetStream and -cluster-counter, one instance and two; servers from internal/testsvc)")
-	clusterCounter = flag.String("cluster-counter", "store", "the counter of the cluster's instances")
+	clusterCounter = flag.String("cluster-counter", "redis", "the counter of the cluster's instances: redis, or store (in PostgreSQL)")
 )
 
 // deployment is aivis on one set of engines, run as `aivis serve`
@@ -84,10 +86,36 @@ func newDeployment(b *testing.B, name string) *deployment {
 		d.servers = append(d.servers, d.server(b, "postgres", pg, func(pid int) cpuSource {
 			return cpuSource{"postgres", pgCPU(pid, strings.TrimPrefix(u.Path, "/"))}
 		}), d.server(b, "nats", natsURL, func(pid int) cpuSource { return cpuSource{"nats", pidCPU(pid)} }))
+		if *clusterCounter == "redis" {
+			d.cfg.RedisURL = redisUnder(b, cluster)
+			d.flags = append(d.flags, "--redis-url", d.cfg.RedisURL)
+			d.servers = append(d.servers, d.server(b, "redis", d.cfg.RedisURL, func(pid int) cpuSource { return cpuSource{"redis", pidCPU(pid)} }))
+		}
 	default:
 		b.Fatalf("-engines: no engine %q (sqlite, cluster)", name)
 	}
 	return d
+}
+
+// redisUnder returns the URL of testsvc's Redis, on which the keys under
+// prefix (the deployment's cluster_name, also its NATS stream's name) are
+// deleted when b ends.
+func redisUnder(b *testing.B, prefix string) string {
+	url, _ := testsvc.Redis(b)
+	b.Cleanup(func() {
+		opt, err := redis.ParseURL(url)
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		c := redis.NewClient(opt)
+		defer c.Close()
+		ctx := context.Background()
+		for it := c.Scan(ctx, 0, prefix+":*", 1000).Iterator(); it.Next(ctx); {
+			c.Unlink(ctx, it.Val())
+		}
+	})
+	return url
 }
 
 // server is the CPU source of the server at serverURL, or one that reads
