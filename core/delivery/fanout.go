@@ -9,6 +9,7 @@ import (
 
 	"github.com/aivis/aivis/core/events"
 	"github.com/aivis/aivis/core/store"
+	"github.com/aivis/aivis/core/store/cache"
 )
 
 // The fan-out: the Watermill handler of the event topic (webhook-fanout)
@@ -25,7 +26,10 @@ func (e *Engine) fanout(msg *message.Message) error {
 		e.log.Error("webhooks: unreadable event dropped", "message", msg.UUID, "err", err)
 		return nil // a malformed message would be redelivered forever
 	}
-	ctx := msg.Context()
+	// The targets as of now, after the event's commit: a webhook or
+	// connection made before the event gets it. The events handled at once
+	// share one check of the store's caches (on PostgreSQL, a round trip).
+	ctx := cache.AsOf(msg.Context(), time.Now())
 	var targets []*store.Webhook
 	var logged *store.LoggedEvent
 	if ev.WebhookID != "" {
