@@ -1,11 +1,14 @@
 package limits_test
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -219,5 +222,95 @@ func TestRedisUnreachableRefuses(t *testing.T) {
 				t.Errorf("%s: the message %q names %q", name, fe.Message, secret)
 			}
 		}
+	}
+}
+
+// roundTrips counts a client's round trips that run scripts and the
+// scripts they carry, and holds the first one until release is closed.
+type roundTrips struct {
+	trips, scripts atomic.Int64
+	release        chan struct{}
+}
+
+func (*roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.held([]redis.Cmder{cmd})
+		return next(ctx, cmd)
+	}
+}
+
+func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.held(cmds)
+		return next(ctx, cmds)
+	}
+}
+
+func (h *roundTrips) held(cmds []redis.Cmder) {
+	n := 0
+	for _, c := range cmds {
+		if strings.HasPrefix(c.Name(), "eval") {
+			n++
+		}
+	}
+	if n == 0 {
+		return
+	}
+	h.scripts.Add(int64(n))
+	if h.trips.Add(1) == 1 {
+		<-h.release
+	}
+}
+
+// TestRedisDecisionsAtOnceShareARoundTrip: the decisions asked while a
+// round trip to the server is in flight go together in the next one, and
+// each gets its own answer.
+func TestRedisDecisionsAtOnceShareARoundTrip(t *testing.T) {
+	url, prefix := testsvc.Redis(t)
+	rdb := redisClient(t, url)
+	c := limits.NewRedis(rdb, prefix, nil, quiet)
+	at := time.Now()
+	// The script on the server and a connection open, before counting.
+	if _, err := c.Peek(t.Context(), "acct_0", [3]int{1, 1, 1}, at); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Take(t.Context(), limits.Use{AccountID: "acct_0", KeyID: "key_0", At: at}, [3]int{1, 1, 1}); err != nil {
+		t.Fatal(err)
+	}
+	hook := &roundTrips{release: make(chan struct{})}
+	rdb.AddHook(hook)
+	const callers, limit = 40, 25
+	allowed := make(chan bool, callers)
+	for range callers {
+		go func() {
+			d, err := c.Take(t.Context(), limits.Use{AccountID: "acct_1", KeyID: "key_1", At: at}, [3]int{limit, 1000, 10000})
+			if err != nil {
+				t.Error(err)
+			}
+			allowed <- d.Allowed
+		}()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for hook.trips.Load() == 0 || c.Queued() < callers-1 { // the first held, the others behind it
+		if time.Now().After(deadline) {
+			close(hook.release)
+			t.Fatalf("after 10 s, %d round trips and %d decisions waiting for the next", hook.trips.Load(), c.Queued())
+		}
+		runtime.Gosched()
+	}
+	close(hook.release)
+	n := 0
+	for range callers {
+		if <-allowed {
+			n++
+		}
+	}
+	if n != limit {
+		t.Errorf("%d of %d decisions allowed, want %d", n, callers, limit)
+	}
+	if trips, scripts := hook.trips.Load(), hook.scripts.Load(); trips != 2 || scripts != callers {
+		t.Errorf("%d decisions took %d round trips carrying %d scripts, want 2: the first and one for the %d asked meanwhile", callers, trips, scripts, callers-1)
 	}
 }

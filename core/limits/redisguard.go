@@ -11,8 +11,9 @@ import (
 // RedisGuard is the Guard of a deployment of several instances: a
 // subject's window lives on the Redis server of a Redis counter, under
 // <prefix>:guard:<name>:<subject>, where every process's guard of that name
-// sees it. Take and Peek are one run of the counter's windows script (a
-// window of one), Give one script of its own; the key is kept until an
+// sees it. Take is one run of the counter's windows script (a
+// window of one), Peek one read of the hash, Give one script of its own; the
+// commands of concurrent callers share round trips. The key is kept until an
 // hour after its window ends. Subjects are kept as AuthGuard keeps them (a
 // key and an email address as their SHA-256, an address by host or /64).
 type RedisGuard struct {
@@ -68,7 +69,7 @@ return 0
 
 // Give takes back a failure Take counted in t's window.
 func (g *RedisGuard) Give(ctx context.Context, s Subject, t Tally) error {
-	if err := giveScript.Run(ctx, g.conn.rdb, []string{g.subjectKey(s)}, t.Start).Err(); err != nil {
+	if err := g.conn.rdb.script(ctx, giveScript, []string{g.subjectKey(s)}, t.Start).Err(); err != nil {
 		return g.conn.fail(ctx, err)
 	}
 	g.conn.ok()
