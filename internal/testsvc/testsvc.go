@@ -75,7 +75,15 @@ func (s *service) URL(t testing.TB) string {
 // removes what t made under the prefix when t ends.
 func (s *service) withPrefix(t testing.TB) (url, prefix string) {
 	t.Helper()
-	url, prefix = s.URL(t), newPrefix()
+	prefix = newPrefix()
+	return s.under(t, prefix), prefix
+}
+
+// under returns the server's URL, and removes what t made under prefix
+// when t ends.
+func (s *service) under(t testing.TB, prefix string) (url string) {
+	t.Helper()
+	url = s.URL(t)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -83,7 +91,24 @@ func (s *service) withPrefix(t testing.TB) (url, prefix string) {
 			t.Errorf("testsvc: removing what the test left in %s under %s: %v", s.name, prefix, err)
 		}
 	})
-	return url, prefix
+	return url
+}
+
+// Cluster is what the instances of one aivis deployment share: a
+// database of their own, and a Redis and a NATS server on which the keys
+// and streams under Name, the deployment's cluster_name, are its alone.
+type Cluster struct {
+	PostgresURL, RedisURL, NATSURL, Name string
+}
+
+// NewCluster returns a Cluster for t alone: its database is dropped, and
+// its keys and streams deleted, when t ends.
+func NewCluster(t testing.TB) Cluster {
+	t.Helper()
+	c := Cluster{PostgresURL: Postgres(t), Name: newPrefix()}
+	c.RedisURL = redisServer.under(t, c.Name)
+	c.NATSURL = natsServer.under(t, c.Name)
+	return c
 }
 
 func (s *service) find(t testing.TB) (string, error) {

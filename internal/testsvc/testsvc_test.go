@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -160,6 +161,64 @@ func TestNATS(t *testing.T) {
 	}
 	if _, err := js.Stream(ctx(t), other+"_kept"); err != nil {
 		t.Fatalf("another test's stream is gone: %v", err)
+	}
+}
+
+// TestCluster: a cluster's Redis keys and NATS streams are under its name,
+// and go with its database when the test ends.
+func TestCluster(t *testing.T) {
+	var c Cluster
+	t.Run("a cluster", func(t *testing.T) {
+		c = NewCluster(t)
+		if c.PostgresURL == "" || c.RedisURL != redisServer.URL(t) || c.NATSURL != natsServer.URL(t) || !strings.HasPrefix(c.Name, "aivistest_") {
+			t.Fatalf("cluster %+v", c)
+		}
+		r, err := redisClient(c.RedisURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		if err := r.Set(ctx(t), c.Name+":counts", "1", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		nc, js, err := natsConnect(ctx(t), c.NATSURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		if _, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: c.Name, Subjects: []string{c.Name + ".>"}}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	r, err := redisClient(c.RedisURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if n, err := r.Exists(ctx(t), c.Name+":counts").Result(); err != nil || n != 0 {
+		t.Errorf("the cluster's Redis key is left after the test (%v)", err)
+	}
+	nc, js, err := natsConnect(ctx(t), c.NATSURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if _, err := js.Stream(ctx(t), c.Name); !errors.Is(err, jetstream.ErrStreamNotFound) {
+		t.Errorf("the cluster's stream is left after the test (%v)", err)
+	}
+	server, err := pgx.Connect(ctx(t), postgres.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Close(context.Background())
+	u, err := url.Parse(c.PostgresURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := strings.TrimPrefix(u.Path, "/")
+	var left int
+	if err := server.QueryRow(ctx(t), `SELECT count(*) FROM pg_database WHERE datname = $1`, name).Scan(&left); err != nil || left != 0 {
+		t.Errorf("the cluster's database %s is left after the test (%v)", name, err)
 	}
 }
 
