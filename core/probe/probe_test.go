@@ -177,6 +177,36 @@ func TestAskErrors(t *testing.T) {
 	}
 }
 
+// TestFakeAnswersTo: the fake answers a prompt by what it holds, the
+// matching answer first, before its answers in turn, which the matched
+// ones take no turn of.
+func TestFakeAnswersTo(t *testing.T) {
+	f := probefake.New()
+	defer f.Close()
+	f.Answer("m", "first", "second")
+	f.AnswerTo("m", "rewrite", "rewritten")
+	f.AnswerTo("m", "draft", "drafted")
+	c := &Client{HTTP: http.DefaultClient}
+	e := Engine{Label: "E", BaseURL: f.URL(), Model: "m"}
+	var got []string
+	for _, p := range []string{"hi", "please rewrite this", "please draft that", "rewrite, then draft", "hello"} {
+		a, err := c.Ask(context.Background(), e, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, a.Text)
+	}
+	if want := "first rewritten drafted rewritten second"; strings.Join(got, " ") != want {
+		t.Errorf("answers %q, want %q", got, want)
+	}
+	f2 := probefake.New()
+	defer f2.Close()
+	f2.AnswerTo("m", "rewrite", "rewritten")
+	if _, err := c.Ask(context.Background(), Engine{Label: "E", BaseURL: f2.URL(), Model: "m"}, "hi"); err == nil || !strings.Contains(err.Error(), "does not exist") {
+		t.Errorf("a prompt no answer matches, without answers in turn: %v", err)
+	}
+}
+
 // TestComplete: the request carries the system message first, the answer
 // cap and the temperature; Ask sends the user message alone.
 func TestComplete(t *testing.T) {

@@ -21,7 +21,8 @@ type Fake struct {
 	mu      sync.Mutex
 	answers map[string][]string // by model
 	next    map[string]int
-	fail    map[string][]int // by model: statuses of the next requests
+	to      map[string][]answerTo // by model: answers by what the prompt holds
+	fail    map[string][]int      // by model: statuses of the next requests
 	prompts []string
 	// Key, when set, is the bearer key required.
 	Key string
@@ -34,7 +35,7 @@ type Fake struct {
 
 // New starts the fake.
 func New() *Fake {
-	f := &Fake{answers: map[string][]string{}, next: map[string]int{}, fail: map[string][]int{}}
+	f := &Fake{answers: map[string][]string{}, next: map[string]int{}, to: map[string][]answerTo{}, fail: map[string][]int{}}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.handle))
 	return f
 }
@@ -50,6 +51,18 @@ func (f *Fake) Answer(model string, answers ...string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.answers[model] = answers
+}
+
+type answerTo struct{ text, answer string }
+
+// AnswerTo makes a model answer a prompt that holds text with answer, in
+// place of its answers in turn: for callers that ask one model different
+// things at once, so that no turn is taken by the wrong question. The
+// first of these that matches answers.
+func (f *Fake) AnswerTo(model, text, answer string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.to[model] = append(f.to[model], answerTo{text, answer})
 }
 
 // Fail makes the next requests for a model answer these statuses (429
@@ -109,15 +122,23 @@ func (f *Fake) handle(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, fs[0], "scripted", "scripted failure")
 		return
 	}
-	list, ok := f.answers[req.Model]
+	prompt := req.Messages[len(req.Messages)-1].Content
+	text, ok := "", false
+	for _, a := range f.to[req.Model] {
+		if strings.Contains(prompt, a.text) {
+			text, ok = a.answer, true
+			break
+		}
+	}
+	if list := f.answers[req.Model]; !ok && len(list) > 0 {
+		text, ok = list[f.next[req.Model]%len(list)], true
+		f.next[req.Model]++
+	}
 	if !ok {
 		f.mu.Unlock()
 		writeErr(w, http.StatusNotFound, "model_not_found", fmt.Sprintf("The model `%s` does not exist.", req.Model))
 		return
 	}
-	text := list[f.next[req.Model]%len(list)]
-	f.next[req.Model]++
-	prompt := req.Messages[len(req.Messages)-1].Content
 	f.prompts = append(f.prompts, prompt)
 	f.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
