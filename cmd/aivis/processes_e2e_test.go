@@ -42,6 +42,19 @@ type procReceiver struct {
 	got      map[string]map[string][]arrival // path -> event id -> arrivals
 	bad      []string
 	hold     chan struct{} // while not nil, events are answered once it closes
+
+	scan    sync.Mutex  // one look at /proc at a time
+	scanned time.Time   // when the last look began
+	ports   map[int]int // client ports to the pids holding them, as of that look
+}
+
+// peer is a connection to the receiver: its client's port, when it was
+// accepted, and, once a request on it asked, its process.
+type peer struct {
+	port     int
+	accepted time.Time
+	once     sync.Once
+	pid      int
 }
 
 type peerKey struct{}
@@ -55,6 +68,8 @@ func newProcReceiver(t *testing.T) *procReceiver {
 		if ev.Event == "webhook_test" {
 			return
 		}
+		c := r.Context().Value(peerKey{}).(*peer)
+		c.once.Do(func() { c.pid = p.pidOf(c) })
 		p.mu.Lock()
 		if verr := p.verifier.Verify(r.Header, body); verr != nil || err != nil || r.Header.Get("webhook-id") != ev.ID {
 			p.bad = append(p.bad, fmt.Sprintf("%s %s: %v %v", r.URL.Path, r.Header.Get("webhook-id"), verr, err))
@@ -65,7 +80,7 @@ func newProcReceiver(t *testing.T) *procReceiver {
 		if p.got[r.URL.Path] == nil {
 			p.got[r.URL.Path] = map[string][]arrival{}
 		}
-		p.got[r.URL.Path][ev.ID] = append(p.got[r.URL.Path][ev.ID], arrival{time.Now(), r.Context().Value(peerKey{}).(int)})
+		p.got[r.URL.Path][ev.ID] = append(p.got[r.URL.Path][ev.ID], arrival{time.Now(), c.pid})
 		hold := p.hold
 		p.mu.Unlock()
 		if hold != nil {
@@ -77,21 +92,67 @@ func newProcReceiver(t *testing.T) *procReceiver {
 		}
 		w.WriteHeader(http.StatusOK)
 	}))
+	// Nothing slow here: the server accepts its connections one at a
+	// time, calling this for each.
 	p.Config.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
-		p.mu.Lock()
-		pids := p.pids
-		p.mu.Unlock()
-		pid := peerPID(c, pids)
-		if pid == 0 { // a connection its process made before it was killed
-			p.mu.Lock()
-			pid = p.gone[c.RemoteAddr().(*net.TCPAddr).Port]
-			p.mu.Unlock()
-		}
-		return context.WithValue(ctx, peerKey{}, pid)
+		return context.WithValue(ctx, peerKey{}, &peer{port: c.RemoteAddr().(*net.TCPAddr).Port, accepted: time.Now()})
 	}
 	p.Start()
 	t.Cleanup(p.Close)
 	return p
+}
+
+// pidOf is the process, of those watched, that holds the other end of c:
+// as a look at /proc made after c was accepted found it (one look finds
+// every connection accepted before it), else, for a connection of a
+// process killed since, as kill noted it. 0: none of them. A look may miss
+// a socket that comes or goes while the kernel's table is read, so a
+// connection not found is looked for again.
+func (p *procReceiver) pidOf(c *peer) int {
+	p.scan.Lock()
+	defer p.scan.Unlock()
+	for range 3 {
+		if p.scanned.After(c.accepted) {
+			if pid, ok := p.ports[c.port]; ok {
+				return pid
+			}
+		}
+		p.look()
+	}
+	if pid, ok := p.ports[c.port]; ok {
+		return pid
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.gone[c.port]
+}
+
+// look maps the client ports of the connections to the receiver to the
+// watched processes that hold them: each such socket of /proc/net/tcp
+// (its remote port the receiver's) is one of the process's open files.
+func (p *procReceiver) look() {
+	p.scanned = time.Now()
+	p.mu.Lock()
+	pids := p.pids
+	p.mu.Unlock()
+	server := p.Listener.Addr().(*net.TCPAddr).Port
+	clients := map[string]int{} // socket inodes to their local ports
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, _ := os.ReadFile(f)
+		for _, line := range strings.Split(string(b), "\n") {
+			if fs := strings.Fields(line); len(fs) >= 10 && hexPort(fs[2]) == server {
+				clients[fs[9]] = hexPort(fs[1])
+			}
+		}
+	}
+	p.ports = map[int]int{}
+	for _, pid := range pids {
+		for _, inode := range sockets(pid) {
+			if port, ok := clients[inode]; ok {
+				p.ports[port] = pid
+			}
+		}
+	}
 }
 
 // watch sets the processes whose connections are told apart.
@@ -130,6 +191,69 @@ func (p *procReceiver) kill(t *testing.T, s *server) {
 	s.cmd.Wait()
 }
 
+// delivered waits until every event the burst's writers saw accepted
+// has arrived, writer i's at /hook/<i % endpoints>.
+func (p *procReceiver) delivered(t *testing.T, b *readings, endpoints int) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		missing, all := 0, 0
+		for i := range b.accepted {
+			for _, id := range b.accepted[i] {
+				all++
+				if len(p.arrivals(fmt.Sprintf("/hook/%d", i%endpoints), id)) == 0 {
+					missing++
+				}
+			}
+		}
+		if missing == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d deliveries never arrived", missing, all)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// duplicates checks every arrival so far, once killed was killed (at
+// killedAt) and its work taken over: each verified, and none twice but
+// for deliveries the killed process sent before it died and did not
+// record, each of those once by it and once, after its death, by a
+// survivor. It returns how many there are, and the arrivals by process.
+func (p *procReceiver) duplicates(t *testing.T, killed *server, killedAt time.Time) (dups int, by map[int]int) {
+	t.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.bad) > 0 {
+		t.Errorf("%d deliveries failed verification, e.g. %s", len(p.bad), p.bad[0])
+	}
+	pid := killed.cmd.Process.Pid
+	by = map[int]int{}
+	for path, ids := range p.got {
+		for id, as := range ids {
+			for _, a := range as {
+				by[a.pid]++
+			}
+			if len(as) == 1 {
+				continue
+			}
+			dups++
+			fromKilled := slices.IndexFunc(as, func(a arrival) bool { return a.pid == pid })
+			if len(as) != 2 || fromKilled < 0 || as[1-fromKilled].pid == pid || as[1-fromKilled].pid == 0 || !as[1-fromKilled].at.After(killedAt) {
+				t.Errorf("event %s arrived at %s %d times: %+v (the killed process is %d, killed at %v)", id, path, len(as), as, pid, killedAt)
+			}
+		}
+	}
+	// What the killed process could have sent and not recorded: its
+	// attempts in flight (at most 256) and the outcomes waiting for its
+	// recorder (a batch being written, 256, and 1,024 queued).
+	if dups > 256+256+1024 {
+		t.Errorf("%d duplicates: more than one process can have in flight", dups)
+	}
+	return dups, by
+}
+
 // trust sets the secrets the receiver verifies signatures with.
 func (p *procReceiver) trust(t *testing.T, secrets ...string) {
 	v, err := webhook.NewVerifier(secrets...)
@@ -146,30 +270,6 @@ func (p *procReceiver) arrivals(path, eventID string) []arrival {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return slices.Clone(p.got[path][eventID])
-}
-
-// peerPID is the process, of pids, that holds the other end of c, a
-// loopback TCP connection: the socket whose local address is c's remote
-// one, in /proc/net/tcp, is one of the process's open files. 0: none of
-// them.
-func peerPID(c net.Conn, pids []int) int {
-	local, remote := c.LocalAddr().(*net.TCPAddr).Port, c.RemoteAddr().(*net.TCPAddr).Port
-	inode := ""
-	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-		b, _ := os.ReadFile(f)
-		for _, line := range strings.Split(string(b), "\n") {
-			fs := strings.Fields(line)
-			if len(fs) >= 10 && hexPort(fs[1]) == remote && hexPort(fs[2]) == local {
-				inode = fs[9]
-			}
-		}
-	}
-	for _, pid := range pids {
-		if slices.Contains(sockets(pid), inode) {
-			return pid
-		}
-	}
-	return 0
 }
 
 // hexPort reads the port of an address of /proc/net/tcp (0100007F:1F90).
@@ -363,12 +463,14 @@ func TestThreeProcessesOneDataDirectory(t *testing.T) {
 
 	b := &readings{tokens: tokens, per: perAccount, accepted: make([][]string, accounts)}
 	killed := make(chan struct{})
+	var killedAt time.Time
 	go func() {
 		defer close(killed)
 		for b.total.Load() < accounts*perAccount/2 {
 			time.Sleep(time.Millisecond)
 		}
 		rc.kill(t, api) // SIGKILL: no shutdown, no flush, the lock let go by the kernel
+		killedAt = time.Now()
 	}()
 	b.burst(t, api)
 	<-killed
@@ -399,60 +501,14 @@ func TestThreeProcessesOneDataDirectory(t *testing.T) {
 
 	// Every accepted event at its endpoint, and then nothing pending: the
 	// arrivals are all there are.
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		missing := 0
-		for i := range tokens {
-			for _, id := range b.accepted[i] {
-				if len(rc.arrivals(fmt.Sprintf("/hook/%d", i%endpoints), id)) == 0 {
-					missing++
-				}
-			}
-		}
-		if missing == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d deliveries never arrived", missing, accounts*perAccount)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	rc.delivered(t, b, endpoints)
 	t.Logf("every event delivered at %v", time.Since(began).Round(time.Millisecond))
 	waitFor(t, "no delivery pending", func() bool {
 		return next.count(t, `SELECT count(*) FROM webhook_deliveries WHERE status != 'succeeded'`) == 0
 	})
 
-	// None twice, but for deliveries the killed process sent before it
-	// died and did not record: each of those once by it and once by a
-	// survivor.
-	rc.mu.Lock()
-	if len(rc.bad) > 0 {
-		t.Errorf("%d deliveries failed verification, e.g. %s", len(rc.bad), rc.bad[0])
-	}
-	dups, by := 0, map[int]int{}
-	for path, ids := range rc.got {
-		for id, as := range ids {
-			for _, a := range as {
-				by[a.pid]++
-			}
-			if len(as) == 1 {
-				continue
-			}
-			dups++
-			fromKilled := slices.IndexFunc(as, func(a arrival) bool { return a.pid == api.cmd.Process.Pid })
-			if len(as) != 2 || fromKilled < 0 || as[1-fromKilled].pid == api.cmd.Process.Pid || as[1-fromKilled].pid == 0 {
-				t.Errorf("event %s arrived at %s %d times: %+v (the killed process is %d)", id, path, len(as), as, api.cmd.Process.Pid)
-			}
-		}
-	}
-	// What the killed process could have sent and not recorded: its
-	// attempts in flight (at most 256) and the outcomes waiting for its
-	// recorder (a batch being written, 256, and 1,024 queued).
-	if dups > 256+256+1024 {
-		t.Errorf("%d duplicates: more than one process can have in flight", dups)
-	}
+	dups, by := rc.duplicates(t, api, killedAt)
 	t.Logf("deliveries by process: %v (killed: %d); %d duplicates, each sent by the killed process before it died", by, api.cmd.Process.Pid, dups)
-	rc.mu.Unlock()
 
 	// A process that stops gracefully lets the lock go only once it has
 	// written its counts: the last standby starts from every one of them
