@@ -53,8 +53,9 @@ func newCrashReceiver(t *testing.T) *crashReceiver {
 
 // readings is a burst of readings, a writer per key: each records its
 // readings one after another, alternating the score so that every
-// accepted reading is an event, until it has per events or the server is
-// gone.
+// accepted reading is an event, until it has per events or a server is
+// gone. Given several servers, a writer sends each reading to the next
+// (round robin, as a load balancer would).
 type readings struct {
 	tokens   []string
 	per      int
@@ -62,12 +63,12 @@ type readings struct {
 	total    atomic.Int64
 }
 
-func (b *readings) burst(t *testing.T, s *server) {
+func (b *readings) burst(t *testing.T, ss ...*server) {
 	var wg sync.WaitGroup
 	for i, tok := range b.tokens {
 		wg.Go(func() {
 			for n := len(b.accepted[i]); len(b.accepted[i]) < b.per; n++ {
-				code, body, err := post(s, "/v1/visibility", tok,
+				code, body, err := post(ss[(i+n)%len(ss)], "/v1/visibility", tok,
 					fmt.Sprintf(`{"domain":"example.com","visibility_score":%d,"sentiment":"neutral"}`, 10+n%2*10+n%7))
 				if err != nil {
 					return // the server is gone

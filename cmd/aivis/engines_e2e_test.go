@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"os"
@@ -194,13 +192,7 @@ func sixtyOfNinety(t *testing.T, servers []*server, k key) {
 // that is not there stops them before they touch the store.
 func TestCommandsOnPostgres(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
-	keyFile := filepath.Join(t.TempDir(), "master.key")
-	master := make([]byte, 32)
-	rand.Read(master)
-	if err := os.WriteFile(keyFile, []byte(base64.StdEncoding.EncodeToString(master)+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	env := []string{"AIVIS_STORE=postgres", "AIVIS_POSTGRES_URL=" + testsvc.Postgres(t), "AIVIS_MASTER_KEY_FILE=" + keyFile}
+	env := []string{"AIVIS_STORE=postgres", "AIVIS_POSTGRES_URL=" + testsvc.Postgres(t), "AIVIS_MASTER_KEY_FILE=" + masterKeyFile(t)}
 	command := func(env []string, out any, args ...string) {
 		t.Helper()
 		args = append(args, "--data-dir", dir, "--json")
