@@ -443,6 +443,11 @@ func banner(out io.Writer, url string, cfg config.Config, mat *tlsconf.Material,
 			filepath.Join(cfg.DataDir, secrets.KeyFile))
 	}
 	fmt.Fprintf(out, "dashboard: %s/\n", url)
+	// The commands act on this server's store given its settings.
+	settings := "--data-dir " + cfg.DataDir
+	if cfg.ConfigFile != "" {
+		settings = "--config " + cfg.ConfigFile + " " + settings
+	}
 	if bootstrap != "" {
 		fmt.Fprintf(out, `
 No one can sign in yet. Open this one-time link to create your account and
@@ -451,17 +456,17 @@ its owner (it works once, for 7 days; each start without users makes a new one):
 Your browser will warn about the self-signed certificate unless you trust
 %s (its fingerprint is above).
 For an account made with "aivis account create", invite its first user instead:
-  %s user invite --data-dir %s --account <account id> --email <email>
-`, url, bootstrap, mat.CertFile, os.Args[0], cfg.DataDir)
+  %s user invite %s --account <account id> --email <email>
+`, url, bootstrap, mat.CertFile, os.Args[0], settings)
 	}
 	fmt.Fprintf(out, "data directory: %s\n", cfg.DataDir)
 	fmt.Fprintf(out, `
 Sign in at %[3]s/ to generate keys in the browser, or get credentials
 from another terminal:
-  %[4]s account create --data-dir %[1]s --name "My company" --tier starter
-  %[4]s key create --data-dir %[1]s --account <account id> --name "my first key"
+  %[4]s account create %[1]s --name "My company" --tier starter
+  %[4]s key create %[1]s --account <account id> --name "my first key"
 Then call the API (the secret is shown once):
   curl --cacert %[2]s -H "X-API-Key: <key>" -H "X-API-Secret: <secret>" %[3]s/api/v1/ai/budget-status
 API reference: %[3]s/openapi.json
-`, cfg.DataDir, mat.CertFile, url, os.Args[0])
+`, settings, mat.CertFile, url, os.Args[0])
 }
