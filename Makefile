@@ -10,7 +10,7 @@ export CGO_ENABLED := 1
 # The official connectors: one plugin binary per folder of connectors/.
 CONNECTORS := $(patsubst connectors/%/main.go,%,$(wildcard connectors/*/main.go))
 
-.PHONY: proto all deps build run test test-short bench fuzz lint fmt clean screenshots
+.PHONY: proto all deps build run run-cluster test test-short bench fuzz lint fmt clean screenshots
 
 all: build
 
@@ -31,6 +31,13 @@ run: build
 	  $(BIN)/aivis plugin register $(BIN)/connectors/$$c --data-dir $(DATA) >/dev/null || exit 1; \
 	  echo "connector $$c registered"; done
 	$(BIN)/aivis serve --data-dir $(DATA) --addr $(ADDR)
+
+# A trial of a cluster on this machine (docs/scaling.md): two instances,
+# https://localhost:8443 and :8444, on the PostgreSQL, NATS and Redis of
+# AIVIS_POSTGRES_URL, AIVIS_NATS_URL and AIVIS_REDIS_URL (loopback by
+# default), in ./aivis-cluster. Ctrl-C stops both.
+run-cluster: build
+	@BIN=$(BIN) ./scripts/run-cluster.sh
 
 test: deps lint
 	$(GO) test -race -count=1 -timeout 15m ./...

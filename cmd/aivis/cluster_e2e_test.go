@@ -4,12 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/cookiejar"
 	"net/url"
 	"os"
+	"os/exec"
+	"os/signal"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,6 +24,7 @@ import (
 	"github.com/aivis/aivis/client"
 	"github.com/aivis/aivis/core/probe/probefake"
 	"github.com/aivis/aivis/core/secrets"
+	"github.com/aivis/aivis/internal/syncbuf"
 	"github.com/aivis/aivis/internal/testsvc"
 )
 
@@ -403,4 +410,169 @@ func TestClusterScansOnce(t *testing.T) {
 		}
 	}
 	t.Logf("scans run by holder: %v (A %s, B %s)", byHolder, a.holder, b.holder)
+}
+
+// TestRunCluster runs scripts/run-cluster.sh (make run-cluster) as an
+// operator would, on a database that is not there yet: it creates it and
+// a master key, starts two instances, and prints their URLs, a one-time
+// link that signs the first owner in on either, and commands that act on
+// the cluster. Ctrl-C (SIGINT to its process group, as a terminal sends it)
+// stops both instances gracefully: each forgets its holder in the store
+// on the way out, which a process killed in the middle of it would not.
+func TestRunCluster(t *testing.T) {
+	for _, tool := range []string{"bash", "psql"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("run-cluster.sh needs %s", tool)
+		}
+	}
+	c := testsvc.NewCluster(t)
+	u, _ := url.Parse(c.PostgresURL)
+	name := strings.TrimPrefix(u.Path, "/")
+	u.Path = "/postgres"
+	maintenance, err := pgx.Connect(t.Context(), u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer maintenance.Close(context.Background())
+	if _, err := maintenance.Exec(t.Context(), "DROP DATABASE "+name); err != nil {
+		t.Fatal(err)
+	}
+
+	data := t.TempDir()
+	cmd := exec.Command("bash", "../../scripts/run-cluster.sh")
+	cmd.Env = append(os.Environ(), "BIN="+filepath.Dir(binary), "CLUSTER_DATA="+data, "CLUSTER_ADDRS=127.0.0.1:0 127.0.0.1:0",
+		"AIVIS_POSTGRES_URL="+c.PostgresURL, "AIVIS_NATS_URL="+c.NATSURL, "AIVIS_REDIS_URL="+c.RedisURL, "AIVIS_CLUSTER_NAME="+c.Name)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out := &syncbuf.Buffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	// Started while this process catches SIGINT, the script has its
+	// default (a signal caught is reset by exec, an ignored one stays
+	// ignored, as when the tests run in the background), so that its trap
+	// of Ctrl-C is set.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt)
+	err = cmd.Start()
+	signal.Stop(sigs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-exited
+		}
+	})
+	deadline := time.After(time.Minute)
+	for !strings.Contains(out.String(), "Ctrl-C stops both instances.") {
+		select {
+		case err := <-exited:
+			t.Fatalf("run-cluster.sh exited (%v):\n%s", err, out)
+		case <-deadline:
+			t.Fatalf("run-cluster.sh did not start the cluster in a minute:\n%s", out)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	printed := out.String()
+	t.Logf("run-cluster.sh printed:\n%s", printed)
+	if !strings.Contains(printed, "database "+name+" created") || !strings.Contains(printed, "master key "+data+"/master.key made") {
+		t.Errorf("the database and the master key are not said to be made")
+	}
+	// Each instance's banner names the commands with the settings it was
+	// given, so that they act on its store, not on a file of the data
+	// directory.
+	for _, n := range []string{"a", "b"} {
+		if want := "[" + n + "]   " + binary + " account create --config " + filepath.Join(data, "aivis.json") + " --data-dir "; !strings.Contains(printed, want) {
+			t.Errorf("instance %s's banner does not say %q", n, want)
+		}
+	}
+
+	// Both instances, and the link that signs the first owner in, which
+	// the store's instances share: made by B, it works on A.
+	var instances [2]*server
+	for i, n := range []string{"a", "b"} {
+		m := regexp.MustCompile(`instance ` + n + `: (https://\S+)/ `).FindStringSubmatch(printed)
+		if m == nil {
+			t.Fatalf("no URL of instance %s", n)
+		}
+		dir := filepath.Join(data, n)
+		instances[i] = &server{t: t, URL: m[1], DataDir: dir, HTTP: httpsClient(t, filepath.Join(dir, "tls", "cert.pem"))}
+	}
+	a, b := instances[0], instances[1]
+	link := regexp.MustCompile(`\n  (https://\S+/join\?token=(\S+))\n`).FindStringSubmatch(printed)
+	if link == nil || !strings.HasPrefix(link[1], b.URL+"/") {
+		t.Fatalf("no one-time link of instance b")
+	}
+	jar, _ := cookiejar.New(nil)
+	owner := &http.Client{Transport: a.HTTP.Transport, Jar: jar}
+	res, err := owner.PostForm(a.URL+"/join", url.Values{"csrf": {csrfOf(t, dashGet(t, owner, a.URL+"/join?token="+link[2]))},
+		"token": {link[2]}, "account_name": {"Trial"}, "tier": {"starter"}, "email": {"owner@example.com"},
+		"password": {"twelve characters"}, "password_again": {"twelve characters"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if page := dashGet(t, owner, a.URL+"/keys"); !strings.Contains(page, `action="/signout"`) {
+		t.Errorf("not signed in on A with the link B printed:\n%s", page)
+	}
+
+	// The commands it prints act on the cluster.
+	command := regexp.MustCompile(`\n  \S+/aivis account create --config (\S+) `).FindStringSubmatch(printed)
+	if command == nil {
+		t.Fatal("no command printed")
+	}
+	var acct account
+	var k key
+	for _, args := range [][]string{{"account", "create", "--name", "Trial", "--tier", "starter"}, {"key", "create", "--account", "", "--name", "trial"}} {
+		if args[0] == "key" {
+			args[3] = acct.ID
+		}
+		stdout, stderr, code := aivis(t, nil, append(args, "--config", command[1], "--json")...)
+		if code != 0 {
+			t.Fatalf("aivis %v: %d %s", args, code, stderr)
+		}
+		out := any(&acct)
+		if args[0] == "key" {
+			out = &k
+		}
+		if err := json.Unmarshal([]byte(stdout), out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	awayFromMinuteEnd(5 * time.Second)
+	for i, s := range instances {
+		var st client.Envelope[client.BudgetStatus]
+		r := s.do(t, req{method: "GET", path: "/api/v1/ai/budget-status", header: keyed(k)})
+		r.decode(t, &st)
+		if r.Status != 200 || st.Data.Usage.RequestsThisMinute != i+1 {
+			t.Errorf("instance %d: %d %s; want 200 and the requests of both counted", i, r.Status, r.Body)
+		}
+	}
+
+	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("run-cluster.sh after Ctrl-C: %v\n%s", err, out)
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("run-cluster.sh still runs a minute after Ctrl-C:\n%s", out)
+	}
+	db, err := pgx.Connect(t.Context(), c.PostgresURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close(context.Background())
+	var holders int
+	if err := db.QueryRow(t.Context(), `SELECT count(*) FROM holders`).Scan(&holders); err != nil || holders != 0 {
+		t.Errorf("%d holders left after Ctrl-C (%v): an instance did not stop gracefully\n%s", holders, err, out)
+	}
+	for _, s := range instances {
+		if _, err := s.HTTP.Get(s.URL + "/healthz"); err == nil {
+			t.Errorf("%s still answers after Ctrl-C", s.URL)
+		}
+	}
 }
