@@ -14,11 +14,13 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/aivis/aivis/client"
+	"github.com/aivis/aivis/core/probe"
 )
 
 // ErrInvalid is in every error of a configuration's file, environment or
@@ -103,17 +105,22 @@ type ContentPrices struct {
 	Analysis client.USD `json:"analysis"`
 }
 
-// Engine is an OpenAI-compatible chat-completions endpoint: a hosted model
-// or a local one (Ollama, vLLM, llama.cpp). The key is read from the
-// environment variable APIKeyEnv, or given as APIKey.
+// Engine is an AI engine scans ask: by Kind, an OpenAI-compatible
+// chat-completions endpoint (a hosted model or a local one: Ollama, vLLM,
+// llama.cpp), or an answer engine that searches the web (probe.Kinds).
+// The key is read from the environment variable APIKeyEnv, or given as
+// APIKey.
 type Engine struct {
 	Label              string   `json:"label"`
+	Kind               string   `json:"kind,omitempty"`
 	BaseURL            string   `json:"base_url"`
 	Model              string   `json:"model"`
 	APIKey             string   `json:"api_key,omitempty"`
 	APIKeyEnv          string   `json:"api_key_env,omitempty"`
 	InputPricePerMTok  float64  `json:"input_price_per_mtok"`
 	OutputPricePerMTok float64  `json:"output_price_per_mtok"`
+	SearchPricePer1K   float64  `json:"search_price_per_1k,omitempty"`
+	MaxSearches        int      `json:"max_searches,omitempty"`
 	Concurrency        int      `json:"concurrency"`
 	Timeout            Duration `json:"timeout"`
 }
@@ -397,7 +404,13 @@ func (c *Config) Validate() error {
 		if e.APIKey != "" && e.APIKeyEnv != "" {
 			errs = append(errs, fmt.Errorf("%s: set api_key or api_key_env, not both", at))
 		}
-		if e.InputPricePerMTok < 0 || e.OutputPricePerMTok < 0 {
+		if e.Kind != "" && !slices.Contains(probe.Kinds, e.Kind) {
+			errs = append(errs, fmt.Errorf("%s.kind must be one of %s", at, strings.Join(probe.Kinds, ", ")))
+		}
+		if e.MaxSearches < 0 || e.MaxSearches > 20 {
+			errs = append(errs, fmt.Errorf("%s.max_searches must be between 0 (the default, 5) and 20", at))
+		}
+		if e.InputPricePerMTok < 0 || e.OutputPricePerMTok < 0 || e.SearchPricePer1K < 0 {
 			errs = append(errs, fmt.Errorf("%s: prices must not be negative", at))
 		}
 		if e.Concurrency < 0 || e.Concurrency > 256 {

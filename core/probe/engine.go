@@ -1,8 +1,10 @@
 // Package probe asks AI engines about a domain and measures the answers:
 // whether the brand is mentioned, where among the brands named, whether
 // the domain is cited, which competitors appear, and the sentiment of
-// the sentences that mention it. Engines are OpenAI-compatible
-// chat-completions endpoints (hosted models, Ollama, vLLM, llama.cpp).
+// the sentences that mention it. Engines are of several kinds (Kinds):
+// any OpenAI-compatible chat-completions endpoint (hosted models, Ollama,
+// vLLM, llama.cpp) and the answer engines that search the web and report
+// their sources.
 package probe
 
 import (
@@ -22,28 +24,31 @@ import (
 
 // Engine is one configured AI engine.
 type Engine struct {
-	Label   string
+	Label string
+	// Kind is the API the engine speaks (one of Kinds; "" is
+	// KindOpenAIChat).
+	Kind    string
 	BaseURL string // e.g. https://api.openai.com/v1 or http://localhost:11434/v1
 	Model   string
 	APIKey  string
 	// Prices in dollars per million tokens.
 	InputPricePerMTok, OutputPricePerMTok float64
+	// SearchPricePer1K is the price of 1,000 web searches, in dollars.
+	SearchPricePer1K float64
+	// MaxSearches bounds the searches of one answer where the kind takes
+	// a bound (anthropic: max_uses; default 5).
+	MaxSearches int
 	// Concurrency bounds the requests in flight to this engine (default 4).
 	Concurrency int
 	// Timeout bounds one request (default 60 s).
 	Timeout time.Duration
 }
 
-// Answer is one completion.
-type Answer struct {
-	Text                      string
-	InputTokens, OutputTokens int
-	Attempts                  int
-}
-
-// Cost is what the answer cost at the engine's prices, in dollars.
+// Cost is what the answer cost at the engine's prices, in dollars: its
+// tokens and its searches.
 func (e Engine) Cost(a Answer) float64 {
-	return (float64(a.InputTokens)*e.InputPricePerMTok + float64(a.OutputTokens)*e.OutputPricePerMTok) / 1e6
+	return (float64(a.InputTokens)*e.InputPricePerMTok+float64(a.OutputTokens)*e.OutputPricePerMTok)/1e6 +
+		float64(a.Searches)*e.SearchPricePer1K/1000
 }
 
 // Client asks engines, retrying throttling and server errors.
@@ -62,13 +67,6 @@ type Client struct {
 // model, a refused request).
 var ErrPermanent = errors.New("permanent")
 
-type chatRequest struct {
-	Model       string    `json:"model"`
-	Messages    []message `json:"messages"`
-	Temperature float64   `json:"temperature"`
-	MaxTokens   int       `json:"max_tokens,omitempty"`
-}
-
 // Request is one chat completion: an optional system message, the user's
 // prompt, and a cap on the answer's tokens (0: the engine's own).
 type Request struct {
@@ -78,19 +76,31 @@ type Request struct {
 	Temperature float64
 }
 
-type message struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+// adapter speaks one kind of engine's API.
+type adapter interface {
+	// request builds the HTTP request of one attempt.
+	request(ctx context.Context, e Engine, r Request) (*http.Request, error)
+	// parse reads the body of a 200 answer.
+	parse(body []byte) (Answer, error)
+	// failure reads an answer other than 200: the wait the engine asked
+	// for (0: back off as usual) and the error, wrapping ErrPermanent when
+	// retrying cannot mend it.
+	failure(status int, h http.Header, body []byte) (time.Duration, error)
 }
 
-type chatResponse struct {
-	Choices []struct {
-		Message message `json:"message"`
-	} `json:"choices"`
-	Usage struct {
-		PromptTokens     int `json:"prompt_tokens"`
-		CompletionTokens int `json:"completion_tokens"`
-	} `json:"usage"`
+// adapters are the kinds' adapters, by kind; each kind's file adds its own.
+var adapters = map[string]adapter{}
+
+func adapterOf(e Engine) (adapter, error) {
+	kind := e.Kind
+	if kind == "" {
+		kind = KindOpenAIChat
+	}
+	a, ok := adapters[kind]
+	if !ok {
+		return nil, fmt.Errorf("%w: engine kind %q is not one of %s", ErrPermanent, kind, strings.Join(Kinds, ", "))
+	}
+	return a, nil
 }
 
 // Ask sends one prompt as a user message and returns the answer.
@@ -110,14 +120,13 @@ func (c *Client) Complete(ctx context.Context, e Engine, r Request) (Answer, err
 	if maxWait <= 0 {
 		maxWait = 30 * time.Second
 	}
-	msgs := []message{{Role: "user", Content: r.Prompt}}
-	if r.System != "" {
-		msgs = append([]message{{Role: "system", Content: r.System}}, msgs...)
+	ad, err := adapterOf(e)
+	if err != nil {
+		return Answer{}, fmt.Errorf("%s: %w", e.Label, err)
 	}
-	body, _ := json.Marshal(chatRequest{Model: e.Model, Messages: msgs, Temperature: r.Temperature, MaxTokens: r.MaxTokens})
 	var last error
 	for i := 1; i <= attempts; i++ {
-		a, wait, err := c.once(ctx, e, body)
+		a, wait, err := c.once(ctx, e, ad, r)
 		if err == nil {
 			a.Attempts = i
 			return a, nil
@@ -139,20 +148,16 @@ func (c *Client) Complete(ctx context.Context, e Engine, r Request) (Answer, err
 }
 
 // once makes one attempt; wait is what the engine asked to wait.
-func (c *Client) once(ctx context.Context, e Engine, body []byte) (Answer, time.Duration, error) {
+func (c *Client) once(ctx context.Context, e Engine, ad adapter, r Request) (Answer, time.Duration, error) {
 	timeout := e.Timeout
 	if timeout <= 0 {
 		timeout = 60 * time.Second
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(e.BaseURL, "/")+"/chat/completions", bytes.NewReader(body))
+	req, err := ad.request(ctx, e, r)
 	if err != nil {
 		return Answer{}, 0, fmt.Errorf("%w: %v", ErrPermanent, err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if e.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+e.APIKey)
 	}
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
@@ -163,15 +168,58 @@ func (c *Client) once(ctx context.Context, e Engine, body []byte) (Answer, time.
 	if err != nil {
 		return Answer{}, 0, err
 	}
-	switch {
-	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500 || resp.StatusCode == http.StatusRequestTimeout:
-		return Answer{}, retryafter.Header(resp.Header, time.Now()), fmt.Errorf("the engine answered %s", resp.Status)
-	case resp.StatusCode != http.StatusOK:
-		return Answer{}, 0, fmt.Errorf("%w: the engine answered %s: %.200s", ErrPermanent, resp.Status, b)
+	if resp.StatusCode != http.StatusOK {
+		wait, err := ad.failure(resp.StatusCode, resp.Header, b)
+		return Answer{}, wait, err
 	}
-	var cr chatResponse
-	if err := json.Unmarshal(b, &cr); err != nil || len(cr.Choices) == 0 {
-		return Answer{}, 0, fmt.Errorf("the engine's answer is not a chat completion: %.200s", b)
+	a, err := ad.parse(b)
+	if err != nil {
+		return Answer{}, 0, fmt.Errorf("the engine's answer is not a %s answer: %w", e.kind(), err)
 	}
-	return Answer{Text: cr.Choices[0].Message.Content, InputTokens: cr.Usage.PromptTokens, OutputTokens: cr.Usage.CompletionTokens}, 0, nil
+	return a, 0, nil
+}
+
+func (e Engine) kind() string {
+	if e.Kind == "" {
+		return KindOpenAIChat
+	}
+	return e.Kind
+}
+
+// postJSON is a POST of body as JSON to base + path.
+func postJSON(ctx context.Context, base, path string, body any) (*http.Request, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(base, "/")+path, bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	return req, nil
+}
+
+// retryable says whether an HTTP status is worth another attempt:
+// throttling, a timeout, a server error.
+func retryable(status int) bool {
+	return status == http.StatusTooManyRequests || status == http.StatusRequestTimeout || status >= 500
+}
+
+// failed is the usual reading of a failed answer: a retryable status
+// waits what Retry-After asks (0 without it), any other is permanent.
+// msg is what the engine said, shown shortened.
+func failed(status int, h http.Header, msg string) (time.Duration, error) {
+	if len(msg) > 200 {
+		msg = msg[:200]
+	}
+	text := http.StatusText(status)
+	err := fmt.Errorf("the engine answered %d %s", status, text)
+	if msg != "" {
+		err = fmt.Errorf("the engine answered %d %s: %s", status, text, msg)
+	}
+	if retryable(status) {
+		return retryafter.Header(h, time.Now()), err
+	}
+	return 0, fmt.Errorf("%w: %w", ErrPermanent, err)
 }

@@ -230,9 +230,10 @@ func TestComplete(t *testing.T) {
 	if _, err := c.Ask(context.Background(), e, "hi"); err != nil {
 		t.Fatal(err)
 	}
+	t02, t07 := 0.2, 0.7
 	want := []chatRequest{
-		{Model: "m", Messages: []message{{"system", "rules"}, {"user", "text"}}, Temperature: 0.2, MaxTokens: 512},
-		{Model: "m", Messages: []message{{"user", "hi"}}, Temperature: 0.7},
+		{Model: "m", Messages: []chatMessage{{"system", "rules"}, {"user", "text"}}, Temperature: &t02, MaxTokens: 512},
+		{Model: "m", Messages: []chatMessage{{"user", "hi"}}, Temperature: &t07},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("requests %+v, want %+v", got, want)
