@@ -24,6 +24,9 @@ type Probe struct {
 	Engine  string
 	Prompt  int // index in the prompt set
 	Run     int
+	// Answer is what the engine answered, as read; Finding, what it says
+	// of the subject.
+	Answer  Answer
 	Finding Finding
 	Err     string
 }
@@ -156,7 +159,7 @@ func (p *Prober) runEngine(ctx context.Context, s Subject, e Engine, prompts []P
 			if err != nil {
 				pr.Err = err.Error()
 			} else {
-				pr.Finding = Analyze(s, a.Text)
+				pr.Answer, pr.Finding = a, Analyze(s, a.Text)
 				answers[j], costs[j] = a, e.Cost(a)
 			}
 			probes[j] = pr

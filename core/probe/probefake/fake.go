@@ -1,7 +1,12 @@
-// Package probefake is a local OpenAI-compatible chat-completions server
-// for tests and benchmarks: canned answers per model, taken in turn,
-// scripted failures (429 with Retry-After, 5xx, 401), an optional delay,
-// and a count of the requests in flight.
+// Package probefake is a local AI engine for tests and benchmarks: one
+// server that answers in the shape of every engine kind (destinations.md,
+// "AI answer engines"), each on its provider's path, from a script of
+// replies per model taken in turn; scripted failures; an optional delay;
+// and a count of the requests in flight. It checks what it receives by
+// the providers' rules, not by the code under test.
+//
+// Base URLs: openai-chat and openai-responses take URL() (…/v1);
+// perplexity, anthropic and gemini take Root().
 package probefake
 
 import (
@@ -15,16 +20,53 @@ import (
 	"time"
 )
 
+// Reply is one scripted answer. Each kind renders it in its own shape.
+type Reply struct {
+	Text string
+	// Sources are the pages the engine reports it consulted.
+	Sources []Source
+	// Citations cite sources from spans of Text.
+	Citations []Citation
+	// Queries are the web searches the engine reports it ran; with none,
+	// a kind that always searches makes one of the prompt.
+	Queries []string
+	// NoSearch answers without searching: no search call, no metadata.
+	NoSearch bool
+	// NoMetadata (gemini) leaves out groundingMetadata although the
+	// engine searched, as Gemini occasionally does.
+	NoMetadata bool
+	// Think (perplexity reasoning models) is put in a <think> block
+	// before the text.
+	Think string
+}
+
+// Source is a page an engine reports.
+type Source struct{ URL, Title string }
+
+// Citation cites URL from the first occurrence of Quote in the reply's
+// Text ("" : the whole text).
+type Citation struct{ URL, Title, Quote string }
+
+// Failure is a scripted failed answer.
+type Failure struct {
+	Status int
+	// RetryAfter is the Retry-After header ("" sends none).
+	RetryAfter string
+	// Type is the provider's error type or status (default: the kind's
+	// usual one for Status).
+	Type string
+}
+
 // Fake is the fake engine.
 type Fake struct {
 	srv     *httptest.Server
 	mu      sync.Mutex
-	answers map[string][]string // by model
+	replies map[string][]Reply // by model
 	next    map[string]int
 	to      map[string][]answerTo // by model: answers by what the prompt holds
-	fail    map[string][]int      // by model: statuses of the next requests
+	fail    map[string][]Failure  // by model: the next requests' failures
 	prompts []string
-	// Key, when set, is the bearer key required.
+	// Key, when set, is the key required, in each kind's header.
 	Key string
 	// Delay is how long each answer takes.
 	Delay    time.Duration
@@ -33,24 +75,51 @@ type Fake struct {
 	requests atomic.Int64
 }
 
+// routes are the kinds' handlers by request pattern; each kind's file adds
+// its own.
+var routes = map[string]func(f *Fake, w http.ResponseWriter, r *http.Request){}
+
 // New starts the fake.
 func New() *Fake {
-	f := &Fake{answers: map[string][]string{}, next: map[string]int{}, to: map[string][]answerTo{}, fail: map[string][]int{}}
-	f.srv = httptest.NewServer(http.HandlerFunc(f.handle))
+	f := &Fake{replies: map[string][]Reply{}, next: map[string]int{}, to: map[string][]answerTo{}, fail: map[string][]Failure{}}
+	mux := http.NewServeMux()
+	for pattern, h := range routes {
+		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+			f.requests.Add(1)
+			now := f.inFlight.Add(1)
+			defer f.inFlight.Add(-1)
+			for old := f.peak.Load(); now > old && !f.peak.CompareAndSwap(old, now); old = f.peak.Load() {
+			}
+			h(f, w, r)
+		})
+	}
+	f.srv = httptest.NewServer(mux)
 	return f
 }
 
-// URL is the base URL (…/v1) to configure as the engine's base_url.
+// URL is the base URL (…/v1) of the OpenAI kinds.
 func (f *Fake) URL() string { return f.srv.URL + "/v1" }
+
+// Root is the base URL of perplexity, anthropic and gemini.
+func (f *Fake) Root() string { return f.srv.URL }
 
 // Close stops the fake.
 func (f *Fake) Close() { f.srv.Close() }
 
-// Answer sets the answers of a model, given in turn.
+// Answer sets the answers of a model, text alone, given in turn.
 func (f *Fake) Answer(model string, answers ...string) {
+	rs := make([]Reply, len(answers))
+	for i, a := range answers {
+		rs[i] = Reply{Text: a}
+	}
+	f.Script(model, rs...)
+}
+
+// Script sets the replies of a model, given in turn.
+func (f *Fake) Script(model string, replies ...Reply) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.answers[model] = answers
+	f.replies[model], f.next[model] = replies, 0
 }
 
 type answerTo struct{ text, answer string }
@@ -68,9 +137,21 @@ func (f *Fake) AnswerTo(model, text, answer string) {
 // Fail makes the next requests for a model answer these statuses (429
 // with Retry-After: 0.01).
 func (f *Fake) Fail(model string, statuses ...int) {
+	fs := make([]Failure, len(statuses))
+	for i, s := range statuses {
+		fs[i] = Failure{Status: s}
+		if s == http.StatusTooManyRequests {
+			fs[i].RetryAfter = "0.01"
+		}
+	}
+	f.FailWith(model, fs...)
+}
+
+// FailWith makes the next requests for a model fail so.
+func (f *Fake) FailWith(model string, fs ...Failure) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.fail[model] = append(f.fail[model], statuses...)
+	f.fail[model] = append(f.fail[model], fs...)
 }
 
 // Requests is how many requests arrived; Peak, the most in flight at once.
@@ -84,73 +165,51 @@ func (f *Fake) Prompts() []string {
 	return append([]string(nil), f.prompts...)
 }
 
-func (f *Fake) handle(w http.ResponseWriter, r *http.Request) {
-	f.requests.Add(1)
-	now := f.inFlight.Add(1)
-	defer f.inFlight.Add(-1)
-	for old := f.peak.Load(); now > old && !f.peak.CompareAndSwap(old, now); old = f.peak.Load() {
-	}
-	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
-		http.NotFound(w, r)
-		return
-	}
-	if f.Key != "" && r.Header.Get("Authorization") != "Bearer "+f.Key {
-		writeErr(w, http.StatusUnauthorized, "invalid_api_key", "Incorrect API key provided.")
-		return
-	}
-	var req struct {
-		Model    string `json:"model"`
-		Messages []struct {
-			Role    string `json:"role"`
-			Content string `json:"content"`
-		} `json:"messages"`
-	}
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Messages) == 0 {
-		writeErr(w, http.StatusBadRequest, "invalid_request_error", "messages are required")
-		return
-	}
+// take is what a model answers a prompt: after the delay, a scripted
+// failure, else the reply; ok is false when the model has no reply.
+func (f *Fake) take(model, prompt string) (reply Reply, fail *Failure, ok bool) {
 	if f.Delay > 0 {
 		time.Sleep(f.Delay)
 	}
 	f.mu.Lock()
-	if fs := f.fail[req.Model]; len(fs) > 0 {
-		f.fail[req.Model] = fs[1:]
-		f.mu.Unlock()
-		if fs[0] == http.StatusTooManyRequests {
-			w.Header().Set("Retry-After", "0.01")
-		}
-		writeErr(w, fs[0], "scripted", "scripted failure")
-		return
+	defer f.mu.Unlock()
+	if fs := f.fail[model]; len(fs) > 0 {
+		f.fail[model] = fs[1:]
+		return Reply{}, &fs[0], true
 	}
-	prompt := req.Messages[len(req.Messages)-1].Content
-	text, ok := "", false
-	for _, a := range f.to[req.Model] {
+	for _, a := range f.to[model] {
 		if strings.Contains(prompt, a.text) {
-			text, ok = a.answer, true
-			break
+			f.prompts = append(f.prompts, prompt)
+			return Reply{Text: a.answer}, nil, true
 		}
 	}
-	if list := f.answers[req.Model]; !ok && len(list) > 0 {
-		text, ok = list[f.next[req.Model]%len(list)], true
-		f.next[req.Model]++
+	list := f.replies[model]
+	if len(list) == 0 {
+		return Reply{}, nil, false
 	}
-	if !ok {
-		f.mu.Unlock()
-		writeErr(w, http.StatusNotFound, "model_not_found", fmt.Sprintf("The model `%s` does not exist.", req.Model))
-		return
-	}
+	reply = list[f.next[model]%len(list)]
+	f.next[model]++
 	f.prompts = append(f.prompts, prompt)
-	f.mu.Unlock()
-	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(map[string]any{
-		"id": "chatcmpl-fake", "object": "chat.completion", "model": req.Model,
-		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop", "message": map[string]string{"role": "assistant", "content": text}}},
-		"usage":   map[string]int{"prompt_tokens": len(strings.Fields(prompt)), "completion_tokens": len(strings.Fields(text)), "total_tokens": len(strings.Fields(prompt)) + len(strings.Fields(text))},
-	})
+	return reply, nil, true
 }
 
-func writeErr(w http.ResponseWriter, status int, code, msg string) {
+// span is where the citation's quote lies in text, in bytes.
+func (c Citation) span(text string) (start, end int) {
+	if c.Quote == "" {
+		return 0, len(text)
+	}
+	i := strings.Index(text, c.Quote)
+	if i < 0 {
+		panic(fmt.Sprintf("probefake: the quote %q is not in the reply's text", c.Quote))
+	}
+	return i, i + len(c.Quote)
+}
+
+// words counts tokens the way the fake charges them: one a word.
+func words(s string) int { return len(strings.Fields(s)) }
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"message": msg, "type": code, "code": code}})
+	json.NewEncoder(w).Encode(v)
 }

@@ -1,0 +1,72 @@
+package probefake
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+)
+
+func init() { routes["POST /v1/chat/completions"] = (*Fake).openAIChat }
+
+// openAIChat answers as Chat Completions: a search model's citations as
+// url_citation annotations with indices into content.
+func (f *Fake) openAIChat(w http.ResponseWriter, r *http.Request) {
+	if f.Key != "" && r.Header.Get("Authorization") != "Bearer "+f.Key {
+		openAIErr(w, Failure{Status: http.StatusUnauthorized, Type: "invalid_api_key"}, "Incorrect API key provided.")
+		return
+	}
+	var req struct {
+		Model    string `json:"model"`
+		Messages []struct {
+			Role    string `json:"role"`
+			Content string `json:"content"`
+		} `json:"messages"`
+		Temperature *float64 `json:"temperature"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Messages) == 0 {
+		openAIErr(w, Failure{Status: http.StatusBadRequest, Type: "invalid_request_error"}, "messages are required")
+		return
+	}
+	prompt := req.Messages[len(req.Messages)-1].Content
+	reply, fail, ok := f.take(req.Model, prompt)
+	switch {
+	case fail != nil:
+		openAIErr(w, *fail, "scripted failure")
+		return
+	case !ok:
+		openAIErr(w, Failure{Status: http.StatusNotFound, Type: "model_not_found"}, fmt.Sprintf("The model `%s` does not exist.", req.Model))
+		return
+	}
+	msg := map[string]any{"role": "assistant", "content": reply.Text}
+	if len(reply.Citations) > 0 {
+		if req.Temperature != nil {
+			openAIErr(w, Failure{Status: http.StatusBadRequest, Type: "invalid_request_error"}, "temperature is not supported with this model")
+			return
+		}
+		var anns []any
+		for _, c := range reply.Citations {
+			start, end := c.span(reply.Text)
+			anns = append(anns, map[string]any{"type": "url_citation",
+				"url_citation": map[string]any{"url": c.URL, "title": c.Title, "start_index": start, "end_index": end}})
+		}
+		msg["annotations"] = anns
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"id": "chatcmpl-fake", "object": "chat.completion", "model": req.Model,
+		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop", "message": msg}},
+		"usage": map[string]int{"prompt_tokens": words(prompt), "completion_tokens": words(reply.Text),
+			"total_tokens": words(prompt) + words(reply.Text)},
+	})
+}
+
+// openAIErr writes OpenAI's error body.
+func openAIErr(w http.ResponseWriter, fl Failure, msg string) {
+	if fl.RetryAfter != "" {
+		w.Header().Set("Retry-After", fl.RetryAfter)
+	}
+	typ := fl.Type
+	if typ == "" {
+		typ = "scripted"
+	}
+	writeJSON(w, fl.Status, map[string]any{"error": map[string]any{"message": msg, "type": typ, "code": typ}})
+}
