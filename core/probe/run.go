@@ -21,9 +21,9 @@ type Prober struct {
 
 // Probe is one answer (or failure) of the run.
 type Probe struct {
-	Engine  string
-	Prompt  int // index in the prompt set
-	Run     int
+	Engine string
+	Prompt int // index in the prompt set
+	Run    int
 	// Answer is what the engine answered, as read; Finding, what it says
 	// of the subject.
 	Answer  Answer
