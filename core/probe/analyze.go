@@ -18,10 +18,19 @@ type Finding struct {
 	// Position is the brand's rank among the brands the answer names
 	// (itself and the competitors), by first mention: 1 is named first; 0
 	// when not mentioned.
-	Position    int      `json:"position"`
-	Cited       bool     `json:"cited"`
-	CitedURLs   []string `json:"cited_urls,omitempty"`
-	Competitors []string `json:"competitors,omitempty"`
+	Position int `json:"position"`
+	// Cited: a citation or source of the answer is on the domain or a
+	// subdomain, or a URL in its text is.
+	Cited bool `json:"cited"`
+	// CitedURLs are the domain's own pages the answer cites, in its
+	// citations, its sources and its text (pageURL).
+	CitedURLs []string `json:"cited_urls,omitempty"`
+	// SourcesReported: the engine reported its sources (Answer).
+	SourcesReported bool `json:"sources_reported"`
+	// SourceDomains are the distinct domains of the answer's sources and
+	// citations, in order of first appearance.
+	SourceDomains []string `json:"source_domains,omitempty"`
+	Competitors   []string `json:"competitors,omitempty"`
 	// Sentences are the sentences that mention the brand, with the
 	// sentiment of each (VADER compound, -1 to 1).
 	Sentences []Sentence `json:"sentences,omitempty"`
@@ -35,19 +44,43 @@ type Sentence struct {
 
 var urlPattern = regexp.MustCompile(`https?://[^\s<>()\[\]"'` + "`" + `]+`)
 
-// Analyze reads one answer.
-func Analyze(s Subject, answer string) Finding {
-	var f Finding
+// Analyze reads one answer: its text, and the sources and citations the
+// engine reported with it.
+func Analyze(s Subject, a Answer) Finding {
+	answer := a.Text
+	f := Finding{SourcesReported: a.SourcesReported}
 	terms := append(append([]string{s.Domain}, s.Brands...), s.Aliases...)
 	brandAt := firstIndex(answer, terms)
 	f.Mentioned = brandAt >= 0
-	for _, u := range urlPattern.FindAllString(answer, -1) {
-		u = strings.TrimRight(u, ".,;:!?")
-		if p, err := url.Parse(u); err == nil && onDomain(p.Hostname(), s.Domain) && !slices.Contains(f.CitedURLs, u) {
-			f.CitedURLs = append(f.CitedURLs, u)
+	// A structured source is attributed by its Domain (a redirect's by its
+	// title); its URL is one of the domain's pages only when its own host
+	// is on the domain.
+	attribute := func(rawURL, domain string) {
+		if domain != "" && !slices.Contains(f.SourceDomains, domain) {
+			f.SourceDomains = append(f.SourceDomains, domain)
+		}
+		if onDomain(domain, s.Domain) {
+			f.Cited = true
+			if page := pageURL(rawURL); onDomain(SourceDomain(page), s.Domain) && !slices.Contains(f.CitedURLs, page) {
+				f.CitedURLs = append(f.CitedURLs, page)
+			}
 		}
 	}
-	f.Cited = len(f.CitedURLs) > 0
+	for _, src := range a.Sources {
+		attribute(src.URL, src.Domain)
+	}
+	for _, c := range a.Citations {
+		attribute(c.URL, c.Domain)
+	}
+	for _, u := range urlPattern.FindAllString(answer, -1) {
+		u = pageURL(strings.TrimRight(u, ".,;:!?"))
+		if onDomain(SourceDomain(u), s.Domain) {
+			f.Cited = true
+			if !slices.Contains(f.CitedURLs, u) {
+				f.CitedURLs = append(f.CitedURLs, u)
+			}
+		}
+	}
 	type named struct {
 		at    int
 		brand bool
@@ -74,10 +107,33 @@ func Analyze(s Subject, answer string) Finding {
 	return f
 }
 
-// onDomain says whether host is domain or one of its subdomains.
+// onDomain says whether host is domain or one of its subdomains ("www."
+// aside).
 func onDomain(host, domain string) bool {
-	host, domain = strings.ToLower(host), strings.ToLower(domain)
+	host, domain = bareHost(host), bareHost(domain)
 	return domain != "" && (host == domain || strings.HasSuffix(host, "."+domain))
+}
+
+// pageURL is the page a cited URL names: without its fragment and its
+// utm_ tracking parameters (search engines add utm_source to the links
+// they cite), so that one page cited two ways counts once.
+func pageURL(rawURL string) string {
+	u, err := url.Parse(strings.TrimSpace(rawURL))
+	if err != nil {
+		return rawURL
+	}
+	u.Fragment, u.RawFragment = "", ""
+	q := u.Query()
+	n := len(q)
+	for k := range q {
+		if strings.HasPrefix(strings.ToLower(k), "utm_") {
+			q.Del(k)
+		}
+	}
+	if len(q) < n {
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
 }
 
 // firstIndex is where the first of terms occurs in text as a whole word

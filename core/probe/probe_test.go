@@ -29,14 +29,14 @@ const (
 func near(a, b float64) bool { return math.Abs(a-b) < 5e-4 }
 
 func TestAnalyze(t *testing.T) {
-	f := Analyze(subject, a1)
+	f := Analyze(subject, Answer{Text: a1})
 	if !f.Mentioned || f.Position != 1 || !f.Cited || f.CitedURLs[0] != "https://acme.example/pricing" || len(f.Competitors) != 1 || len(f.Sentences) != 2 {
 		t.Errorf("a1: %+v", f)
 	}
-	if f := Analyze(subject, a2); !f.Mentioned || f.Position != 3 || f.Cited || len(f.Competitors) != 2 {
+	if f := Analyze(subject, Answer{Text: a2}); !f.Mentioned || f.Position != 3 || f.Cited || len(f.Competitors) != 2 {
 		t.Errorf("a2: %+v", f)
 	}
-	if f := Analyze(subject, a3); f.Mentioned || f.Position != 0 || len(f.Competitors) != 2 {
+	if f := Analyze(subject, Answer{Text: a3}); f.Mentioned || f.Position != 0 || len(f.Competitors) != 2 {
 		t.Errorf("a3: %+v", f)
 	}
 	// Names are matched as whole words; the domain counts as a mention; a
@@ -47,11 +47,11 @@ func TestAnalyze(t *testing.T) {
 		"Visit https://notacme.example today": false,
 		"ACME CORP makes them.":               true,
 	} {
-		if got := Analyze(subject, text).Mentioned; got != want {
+		if got := Analyze(subject, Answer{Text: text}).Mentioned; got != want {
 			t.Errorf("%q: mentioned %v", text, got)
 		}
 	}
-	if f := Analyze(subject, "Docs: https://docs.acme.example/a, and https://evil.example/acme.example."); len(f.CitedURLs) != 1 || f.CitedURLs[0] != "https://docs.acme.example/a" {
+	if f := Analyze(subject, Answer{Text: "Docs: https://docs.acme.example/a, and https://evil.example/acme.example."}); len(f.CitedURLs) != 1 || f.CitedURLs[0] != "https://docs.acme.example/a" {
 		t.Errorf("citations %+v", f.CitedURLs)
 	}
 	if Compound("Acme is excellent and reliable.") <= 0.5 || Compound("Acme has poor support and terrible pricing.") >= -0.5 {
@@ -116,6 +116,12 @@ func TestRun(t *testing.T) {
 		al.FirstPosition.Value != 0.5 || !near(al.AveragePosition, 5.0/3) || !near(al.PositionScore, (1+1.0/3+1)/3) ||
 		al.ShareOfVoice.Hits != 3 || al.ShareOfVoice.Of != 8 || al.Competitors["Globex"] != 3 || al.Competitors["Initech"] != 2 {
 		t.Errorf("alpha: %+v", al.Stats)
+	}
+	// A plain model reports no sources: its citations are a1's text URL,
+	// and it has no source share.
+	if al.Kind != KindOpenAIChat || al.SourcesReported.Hits != 0 || al.SourcesReported.Of != 4 || al.SourceShare != nil ||
+		!reflect.DeepEqual(al.CitedPages, []PageCount{{"https://acme.example/pricing", 1}}) {
+		t.Errorf("alpha's sources: %+v", al)
 	}
 	if !near(al.Mention.Interval.Low, 0.3006) || !near(al.Mention.Interval.High, 0.9544) {
 		t.Errorf("alpha's mention interval %+v", al.Mention.Interval)

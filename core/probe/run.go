@@ -1,9 +1,12 @@
 package probe
 
 import (
+	"cmp"
 	"context"
+	"maps"
 	"math"
-	"sort"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -37,8 +40,24 @@ type Stats struct {
 	Failed int `json:"failed"`
 	// Mention: answers that name the brand (its names, aliases or domain).
 	Mention Rate `json:"mention_rate"`
-	// Citation: answers that cite a URL of the domain.
+	// Citation: answers that cite the domain: a citation or source on the
+	// domain or a subdomain, or such a URL in the text. Of an engine that
+	// reports no sources, only the URLs in its text count.
 	Citation Rate `json:"citation_rate"`
+	// SourcesReported: answers whose engine reported its sources (it
+	// searched and said what it read).
+	SourcesReported Rate `json:"sources_reported"`
+	// SourceShare: the domain's share of the cited sources, one per
+	// distinct source domain per answer (the domain's subdomains its
+	// own), over the answers that reported sources; nil when they
+	// reported no source (an engine without search).
+	SourceShare *Rate `json:"source_share"`
+	// CitedDomains are the source domains cited most (one per answer
+	// each), most first, ties by name, at most MaxCitedDomains.
+	CitedDomains []DomainCount `json:"cited_domains"`
+	// CitedPages are the domain's own pages cited (one per answer each),
+	// most first, ties by URL.
+	CitedPages []PageCount `json:"cited_pages"`
 	// FirstPosition: answers that name the brand before any competitor.
 	FirstPosition Rate `json:"first_position_rate"`
 	// AveragePosition is the brand's mean rank among the brands an answer
@@ -70,9 +89,25 @@ type Sentiment struct {
 	Confidence float64 `json:"confidence"`
 }
 
+// MaxCitedDomains bounds Stats.CitedDomains.
+const MaxCitedDomains = 20
+
+// DomainCount is a source domain and the answers that cite it.
+type DomainCount struct {
+	Domain string `json:"domain"`
+	Count  int    `json:"count"`
+}
+
+// PageCount is a page and the answers that cite it.
+type PageCount struct {
+	URL   string `json:"url"`
+	Count int    `json:"count"`
+}
+
 // EngineResult is one engine's part of a run.
 type EngineResult struct {
 	Label       string   `json:"label"`
+	Kind        string   `json:"kind"`
 	Model       string   `json:"model"`
 	Stats                // the engine's answers
 	Errors      []string `json:"errors,omitempty"` // the first few failures
@@ -100,39 +135,37 @@ func (p *Prober) Run(ctx context.Context, s Subject) Result {
 	}
 	res := Result{Prompts: Prompts(s, maxPrompts), Runs: runs}
 	probes := make([][]Probe, len(p.Engines))
-	answers := make([][]Answer, len(p.Engines))
 	costs := make([][]float64, len(p.Engines))
 	peaks := make([]int, len(p.Engines))
 	var engines sync.WaitGroup
 	for ei, e := range p.Engines {
 		n := len(res.Prompts) * runs
-		probes[ei], answers[ei], costs[ei] = make([]Probe, n), make([]Answer, n), make([]float64, n)
+		probes[ei], costs[ei] = make([]Probe, n), make([]float64, n)
 		engines.Go(func() {
-			peaks[ei] = p.runEngine(ctx, s, e, res.Prompts, runs, probes[ei], answers[ei], costs[ei])
+			peaks[ei] = p.runEngine(ctx, s, e, res.Prompts, runs, probes[ei], costs[ei])
 		})
 	}
 	engines.Wait()
 	var all []Probe
-	var allAnswers []Answer
 	var allCosts []float64
 	for ei, e := range p.Engines {
-		er := EngineResult{Label: e.Label, Model: e.Model, Stats: measure(probes[ei], answers[ei], costs[ei]), MaxInFlight: peaks[ei]}
+		er := EngineResult{Label: e.Label, Kind: e.kind(), Model: e.Model, Stats: measure(s, probes[ei], costs[ei]), MaxInFlight: peaks[ei]}
 		for _, pr := range probes[ei] {
 			if pr.Err != "" && len(er.Errors) < 3 {
 				er.Errors = append(er.Errors, pr.Err)
 			}
 		}
 		res.Engines = append(res.Engines, er)
-		all, allAnswers, allCosts = append(all, probes[ei]...), append(allAnswers, answers[ei]...), append(allCosts, costs[ei]...)
+		all, allCosts = append(all, probes[ei]...), append(allCosts, costs[ei]...)
 	}
-	res.Overall = measure(all, allAnswers, allCosts)
+	res.Overall = measure(s, all, allCosts)
 	res.Probes = all
 	return res
 }
 
 // runEngine asks one engine every prompt runs times, at most its
 // Concurrency at once, and returns the most it had in flight.
-func (p *Prober) runEngine(ctx context.Context, s Subject, e Engine, prompts []Prompt, runs int, probes []Probe, answers []Answer, costs []float64) int {
+func (p *Prober) runEngine(ctx context.Context, s Subject, e Engine, prompts []Prompt, runs int, probes []Probe, costs []float64) int {
 	conc := e.Concurrency
 	if conc <= 0 {
 		conc = 4
@@ -159,8 +192,8 @@ func (p *Prober) runEngine(ctx context.Context, s Subject, e Engine, prompts []P
 			if err != nil {
 				pr.Err = err.Error()
 			} else {
-				pr.Answer, pr.Finding = a, Analyze(s, a.Text)
-				answers[j], costs[j] = a, e.Cost(a)
+				pr.Answer, pr.Finding = a, Analyze(s, a)
+				costs[j] = e.Cost(a)
 			}
 			probes[j] = pr
 		})
@@ -169,20 +202,21 @@ func (p *Prober) runEngine(ctx context.Context, s Subject, e Engine, prompts []P
 	return int(peak.Load())
 }
 
-// measure computes the stats of a set of probes.
-func measure(probes []Probe, answers []Answer, costs []float64) Stats {
+// measure computes the stats of a set of probes of the subject.
+func measure(s Subject, probes []Probe, costs []float64) Stats {
 	st := Stats{Probes: len(probes), Competitors: map[string]int{}}
-	var ok, mentioned, cited, first, brandVoice, allVoice int
+	var ok, mentioned, cited, first, brandVoice, allVoice, reported, ownSources, allSources int
 	var posSum, invSum float64
 	var sents []float64
+	domains, pages := map[string]int{}, map[string]int{}
 	for i, p := range probes {
 		if p.Err != "" {
 			st.Failed++
 			continue
 		}
 		ok++
-		st.InputTokens += answers[i].InputTokens
-		st.OutputTokens += answers[i].OutputTokens
+		st.InputTokens += p.Answer.InputTokens
+		st.OutputTokens += p.Answer.OutputTokens
 		st.CostUSD += costs[i]
 		f := p.Finding
 		allVoice += len(f.Competitors)
@@ -191,6 +225,19 @@ func measure(probes []Probe, answers []Answer, costs []float64) Stats {
 		}
 		if f.Cited {
 			cited++
+		}
+		for _, u := range f.CitedURLs {
+			pages[u]++
+		}
+		if f.SourcesReported {
+			reported++
+			allSources += len(f.SourceDomains)
+			for _, d := range f.SourceDomains {
+				domains[d]++
+				if onDomain(d, s.Domain) {
+					ownSources++
+				}
+			}
 		}
 		if !f.Mentioned {
 			continue
@@ -209,6 +256,21 @@ func measure(probes []Probe, answers []Answer, costs []float64) Stats {
 	}
 	st.Mention, st.Citation, st.FirstPosition = NewRate(mentioned, ok), NewRate(cited, ok), NewRate(first, ok)
 	st.ShareOfVoice = NewRate(brandVoice, allVoice)
+	st.SourcesReported = NewRate(reported, ok)
+	if allSources > 0 {
+		share := NewRate(ownSources, allSources)
+		st.SourceShare = &share
+	}
+	st.CitedDomains, st.CitedPages = []DomainCount{}, []PageCount{}
+	for _, d := range byCount(domains) {
+		if len(st.CitedDomains) == MaxCitedDomains {
+			break
+		}
+		st.CitedDomains = append(st.CitedDomains, DomainCount{d, domains[d]})
+	}
+	for _, u := range byCount(pages) {
+		st.CitedPages = append(st.CitedPages, PageCount{u, pages[u]})
+	}
 	if mentioned > 0 {
 		st.AveragePosition = round(posSum/float64(mentioned), 3)
 		st.PositionScore = round(invSum/float64(mentioned), 4)
@@ -253,16 +315,13 @@ func round(v float64, places int) float64 {
 }
 
 // TopCompetitors are the competitors named most, most first.
-func (st Stats) TopCompetitors() []string {
-	var cs []string
-	for c := range st.Competitors {
-		cs = append(cs, c)
-	}
-	sort.Slice(cs, func(i, j int) bool {
-		if st.Competitors[cs[i]] != st.Competitors[cs[j]] {
-			return st.Competitors[cs[i]] > st.Competitors[cs[j]]
-		}
-		return cs[i] < cs[j]
+func (st Stats) TopCompetitors() []string { return byCount(st.Competitors) }
+
+// byCount are the keys of counts, the highest count first, ties by key.
+func byCount(counts map[string]int) []string {
+	keys := slices.Collect(maps.Keys(counts))
+	slices.SortFunc(keys, func(a, b string) int {
+		return cmp.Or(cmp.Compare(counts[b], counts[a]), strings.Compare(a, b))
 	})
-	return cs
+	return keys
 }
