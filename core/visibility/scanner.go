@@ -21,6 +21,12 @@ const (
 	WeightShareOfVoice = 0.15
 )
 
+// FormulaVersion is the version of the score's formula a reading was
+// made with (docs/visibility.md, "Formula versions"): 1 counted an answer
+// as citing the domain by the URLs in its text alone; 2 also by the
+// citations and sources the engine reports, with the same weights.
+const FormulaVersion = 2
+
 // Bases of a reading.
 const (
 	BasisEngines   = "readiness_and_engines"
@@ -43,7 +49,8 @@ type EngineScanner struct {
 // Breakdown is what a scan's reading stands on, kept with the scan and
 // shown by GET /v1/visibility.
 type Breakdown struct {
-	Basis string `json:"basis"`
+	Basis          string `json:"basis"`
+	FormulaVersion int    `json:"formula_version"`
 	// Components are the blended parts, each 0-100, and Weights their
 	// weights: visibility_score = Σ weight × component.
 	Components map[string]float64 `json:"components"`
@@ -67,9 +74,9 @@ func (s *EngineScanner) Scan(ctx context.Context, d store.MonitoredDomain) (Outc
 	if err != nil {
 		return Outcome{}, err
 	}
-	b := Breakdown{Basis: BasisReadiness, Readiness: report, Components: map[string]float64{"readiness": float64(score)},
-		Weights: map[string]float64{"readiness": 1}}
-	out := Outcome{VisibilityScore: score, ReadinessScore: score, Sentiment: "neutral"}
+	b := Breakdown{Basis: BasisReadiness, FormulaVersion: FormulaVersion, Readiness: report,
+		Components: map[string]float64{"readiness": float64(score)}, Weights: map[string]float64{"readiness": 1}}
+	out := Outcome{VisibilityScore: score, ReadinessScore: score, Sentiment: "neutral", FormulaVersion: FormulaVersion}
 	if s.Prober != nil && len(s.Prober.Engines) > 0 {
 		res := s.Prober.Run(ctx, probe.Subject{Domain: d.Domain, Brands: d.Brands, Aliases: d.Aliases,
 			Competitors: d.Competitors, Topics: d.Topics, Prompts: d.Prompts})

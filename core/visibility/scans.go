@@ -29,7 +29,10 @@ type Outcome struct {
 	Sentiment       string
 	SentimentScore  float64
 	ReadinessScore  int
-	Breakdown       json.RawMessage
+	// FormulaVersion is the score's formula the figures were made with
+	// (FormulaVersion; 0: not said).
+	FormulaVersion int
+	Breakdown      json.RawMessage
 }
 
 // Scanner measures a monitored domain. It must return when ctx ends.
