@@ -213,13 +213,22 @@ func failed(status int, h http.Header, msg string) (time.Duration, error) {
 	if len(msg) > 200 {
 		msg = msg[:200]
 	}
-	text := http.StatusText(status)
-	err := fmt.Errorf("the engine answered %d %s", status, text)
+	// 529 (Anthropic's overloaded) has no status text.
+	code := strings.TrimSpace(fmt.Sprintf("%d %s", status, http.StatusText(status)))
+	err := fmt.Errorf("the engine answered %s", code)
 	if msg != "" {
-		err = fmt.Errorf("the engine answered %d %s: %s", status, text, msg)
+		err = fmt.Errorf("the engine answered %s: %s", code, msg)
 	}
 	if retryable(status) {
 		return retryafter.Header(h, time.Now()), err
 	}
 	return 0, fmt.Errorf("%w: %w", ErrPermanent, err)
+}
+
+// errorText is an engine's error as "type: message", either part absent.
+func errorText(typ, msg string) string {
+	if typ == "" || msg == "" {
+		return typ + msg
+	}
+	return typ + ": " + msg
 }

@@ -10,10 +10,13 @@
 package probefake
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,8 +35,9 @@ type Reply struct {
 	Queries []string
 	// NoSearch answers without searching: no search call, no metadata.
 	NoSearch bool
-	// NoMetadata (gemini) leaves out groundingMetadata although the
-	// engine searched, as Gemini occasionally does.
+	// NoMetadata searches but reports no sources: gemini leaves out
+	// groundingMetadata, as Gemini occasionally does; anthropic's searches
+	// fail (web_search_tool_result_error).
 	NoMetadata bool
 	// Think (perplexity reasoning models) is put in a <think> block
 	// before the text.
@@ -55,6 +59,23 @@ type Failure struct {
 	// Type is the provider's error type or status (default: the kind's
 	// usual one for Status).
 	Type string
+}
+
+// described is a failure's type and message: those given, else the usual
+// ones of its status in a kind's table (of 500 for a status not in it).
+func (fl Failure) described(usual map[int][2]string, msg string) (typ, text string) {
+	u, ok := usual[fl.Status]
+	if !ok {
+		u = usual[http.StatusInternalServerError]
+	}
+	typ, text = fl.Type, msg
+	if typ == "" {
+		typ = u[0]
+	}
+	if text == "" {
+		text = u[1]
+	}
+	return typ, text
 }
 
 // Fake is the fake engine.
@@ -203,6 +224,25 @@ func (c Citation) span(text string) (start, end int) {
 		panic(fmt.Sprintf("probefake: the quote %q is not in the reply's text", c.Quote))
 	}
 	return i, i + len(c.Quote)
+}
+
+// results are the pages a reply's searches found: its sources, then the
+// pages its citations cite that are not among them.
+func (r Reply) results() []Source {
+	out := append([]Source(nil), r.Sources...)
+	for _, c := range r.Citations {
+		if !slices.ContainsFunc(out, func(s Source) bool { return s.URL == c.URL }) {
+			out = append(out, Source{URL: c.URL, Title: c.Title})
+		}
+	}
+	return out
+}
+
+// opaque is a stable opaque token for s, as providers give in place of
+// what they do not disclose.
+func opaque(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return base64.RawURLEncoding.EncodeToString(h[:])
 }
 
 // words counts tokens the way the fake charges them: one a word.
