@@ -164,6 +164,13 @@ func TestKindRequests(t *testing.T) {
 			"/v1/messages", "", map[string]string{"anthropic-version": "2023-06-01"},
 			`{"model":"claude-x","max_tokens":300,"system":"rules","messages":[{"role":"user","content":"hi"}],
 			  "tools":[{"type":"web_search_20250305","name":"web_search","max_uses":2}]}`},
+		{Engine{Kind: KindGemini, Model: "gemini-x", APIKey: "k2"}, Request{Prompt: "hi", Temperature: 0.7},
+			"/v1beta/models/gemini-x:generateContent", "k2", map[string]string{"x-goog-api-key": "k2"},
+			`{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"tools":[{"google_search":{}}]}`},
+		{Engine{Kind: KindGemini, Model: "models/gemini-x"}, Request{System: "rules", Prompt: "hi", MaxTokens: 300},
+			"/v1beta/models/gemini-x:generateContent", "", nil,
+			`{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"systemInstruction":{"parts":[{"text":"rules"}]},
+			  "tools":[{"google_search":{}}],"generationConfig":{"maxOutputTokens":300}}`},
 	} {
 		reqs = nil
 		tc.e.BaseURL = srv.URL + "/"

@@ -54,7 +54,8 @@ type Citation struct{ URL, Title, Quote string }
 // Failure is a scripted failed answer.
 type Failure struct {
 	Status int
-	// RetryAfter is the Retry-After header ("" sends none).
+	// RetryAfter is the wait asked for, in seconds: the Retry-After header,
+	// or for gemini the error's RetryInfo ("" asks none).
 	RetryAfter string
 	// Type is the provider's error type or status (default: the kind's
 	// usual one for Status).
