@@ -111,6 +111,10 @@ func (openAIChat) failure(status int, h http.Header, b []byte) (time.Duration, e
 	if json.Unmarshal(b, &e) == nil {
 		msg = e.Error.Message
 	}
+	if status == http.StatusUnauthorized {
+		// OpenAI's message shows the key in part ("sk-p****abcd").
+		msg = "the API key is missing, wrong or revoked"
+	}
 	return failed(status, h, msg)
 }
 
