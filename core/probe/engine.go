@@ -200,6 +200,14 @@ func postJSON(ctx context.Context, base, path string, body any) (*http.Request, 
 	return req, nil
 }
 
+// bearer gives req, if any, the key as a bearer token, if any.
+func bearer(req *http.Request, key string) *http.Request {
+	if req != nil && key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	return req
+}
+
 // retryable says whether an HTTP status is worth another attempt:
 // throttling, a timeout, a server error.
 func retryable(status int) bool {

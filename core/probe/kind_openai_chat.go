@@ -44,10 +44,7 @@ func (openAIChat) request(ctx context.Context, e Engine, r Request) (*http.Reque
 		body.Temperature = &r.Temperature
 	}
 	req, err := postJSON(ctx, e.BaseURL, "/chat/completions", body)
-	if err == nil && e.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+e.APIKey)
-	}
-	return req, err
+	return bearer(req, e.APIKey), err
 }
 
 type chatResponse struct {
