@@ -5,6 +5,7 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -74,8 +75,8 @@ type Config struct {
 	AuthFailuresPerMinute int      `json:"auth_failures_per_minute"`
 	CounterFlushInterval  Duration `json:"counter_flush_interval"`
 	ShutdownTimeout       Duration `json:"shutdown_timeout"`
-	// Engines are the AI engines scans probe: OpenAI-compatible
-	// chat-completions endpoints (set in the config file only).
+	// Engines are the AI engines scans probe, of the kinds probe.Kinds
+	// (set in the config file only).
 	Engines []Engine `json:"engines"`
 	// ScanWorkers is how many domain scans run at once.
 	ScanWorkers int `json:"scan_workers"`
@@ -123,6 +124,24 @@ type Engine struct {
 	MaxSearches        int      `json:"max_searches,omitempty"`
 	Concurrency        int      `json:"concurrency"`
 	Timeout            Duration `json:"timeout"`
+}
+
+// defaultBaseURLs are the base URLs of the kinds of one provider: its
+// API's. An openai-chat engine names its endpoint.
+var defaultBaseURLs = map[string]string{
+	probe.KindOpenAIResponses: "https://api.openai.com/v1",
+	probe.KindPerplexity:      "https://api.perplexity.ai",
+	probe.KindAnthropic:       "https://api.anthropic.com",
+	probe.KindGemini:          "https://generativelanguage.googleapis.com",
+}
+
+// URL is the engine's base URL: BaseURL, or by default its kind's
+// provider's API.
+func (e Engine) URL() string {
+	if e.BaseURL != "" {
+		return e.BaseURL
+	}
+	return defaultBaseURLs[e.Kind]
 }
 
 // Key is the engine's API key: from its environment variable when named.
@@ -395,8 +414,14 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%s.label must be set and unique", at))
 		}
 		labels[e.Label] = true
-		if u, err := url.Parse(e.BaseURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			errs = append(errs, fmt.Errorf("%s.base_url must be an http(s) URL such as https://api.openai.com/v1", at))
+		kind := cmp.Or(e.Kind, probe.KindOpenAIChat)
+		switch u, err := url.Parse(e.URL()); {
+		case !slices.Contains(probe.Kinds, kind):
+			errs = append(errs, fmt.Errorf("%s.kind must be one of %s", at, strings.Join(probe.Kinds, ", ")))
+		case e.URL() == "":
+			errs = append(errs, fmt.Errorf("%s.base_url must be set for kind %s: the Chat Completions endpoint's base, such as https://api.openai.com/v1 or http://127.0.0.1:11434/v1", at, kind))
+		case err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "":
+			errs = append(errs, fmt.Errorf("%s.base_url must be an http(s) URL such as %s", at, cmp.Or(defaultBaseURLs[kind], "https://api.openai.com/v1")))
 		}
 		if e.Model == "" {
 			errs = append(errs, fmt.Errorf("%s.model must be set", at))
@@ -404,11 +429,10 @@ func (c *Config) Validate() error {
 		if e.APIKey != "" && e.APIKeyEnv != "" {
 			errs = append(errs, fmt.Errorf("%s: set api_key or api_key_env, not both", at))
 		}
-		if e.Kind != "" && !slices.Contains(probe.Kinds, e.Kind) {
-			errs = append(errs, fmt.Errorf("%s.kind must be one of %s", at, strings.Join(probe.Kinds, ", ")))
-		}
 		if e.MaxSearches < 0 || e.MaxSearches > 20 {
 			errs = append(errs, fmt.Errorf("%s.max_searches must be between 0 (the default, 5) and 20", at))
+		} else if e.MaxSearches != 0 && kind != probe.KindAnthropic {
+			errs = append(errs, fmt.Errorf("%s.max_searches bounds the searches of kind %s only; a %s engine searches as its provider decides", at, probe.KindAnthropic, kind))
 		}
 		if e.InputPricePerMTok < 0 || e.OutputPricePerMTok < 0 || e.SearchPricePer1K < 0 {
 			errs = append(errs, fmt.Errorf("%s: prices must not be negative", at))

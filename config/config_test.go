@@ -281,6 +281,21 @@ func TestValidate(t *testing.T) {
 				{Label: "a", BaseURL: "https://api.example.com/v1", Model: "m", Concurrency: 1000}}
 		}, []string{"engines[0].base_url", "engines[0].model", "engines[0]: set api_key or api_key_env", "engines[0]: prices",
 			"engines[1].label", "engines[1].concurrency"}},
+		{"engines of every kind", func(c *config.Config) {
+			c.Engines = []config.Engine{{Label: "chat", BaseURL: "http://127.0.0.1:11434/v1", Model: "llama3.1"},
+				{Label: "responses", Kind: "openai-responses", Model: "gpt-5", SearchPricePer1K: 10},
+				{Label: "sonar", Kind: "perplexity", Model: "sonar", SearchPricePer1K: 5},
+				{Label: "claude", Kind: "anthropic", Model: "claude-sonnet-4-5", SearchPricePer1K: 10, MaxSearches: 20},
+				{Label: "gemini", Kind: "gemini", BaseURL: "https://gemini.proxy.example", Model: "gemini-2.5-flash", SearchPricePer1K: 35}}
+		}, nil},
+		{"bad engines of kinds", func(c *config.Config) {
+			c.Engines = []config.Engine{{Label: "chat", Kind: "openai-chat", Model: "m"},
+				{Label: "bing", Kind: "bing", Model: "m"},
+				{Label: "sonar", Kind: "perplexity", BaseURL: "api.perplexity.ai", Model: "sonar", MaxSearches: 3},
+				{Label: "claude", Kind: "anthropic", Model: "m", MaxSearches: 21, SearchPricePer1K: -10}}
+		}, []string{"engines[0].base_url must be set for kind openai-chat", "engines[1].kind must be one of openai-chat, openai-responses, perplexity, anthropic, gemini",
+			"engines[2].base_url must be an http(s) URL such as https://api.perplexity.ai", "engines[2].max_searches bounds the searches of kind anthropic only",
+			"engines[3].max_searches must be between 0 (the default, 5) and 20", "engines[3]: prices"}},
 		{"scan workers", func(c *config.Config) { c.ScanWorkers = 0 }, []string{"scan_workers"}},
 		{"cluster names", func(c *config.Config) { c.ClusterName = "a-B_9" + strings.Repeat("x", 27) }, nil},
 		{"no cluster name", func(c *config.Config) { c.ClusterName = "" }, []string{"cluster_name"}},
@@ -494,6 +509,39 @@ func TestContentSettings(t *testing.T) {
 	bad := writeFile(t, `{"content_prices": {"fetch": 0.0000001}}`)
 	if _, _, err := config.Load(nil, env(map[string]string{"AIVIS_CONFIG": bad}), true, nil); err == nil || !strings.Contains(err.Error(), "six decimal") {
 		t.Errorf("a price below the micro-dollar: %v", err)
+	}
+}
+
+// TestEngineKinds: an engine of a provider's kind takes its API's base URL
+// unless it names one; openai-chat's has none to take.
+func TestEngineKinds(t *testing.T) {
+	file := writeFile(t, `{"engines": [
+		{"label": "local", "base_url": "http://127.0.0.1:11434/v1", "model": "llama3.1"},
+		{"label": "ChatGPT search", "kind": "openai-responses", "model": "gpt-5-mini", "search_price_per_1k": 10},
+		{"label": "Perplexity", "kind": "perplexity", "model": "sonar", "search_price_per_1k": 5},
+		{"label": "Claude", "kind": "anthropic", "model": "claude-sonnet-4-5", "search_price_per_1k": 10, "max_searches": 3},
+		{"label": "Gemini", "kind": "gemini", "model": "gemini-2.5-flash", "search_price_per_1k": 35},
+		{"label": "Gateway", "kind": "anthropic", "base_url": "https://llm.gateway.example/anthropic", "model": "claude-haiku-4-5"}]}`)
+	got, _, err := config.Load(nil, env(map[string]string{"AIVIS_CONFIG": file}), true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var urls []string
+	for _, e := range got.Engines {
+		urls = append(urls, e.URL())
+	}
+	want := []string{"http://127.0.0.1:11434/v1", "https://api.openai.com/v1", "https://api.perplexity.ai", "https://api.anthropic.com",
+		"https://generativelanguage.googleapis.com", "https://llm.gateway.example/anthropic"}
+	if !reflect.DeepEqual(urls, want) {
+		t.Errorf("base URLs %q, want %q", urls, want)
+	}
+	if e := got.Engines[3]; e.Kind != "anthropic" || e.SearchPricePer1K != 10 || e.MaxSearches != 3 {
+		t.Errorf("the anthropic engine %+v", e)
+	}
+	bad := writeFile(t, `{"engines": [{"label": "chat", "kind": "openai-chat", "model": "gpt-4o-mini"}]}`)
+	if _, _, err := config.Load(nil, env(map[string]string{"AIVIS_CONFIG": bad}), true, nil); err == nil ||
+		!strings.Contains(err.Error(), "engines[0].base_url must be set for kind openai-chat") {
+		t.Errorf("openai-chat without base_url: %v", err)
 	}
 }
 

@@ -372,7 +372,7 @@ func serveAPI(ctx context.Context, cfg config.Config, svc *Services, w *workers,
 func probeEngines(cs []config.Engine) []probe.Engine {
 	out := make([]probe.Engine, len(cs))
 	for i, e := range cs {
-		out[i] = probe.Engine{Label: e.Label, Kind: e.Kind, BaseURL: e.BaseURL, Model: e.Model, APIKey: e.Key(),
+		out[i] = probe.Engine{Label: e.Label, Kind: e.Kind, BaseURL: e.URL(), Model: e.Model, APIKey: e.Key(),
 			InputPricePerMTok: e.InputPricePerMTok, OutputPricePerMTok: e.OutputPricePerMTok,
 			SearchPricePer1K: e.SearchPricePer1K, MaxSearches: e.MaxSearches,
 			Concurrency: e.Concurrency, Timeout: time.Duration(e.Timeout)}
