@@ -84,9 +84,11 @@ type Config struct {
 	// 0: this server processes none (requests stay queued for another
 	// server on the same data directory).
 	ContentWorkers int `json:"content_workers"`
-	// ContentEngine is the label of the engine content requests use
-	// (default: the first of Engines; none configured: the built-in
-	// analysis only).
+	// ContentEngine is the label of the engine content requests use, an
+	// openai-chat engine (default: the first of Engines of that kind;
+	// none: the built-in analysis only). The answer engines search the
+	// web on every call, which a rewrite must not draw on, for fees the
+	// request's budget could not bound.
 	ContentEngine string `json:"content_engine"`
 	// ContentMaxTokens caps each answer of the engine to a content
 	// request: the output part of a call's worst case.
@@ -150,6 +152,15 @@ func (e Engine) Key() string {
 		return os.Getenv(e.APIKeyEnv)
 	}
 	return e.APIKey
+}
+
+// ContentAI is the index in Engines of the engine content requests use:
+// the one content_engine names, else the first of kind openai-chat; -1
+// when there is none.
+func (c Config) ContentAI() int {
+	return slices.IndexFunc(c.Engines, func(e Engine) bool {
+		return e.Label == c.ContentEngine || c.ContentEngine == "" && cmp.Or(e.Kind, probe.KindOpenAIChat) == probe.KindOpenAIChat
+	})
 }
 
 // Duration is a time.Duration written as "1s", "250ms" in files and flags.
@@ -250,7 +261,7 @@ func (c *Config) fields() []field {
 		{"shutdown-timeout", "how long a graceful shutdown waits for requests in flight", &c.ShutdownTimeout, false},
 		{"scan-workers", "how many domain scans run at once", (*integer)(&c.ScanWorkers), false},
 		{"content-workers", "how many content requests are processed at once (0: none)", (*integer)(&c.ContentWorkers), false},
-		{"content-engine", "label of the engine content requests use (default: the first engine)", (*str)(&c.ContentEngine), false},
+		{"content-engine", "label of the engine content requests use, of kind openai-chat (default: the first such)", (*str)(&c.ContentEngine), false},
 		{"content-lease", "how long a content request's claim holds without renewal (a crashed one is retaken after it)", &c.ContentLease, false},
 	}
 }
@@ -407,14 +418,14 @@ func (c *Config) Validate() error {
 	if c.ContentPrices.Fetch < 0 || c.ContentPrices.Analysis < 0 {
 		errs = append(errs, errors.New("content_prices must not be negative"))
 	}
-	labels := map[string]bool{}
+	kinds := map[string]string{} // by label
 	for i, e := range c.Engines {
 		at := fmt.Sprintf("engines[%d]", i)
-		if e.Label == "" || labels[e.Label] {
+		if _, dup := kinds[e.Label]; e.Label == "" || dup {
 			errs = append(errs, fmt.Errorf("%s.label must be set and unique", at))
 		}
-		labels[e.Label] = true
 		kind := cmp.Or(e.Kind, probe.KindOpenAIChat)
+		kinds[e.Label] = kind
 		switch u, err := url.Parse(e.URL()); {
 		case !slices.Contains(probe.Kinds, kind):
 			errs = append(errs, fmt.Errorf("%s.kind must be one of %s", at, strings.Join(probe.Kinds, ", ")))
@@ -444,8 +455,13 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%s.timeout must not be negative", at))
 		}
 	}
-	if c.ContentEngine != "" && !labels[c.ContentEngine] {
-		errs = append(errs, fmt.Errorf("content_engine %q is not the label of an engine", c.ContentEngine))
+	if c.ContentEngine != "" {
+		switch kind, ok := kinds[c.ContentEngine]; {
+		case !ok:
+			errs = append(errs, fmt.Errorf("content_engine %q is not the label of an engine", c.ContentEngine))
+		case kind != probe.KindOpenAIChat:
+			errs = append(errs, fmt.Errorf("content_engine %q is of kind %s: content requests use an %s engine, as an answer engine searches the web on every call", c.ContentEngine, kind, probe.KindOpenAIChat))
+		}
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%w: %w", ErrInvalid, errors.Join(errs...))

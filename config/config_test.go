@@ -494,7 +494,8 @@ func TestFileEdgeCases(t *testing.T) {
 }
 
 // TestContentSettings: prices are exact dollars; a price left out keeps
-// its default; the content engine must be a configured engine's label.
+// its default; the content engine must be a configured openai-chat
+// engine's label.
 func TestContentSettings(t *testing.T) {
 	file := writeFile(t, `{"content_prices": {"analysis": 0.005}, "content_workers": 3, "content_max_tokens": 4096,
 		"content_engine": "local", "engines": [{"label": "local", "base_url": "http://127.0.0.1:11434/v1", "model": "llama3.1"}]}`)
@@ -505,6 +506,29 @@ func TestContentSettings(t *testing.T) {
 	if got.ContentPrices != (config.ContentPrices{Fetch: 1_000, Analysis: 5_000}) || got.ContentWorkers != 4 ||
 		got.ContentMaxTokens != 4096 || got.ContentEngine != "local" {
 		t.Errorf("content settings %+v %d %d %q", got.ContentPrices, got.ContentWorkers, got.ContentMaxTokens, got.ContentEngine)
+	}
+	// By default the first openai-chat engine, never an answer engine,
+	// which searches the web on every call; none of the kind: none.
+	answer := config.Engine{Label: "Sonar", Kind: "perplexity", Model: "sonar"}
+	chat := config.Engine{Label: "local", BaseURL: "http://127.0.0.1:11434/v1", Model: "llama3.1"}
+	for _, tc := range []struct {
+		engines []config.Engine
+		named   string
+		want    int
+	}{
+		{[]config.Engine{answer, chat}, "", 1},
+		{[]config.Engine{answer}, "", -1},
+		{nil, "", -1},
+		{[]config.Engine{chat, {Label: "other", Kind: "openai-chat", BaseURL: "https://api.openai.com/v1", Model: "gpt-4o-mini"}}, "other", 1},
+	} {
+		if got := (config.Config{Engines: tc.engines, ContentEngine: tc.named}).ContentAI(); got != tc.want {
+			t.Errorf("engines %+v, content_engine %q: %d, want %d", tc.engines, tc.named, got, tc.want)
+		}
+	}
+	named := config.Default()
+	named.Engines, named.ContentEngine = []config.Engine{chat, answer}, "Sonar"
+	if err := named.Validate(); err == nil || !strings.Contains(err.Error(), `content_engine "Sonar" is of kind perplexity`) {
+		t.Errorf("an answer engine named the content engine: %v", err)
 	}
 	bad := writeFile(t, `{"content_prices": {"fetch": 0.0000001}}`)
 	if _, _, err := config.Load(nil, env(map[string]string{"AIVIS_CONFIG": bad}), true, nil); err == nil || !strings.Contains(err.Error(), "six decimal") {

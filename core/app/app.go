@@ -385,12 +385,8 @@ func contentEngine(cfg config.Config, st content.Store, holder string, fetcher c
 	e := &content.Engine{Store: st, Holder: holder, Fetcher: fetcher, Client: &probe.Client{HTTP: &http.Client{}}, Log: log, Now: time.Now,
 		Workers: cfg.ContentWorkers, MaxTokens: cfg.ContentMaxTokens, Lease: time.Duration(cfg.ContentLease),
 		Prices: content.Prices{Fetch: int64(cfg.ContentPrices.Fetch), Analysis: int64(cfg.ContentPrices.Analysis)}}
-	all := probeEngines(cfg.Engines)
-	for i, c := range cfg.Engines {
-		if cfg.ContentEngine == "" || c.Label == cfg.ContentEngine {
-			e.AI = &all[i]
-			break
-		}
+	if i := cfg.ContentAI(); i >= 0 {
+		e.AI = &probeEngines(cfg.Engines)[i]
 	}
 	if cfg.ContentEngine != "" && e.AI == nil {
 		return nil, fmt.Errorf("content_engine %q is not the label of an engine", cfg.ContentEngine)
