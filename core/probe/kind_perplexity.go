@@ -45,10 +45,12 @@ type perplexityResponse struct {
 }
 
 // parse reads the answer without its reasoning (the <think> block of the
-// sonar-reasoning models); its sources are the search results (else the
-// citations), its citations the [n] markers of the text. Each answer is
-// one search, the request fee; its sources are reported unless the answer
-// leaves out both citations and search results.
+// sonar-reasoning models); its sources are the search results and the
+// numbered citations, its citations the [n] markers of the text, which
+// number the citations (the search results when the answer has no
+// citations, as Perplexity gives them since it deprecated those). Each
+// answer is one search, the request fee; its sources are reported unless
+// the answer leaves out both lists.
 func (perplexity) parse(b []byte) (Answer, error) {
 	var pr perplexityResponse
 	if err := json.Unmarshal(b, &pr); err != nil {
@@ -61,12 +63,13 @@ func (perplexity) parse(b []byte) (Answer, error) {
 		InputTokens: pr.Usage.PromptTokens, OutputTokens: pr.Usage.CompletionTokens,
 		SourcesReported: pr.Citations != nil || pr.SearchResults != nil}
 	var sources []Source
+	var cited []string
 	if pr.SearchResults != nil {
 		for _, r := range *pr.SearchResults {
 			sources = append(sources, Source{URL: r.URL, Title: r.Title, Domain: SourceDomain(r.URL)})
+			cited = append(cited, r.URL)
 		}
 	}
-	var cited []string
 	if pr.Citations != nil {
 		cited = *pr.Citations
 	}

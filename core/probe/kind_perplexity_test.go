@@ -65,6 +65,24 @@ func TestPerplexity(t *testing.T) {
 	}
 }
 
+// TestPerplexityLists: without citations the markers number the search
+// results; with neither list the answer reports no sources.
+func TestPerplexityLists(t *testing.T) {
+	a, err := perplexity{}.parse([]byte(`{"choices":[{"message":{"role":"assistant","content":"Globex follows.[2]"}}],
+		"search_results":[{"title":"Acme","url":"https://acme.example/","date":null},{"title":"Globex","url":"https://globex.example/","date":"2026-01-02"}],
+		"usage":{"prompt_tokens":3,"completion_tokens":2}}`))
+	want := Answer{Text: "Globex follows.[2]", SourcesReported: true, Searches: 1, InputTokens: 3, OutputTokens: 2,
+		Sources:   []Source{{URL: "https://acme.example/", Title: "Acme", Domain: "acme.example"}, {URL: "https://globex.example/", Title: "Globex", Domain: "globex.example"}},
+		Citations: []Citation{{URL: "https://globex.example/", Title: "Globex", Domain: "globex.example", Start: 0, End: 15, Text: "Globex follows."}}}
+	if err != nil || !reflect.DeepEqual(a, want) {
+		t.Errorf("%+v %v, want %+v", a, err, want)
+	}
+	a, err = perplexity{}.parse([]byte(`{"choices":[{"message":{"content":"Acme[1]."}}],"citations":null}`))
+	if err != nil || a.SourcesReported || a.Sources != nil || a.Citations != nil || a.Searches != 1 {
+		t.Errorf("neither list: %+v %v", a, err)
+	}
+}
+
 // TestMarkerCitations: the span each [n] marker cites, by the rule of
 // markerCitations.
 func TestMarkerCitations(t *testing.T) {
