@@ -171,6 +171,19 @@ func TestKindRequests(t *testing.T) {
 			"/v1beta/models/gemini-x:generateContent", "", nil,
 			`{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"systemInstruction":{"parts":[{"text":"rules"}]},
 			  "tools":[{"google_search":{}}],"generationConfig":{"maxOutputTokens":300}}`},
+		{Engine{Kind: KindOpenAIResponses, Model: "gpt-x", APIKey: "k3"}, Request{Prompt: "hi", Temperature: 0.7},
+			"/responses", "k3", map[string]string{"Authorization": "Bearer k3"},
+			`{"model":"gpt-x","input":"hi","tools":[{"type":"web_search"}],"include":["web_search_call.action.sources"]}`},
+		{Engine{Kind: KindOpenAIResponses, Model: "gpt-x"}, Request{System: "rules", Prompt: "hi", MaxTokens: 300},
+			"/responses", "", nil,
+			`{"model":"gpt-x","instructions":"rules","input":"hi","tools":[{"type":"web_search"}],"include":["web_search_call.action.sources"],
+			  "max_output_tokens":300}`},
+		{Engine{Kind: KindPerplexity, Model: "sonar", APIKey: "k4"}, Request{Prompt: "hi", Temperature: 0.7},
+			"/chat/completions", "k4", map[string]string{"Authorization": "Bearer k4"},
+			`{"model":"sonar","messages":[{"role":"user","content":"hi"}]}`},
+		{Engine{Kind: KindPerplexity, Model: "sonar"}, Request{System: "rules", Prompt: "hi", MaxTokens: 300},
+			"/chat/completions", "", nil,
+			`{"model":"sonar","messages":[{"role":"system","content":"rules"},{"role":"user","content":"hi"}],"max_tokens":300}`},
 	} {
 		reqs = nil
 		tc.e.BaseURL = srv.URL + "/"
@@ -193,7 +206,7 @@ func TestKindRequests(t *testing.T) {
 				t.Errorf("%s: header %s %q, want %q", tc.e.Kind, k, g.header.Get(k), v)
 			}
 		}
-		if tc.key == "" && (g.header.Get("x-api-key") != "" || g.header.Get("x-goog-api-key") != "") {
+		if tc.key == "" && (g.header.Get("x-api-key") != "" || g.header.Get("x-goog-api-key") != "" || g.header.Get("Authorization") != "") {
 			t.Errorf("%s: a key header without a key", tc.e.Kind)
 		}
 	}
@@ -206,7 +219,8 @@ func TestAnthropicErrors(t *testing.T) {
 // testKindErrors: a kind's throttling waits what the engine asks (or
 // backs off when it asks nothing); throttling, server errors and the
 // overloaded status are retried until the answer; a bad key fails at
-// once and its error never shows the key.
+// once and its error never shows the key, nor the part of it OpenAI
+// shows.
 func testKindErrors(t *testing.T, kind string, overloaded int, overloadedText, badKeyText string) {
 	f := probefake.New()
 	defer f.Close()
@@ -214,6 +228,9 @@ func testKindErrors(t *testing.T, kind string, overloaded int, overloadedText, b
 	f.Answer("m", "hello")
 	c := &Client{HTTP: http.DefaultClient, Backoff: time.Millisecond, MaxAttempts: 5}
 	e := Engine{Label: "E", Kind: kind, BaseURL: f.Root(), Model: "m", APIKey: "key-right"}
+	if kind == KindOpenAIResponses {
+		e.BaseURL = f.URL()
+	}
 	ad, err := adapterOf(e)
 	if err != nil {
 		t.Fatal(err)
@@ -243,7 +260,8 @@ func testKindErrors(t *testing.T, kind string, overloaded int, overloadedText, b
 	before := f.Requests()
 	e.APIKey = "key-wrong-secret"
 	_, err = c.Ask(context.Background(), e, "hi")
-	if !errors.Is(err, ErrPermanent) || !strings.Contains(err.Error(), badKeyText) || strings.Contains(err.Error(), e.APIKey) {
+	if !errors.Is(err, ErrPermanent) || !strings.Contains(err.Error(), badKeyText) || strings.Contains(err.Error(), e.APIKey) ||
+		strings.Contains(err.Error(), e.APIKey[len(e.APIKey)-4:]) {
 		t.Errorf("a bad key: %v", err)
 	}
 	if n := f.Requests() - before; n != 1 {

@@ -7,7 +7,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/aivis/aivis/core/probe/probefake"
 )
@@ -101,71 +100,6 @@ func TestOpenAIResponsesParts(t *testing.T) {
 	}
 }
 
-// TestOpenAIResponsesErrors: OpenAI's failures as the contract says.
 func TestOpenAIResponsesErrors(t *testing.T) {
-	f := probefake.New()
-	defer f.Close()
-	kindErrors(t, f, Engine{Label: "GPT", Kind: KindOpenAIResponses, BaseURL: f.URL(), Model: "gpt-5"})
-}
-
-// kindErrors checks a kind's reading of failures against the fake, for
-// the engine e of its kind: a refused key is permanent, asked once, and
-// its error shows no part of the key; 429 waits what Retry-After says,
-// else backs off as 5xx do; all are retried until the answer comes; a
-// refused request is permanent.
-func kindErrors(t *testing.T, f *probefake.Fake, e Engine) {
-	t.Helper()
-	f.Key = "sk-live-0123456789abcdef"
-	f.Answer(e.Model, "Acme leads.")
-	c := &Client{HTTP: http.DefaultClient, Backoff: time.Millisecond}
-	ctx := context.Background()
-
-	wrong := e
-	wrong.APIKey = "sk-wrong-key-98765"
-	_, err := c.Ask(ctx, wrong, "hi")
-	if err == nil || !errors.Is(err, ErrPermanent) || !strings.Contains(err.Error(), "401") || f.Requests() != 1 {
-		t.Errorf("a wrong key: %v after %d requests", err, f.Requests())
-	}
-	for _, secret := range []string{wrong.APIKey, "8765", f.Key} {
-		if err != nil && strings.Contains(err.Error(), secret) {
-			t.Errorf("the error %q shows %q", err, secret)
-		}
-	}
-
-	e.APIKey = f.Key
-	ad, _ := adapterOf(e)
-	for _, tc := range []struct {
-		fail      probefake.Failure
-		wait      time.Duration
-		permanent bool
-	}{
-		{probefake.Failure{Status: 429, RetryAfter: "7"}, 7 * time.Second, false},
-		{probefake.Failure{Status: 429}, 0, false},
-		{probefake.Failure{Status: 500}, 0, false},
-		{probefake.Failure{Status: 503, RetryAfter: "2"}, 2 * time.Second, false},
-		{probefake.Failure{Status: 400, Type: "invalid_request_error"}, 0, true},
-	} {
-		f.FailWith(e.Model, tc.fail)
-		_, wait, err := c.once(ctx, e, ad, Request{Prompt: "hi"})
-		if wait != tc.wait || err == nil || errors.Is(err, ErrPermanent) != tc.permanent || !strings.Contains(err.Error(), http.StatusText(tc.fail.Status)) {
-			t.Errorf("%+v: wait %v, error %v", tc.fail, wait, err)
-		}
-	}
-
-	// Retried until the answer comes; a backoff of an hour, which the
-	// answer after a Retry-After of 10 ms cannot have waited.
-	f.FailWith(e.Model, probefake.Failure{Status: 429, RetryAfter: "0.01"}, probefake.Failure{Status: 429, RetryAfter: "0.01"})
-	slow := &Client{HTTP: http.DefaultClient, Backoff: time.Hour, MaxWait: time.Hour}
-	if a, err := slow.Ask(ctx, e, "hi"); err != nil || a.Attempts != 3 || a.Text != "Acme leads." {
-		t.Errorf("after two 429s with Retry-After: %+v %v", a, err)
-	}
-	f.FailWith(e.Model, probefake.Failure{Status: 429}, probefake.Failure{Status: 500}, probefake.Failure{Status: 502})
-	if a, err := c.Ask(ctx, e, "hi"); err != nil || a.Attempts != 4 || a.Text != "Acme leads." {
-		t.Errorf("after 429 without Retry-After, 500 and 502: %+v %v", a, err)
-	}
-	f.FailWith(e.Model, probefake.Failure{Status: 503}, probefake.Failure{Status: 503}, probefake.Failure{Status: 503}, probefake.Failure{Status: 503})
-	before := f.Requests()
-	if _, err := c.Ask(ctx, e, "hi"); err == nil || !strings.Contains(err.Error(), "503") || f.Requests()-before != 4 {
-		t.Errorf("503 four times: %v after %d requests", err, f.Requests()-before)
-	}
+	testKindErrors(t, KindOpenAIResponses, 503, "503 Service Unavailable: The engine is currently overloaded", "401 Unauthorized: the API key is missing, wrong or revoked")
 }

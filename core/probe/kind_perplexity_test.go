@@ -127,9 +127,6 @@ func TestWithoutThink(t *testing.T) {
 	}
 }
 
-// TestPerplexityErrors: Perplexity's failures, OpenAI's shape.
 func TestPerplexityErrors(t *testing.T) {
-	f := probefake.New()
-	defer f.Close()
-	kindErrors(t, f, Engine{Label: "Sonar", Kind: KindPerplexity, BaseURL: f.Root(), Model: "sonar"})
+	testKindErrors(t, KindPerplexity, 503, "503 Service Unavailable: The engine is currently overloaded", "401 Unauthorized: the API key is missing, wrong or revoked")
 }

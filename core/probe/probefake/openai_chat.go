@@ -31,7 +31,7 @@ func (f *Fake) openAIChat(w http.ResponseWriter, r *http.Request) {
 	reply, fail, ok := f.take(req.Model, prompt)
 	switch {
 	case fail != nil:
-		openAIErr(w, *fail, "scripted failure")
+		openAIErr(w, *fail, "")
 		return
 	case !ok:
 		openAIErr(w, Failure{Status: http.StatusNotFound, Type: "model_not_found"}, fmt.Sprintf("The model `%s` does not exist.", req.Model))
@@ -59,14 +59,23 @@ func (f *Fake) openAIChat(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// openAIErr writes OpenAI's error body.
+// openAITypes are OpenAI's error types by status, and what each says
+// (Perplexity answers in the same shape).
+var openAITypes = map[int][2]string{
+	http.StatusBadRequest:          {"invalid_request_error", "Invalid request."},
+	http.StatusUnauthorized:        {"invalid_api_key", "Incorrect API key provided."},
+	http.StatusNotFound:            {"invalid_request_error", "The requested resource could not be found."},
+	http.StatusTooManyRequests:     {"rate_limit_exceeded", "Rate limit reached for requests. Please try again later."},
+	http.StatusInternalServerError: {"server_error", "The server had an error while processing your request. Sorry about that!"},
+	http.StatusServiceUnavailable:  {"server_error", "The engine is currently overloaded, please try again later."},
+}
+
+// openAIErr writes OpenAI's error body; msg "" says the type's usual
+// message.
 func openAIErr(w http.ResponseWriter, fl Failure, msg string) {
 	if fl.RetryAfter != "" {
 		w.Header().Set("Retry-After", fl.RetryAfter)
 	}
-	typ := fl.Type
-	if typ == "" {
-		typ = "scripted"
-	}
+	typ, msg := fl.described(openAITypes, msg)
 	writeJSON(w, fl.Status, map[string]any{"error": map[string]any{"message": msg, "type": typ, "code": typ}})
 }

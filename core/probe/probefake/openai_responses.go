@@ -69,7 +69,7 @@ func (f *Fake) openAIResponses(w http.ResponseWriter, r *http.Request) {
 	reply, fail, ok := f.take(req.Model, *req.Input)
 	switch {
 	case fail != nil:
-		openAIErr(w, *fail, "scripted failure")
+		openAIErr(w, *fail, "")
 		return
 	case !ok:
 		openAIErr(w, Failure{Status: http.StatusBadRequest, Type: "model_not_found"}, fmt.Sprintf("The requested model '%s' does not exist.", req.Model))

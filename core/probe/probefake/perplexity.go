@@ -65,7 +65,7 @@ func (f *Fake) perplexity(w http.ResponseWriter, r *http.Request) {
 	reply, fail, ok := f.take(req.Model, prompt)
 	switch {
 	case fail != nil:
-		openAIErr(w, *fail, "scripted failure")
+		openAIErr(w, *fail, "")
 		return
 	case !ok:
 		invalidRequest(w, fmt.Sprintf("Invalid model '%s'. Permitted models can be found in the documentation at https://docs.perplexity.ai/getting-started/models.", req.Model))
