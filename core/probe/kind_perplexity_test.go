@@ -35,7 +35,8 @@ func TestPerplexity(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The fake's text: "…skates.[1][2] Reviewers rank Globex second[3],
-	// behind Acme." The third citation's page is not among the results.
+	// behind Acme." The third citation's page, not among the reply's
+	// sources, is a result of its own, untitled.
 	text := "Acme makes the fastest rocket skates.[1][2] Reviewers rank Globex second[3], behind Acme."
 	first := Citation{Start: 0, End: 37, Text: "Acme makes the fastest rocket skates."}
 	want := Answer{Text: text, SourcesReported: true, Searches: 1,

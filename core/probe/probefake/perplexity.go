@@ -11,10 +11,10 @@ import (
 func init() { routes["POST /chat/completions"] = (*Fake).perplexity }
 
 // perplexity answers as Perplexity's Sonar: a chat completion whose text
-// cites its sources by number, [n] after each citation's quote, with the
-// numbered URLs in citations (the reply's sources, then the URLs cited
-// that are not among them) and the sources in search_results; the
-// reply's Think in a <think> block before the text. A reply that does not
+// cites its results by number, [n] after each citation's quote, the
+// results (the reply's sources, then the pages cited that are not among
+// them) in search_results and their URLs in citations; the reply's Think
+// in a <think> block before the text. A reply that does not
 // search (NoSearch) leaves both lists out.
 func (f *Fake) perplexity(w http.ResponseWriter, r *http.Request) {
 	if f.Key != "" && r.Header.Get("Authorization") != "Bearer "+f.Key {
@@ -74,21 +74,16 @@ func (f *Fake) perplexity(w http.ResponseWriter, r *http.Request) {
 	body := map[string]any{"id": "pplx-fake", "object": "chat.completion", "created": 1764000000, "model": req.Model}
 	text := reply.Text
 	if !reply.NoSearch {
-		var urls []string
-		results := []any{}
-		for _, s := range reply.Sources {
+		urls, results := []string{}, []any{}
+		for _, s := range reply.results() {
 			urls = append(urls, s.URL)
 			results = append(results, map[string]any{"title": s.Title, "url": s.URL, "date": "2026-01-15"})
 		}
 		type mark struct{ at, n int }
 		var marks []mark
 		for _, c := range reply.Citations {
-			n := slices.Index(urls, c.URL)
-			if n < 0 {
-				urls, n = append(urls, c.URL), len(urls)
-			}
 			_, end := c.span(reply.Text)
-			marks = append(marks, mark{end, n + 1})
+			marks = append(marks, mark{end, slices.Index(urls, c.URL) + 1})
 		}
 		// The markers go in from the end, so that each quote's end stays
 		// where it was; those at one point in the order cited.
@@ -100,7 +95,7 @@ func (f *Fake) perplexity(w http.ResponseWriter, r *http.Request) {
 			}
 			text = text[:at] + run + text[at:]
 		}
-		body["citations"], body["search_results"] = append([]string{}, urls...), results
+		body["citations"], body["search_results"] = urls, results
 	}
 	if reply.Think != "" {
 		text = "<think>\n" + reply.Think + "\n</think>\n\n" + text
