@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aivis/aivis/core/netguard"
 	"github.com/aivis/aivis/core/retryafter"
 )
 
@@ -161,7 +162,7 @@ func (c *Client) once(ctx context.Context, e Engine, ad adapter, r Request) (Ans
 	}
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
-		return Answer{}, 0, err
+		return Answer{}, 0, unreachable{err}
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
@@ -185,6 +186,16 @@ func (e Engine) kind() string {
 	}
 	return e.Kind
 }
+
+// unreachable is a call that got no answer. Its text, which scans and
+// content requests show, names neither the URL (a local engine's is an
+// internal address) nor an address (netguard.Describe).
+type unreachable struct{ err error }
+
+func (u unreachable) Error() string {
+	return "the engine could not be reached: " + netguard.Describe(u.err)
+}
+func (u unreachable) Unwrap() error { return u.err }
 
 // postJSON is a POST of body as JSON to base + path.
 func postJSON(ctx context.Context, base, path string, body any) (*http.Request, error) {

@@ -245,3 +245,19 @@ func TestComplete(t *testing.T) {
 		t.Errorf("requests %+v, want %+v", got, want)
 	}
 }
+
+// TestUnreachableEngineNamesNoAddress: an engine that cannot be reached
+// fails with an error that names neither its URL nor an address.
+func TestUnreachableEngineNamesNoAddress(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	base := srv.URL + "/v1"
+	srv.Close()
+	c := &Client{HTTP: &http.Client{}, MaxAttempts: 2, Backoff: time.Millisecond}
+	_, err := c.Ask(context.Background(), Engine{Label: "local", BaseURL: base, Model: "m"}, "hi")
+	if err == nil || !strings.Contains(err.Error(), "could not be reached") {
+		t.Fatalf("err %v", err)
+	}
+	if strings.Contains(err.Error(), "127.0.0.1") || strings.Contains(err.Error(), base) {
+		t.Errorf("the error names the address: %v", err)
+	}
+}
