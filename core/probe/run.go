@@ -183,12 +183,13 @@ func (p *Prober) runEngine(ctx context.Context, s Subject, e Engine, prompts []P
 			continue
 		}
 		wg.Go(func() {
-			defer func() { <-sem }()
 			now := inFlight.Add(1)
 			for old := peak.Load(); now > old && !peak.CompareAndSwap(old, now); old = peak.Load() {
 			}
 			a, err := p.Client.Ask(ctx, e, prompts[pr.Prompt].Text)
 			inFlight.Add(-1)
+			// The next request goes out while this answer is read.
+			<-sem
 			if err != nil {
 				pr.Err = err.Error()
 			} else {
