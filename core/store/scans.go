@@ -63,6 +63,8 @@ type ScansTx interface {
 	// ActiveScan is the queued or running scan of a monitored domain
 	// (ErrNotFound when none).
 	ActiveScan(domainID string) (Scan, error)
+	// LatestScan is Scans.LatestScan in the transaction.
+	LatestScan(accountID, clientID, domain string) (Scan, error)
 	// ClaimScan takes the oldest queued scan, or a running one whose lease
 	// ended before now, and leases it to holder until leaseEnd, adding one to its
 	// Attempts (the claim's fencing token); a scan is never claimed by two

@@ -130,10 +130,18 @@ func (db *DB) Scan(ctx context.Context, accountID, id string) (store.Scan, error
 
 // LatestScan reads the last completed scan of an owner's domain.
 func (db *DB) LatestScan(ctx context.Context, accountID, clientID, domain string) (store.Scan, error) {
+	return latestScan(ctx, db.pool, accountID, clientID, domain)
+}
+
+func (t *txn) LatestScan(accountID, clientID, domain string) (store.Scan, error) {
+	return latestScan(t.ctx, t.tx, accountID, clientID, domain)
+}
+
+func latestScan(ctx context.Context, q querier, accountID, clientID, domain string) (store.Scan, error) {
 	var w where
 	w.and("account_id = ? AND domain = ? AND status = 'completed'", accountID, domain)
 	w.owner("client_id", clientID)
-	s, err := scanScan(db.pool.QueryRow(ctx, `SELECT `+scanColumns+` FROM scans WHERE `+w.String()+`
+	s, err := scanScan(q.QueryRow(ctx, `SELECT `+scanColumns+` FROM scans WHERE `+w.String()+`
 		ORDER BY finished_at DESC NULLS LAST, finished_at_ns DESC NULLS LAST, id DESC LIMIT 1`, w.args...))
 	if err != nil {
 		return s, fmt.Errorf("postgres: latest scan of %s: %w", domain, notFound(err))

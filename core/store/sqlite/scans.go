@@ -138,9 +138,19 @@ func (db *DB) Scan(ctx context.Context, accountID, id string) (store.Scan, error
 
 // LatestScan reads the last completed scan of an owner's domain.
 func (db *DB) LatestScan(ctx context.Context, accountID, clientID, domain string) (store.Scan, error) {
-	s, err := scanScan(db.r.QueryRowContext(ctx, `SELECT `+scanColumns+` FROM scans
-		WHERE account_id = ? AND COALESCE(client_id, '') = ? AND domain = ? AND status = ?
-		ORDER BY finished_at DESC, id DESC LIMIT 1`, accountID, clientID, domain, store.ScanCompleted))
+	return latestScan(db.r.QueryRowContext(ctx, latestScanQuery, accountID, clientID, domain, store.ScanCompleted), domain)
+}
+
+func (t *txn) LatestScan(accountID, clientID, domain string) (store.Scan, error) {
+	return latestScan(t.tx.QueryRow(latestScanQuery, accountID, clientID, domain, store.ScanCompleted), domain)
+}
+
+const latestScanQuery = `SELECT ` + scanColumns + ` FROM scans
+	WHERE account_id = ? AND COALESCE(client_id, '') = ? AND domain = ? AND status = ?
+	ORDER BY finished_at DESC, id DESC LIMIT 1`
+
+func latestScan(row scanner, domain string) (store.Scan, error) {
+	s, err := scanScan(row)
 	if err != nil {
 		return s, fmt.Errorf("sqlite: latest scan of %s: %w", domain, notFound(err))
 	}

@@ -73,6 +73,7 @@ func testScans(t *testing.T, newStore Constructor) {
 	// LatestScan: the last finished completed one of exactly that owner.
 	later := newScan("scan_2", "acct_1", "cli_1", "dom_1", t0.Add(-time.Hour)) // created earlier, finished later
 	later.Domain, later.Status, later.FinishedAt = full.Domain, store.ScanCompleted, t0.Add(3*time.Minute)
+	later.Result = []byte(`{"visibility_score":61}`)
 	failed := newScan("scan_3", "acct_1", "cli_1", "dom_1", t0.Add(time.Hour))
 	failed.Domain, failed.Status, failed.FinishedAt = full.Domain, store.ScanFailed, t0.Add(time.Hour)
 	own := newScan("scan_4", "acct_1", "", "dom_own", t0)
@@ -89,10 +90,23 @@ func testScans(t *testing.T, newStore Constructor) {
 		if got, err := s.LatestScan(ctx, tc.account, tc.client, full.Domain); err != nil || got.ID != tc.want {
 			t.Errorf("LatestScan(%s, %q) = %s, %v; want %s", tc.account, tc.client, got.ID, err, tc.want)
 		}
+		update(t, s, "LatestScan", func(tx store.Tx) error {
+			got, err := tx.LatestScan(tc.account, tc.client, full.Domain)
+			if err != nil || got.ID != tc.want || (got.ID == later.ID && string(got.Result) != string(later.Result)) {
+				t.Errorf("tx.LatestScan(%s, %q) = %+v, %v; want %s", tc.account, tc.client, got, err, tc.want)
+			}
+			return nil
+		})
 	}
 	if _, err := s.LatestScan(ctx, "acct_2", "", full.Domain); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("LatestScan of another account: %v, want ErrNotFound", err)
 	}
+	update(t, s, "LatestScan", func(tx store.Tx) error {
+		if _, err := tx.LatestScan("acct_2", "", full.Domain); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("tx.LatestScan of another account: %v, want ErrNotFound", err)
+		}
+		return nil
+	})
 }
 
 // DueDomains lists up to limit monitored domains whose next scan is due at
