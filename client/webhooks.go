@@ -29,16 +29,20 @@ type CreateWebhook struct {
 	Events         []string `json:"events"`
 	URL            string   `json:"url,omitempty"`
 	MinScoreChange *int     `json:"min_score_change,omitempty"`
-	ClientID       string   `json:"client_id,omitempty"`
+	// MinCitationChange: citation_change only when an engine's citation
+	// rate moved at least this many percentage points (default 10).
+	MinCitationChange *int   `json:"min_citation_change,omitempty"`
+	ClientID          string `json:"client_id,omitempty"`
 }
 
 // UpdateWebhook is the body of PATCH /v1/webhooks/{id}: absent fields keep
 // their values.
 type UpdateWebhook struct {
-	Events         []string `json:"events,omitempty"`
-	URL            *string  `json:"url,omitempty"`
-	MinScoreChange *int     `json:"min_score_change,omitempty"`
-	Enabled        *bool    `json:"enabled,omitempty"`
+	Events            []string `json:"events,omitempty"`
+	URL               *string  `json:"url,omitempty"`
+	MinScoreChange    *int     `json:"min_score_change,omitempty"`
+	MinCitationChange *int     `json:"min_citation_change,omitempty"`
+	Enabled           *bool    `json:"enabled,omitempty"`
 }
 
 // Webhook is a webhook as the API shows it. Secret is present only in the
@@ -49,6 +53,7 @@ type Webhook struct {
 	URL                     string     `json:"url"`
 	Events                  []string   `json:"events"`
 	MinScoreChange          int        `json:"min_score_change"`
+	MinCitationChange       int        `json:"min_citation_change"`
 	Enabled                 bool       `json:"enabled"`
 	DisabledReason          *string    `json:"disabled_reason"`
 	DisabledAt              *time.Time `json:"disabled_at"`
@@ -167,36 +172,40 @@ type CreateConnection struct {
 	Events         []string        `json:"events"`
 	Domains        []string        `json:"domains,omitempty"`
 	MinScoreChange *int            `json:"min_score_change,omitempty"`
-	ClientID       string          `json:"client_id,omitempty"`
+	// MinCitationChange is as a webhook's (default 10).
+	MinCitationChange *int   `json:"min_citation_change,omitempty"`
+	ClientID          string `json:"client_id,omitempty"`
 }
 
 // UpdateConnection is the body of PATCH /v1/connections/{id}: only the
 // fields given change. Settings is a JSON merge patch of the settings: a
 // field left out keeps its value (secrets included), null removes it.
 type UpdateConnection struct {
-	Name           *string         `json:"name,omitempty"`
-	Settings       json.RawMessage `json:"settings,omitempty"`
-	Events         []string        `json:"events,omitempty"`
-	Domains        *[]string       `json:"domains,omitempty"`
-	MinScoreChange *int            `json:"min_score_change,omitempty"`
-	Enabled        *bool           `json:"enabled,omitempty"`
+	Name              *string         `json:"name,omitempty"`
+	Settings          json.RawMessage `json:"settings,omitempty"`
+	Events            []string        `json:"events,omitempty"`
+	Domains           *[]string       `json:"domains,omitempty"`
+	MinScoreChange    *int            `json:"min_score_change,omitempty"`
+	MinCitationChange *int            `json:"min_citation_change,omitempty"`
+	Enabled           *bool           `json:"enabled,omitempty"`
 }
 
 // Connection is a connector configured by an owner: where its events go.
 // Settings never show the secret fields; SecretFields names those set.
 type Connection struct {
-	ID             string          `json:"id"`
-	Connector      string          `json:"connector"`
-	Name           string          `json:"name"`
-	Settings       json.RawMessage `json:"settings"`
-	SecretFields   []string        `json:"secret_fields"`
-	Events         []string        `json:"events"`
-	Domains        []string        `json:"domains"`
-	MinScoreChange int             `json:"min_score_change"`
-	Enabled        bool            `json:"enabled"`
-	DisabledReason *string         `json:"disabled_reason"`
-	DisabledAt     *time.Time      `json:"disabled_at"`
-	FailingSince   *time.Time      `json:"failing_since"`
+	ID                string          `json:"id"`
+	Connector         string          `json:"connector"`
+	Name              string          `json:"name"`
+	Settings          json.RawMessage `json:"settings"`
+	SecretFields      []string        `json:"secret_fields"`
+	Events            []string        `json:"events"`
+	Domains           []string        `json:"domains"`
+	MinScoreChange    int             `json:"min_score_change"`
+	MinCitationChange int             `json:"min_citation_change"`
+	Enabled           bool            `json:"enabled"`
+	DisabledReason    *string         `json:"disabled_reason"`
+	DisabledAt        *time.Time      `json:"disabled_at"`
+	FailingSince      *time.Time      `json:"failing_since"`
 	// Source is "api", or "zapier" for a Zapier REST Hook subscription.
 	Source    string    `json:"source"`
 	ClientID  *string   `json:"client_id"`

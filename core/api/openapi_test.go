@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/go-chi/chi/v5"
+
+	"github.com/aivis/aivis/core/events"
 )
 
 // TestOpenAPIMatchesRouter: every route the router serves is in the
@@ -55,5 +57,48 @@ func TestOpenAPIMatchesRouter(t *testing.T) {
 	}
 	if len(routed) < 7 {
 		t.Errorf("only %d routes walked: %v", len(routed), routed)
+	}
+}
+
+// TestOpenAPIListsEveryEventKind: the document's event kinds are the
+// catalog's (core/events), each with its webhook operation and its event
+// schema among those GET /v1/events lists.
+func TestOpenAPIListsEveryEventKind(t *testing.T) {
+	var doc struct {
+		Webhooks   map[string]json.RawMessage `json:"webhooks"`
+		Components struct {
+			Schemas map[string]struct {
+				Enum  []string `json:"enum"`
+				OneOf []struct {
+					Ref string `json:"$ref"`
+				} `json:"oneOf"`
+				Properties map[string]struct {
+					Const any `json:"const"`
+				} `json:"properties"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(OpenAPI(), &doc); err != nil {
+		t.Fatalf("openapi.json: %v", err)
+	}
+	schemas := doc.Components.Schemas
+	if enum := schemas["EventKind"].Enum; !slices.Equal(enum, events.Kinds) {
+		t.Errorf("EventKind %v, want the catalog's %v", enum, events.Kinds)
+	}
+	var listed []string
+	for _, ref := range schemas["AnyEvent"].OneOf {
+		kind, _ := schemas[strings.TrimPrefix(ref.Ref, "#/components/schemas/")].Properties["event"].Const.(string)
+		listed = append(listed, kind)
+	}
+	for _, k := range events.Kinds {
+		if _, ok := doc.Webhooks[k]; !ok {
+			t.Errorf("%s: no webhook operation", k)
+		}
+		if !slices.Contains(listed, k) {
+			t.Errorf("%s: no event schema in AnyEvent (%v)", k, listed)
+		}
+	}
+	if len(doc.Webhooks) != len(events.Kinds) || len(listed) != len(events.Kinds) {
+		t.Errorf("%d webhook operations and %d event schemas for %d kinds", len(doc.Webhooks), len(listed), len(events.Kinds))
 	}
 }

@@ -197,7 +197,8 @@ func (s *Service) CreateConnection(ctx context.Context, p auth.Principal, in cli
 	name := checkName(&f, in.Name)
 	kinds := s.checkEvents(&f, in.Events)
 	doms := checkDomains(&f, in.Domains)
-	minChange := checkMinChange(&f, in.MinScoreChange)
+	minScore := checkMinChange(&f, "min_score_change", in.MinScoreChange, 0)
+	minCitation := checkMinChange(&f, "min_citation_change", in.MinCitationChange, DefaultMinCitationChange)
 	settings := settingsObject(&f, in.Settings)
 	clientID, err := accounts.Owner(ctx, s.Store, p, in.ClientID)
 	if err != nil {
@@ -206,14 +207,14 @@ func (s *Service) CreateConnection(ctx context.Context, p auth.Principal, in cli
 	if err := f.Err(); err != nil {
 		return store.Webhook{}, err
 	}
-	return s.insertConnection(ctx, p, clientID, in.Connector, name, settings, kinds, doms, minChange, false)
+	return s.insertConnection(ctx, p, clientID, in.Connector, name, settings, kinds, doms, minScore, minCitation, false)
 }
 
 // insertConnection checks a new connection's settings with its connector
 // and keeps it; a subscription (its destination made it: any URL) is
 // verified first, as a webhook is.
 func (s *Service) insertConnection(ctx context.Context, p auth.Principal, clientID, connector, name string,
-	settings map[string]json.RawMessage, kinds, doms []string, minChange int, subscription bool) (store.Webhook, error) {
+	settings map[string]json.RawMessage, kinds, doms []string, minScore, minCitation int, subscription bool) (store.Webhook, error) {
 	if err := s.room(ctx, p, true); err != nil {
 		return store.Webhook{}, err
 	}
@@ -233,7 +234,7 @@ func (s *Service) insertConnection(ctx context.Context, p auth.Principal, client
 	}
 	now := s.now()
 	w := store.Webhook{ID: randid.New("con"), AccountID: p.AccountID(), ClientID: clientID, Events: kinds,
-		MinScoreChange: minChange, Enabled: true, CreatedAt: now, UpdatedAt: now,
+		MinScoreChange: minScore, MinCitationChange: minCitation, Enabled: true, CreatedAt: now, UpdatedAt: now,
 		Connection: store.Connection{Connector: connector, Name: name, Settings: full, PublicSettings: public,
 			SecretFields: info.SecretFields, Domains: doms, Subscription: subscription}}
 	if !subscription {
@@ -266,7 +267,8 @@ func (s *Service) UpdateConnection(ctx context.Context, p auth.Principal, id str
 	if in.Domains != nil {
 		doms = checkDomains(&f, *in.Domains)
 	}
-	minChange := checkMinChange(&f, in.MinScoreChange)
+	minScore := checkMinChange(&f, "min_score_change", in.MinScoreChange, cur.MinScoreChange)
+	minCitation := checkMinChange(&f, "min_citation_change", in.MinCitationChange, cur.MinCitationChange)
 	var patch map[string]json.RawMessage
 	if in.Settings != nil {
 		patch = settingsObject(&f, in.Settings)
@@ -321,9 +323,7 @@ func (s *Service) UpdateConnection(ctx context.Context, p auth.Principal, id str
 		if in.Domains != nil {
 			w.Domains = doms
 		}
-		if in.MinScoreChange != nil {
-			w.MinScoreChange = minChange
-		}
+		w.MinScoreChange, w.MinCitationChange = minScore, minCitation
 		if patch != nil {
 			w.Settings, w.PublicSettings, w.SecretFields = full, public, secret
 		}
@@ -415,7 +415,7 @@ func (s *Service) Subscribe(ctx context.Context, p auth.Principal, in client.Zap
 	}
 	target, _ := json.Marshal(in.TargetURL)
 	return s.insertConnection(ctx, p, clientID, ZapierConnector, "Zapier: "+in.Event,
-		map[string]json.RawMessage{"target_url": target}, []string{in.Event}, doms, 0, true)
+		map[string]json.RawMessage{"target_url": target}, []string{in.Event}, doms, 0, DefaultMinCitationChange, true)
 }
 
 // MaxRecentEvents bounds a page of recent events.

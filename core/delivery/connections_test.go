@@ -255,6 +255,7 @@ func TestConnectionValidation(t *testing.T) {
 		{Connector: "fake", Settings: json.RawMessage(`{"token":"x"}`), Events: []string{"nope"}},
 		{Connector: "fake", Settings: json.RawMessage(`{"token":"x"}`), Events: []string{events.VisibilityChange}, Domains: []string{"a b"}},
 		{Connector: "fake", Settings: json.RawMessage(`{"token":"x"}`), Events: []string{events.VisibilityChange}, MinScoreChange: new(101)},
+		{Connector: "fake", Settings: json.RawMessage(`{"token":"x"}`), Events: []string{events.CitationChange}, MinCitationChange: new(-1)},
 	} {
 		_, err := e.svc.CreateConnection(ctx, e.p, in)
 		var fe *fault.Error
@@ -269,7 +270,21 @@ func TestConnectionValidation(t *testing.T) {
 
 	// A merge patch keeps the secret, removes a null field, and is validated.
 	c := e.connect(t, client.CreateConnection{})
-	up, err := e.svc.UpdateConnection(ctx, e.p, c.ID, client.UpdateConnection{Settings: json.RawMessage(`{"label":null,"extra":1}`)})
+	if c.MinScoreChange != 0 || c.MinCitationChange != delivery.DefaultMinCitationChange {
+		t.Errorf("defaults: min_score_change %d, min_citation_change %d", c.MinScoreChange, c.MinCitationChange)
+	}
+	if _, err := e.svc.UpdateConnection(ctx, e.p, c.ID, client.UpdateConnection{MinCitationChange: new(101)}); !isField(err, "min_citation_change") {
+		t.Errorf("min_citation_change 101: %v", err)
+	}
+	up, err := e.svc.UpdateConnection(ctx, e.p, c.ID, client.UpdateConnection{MinScoreChange: new(4)})
+	if err != nil || up.MinScoreChange != 4 || up.MinCitationChange != delivery.DefaultMinCitationChange {
+		t.Fatalf("min_score_change patched: %+v %v", up, err)
+	}
+	if up, err = e.svc.UpdateConnection(ctx, e.p, c.ID, client.UpdateConnection{MinCitationChange: new(0)}); err != nil ||
+		up.MinScoreChange != 4 || up.MinCitationChange != 0 {
+		t.Fatalf("min_citation_change patched: %+v %v", up, err)
+	}
+	up, err = e.svc.UpdateConnection(ctx, e.p, c.ID, client.UpdateConnection{Settings: json.RawMessage(`{"label":null,"extra":1}`)})
 	if err != nil || string(up.Settings) != `{"extra":1,"token":"s3cret"}` || string(up.PublicSettings) != `{"extra":1}` {
 		t.Fatalf("patched: %s %s %v", up.Settings, up.PublicSettings, err)
 	}
@@ -345,4 +360,11 @@ func TestEditedDestinationNeedsTheSecretsAgain(t *testing.T) {
 	if _, err := e.svc.UpdateConnection(ctx, e.p, c.ID, client.UpdateConnection{Name: new("renamed")}); err != nil {
 		t.Fatalf("a change of name only: %v", err)
 	}
+}
+
+// isField reports whether err is a validation error naming field.
+func isField(err error, field string) bool {
+	var fe *fault.Error
+	return errors.As(err, &fe) && fe.Code == fault.ValidationError &&
+		slices.ContainsFunc(fe.Details, func(d fault.FieldError) bool { return d.Field == field })
 }

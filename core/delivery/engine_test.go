@@ -286,7 +286,89 @@ func TestMinScoreChange(t *testing.T) {
 	if delivery.Wants(w, events.Event{Body: events.Body{Event: events.ContentOptimized}}) {
 		t.Error("a kind the webhook did not subscribe to")
 	}
+}
 
+// A citation_change reaches a webhook when the engine's citation rate
+// moved at least its minimum, in percentage points; 0 takes every one.
+func TestMinCitationChangeWants(t *testing.T) {
+	for _, tc := range []struct {
+		min    int
+		change float64
+		want   bool
+	}{{10, 9.99, false}, {10, 10, true}, {10, 33.33, true}, {0, 0.01, true}, {100, 99.99, false}, {100, 100, true}} {
+		w := store.Webhook{Enabled: true, Events: []string{events.CitationChange}, MinScoreChange: 50, MinCitationChange: tc.min}
+		ev := events.Event{Body: events.Body{Event: events.CitationChange}, ScoreChange: -1, CitationChange: tc.change}
+		if got := delivery.Wants(w, ev); got != tc.want {
+			t.Errorf("minimum %d, change %v: wants %v, want %v", tc.min, tc.change, got, tc.want)
+		}
+	}
+}
+
+// TestMinCitationChangeAtReceivers: two webhooks of a domain with minimums
+// of 10 (the default) and 30 points hear of the citation changes past
+// their minimums and of nothing else; a later event that both hear fences
+// the ones they must not.
+func TestMinCitationChangeAtReceivers(t *testing.T) {
+	e := newEnv(t, delivery.Options{})
+	byDefault, strict := newReceiver(t, nil), newReceiver(t, nil)
+	kinds := []string{events.CitationChange, events.ScanCompleted}
+	wd := e.create(t, byDefault, client.CreateWebhook{Events: kinds})
+	ws := e.create(t, strict, client.CreateWebhook{Events: kinds, MinCitationChange: ptr(30)})
+	if wd.MinCitationChange != 10 || ws.MinCitationChange != 30 {
+		t.Fatalf("minimums %d, %d", wd.MinCitationChange, ws.MinCitationChange)
+	}
+	if _, err := e.svc.Update(ctx, e.p, ws.ID, client.UpdateWebhook{MinCitationChange: ptr(101)}); !isField(err, "min_citation_change") {
+		t.Errorf("min_citation_change 101: %v", err)
+	}
+	if up, err := e.svc.Update(ctx, e.p, ws.ID, client.UpdateWebhook{MinScoreChange: ptr(3)}); err != nil || up.MinCitationChange != 30 {
+		t.Fatalf("another field patched: %+v %v", up, err)
+	}
+	publish := func(kind string, data any, change float64) string {
+		t.Helper()
+		ev, err := events.New(kind, time.Now(), "acct_1", "", "example.com", data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev.CitationChange = change
+		if err := e.db.Update(ctx, func(tx store.Tx) error { return events.Publish(tx, ev) }); err != nil {
+			t.Fatal(err)
+		}
+		return ev.ID
+	}
+	change := func(engine string, points float64) string {
+		return publish(events.CitationChange, events.CitationChangeData{Domain: "example.com", Engine: engine, CitationChange: points}, max(points, -points))
+	}
+	small, down, large := change("A", 9.99), change("B", -12.5), change("C", 30)
+	// Published after the changes: once a webhook has it, the fan-out has
+	// handled them all for it.
+	fence := publish(events.ScanCompleted, events.ScanCompletedData{Domain: "example.com"}, 0)
+	ids := func(rc *receiver) []string {
+		var out []string
+		for _, ev := range rc.events() {
+			out = append(out, ev.ID)
+		}
+		slices.Sort(out)
+		return out
+	}
+	want := map[*receiver][]string{byDefault: {down, large, fence}, strict: {large, fence}}
+	for rc, w := range want {
+		slices.Sort(w)
+		eventually(t, "the wanted events and the fence delivered", func() bool { return slices.Contains(ids(rc), fence) && len(ids(rc)) >= len(w) })
+	}
+	for _, w := range []store.Webhook{wd, ws} {
+		for _, d := range deliveries(t, e, w.ID) {
+			if d.EventID == small || (w.ID == ws.ID && d.EventID == down) {
+				t.Errorf("webhook %s (minimum %d) was given event %s", w.ID, w.MinCitationChange, d.EventID)
+			}
+		}
+	}
+	// Run returns once every attempt has ended: nothing can arrive after.
+	e.stop()
+	for rc, w := range want {
+		if got := ids(rc); !slices.Equal(got, w) {
+			t.Errorf("received %v, want %v", got, w)
+		}
+	}
 }
 
 func TestRetriesUntilSuccessWithTheSameID(t *testing.T) {
@@ -592,12 +674,13 @@ func TestCreateRefusesBadSetups(t *testing.T) {
 	e := newEnv(t, delivery.Options{})
 	rc := newReceiver(t, func(n int, ev webhook.Event) int { return http.StatusNotFound })
 	for name, in := range map[string]client.CreateWebhook{
-		"no events":        {Domain: "example.com", URL: rc.URL},
-		"unknown event":    {Domain: "example.com", Events: []string{"nope"}, URL: rc.URL},
-		"bad domain":       {Domain: "http://x", Events: []string{events.VisibilityChange}, URL: rc.URL},
-		"ftp url":          {Domain: "example.com", Events: []string{events.VisibilityChange}, URL: "ftp://example.com/x"},
-		"private address":  {Domain: "example.com", Events: []string{events.VisibilityChange}, URL: "https://10.1.2.3/hook"},
-		"min change range": {Domain: "example.com", Events: []string{events.VisibilityChange}, URL: rc.URL, MinScoreChange: ptr(101)},
+		"no events":          {Domain: "example.com", URL: rc.URL},
+		"unknown event":      {Domain: "example.com", Events: []string{"nope"}, URL: rc.URL},
+		"bad domain":         {Domain: "http://x", Events: []string{events.VisibilityChange}, URL: rc.URL},
+		"ftp url":            {Domain: "example.com", Events: []string{events.VisibilityChange}, URL: "ftp://example.com/x"},
+		"private address":    {Domain: "example.com", Events: []string{events.VisibilityChange}, URL: "https://10.1.2.3/hook"},
+		"min change range":   {Domain: "example.com", Events: []string{events.VisibilityChange}, URL: rc.URL, MinScoreChange: ptr(101)},
+		"min citation range": {Domain: "example.com", Events: []string{events.CitationChange}, URL: rc.URL, MinCitationChange: ptr(-1)},
 	} {
 		_, err := e.svc.Create(ctx, e.p, in)
 		if err == nil {

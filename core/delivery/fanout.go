@@ -168,8 +168,9 @@ func (e *Engine) insert() {
 // Wants reports whether a webhook or connection is to receive an event: it
 // subscribes to the kind and the domain (a connection with no domains takes
 // every domain) and, for a visibility change, the score moved at least its
-// minimum (the first reading of a domain always counts). A disabled one
-// wants its events too: they are kept as failed deliveries.
+// minimum (the first reading of a domain always counts), for a citation
+// change, the engine's citation rate moved at least its minimum. A
+// disabled one wants its events too: they are kept as failed deliveries.
 func Wants(w store.Webhook, ev events.Event) bool {
 	if !containsKind(w.Events, ev.Event) {
 		return false
@@ -183,6 +184,9 @@ func Wants(w store.Webhook, ev events.Event) bool {
 	}
 	if ev.Event == events.VisibilityChange && ev.ScoreChange >= 0 && w.MinScoreChange > 0 {
 		return ev.ScoreChange >= w.MinScoreChange
+	}
+	if ev.Event == events.CitationChange {
+		return ev.CitationChange >= float64(w.MinCitationChange)
 	}
 	return true
 }

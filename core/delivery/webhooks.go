@@ -102,12 +102,19 @@ func (s *Service) checkURL(f *fault.Fields, u string) {
 	}
 }
 
-func checkMinChange(f *fault.Fields, v *int) int {
+// DefaultMinCitationChange is the min_citation_change of a webhook or
+// connection made without one, in percentage points (docs/events.md says
+// why; the stores' column default is the same).
+const DefaultMinCitationChange = 10
+
+// checkMinChange validates a minimum change, min_score_change or
+// min_citation_change: 0-100, cur when not given.
+func checkMinChange(f *fault.Fields, field string, v *int, cur int) int {
 	if v == nil {
-		return 0
+		return cur
 	}
 	if *v < 0 || *v > 100 {
-		f.Add("min_score_change", "must be between 0 and 100")
+		f.Add(field, "must be between 0 and 100")
 	}
 	return *v
 }
@@ -123,7 +130,8 @@ func (s *Service) Create(ctx context.Context, p auth.Principal, in client.Create
 		f.Add("domain", "%s", err.Error())
 	}
 	kinds := s.checkEvents(&f, in.Events)
-	minChange := checkMinChange(&f, in.MinScoreChange)
+	minScore := checkMinChange(&f, "min_score_change", in.MinScoreChange, 0)
+	minCitation := checkMinChange(&f, "min_citation_change", in.MinCitationChange, DefaultMinCitationChange)
 	clientID, err := accounts.Owner(ctx, s.Store, p, in.ClientID)
 	if err != nil {
 		return store.Webhook{}, err
@@ -152,7 +160,7 @@ func (s *Service) Create(ctx context.Context, p auth.Principal, in client.Create
 	}
 	now := s.now()
 	w := store.Webhook{ID: randid.New("wh"), AccountID: p.AccountID(), ClientID: clientID, Domain: d, URL: url, Events: kinds,
-		MinScoreChange: minChange, Enabled: true, Secret: secret, CreatedAt: now, UpdatedAt: now}
+		MinScoreChange: minScore, MinCitationChange: minCitation, Enabled: true, Secret: secret, CreatedAt: now, UpdatedAt: now}
 	v, err := s.verify(ctx, w, "aivis is verifying this endpoint; answer 200 to activate the webhook")
 	if err != nil {
 		return store.Webhook{}, err
@@ -371,7 +379,7 @@ func (s *Service) list(ctx context.Context, p auth.Principal, clientID string, f
 	return ws, next, accounts.CursorError(err)
 }
 
-// Update changes events, url, minimum change or enabled. Enabling a
+// Update changes events, url, minimum changes or enabled. Enabling a
 // disabled webhook clears its failure record; a new url is not verified
 // again but is checked like the first.
 func (s *Service) Update(ctx context.Context, p auth.Principal, id string, in client.UpdateWebhook) (store.Webhook, error) {
@@ -385,7 +393,8 @@ func (s *Service) Update(ctx context.Context, p auth.Principal, id string, in cl
 		if in.URL != nil {
 			s.checkURL(&f, *in.URL)
 		}
-		minChange := checkMinChange(&f, in.MinScoreChange)
+		minScore := checkMinChange(&f, "min_score_change", in.MinScoreChange, w.MinScoreChange)
+		minCitation := checkMinChange(&f, "min_citation_change", in.MinCitationChange, w.MinCitationChange)
 		if err := f.Err(); err != nil {
 			return err
 		}
@@ -395,9 +404,7 @@ func (s *Service) Update(ctx context.Context, p auth.Principal, id string, in cl
 		if in.URL != nil {
 			w.URL = *in.URL
 		}
-		if in.MinScoreChange != nil {
-			w.MinScoreChange = minChange
-		}
+		w.MinScoreChange, w.MinCitationChange = minScore, minCitation
 		setEnabled(w, in.Enabled, now)
 		w.UpdatedAt = now
 		return nil

@@ -48,14 +48,55 @@ type ContentOptimizedData struct {
 	ClientID    *string    `json:"client_id"`
 }
 
-// ScanCompletedData is the data of scan_completed.
+// ScanCompletedData is the data of scan_completed. The citation figures
+// are the scan's (overall) and each engine's; CitationRate is nil, and
+// Engines empty, for a scan that asked no engine.
 type ScanCompletedData struct {
-	ScanID          string  `json:"scan_id"`
-	Domain          string  `json:"domain"`
-	VisibilityScore int     `json:"visibility_score"`
-	Sentiment       string  `json:"sentiment"`
-	ReadinessScore  int     `json:"readiness_score"`
-	ClientID        *string `json:"client_id"`
+	ScanID          string            `json:"scan_id"`
+	Domain          string            `json:"domain"`
+	VisibilityScore int               `json:"visibility_score"`
+	Sentiment       string            `json:"sentiment"`
+	ReadinessScore  int               `json:"readiness_score"`
+	CitationRate    *Rate             `json:"citation_rate"`
+	SourceShare     *Rate             `json:"source_share"`
+	Engines         []EngineCitations `json:"engines"`
+	ClientID        *string           `json:"client_id"`
+}
+
+// Rate is a proportion as events carry it: Hits of Of, and their ratio
+// (0 when Of is 0).
+type Rate struct {
+	Value float64 `json:"value"`
+	Hits  int     `json:"hits"`
+	Of    int     `json:"of"`
+}
+
+// EngineCitations are one engine's citation figures in a scan: the
+// answers that cite the domain, and the domain's share of the sources
+// cited (nil when no answer of the engine reported sources).
+type EngineCitations struct {
+	Label        string `json:"label"`
+	Kind         string `json:"kind"`
+	CitationRate Rate   `json:"citation_rate"`
+	SourceShare  *Rate  `json:"source_share"`
+}
+
+// CitationChangeData is the data of citation_change: one engine's
+// citation figures in a scan beside those of the domain's previous scan.
+// CitationChange is the change of the citation rate in percentage points,
+// signed, to the hundredth.
+type CitationChangeData struct {
+	Domain               string  `json:"domain"`
+	Engine               string  `json:"engine"`
+	Kind                 string  `json:"kind"`
+	CitationRate         Rate    `json:"citation_rate"`
+	PreviousCitationRate Rate    `json:"previous_citation_rate"`
+	CitationChange       float64 `json:"citation_change"`
+	SourceShare          *Rate   `json:"source_share"`
+	PreviousSourceShare  *Rate   `json:"previous_source_share"`
+	ScanID               string  `json:"scan_id"`
+	PreviousScanID       string  `json:"previous_scan_id"`
+	ClientID             *string `json:"client_id"`
 }
 
 // WebhookTestData is the data of webhook_test.

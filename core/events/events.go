@@ -36,11 +36,12 @@ const (
 	ScanCompleted           = "scan_completed"
 	WebhookDisabled         = "webhook_disabled"
 	ConnectionDisabled      = "connection_disabled"
+	CitationChange          = "citation_change"
 )
 
 // Kinds lists every kind a webhook may subscribe to.
 var Kinds = []string{VisibilityChange, ContentOptimized, WebhookTest, ContentRequestCreated,
-	ContentRequestFailed, ContentRequestCancelled, ScanCompleted, WebhookDisabled, ConnectionDisabled}
+	ContentRequestFailed, ContentRequestCancelled, ScanCompleted, WebhookDisabled, ConnectionDisabled, CitationChange}
 
 // Known reports whether kind is in the catalog.
 func Known(kind string) bool { return slices.Contains(Kinds, kind) }
@@ -83,6 +84,10 @@ type Event struct {
 	// ai_visibility_change carries; -1 when there is no previous reading
 	// (every webhook hears of the first reading of a domain).
 	ScoreChange int
+	// CitationChange is the absolute change of an engine's citation rate,
+	// in percentage points, that a citation_change carries (its data's
+	// citation_change without the sign).
+	CitationChange float64
 	// WebhookID targets one webhook or connection (webhook_test); "" for
 	// every match.
 	WebhookID string
@@ -112,12 +117,13 @@ func IDFloor(t time.Time) string { return randid.SortedFloor(idPrefix, t) }
 
 // Metadata keys of a message.
 const (
-	metaEvent       = "event"
-	metaAccount     = "account_id"
-	metaClient      = "client_id"
-	metaDomain      = "domain"
-	metaScoreChange = "score_change"
-	metaWebhook     = "webhook_id"
+	metaEvent          = "event"
+	metaAccount        = "account_id"
+	metaClient         = "client_id"
+	metaDomain         = "domain"
+	metaScoreChange    = "score_change"
+	metaCitationChange = "citation_change"
+	metaWebhook        = "webhook_id"
 )
 
 // Message is the event as a Watermill message: its UUID is the event id,
@@ -137,6 +143,9 @@ func (e Event) Message() (*message.Message, error) {
 	}
 	if e.Event == VisibilityChange {
 		m.Metadata.Set(metaScoreChange, strconv.Itoa(e.ScoreChange))
+	}
+	if e.Event == CitationChange {
+		m.Metadata.Set(metaCitationChange, strconv.FormatFloat(e.CitationChange, 'f', -1, 64))
 	}
 	if e.WebhookID != "" {
 		m.Metadata.Set(metaWebhook, e.WebhookID)
@@ -185,6 +194,13 @@ func FromMessage(m *message.Message) (Event, error) {
 			return e, fmt.Errorf("events: message %s: score change %q", m.UUID, s)
 		}
 		e.ScoreChange = n
+	}
+	if s := m.Metadata.Get(metaCitationChange); s != "" {
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return e, fmt.Errorf("events: message %s: citation change %q", m.UUID, s)
+		}
+		e.CitationChange = f
 	}
 	return e, nil
 }

@@ -51,6 +51,45 @@ func TestFirstReadingAndTargets(t *testing.T) {
 	}
 }
 
+// A citation_change carries its absolute change in points as a routing
+// fact, and no score change; other kinds carry none.
+func TestCitationChangeRoundTrip(t *testing.T) {
+	ev, err := events.New(events.CitationChange, time.Now(), "acct_1", "", "example.com", events.CitationChangeData{
+		Domain: "example.com", Engine: "Perplexity", Kind: "perplexity", CitationChange: -33.33,
+		CitationRate: events.Rate{Value: 1.0 / 3, Hits: 1, Of: 3}, PreviousCitationRate: events.Rate{Value: 2.0 / 3, Hits: 2, Of: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev.CitationChange = 33.33
+	m, _ := ev.Message()
+	if got := m.Metadata.Get("citation_change"); got != "33.33" || m.Metadata.Get("score_change") != "" {
+		t.Fatalf("metadata %v", m.Metadata)
+	}
+	back, err := events.FromMessage(m)
+	if err != nil || back.CitationChange != 33.33 || back.ScoreChange != -1 {
+		t.Fatalf("%+v %v", back, err)
+	}
+	var data map[string]any
+	json.Unmarshal(back.Data, &data)
+	if data["citation_change"] != -33.33 || data["source_share"] != nil || data["client_id"] != nil {
+		t.Errorf("data %s", back.Data)
+	}
+	for _, k := range []string{"source_share", "previous_source_share", "client_id"} {
+		if _, ok := data[k]; !ok {
+			t.Errorf("data %s: %s missing, want null", back.Data, k)
+		}
+	}
+	m.Metadata.Set("citation_change", "x")
+	if _, err := events.FromMessage(m); err == nil {
+		t.Error("a citation change that is no number")
+	}
+	other, _ := events.New(events.ScanCompleted, time.Now(), "acct_1", "", "example.com", events.ScanCompletedData{})
+	other.CitationChange = 5
+	if m, _ := other.Message(); m.Metadata.Get("citation_change") != "" {
+		t.Errorf("scan_completed carries a citation change: %v", m.Metadata)
+	}
+}
+
 func TestRefusals(t *testing.T) {
 	if _, err := events.New("nope", time.Now(), "a", "", "", nil); err == nil {
 		t.Error("an unknown kind")
