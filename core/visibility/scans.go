@@ -323,8 +323,9 @@ func (s *Scans) requeue(sc store.Scan) {
 }
 
 // finish records a scan's end: on success its result, the reading (and
-// ai_visibility_change when it changed) and scan_completed, together; on
-// failure, another attempt or, after the last, the failure.
+// ai_visibility_change when it changed), citation_change for each engine
+// whose citation rate moved since the previous scan, and scan_completed,
+// together; on failure, another attempt or, after the last, the failure.
 func (s *Scans) finish(sc store.Scan, out *Outcome, scanErr error, last bool) {
 	now := s.Now()
 	err := s.Store.Update(context.Background(), func(tx store.Tx) error {
@@ -335,6 +336,10 @@ func (s *Scans) finish(sc store.Scan, out *Outcome, scanErr error, last bool) {
 				sc.Status, sc.FinishedAt = store.ScanFailed, now
 			}
 			return tx.UpdateScan(sc)
+		}
+		prev, err := tx.LatestScan(sc.AccountID, sc.ClientID, sc.Domain) // before this one is
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
 		}
 		res, err := json.Marshal(ScanResult{VisibilityScore: out.VisibilityScore, Sentiment: out.Sentiment,
 			SentimentScore: out.SentimentScore, ReadinessScore: out.ReadinessScore, Breakdown: out.Breakdown})
@@ -358,13 +363,11 @@ func (s *Scans) finish(sc store.Scan, out *Outcome, scanErr error, last bool) {
 		} else if !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
-		ev, err := events.New(events.ScanCompleted, now, sc.AccountID, sc.ClientID, sc.Domain, events.ScanCompletedData{
-			ScanID: sc.ID, Domain: sc.Domain, VisibilityScore: out.VisibilityScore, Sentiment: out.Sentiment,
-			ReadinessScore: out.ReadinessScore, ClientID: events.Optional(sc.ClientID)})
+		evs, err := completionEvents(sc, out, prev, now)
 		if err != nil {
 			return err
 		}
-		return events.Publish(tx, ev)
+		return events.Publish(tx, evs...)
 	})
 	switch {
 	case errors.Is(err, store.ErrLost):

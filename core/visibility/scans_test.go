@@ -179,19 +179,9 @@ func TestScanQueue(t *testing.T) {
 // published lists the kinds of the events in the bus's table, in order.
 func published(t *testing.T, db *sqlite.DB) []string {
 	t.Helper()
-	_, r := db.Pools()
-	rows, err := r.Query(`SELECT metadata FROM bus_messages ORDER BY seq`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
 	var kinds []string
-	for rows.Next() {
-		var meta string
-		rows.Scan(&meta)
-		var m map[string]string
-		json.Unmarshal([]byte(meta), &m)
-		kinds = append(kinds, m["event"])
+	for _, e := range busEvents(t, db, 0) {
+		kinds = append(kinds, e.meta["event"])
 	}
 	return kinds
 }
