@@ -97,12 +97,14 @@ func (c *connector) ValidateSettings(_ context.Context, raw json.RawMessage) []s
 
 // paramOrder puts the params that matter first, so that the 25 kept are
 // the useful ones.
-var paramOrder = []string{"domain", "visibility_score", "previous_visibility_score", "score_change", "sentiment",
+var paramOrder = []string{"domain", "engine", "kind", "citation_change", "citation_rate", "previous_citation_rate",
+	"source_share", "previous_source_share", "visibility_score", "previous_visibility_score", "score_change", "sentiment",
 	"sentiment_score", "previous_sentiment", "readiness_score", "score_before", "score_after", "spent", "status", "url"}
 
 // Event is the GA4 event of an aivis event: its kind under the prefix,
-// its data as params (strings cut to 100 characters, nulls and objects
-// left out), its id as event_id.
+// its data as params (strings cut to 100 characters, a rate {value, hits,
+// of} as its value, nulls, lists and other objects left out), its id as
+// event_id.
 func Event(ev sdk.Event, prefix string) mp.Event {
 	a := kit.Parse(ev)
 	params := map[string]any{"event_id": ev.ID}
@@ -137,6 +139,10 @@ func Event(ev sdk.Event, prefix string) mp.Event {
 			params[k] = v
 		case bool:
 			params[k] = fmt.Sprint(v)
+		case map[string]any:
+			if rate, ok := v["value"].(float64); ok {
+				params[k] = rate
+			}
 		}
 	}
 	// A valid name is ASCII and may hold no ellipsis: cut it bytewise.

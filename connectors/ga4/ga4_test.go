@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -112,6 +113,36 @@ func TestGA4KeepsWhatIsSent(t *testing.T) {
 	rs = c.Deliver(kittest.Ctx(t), reserved, []sdk.Event{kittest.Event("evt_r", "start", "example.com", nil)})
 	if rs[0].Outcome != sdk.PermanentFailure || len(f.Requests()) != sent {
 		t.Errorf("session_start: %+v after %d requests", rs, len(f.Requests())-sent)
+	}
+}
+
+// The citation events reach GA4 as aivis_citation_change and
+// aivis_scan_completed, the rates as their values (0-1), the scan's list
+// of engines left out: GA4's params are flat.
+func TestCitationEvents(t *testing.T) {
+	f := ga4fake.New()
+	defer f.Close()
+	c := &connector{client: kittest.Client()}
+	for _, r := range c.Deliver(kittest.Ctx(t), settingsFor(f, ga4fake.APISecret), []sdk.Event{kittest.Citation("evt_c", "example.com"),
+		kittest.Scan("evt_s", "example.com")}) {
+		if r.Outcome != sdk.Delivered {
+			t.Fatalf("%+v", r)
+		}
+	}
+	got := f.Received()
+	if len(got) != 2 || len(f.Dropped()) != 0 {
+		t.Fatalf("kept %+v, dropped %+v", got, f.Dropped())
+	}
+	want := map[string]any{"event_id": "evt_c", "domain": "example.com", "engine": "Perplexity", "kind": "perplexity",
+		"citation_change": -27.5, "citation_rate": 0.125, "previous_citation_rate": 0.4, "source_share": 1.0 / 30,
+		"previous_source_share": 0.075, "scan_id": "scan_2", "previous_scan_id": "scan_1"}
+	if got[0].Name != "aivis_citation_change" || !maps.Equal(got[0].Params, want) {
+		t.Errorf("%s %v\nwant %v", got[0].Name, got[0].Params, want)
+	}
+	want = map[string]any{"event_id": "evt_s", "domain": "example.com", "scan_id": "scan_1", "visibility_score": 64.0,
+		"sentiment": "positive", "readiness_score": 80.0, "citation_rate": 0.25, "source_share": 0.075}
+	if got[1].Name != "aivis_scan_completed" || !maps.Equal(got[1].Params, want) {
+		t.Errorf("%s %v\nwant %v", got[1].Name, got[1].Params, want)
 	}
 }
 

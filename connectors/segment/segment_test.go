@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -55,6 +56,38 @@ func TestBatchAndDedup(t *testing.T) {
 	c.Deliver(kittest.Ctx(t), settingsFor(f, segmentfake.WriteKey), evs[:10])
 	if len(f.Received()) != 100 || f.Duplicates != 10 {
 		t.Errorf("after a retry: %d calls, %d duplicates", len(f.Received()), f.Duplicates)
+	}
+}
+
+// The citation events are track calls named as Segment names events
+// ("Citation Rate Changed"), their properties the data as sent, nested
+// rates and the scan's engines included.
+func TestCitationTracks(t *testing.T) {
+	f := segmentfake.New()
+	defer f.Close()
+	c := &connector{client: kittest.Client()}
+	evs := []sdk.Event{kittest.Citation("evt_c", "example.com"), kittest.Scan("evt_s", "example.com")}
+	for _, r := range c.Deliver(kittest.Ctx(t), settingsFor(f, segmentfake.WriteKey), evs) {
+		if r.Outcome != sdk.Delivered {
+			t.Fatalf("%+v", r)
+		}
+	}
+	got := f.Received()
+	if len(got) != 2 || got[0].Event != "Citation Rate Changed" || got[1].Event != "Visibility Scan Completed" {
+		t.Fatalf("calls %+v", got)
+	}
+	for i, ev := range evs {
+		var body struct {
+			Data map[string]any `json:"data"`
+		}
+		json.Unmarshal(ev.Body, &body)
+		body.Data["aivis_event"], body.Data["aivis_event_id"] = ev.Kind, ev.ID
+		if !reflect.DeepEqual(got[i].Properties, body.Data) || got[i].MessageID != ev.ID {
+			t.Errorf("%s: properties %v, want %v", ev.Kind, got[i].Properties, body.Data)
+		}
+	}
+	if p := got[0].Properties; p["citation_change"] != -27.5 || p["previous_citation_rate"].(map[string]any)["of"] != 10.0 {
+		t.Errorf("citation_change properties %v", p)
 	}
 }
 

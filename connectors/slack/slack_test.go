@@ -71,6 +71,38 @@ func TestBotMessage(t *testing.T) {
 	}
 }
 
+// The citation events as Block Kit messages Slack takes: the engine, the
+// rates with their counts and the change in the fields; the scan's figures
+// per engine, one line each.
+func TestCitationMessages(t *testing.T) {
+	f := slackfake.New()
+	defer f.Close()
+	c := newConnector(kittest.Client())
+	c.pace.every = 0
+	rs := c.Deliver(kittest.Ctx(t), botSettings(f, "C0000OPEN"), []sdk.Event{kittest.Citation("evt_c", "example.com"), kittest.Scan("evt_s", "example.com")})
+	if rs[0].Outcome != sdk.Delivered || rs[1].Outcome != sdk.Delivered {
+		t.Fatalf("results %+v", rs)
+	}
+	got := f.Received()
+	if len(got) != 2 || got[0].Text != "Citation rate changed: example.com in Perplexity 12.5% (-27.5 pts)" ||
+		got[1].Text != "Visibility scan completed: example.com 64" {
+		t.Fatalf("received %+v", got)
+	}
+	for i, wants := range [][]string{
+		{`"text":"Citation rate changed: example.com"`, `*Engine*\nPerplexity (perplexity)`,
+			`*Citation rate*\n12.5% (1 of 8), was 40% (4 of 10): -27.5 pts`, `*Source share*\n3.3% (1 of 30), was 7.5% (3 of 40)`},
+		{`*Citation rate*\n25% (5 of 20)`, `*Source share*\n7.5% (3 of 40)`,
+			`*Citations by engine*\nChatGPT: cited in 10% (1 of 10)\nPerplexity: cited in 40% (4 of 10), 7.5% of sources`},
+	} {
+		blocks, _ := json.Marshal(got[i].Blocks)
+		for _, want := range wants {
+			if !strings.Contains(string(blocks), want) {
+				t.Errorf("message %d lacks %s: %s", i, want, blocks)
+			}
+		}
+	}
+}
+
 // TestOutcomes: every documented answer of Slack becomes the right result.
 func TestOutcomes(t *testing.T) {
 	f := slackfake.New()

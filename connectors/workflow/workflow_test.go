@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -16,6 +17,31 @@ import (
 func set(v map[string]string) json.RawMessage {
 	b, _ := json.Marshal(v)
 	return b
+}
+
+// The citation events start a scenario or workflow as aivis sends them,
+// named by X-Aivis-Event.
+func TestCitationPayloads(t *testing.T) {
+	f := workflowfake.New()
+	defer f.Close()
+	c := &connector{client: kittest.Client()}
+	evs := []sdk.Event{kittest.Citation("evt_c", "example.com"), kittest.Scan("evt_s", "example.com")}
+	for _, ev := range evs {
+		if rs := c.Deliver(kittest.Ctx(t), set(map[string]string{"platform": "make", "webhook_url": f.MakeHook("tok1")}), []sdk.Event{ev}); rs[0].Outcome != sdk.Delivered {
+			t.Fatalf("%s: %+v", ev.Kind, rs)
+		}
+	}
+	got, reqs := f.Received(), f.Requests()
+	if len(got) != 2 || len(reqs) != 2 {
+		t.Fatalf("runs %+v", got)
+	}
+	for i, ev := range evs {
+		var sent map[string]any
+		json.Unmarshal(ev.Body, &sent)
+		if !reflect.DeepEqual(got[i].Payload, sent) || reqs[i].Header.Get("X-Aivis-Event") != ev.Kind {
+			t.Errorf("%s: received %v (%s), want the body %s", ev.Kind, got[i].Payload, reqs[i].Header.Get("X-Aivis-Event"), ev.Body)
+		}
+	}
 }
 
 func TestDeliveries(t *testing.T) {

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"testing"
 
 	"github.com/aivis/aivis/connectors/internal/fakekit"
@@ -14,6 +15,39 @@ import (
 
 func target(url string) json.RawMessage {
 	return json.RawMessage(fmt.Sprintf(`{"target_url": %q}`, url))
+}
+
+// The citation events reach a Zap as aivis sends them: the event's body,
+// the same object GET /v1/events lists as sample data.
+func TestCitationPayloads(t *testing.T) {
+	f := zapierfake.New()
+	defer f.Close()
+	c := &connector{client: kittest.Client()}
+	evs := []sdk.Event{kittest.Citation("evt_c", "example.com"), kittest.Scan("evt_s", "example.com")}
+	for _, ev := range evs {
+		if rs := c.Deliver(kittest.Ctx(t), target(f.Hook("standard", "123")), []sdk.Event{ev}); rs[0].Outcome != sdk.Delivered {
+			t.Fatalf("%s: %+v", ev.Kind, rs)
+		}
+	}
+	got := f.Received()
+	if len(got) != 2 {
+		t.Fatalf("received %+v", got)
+	}
+	for i, ev := range evs {
+		var sent map[string]any
+		json.Unmarshal(ev.Body, &sent)
+		if !reflect.DeepEqual(got[i].Payload, sent) {
+			t.Errorf("%s: received %v, want the body %s", ev.Kind, got[i].Payload, ev.Body)
+		}
+	}
+	change := got[0].Payload["data"].(map[string]any)
+	if got[0].Payload["event"] != "citation_change" || change["citation_change"] != -27.5 || change["engine"] != "Perplexity" ||
+		change["citation_rate"].(map[string]any)["hits"] != 1.0 {
+		t.Errorf("citation_change %v", got[0].Payload)
+	}
+	if engines := got[1].Payload["data"].(map[string]any)["engines"].([]any); len(engines) != 2 {
+		t.Errorf("scan_completed %v", got[1].Payload)
+	}
 }
 
 func TestDeliveries(t *testing.T) {

@@ -3,6 +3,8 @@ package kit
 import (
 	"encoding/json"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,6 +33,18 @@ type Alert struct {
 	Status            string   // content requests
 	Reason            string   // failures, disabled webhooks and connections
 	Message           string   // webhook_test
+
+	// Citations: scan_completed's over every engine with Engines, each
+	// engine's; citation_change's of Engine, with the previous scan's and
+	// the change in percentage points.
+	Engine               string
+	EngineKind           string
+	CitationRate         *Rate
+	PreviousCitationRate *Rate
+	CitationChange       *float64
+	SourceShare          *Rate
+	PreviousSourceShare  *Rate
+	Engines              []EngineCitations
 
 	// Data is the event's data object as sent.
 	Data map[string]any
@@ -63,6 +77,15 @@ func Parse(ev sdk.Event) Alert {
 		Reason            string          `json:"reason"`
 		FailureReason     *string         `json:"failure_reason"`
 		Message           string          `json:"message"`
+
+		Engine               string            `json:"engine"`
+		Kind                 string            `json:"kind"`
+		CitationRate         *Rate             `json:"citation_rate"`
+		PreviousCitationRate *Rate             `json:"previous_citation_rate"`
+		CitationChange       *float64          `json:"citation_change"`
+		SourceShare          *Rate             `json:"source_share"`
+		PreviousSourceShare  *Rate             `json:"previous_source_share"`
+		Engines              []EngineCitations `json:"engines"`
 	}
 	json.Unmarshal(body.Data, &d)
 	json.Unmarshal(body.Data, &a.Data)
@@ -92,13 +115,58 @@ func Parse(ev sdk.Event) Alert {
 	if d.FailureReason != nil {
 		a.Reason = *d.FailureReason
 	}
+	a.Engine, a.EngineKind, a.CitationRate, a.PreviousCitationRate = d.Engine, d.Kind, d.CitationRate, d.PreviousCitationRate
+	a.CitationChange, a.SourceShare, a.PreviousSourceShare, a.Engines = d.CitationChange, d.SourceShare, d.PreviousSourceShare, d.Engines
 	return a
+}
+
+// Rate is a proportion of an event: Hits of Of.
+type Rate struct {
+	Value float64 `json:"value"`
+	Hits  int     `json:"hits"`
+	Of    int     `json:"of"`
+}
+
+// Percent is the rate in percent, to the hundredth.
+func (r Rate) Percent() float64 { return math.Round(r.Value*10000) / 100 }
+
+// String is "12.5% (1 of 8)".
+func (r Rate) String() string {
+	return fmt.Sprintf("%s%% (%d of %d)", Number(r.Percent(), 1), r.Hits, r.Of)
+}
+
+// EngineCitations are one engine's figures in scan_completed.
+type EngineCitations struct {
+	Label        string `json:"label"`
+	Kind         string `json:"kind"`
+	CitationRate Rate   `json:"citation_rate"`
+	SourceShare  *Rate  `json:"source_share"`
+}
+
+// Number writes v with at most the given decimals, and none that are
+// zeros: 12.5, 40, 33.3.
+func Number(v float64, decimals int) string {
+	r := math.Round(v*math.Pow10(decimals)) / math.Pow10(decimals)
+	if r == 0 {
+		r = 0 // not -0
+	}
+	return strconv.FormatFloat(r, 'f', -1, 64)
+}
+
+// Points writes a change in percentage points with its sign: "-27.5 pts".
+func Points(v float64) string {
+	s := Number(v, 2)
+	if s != "0" && !strings.HasPrefix(s, "-") {
+		s = "+" + s
+	}
+	return s + " pts"
 }
 
 // titles name each event kind for people.
 var titles = map[string]string{
 	"ai_visibility_change":      "AI visibility changed",
 	"scan_completed":            "Visibility scan completed",
+	"citation_change":           "Citation rate changed",
 	"content_optimized":         "Content optimized",
 	"content_request_created":   "Content request created",
 	"content_request_failed":    "Content request failed",
@@ -116,11 +184,21 @@ func Title(kind string) string {
 	return strings.ToUpper(kind[:min(1, len(kind))]) + strings.ReplaceAll(kind[min(1, len(kind)):], "_", " ")
 }
 
-// Headline is one line: "AI visibility changed: example.com 72 (+12)".
+// Headline is one line: "AI visibility changed: example.com 72 (+12)",
+// "Citation rate changed: example.com in Perplexity 12.5% (-27.5 pts)".
 func (a Alert) Headline() string {
 	h := Title(a.Kind)
 	if a.Domain != "" {
 		h += ": " + a.Domain
+	}
+	if a.Engine != "" {
+		h += " in " + a.Engine
+		if a.CitationRate != nil {
+			h += " " + Number(a.CitationRate.Percent(), 1) + "%"
+			if a.CitationChange != nil {
+				h += " (" + Points(*a.CitationChange) + ")"
+			}
+		}
 	}
 	if a.Score != nil {
 		h += fmt.Sprintf(" %d", *a.Score)
@@ -168,6 +246,43 @@ func (a Alert) Facts() []Fact {
 	}
 	if a.ReadinessScore != nil {
 		add("Readiness score", fmt.Sprintf("%d/100", *a.ReadinessScore))
+	}
+	if a.Engine != "" {
+		v := a.Engine
+		if a.EngineKind != "" {
+			v += " (" + a.EngineKind + ")"
+		}
+		add("Engine", v)
+	}
+	if a.CitationRate != nil {
+		v := a.CitationRate.String()
+		if a.PreviousCitationRate != nil {
+			v += ", was " + a.PreviousCitationRate.String()
+		}
+		if a.CitationChange != nil {
+			v += ": " + Points(*a.CitationChange)
+		}
+		add("Citation rate", v)
+	}
+	if a.SourceShare != nil || a.PreviousSourceShare != nil {
+		v := "not reported"
+		if a.SourceShare != nil {
+			v = a.SourceShare.String()
+		}
+		if a.PreviousSourceShare != nil {
+			v += ", was " + a.PreviousSourceShare.String()
+		}
+		add("Source share", v)
+	}
+	if len(a.Engines) > 0 {
+		lines := make([]string, len(a.Engines))
+		for i, e := range a.Engines {
+			lines[i] = e.Label + ": cited in " + e.CitationRate.String()
+			if e.SourceShare != nil {
+				lines[i] += ", " + Number(e.SourceShare.Percent(), 1) + "% of sources"
+			}
+		}
+		add("Citations by engine", strings.Join(lines, "\n"))
 	}
 	if a.ScoreBefore != nil && a.ScoreAfter != nil {
 		add("Content score", fmt.Sprintf("%d → %d", *a.ScoreBefore, *a.ScoreAfter))

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aivis/aivis/connectors/internal/kittest"
 	"github.com/aivis/aivis/plugins/sdk"
 )
 
@@ -80,6 +81,33 @@ func TestParse(t *testing.T) {
 	}
 	if Truncate("héllo", 3) != "hé…" || Truncate("hé", 3) != "hé" {
 		t.Error(Truncate("héllo", 3))
+	}
+}
+
+// The citation figures read as people read them: percentages with their
+// counts, the previous scan's, the change in points.
+func TestCitationAlerts(t *testing.T) {
+	a := Parse(kittest.Citation("evt_c", "example.com"))
+	when := "\nWhen: " + a.Time.Format("2006-01-02 15:04 MST")
+	if h := a.Headline(); h != "Citation rate changed: example.com in Perplexity 12.5% (-27.5 pts)" {
+		t.Errorf("headline %q", h)
+	}
+	want := "Citation rate changed: example.com in Perplexity 12.5% (-27.5 pts)\nEngine: Perplexity (perplexity)" +
+		"\nCitation rate: 12.5% (1 of 8), was 40% (4 of 10): -27.5 pts\nSource share: 3.3% (1 of 30), was 7.5% (3 of 40)" + when
+	if a.Text() != want {
+		t.Errorf("text %q\nwant %q", a.Text(), want)
+	}
+	s := Parse(kittest.Scan("evt_s", "example.com"))
+	want = "Visibility scan completed: example.com 64\nVisibility score: 64/100\nSentiment: positive\nReadiness score: 80/100" +
+		"\nCitation rate: 25% (5 of 20)\nSource share: 7.5% (3 of 40)" +
+		"\nCitations by engine: ChatGPT: cited in 10% (1 of 10)\nPerplexity: cited in 40% (4 of 10), 7.5% of sources" + when
+	if s.Text() != want {
+		t.Errorf("text %q\nwant %q", s.Text(), want)
+	}
+	for v, want := range map[float64]string{23.333: "+23.33 pts", -10: "-10 pts", 0.004: "0 pts", -0.004: "0 pts"} {
+		if Points(v) != want {
+			t.Errorf("Points(%v) = %q, want %q", v, Points(v), want)
+		}
 	}
 }
 

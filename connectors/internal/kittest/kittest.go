@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aivis/aivis/core/events"
 	"github.com/aivis/aivis/core/netguard"
 	"github.com/aivis/aivis/plugins/host"
 	"github.com/aivis/aivis/plugins/sdk"
@@ -96,6 +97,39 @@ func Change(id, domain string, score, previous int, sentiment string) sdk.Event 
 	return Event(id, "ai_visibility_change", domain, map[string]any{
 		"visibility_score": score, "previous_visibility_score": previous, "score_change": score - previous,
 		"sentiment": sentiment, "sentiment_score": 0.4, "previous_sentiment": "neutral", "source": "scan"})
+}
+
+// Citation is a citation_change as aivis makes it: Perplexity's citation
+// rate of domain down from 4 of 10 answers to 1 of 8 (-27.5 points), the
+// domain's share of the sources cited from 3 of 40 to 1 of 30.
+func Citation(id, domain string) sdk.Event {
+	return made(id, events.CitationChange, domain, events.CitationChangeData{Domain: domain, Engine: "Perplexity", Kind: "perplexity",
+		CitationRate: events.Rate{Value: 0.125, Hits: 1, Of: 8}, PreviousCitationRate: events.Rate{Value: 0.4, Hits: 4, Of: 10},
+		CitationChange: -27.5, SourceShare: &events.Rate{Value: 1.0 / 30, Hits: 1, Of: 30},
+		PreviousSourceShare: &events.Rate{Value: 0.075, Hits: 3, Of: 40}, ScanID: "scan_2", PreviousScanID: "scan_1"})
+}
+
+// Scan is a scan_completed as aivis makes it, with its citation figures:
+// 5 of 20 answers cite domain and 3 of the 40 sources reported are its;
+// ChatGPT cites it in 1 of 10 answers and reports no sources, Perplexity
+// in 4 of 10 with those 3 of 40.
+func Scan(id, domain string) sdk.Event {
+	share := &events.Rate{Value: 0.075, Hits: 3, Of: 40}
+	return made(id, events.ScanCompleted, domain, events.ScanCompletedData{ScanID: "scan_1", Domain: domain, VisibilityScore: 64,
+		Sentiment: "positive", ReadinessScore: 80, CitationRate: &events.Rate{Value: 0.25, Hits: 5, Of: 20}, SourceShare: share,
+		Engines: []events.EngineCitations{{Label: "ChatGPT", Kind: "openai-chat", CitationRate: events.Rate{Value: 0.1, Hits: 1, Of: 10}},
+			{Label: "Perplexity", Kind: "perplexity", CitationRate: events.Rate{Value: 0.4, Hits: 4, Of: 10}, SourceShare: share}}})
+}
+
+// made is an event of aivis's catalog as the server hands it to a
+// connector.
+func made(id, kind, domain string, data any) sdk.Event {
+	ev, err := events.New(kind, time.Now(), "acct_test", "", domain, data)
+	if err != nil {
+		panic(err)
+	}
+	ev.ID = id
+	return sdk.Event{ID: id, Kind: kind, Timestamp: ev.Timestamp, Body: ev.AppendJSON(nil), AccountID: "acct_test", Domain: domain}
 }
 
 // Ctx is a context for one call.
