@@ -59,6 +59,10 @@ var Properties = []Property{
 	{"aivis_readiness_score", "AI readiness score", "number", "number"},
 	{"aivis_last_change", "AI visibility last change", "datetime", "date"},
 	{"aivis_last_event", "aivis last event", "string", "text"},
+	{"aivis_citation_rate", "AI citation rate (%)", "number", "number"},
+	{"aivis_source_share", "AI source share (%)", "number", "number"},
+	{"aivis_citation_change", "AI citation change (points)", "number", "number"},
+	{"aivis_citation_engine", "AI engine of the last citation change", "string", "text"},
 }
 
 type connector struct{ client *http.Client }
@@ -160,13 +164,17 @@ func refusal(r kit.Response, now time.Time) sdk.Result {
 	case r.Status == http.StatusForbidden:
 		return sdk.FailedResult(why + " (the private app lacks a scope)")
 	case strings.Contains(e.Message, "does not exist") && strings.Contains(e.Message, propertyPrefix):
-		return sdk.FailedResult(why + " (press Test on the connection to create the aivis properties)")
+		return sdk.FailedResult(why + needProperties)
 	}
 	if kit.Retryable(r.Status) {
 		return sdk.RetryResult(kit.RetryAfter(r.Header), why)
 	}
 	return sdk.FailedResult(why)
 }
+
+// needProperties ends the reason of a write HubSpot refused for an aivis
+// property that does not exist.
+const needProperties = " (press Test on the connection to create the aivis properties)"
 
 // companyProps are the properties an alert sets on its company.
 func companyProps(a kit.Alert) map[string]string {
@@ -186,6 +194,17 @@ func companyProps(a kit.Alert) map[string]string {
 	}
 	if a.ReadinessScore != nil {
 		p["aivis_readiness_score"] = strconv.Itoa(*a.ReadinessScore)
+	}
+	if a.Engine == "" && a.CitationRate != nil { // the scan's, over every engine
+		p["aivis_citation_rate"] = kit.Number(a.CitationRate.Percent(), 2)
+		p["aivis_source_share"] = ""
+		if a.SourceShare != nil {
+			p["aivis_source_share"] = kit.Number(a.SourceShare.Percent(), 2)
+		}
+	}
+	if a.Engine != "" && a.CitationChange != nil {
+		p["aivis_citation_change"] = kit.Number(*a.CitationChange, 2)
+		p["aivis_citation_engine"] = a.Engine
 	}
 	return p
 }
@@ -263,7 +282,15 @@ func (c *connector) Deliver(ctx context.Context, raw json.RawMessage, evs []sdk.
 			Message string `json:"message"`
 		} `json:"errors"`
 	}
-	if _, r := a.call(ctx, http.MethodPost, "/crm/v3/objects/companies/batch/upsert", in, &res); r.Outcome != sdk.Delivered {
+	_, r := a.call(ctx, http.MethodPost, "/crm/v3/objects/companies/batch/upsert", in, &res)
+	if r.Outcome == sdk.PermanentFailure && strings.HasSuffix(r.Reason, needProperties) {
+		// A property that the connection's Test did not make (it ran
+		// before this version added the property, or never): made now.
+		if r = a.properties(ctx); r.Outcome == sdk.Delivered {
+			_, r = a.call(ctx, http.MethodPost, "/crm/v3/objects/companies/batch/upsert", in, &res)
+		}
+	}
+	if r.Outcome != sdk.Delivered {
 		for _, i := range order {
 			out[i] = r
 		}
@@ -320,7 +347,14 @@ func (c *connector) Test(ctx context.Context, raw json.RawMessage, ev sdk.Event)
 	if len(f) > 0 {
 		return sdk.FailedResult(f.Err())
 	}
-	a := c.api(s)
+	if r := c.api(s).properties(ctx); r.Outcome != sdk.Delivered || ev.Domain == "" {
+		return r
+	}
+	return c.Deliver(ctx, raw, []sdk.Event{ev})[0]
+}
+
+// properties creates the aivis company properties that are missing.
+func (a api) properties(ctx context.Context) sdk.Result {
 	for _, p := range Properties {
 		status, r := a.call(ctx, http.MethodGet, "/crm/v3/properties/companies/"+p.Name, nil, nil)
 		if status == http.StatusNotFound {
@@ -332,8 +366,5 @@ func (c *connector) Test(ctx context.Context, raw json.RawMessage, ev sdk.Event)
 			return r
 		}
 	}
-	if ev.Domain == "" {
-		return sdk.DeliveredResult()
-	}
-	return c.Deliver(ctx, raw, []sdk.Event{ev})[0]
+	return sdk.DeliveredResult()
 }

@@ -104,15 +104,78 @@ func TestUpsertAndNotes(t *testing.T) {
 	}
 }
 
+// The scan's citation figures over every engine, and the last engine
+// whose citation rate changed, are company properties, in percent and
+// points; a scan whose engines reported no sources clears the share.
+func TestCitationProperties(t *testing.T) {
+	f, c := ready(t)
+	scan, change := kittest.Scan("evt_s", "example.com"), kittest.Citation("evt_c", "example.com")
+	change.Timestamp = scan.Timestamp.Add(time.Second)
+	for _, r := range c.Deliver(kittest.Ctx(t), settingsFor(f, hubspotfake.Token), []sdk.Event{change, scan}) {
+		if r.Outcome != sdk.Delivered {
+			t.Fatalf("%+v", r)
+		}
+	}
+	co := f.Company("example.com")
+	want := map[string]string{"aivis_citation_rate": "25", "aivis_source_share": "7.5", "aivis_citation_change": "-27.5",
+		"aivis_citation_engine": "Perplexity", "aivis_last_event": "citation_change", "aivis_visibility_score": "64"}
+	for k, v := range want {
+		if co == nil || co.Properties[k] != v {
+			t.Errorf("company %+v: %s, want %q", co, k, v)
+		}
+	}
+	notes := f.Notes()
+	if len(notes) != 2 || !strings.Contains(notes[1].Body, "Citation rate: 12.5% (1 of 8), was 40% (4 of 10): -27.5 pts") ||
+		!strings.Contains(notes[0].Body, "Perplexity: cited in 40% (4 of 10), 7.5% of sources") {
+		t.Errorf("notes %+v", notes)
+	}
+	bare := kittest.Event("evt_s2", "scan_completed", "example.com", map[string]any{"visibility_score": 60, "sentiment": "neutral",
+		"readiness_score": 80, "citation_rate": map[string]any{"value": 0.5, "hits": 5, "of": 10}, "source_share": nil, "engines": []any{}})
+	if rs := c.Deliver(kittest.Ctx(t), settingsFor(f, hubspotfake.Token), []sdk.Event{bare}); rs[0].Outcome != sdk.Delivered {
+		t.Fatalf("%+v", rs)
+	}
+	if co := f.Company("example.com"); co.Properties["aivis_citation_rate"] != "50" || co.Properties["aivis_source_share"] != "" ||
+		co.Properties["aivis_citation_engine"] != "Perplexity" {
+		t.Errorf("after a scan without sources: %+v", co)
+	}
+}
+
 func TestErrorsAndLimits(t *testing.T) {
 	ev := kittest.Change("evt_1", "example.com", 60, 50, "neutral")
-	// Properties not created yet: HubSpot's VALIDATION_ERROR, with the fix.
+	// Properties not created yet (Test never ran, or ran before a version
+	// that writes more): HubSpot's VALIDATION_ERROR, then the delivery
+	// creates them and writes the company again.
 	f := hubspotfake.New()
 	defer f.Close()
 	c := &connector{client: kittest.Client()}
 	rs := c.Deliver(kittest.Ctx(t), settingsFor(f, hubspotfake.Token), []sdk.Event{ev})
-	if rs[0].Outcome != sdk.PermanentFailure || !strings.Contains(rs[0].Reason, "VALIDATION_ERROR") || !strings.Contains(rs[0].Reason, "press Test") {
-		t.Errorf("missing properties: %+v", rs)
+	if co := f.Company("example.com"); rs[0].Outcome != sdk.Delivered || co == nil || co.Properties["aivis_visibility_score"] != "60" {
+		t.Errorf("missing properties: %+v, company %+v", rs, co)
+	}
+	for _, p := range Properties {
+		if !f.HasProperty(p.Name) {
+			t.Errorf("property %s not created", p.Name)
+		}
+	}
+	// Without the scope to create them: HubSpot's 403, with the fix.
+	missing := `{"status":"error","message":"Property values were not valid: Property \"aivis_citation_rate\" does not exist","category":"VALIDATION_ERROR"}`
+	f.Script(fakekit.Answer{Status: 400, Body: missing},
+		fakekit.Answer{Status: 404, Body: `{"status":"error","message":"Unable to find property aivis_visibility_score","category":"OBJECT_NOT_FOUND"}`},
+		fakekit.Answer{Status: 403, Body: `{"status":"error","message":"This app hasn't been granted all required scopes to make this call.","category":"MISSING_SCOPES"}`})
+	if rs := c.Deliver(kittest.Ctx(t), settingsFor(f, hubspotfake.Token), []sdk.Event{ev}); rs[0].Outcome != sdk.PermanentFailure ||
+		!strings.Contains(rs[0].Reason, "lacks a scope") {
+		t.Errorf("missing properties, no scope to make them: %+v", rs)
+	}
+	// Made, and refused again: the fix is said, and nothing loops.
+	n := len(f.Requests())
+	f.Script(fakekit.Answer{Status: 400, Body: missing})
+	for range Properties {
+		f.Script(fakekit.Answer{Status: 200, Body: `{"name":"x"}`})
+	}
+	f.Script(fakekit.Answer{Status: 400, Body: missing})
+	if rs := c.Deliver(kittest.Ctx(t), settingsFor(f, hubspotfake.Token), []sdk.Event{ev}); rs[0].Outcome != sdk.PermanentFailure ||
+		!strings.Contains(rs[0].Reason, "VALIDATION_ERROR") || !strings.Contains(rs[0].Reason, "press Test") || len(f.Requests()) != n+len(Properties)+2 {
+		t.Errorf("still refused: %+v after %d requests", rs, len(f.Requests())-n)
 	}
 	f, c = ready(t)
 	f.TenSecondly = 2
@@ -172,9 +235,9 @@ func TestPlugin(t *testing.T) {
 		Valid:       []json.RawMessage{json.RawMessage(`{"access_token": "pat-na1-x", "notes": false}`)},
 		Invalid:     []json.RawMessage{json.RawMessage(`{"access_token": "abc"}`), json.RawMessage(`{"access_token": "pat-x", "notes": "yes"}`)},
 		Deliverable: settingsFor(f, hubspotfake.Token)})
-	// The kit delivers before it tests: the first delivery fails for want
-	// of the properties, its Test creates them and delivers.
-	if co := f.Company("example.com"); co == nil || co.Properties["aivis_visibility_score"] != "72" || len(f.Notes()) != 1 {
+	// The kit delivers 20 events before it tests: the first delivery
+	// creates the properties, and each event and the test make a note.
+	if co := f.Company("example.com"); co == nil || co.Properties["aivis_visibility_score"] != "72" || len(f.Notes()) != 21 {
 		t.Errorf("company %+v, %d notes", co, len(f.Notes()))
 	}
 }
