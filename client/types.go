@@ -184,6 +184,9 @@ type VisibilityReading struct {
 	MeasuredAt      time.Time `json:"measured_at"`
 	Source          string    `json:"source"`
 	ClientID        *string   `json:"client_id"`
+	// FormulaVersion is the version of the score's formula a scan computed
+	// the reading with; null for readings of other sources.
+	FormulaVersion *int `json:"formula_version"`
 }
 
 // VisibilityStatus is GET /v1/visibility: the latest reading and how the

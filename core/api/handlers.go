@@ -236,8 +236,12 @@ func readingFilter(p auth.Principal, q url.Values) (store.ReadingFilter, bool, e
 }
 
 func readingView(rd store.Reading) client.VisibilityReading {
-	return client.VisibilityReading{Domain: rd.Domain, VisibilityScore: rd.VisibilityScore, Sentiment: rd.Sentiment,
+	v := client.VisibilityReading{Domain: rd.Domain, VisibilityScore: rd.VisibilityScore, Sentiment: rd.Sentiment,
 		SentimentScore: rd.SentimentScore, MeasuredAt: rd.MeasuredAt, Source: rd.Source, ClientID: optional(rd.ClientID)}
+	if rd.FormulaVersion != 0 {
+		v.FormulaVersion = &rd.FormulaVersion
+	}
+	return v
 }
 
 func (s *Server) getVisibility(w http.ResponseWriter, r *http.Request) {

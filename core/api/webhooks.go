@@ -23,9 +23,7 @@ func (s *Server) recordReading(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, err)
 		return
 	}
-	out := client.RecordedReading{VisibilityReading: client.VisibilityReading{Domain: rd.Domain, VisibilityScore: rd.VisibilityScore,
-		Sentiment: rd.Sentiment, SentimentScore: rd.SentimentScore, MeasuredAt: rd.MeasuredAt, Source: rd.Source,
-		ClientID: optional(rd.ClientID)}}
+	out := client.RecordedReading{VisibilityReading: readingView(rd)}
 	if ev != nil {
 		out.Changed, out.EventID = true, &ev.ID
 	}

@@ -16,6 +16,10 @@ type Reading struct {
 	SentimentScore  float64
 	Source          string
 	MeasuredAt      time.Time
+	// FormulaVersion is the version of the visibility score's formula a
+	// scan computed the reading with; 0 (kept as none) for readings of
+	// other sources.
+	FormulaVersion int
 }
 
 // ReadingFilter selects readings: ClientID scopes to one client when set.
@@ -33,7 +37,8 @@ type ReadingFilter struct {
 // newest reading of any owner); with one, that client's only. Readings
 // are ordered newest measured first, then by id, highest first: ids grow
 // with each reading added. The store refuses a score outside 0..100, a
-// sentiment score outside -1..1 and an unknown account.
+// sentiment score outside -1..1, a negative formula version and an unknown
+// account.
 type Readings interface {
 	// AddReading adds a reading in a transaction of its own.
 	AddReading(ctx context.Context, r Reading) (Reading, error)

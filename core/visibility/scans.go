@@ -351,7 +351,8 @@ func (s *Scans) finish(sc store.Scan, out *Outcome, scanErr error, last bool) {
 			return err
 		}
 		rd := store.Reading{AccountID: sc.AccountID, ClientID: sc.ClientID, Domain: sc.Domain, VisibilityScore: out.VisibilityScore,
-			Sentiment: out.Sentiment, SentimentScore: out.SentimentScore, Source: SourceScan, MeasuredAt: now.UTC()}
+			Sentiment: out.Sentiment, SentimentScore: out.SentimentScore, Source: SourceScan, MeasuredAt: now.UTC(),
+			FormulaVersion: out.FormulaVersion}
 		if _, _, err := s.Recorder.AddTx(tx, rd); err != nil {
 			return err
 		}

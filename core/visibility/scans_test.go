@@ -49,7 +49,7 @@ func (f *fakeScanner) Scan(ctx context.Context, d store.MonitoredDomain) (visibi
 		return visibility.Outcome{}, errors.New("engine unreachable")
 	}
 	return visibility.Outcome{VisibilityScore: f.scores[d.Domain], Sentiment: "positive", SentimentScore: 0.4, ReadinessScore: 70,
-		Breakdown: json.RawMessage(`{"engines":[]}`)}, nil
+		FormulaVersion: visibility.FormulaVersion, Breakdown: json.RawMessage(`{"engines":[]}`)}, nil
 }
 
 func (f *fakeScanner) count(domain string) int {
@@ -132,7 +132,7 @@ func TestScanQueue(t *testing.T) {
 		t.Fatalf("completed: %+v %s %v", done, done.Result, err)
 	}
 	rd, err := fx.db.LatestReading(ctx, store.ReadingFilter{AccountID: fx.p.AccountID(), Domain: "example.com"})
-	if err != nil || rd.VisibilityScore != 64 || rd.Source != visibility.SourceScan {
+	if err != nil || rd.VisibilityScore != 64 || rd.Source != visibility.SourceScan || rd.FormulaVersion != visibility.FormulaVersion {
 		t.Fatalf("the reading: %+v %v", rd, err)
 	}
 	if got := published(t, fx.db); len(got) < 2 || got[0] != events.VisibilityChange || got[1] != events.ScanCompleted {

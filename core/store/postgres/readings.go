@@ -13,14 +13,19 @@ import (
 // one SERIALIZABLE Update: a reading recorded meanwhile for the same owner
 // and domain makes one of the two run again, which then compares with it.
 
-const readingColumns = `id, account_id, client_id, domain, visibility_score, sentiment, sentiment_score, source, measured_at, measured_at_ns`
+const readingColumns = `id, account_id, client_id, domain, visibility_score, sentiment, sentiment_score, source, measured_at, measured_at_ns,
+	formula_version`
 
 func scanReading(s scanner, extra ...any) (store.Reading, error) {
 	var r store.Reading
 	var measured tcol
+	var formula *int
 	err := s.Scan(append([]any{&r.ID, &r.AccountID, &r.ClientID, &r.Domain, &r.VisibilityScore, &r.Sentiment, &r.SentimentScore,
-		&r.Source, &measured.t, &measured.ns}, extra...)...)
+		&r.Source, &measured.t, &measured.ns, &formula}, extra...)...)
 	r.MeasuredAt = measured.time()
+	if formula != nil {
+		r.FormulaVersion = *formula
+	}
 	return r, err
 }
 
@@ -150,9 +155,9 @@ func (t *txn) LatestReading(f store.ReadingFilter) (store.Reading, error) {
 
 func (t *txn) InsertReading(r store.Reading) (store.Reading, error) {
 	err := t.tx.QueryRow(t.ctx, `INSERT INTO visibility_readings (account_id, client_id, domain, visibility_score, sentiment,
-		sentiment_score, source, measured_at, measured_at_ns) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id`,
-		r.AccountID, r.ClientID, r.Domain, r.VisibilityScore, r.Sentiment, r.SentimentScore, r.Source, ts(r.MeasuredAt), ns(r.MeasuredAt)).
-		Scan(&r.ID)
+		sentiment_score, source, measured_at, measured_at_ns, formula_version) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id`,
+		r.AccountID, r.ClientID, r.Domain, r.VisibilityScore, r.Sentiment, r.SentimentScore, r.Source, ts(r.MeasuredAt), ns(r.MeasuredAt),
+		nullInt(r.FormulaVersion)).Scan(&r.ID)
 	if err != nil {
 		return r, fmt.Errorf("postgres: add reading: %w", conflict(err))
 	}

@@ -86,20 +86,14 @@ func (t *txn) latest(k readingKey) (latestEntry, error) {
 	if e, ok := t.cache.m[k]; ok {
 		return e, nil
 	}
-	var r store.Reading
-	var client sql.NullString
-	var measured int64
-	err := t.tx.QueryRow(`SELECT `+readingColumns+` FROM visibility_readings WHERE account_id = ? AND client_id IS ? AND domain = ?
-		ORDER BY measured_at DESC, id DESC LIMIT 1`, k.account, nullStr(k.client), k.domain).Scan(
-		&r.ID, &r.AccountID, &client, &r.Domain, &r.VisibilityScore, &r.Sentiment, &r.SentimentScore, &r.Source, &measured)
+	r, err := scanReading(t.tx.QueryRow(`SELECT `+readingColumns+` FROM visibility_readings WHERE account_id = ? AND client_id IS ? AND domain = ?
+		ORDER BY measured_at DESC, id DESC LIMIT 1`, k.account, nullStr(k.client), k.domain))
 	if errors.Is(err, sql.ErrNoRows) {
 		t.cache.m[k] = latestEntry{}
 		return latestEntry{}, nil
 	} else if err != nil {
 		return latestEntry{}, fmt.Errorf("sqlite: latest reading: %w", err)
 	}
-	r.ClientID = client.String
-	r.MeasuredAt = time.Unix(0, measured).UTC()
 	e := latestEntry{r: r, found: true}
 	t.cache.m[k] = e
 	return e, nil
@@ -123,8 +117,9 @@ func (t *txn) InsertReading(r store.Reading) (store.Reading, error) {
 		return r, err
 	}
 	res, err := t.tx.Exec(`INSERT INTO visibility_readings (account_id, client_id, domain, visibility_score, sentiment,
-		sentiment_score, source, measured_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		r.AccountID, nullStr(r.ClientID), r.Domain, r.VisibilityScore, r.Sentiment, r.SentimentScore, r.Source, stamp(r.MeasuredAt))
+		sentiment_score, source, measured_at, formula_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.AccountID, nullStr(r.ClientID), r.Domain, r.VisibilityScore, r.Sentiment, r.SentimentScore, r.Source, stamp(r.MeasuredAt),
+		nullInt(r.FormulaVersion))
 	if err != nil {
 		return r, fmt.Errorf("sqlite: add reading: %w", conflict(err))
 	}

@@ -35,7 +35,8 @@ func (db *DB) LatestReading(ctx context.Context, f store.ReadingFilter) (store.R
 	return r, nil
 }
 
-const readingColumns = `id, account_id, client_id, domain, visibility_score, sentiment, sentiment_score, source, measured_at`
+const readingColumns = `id, account_id, client_id, domain, visibility_score, sentiment, sentiment_score, source, measured_at,
+	formula_version`
 
 // readingsQuery selects the newest limit readings of f's domain that meet
 // cond (its arguments follow), newest measured first. With a client it
@@ -64,7 +65,7 @@ func readingsQuery(f store.ReadingFilter, cond string, condArgs []any, limit int
 			UNION ALL
 			SELECT (` + fmt.Sprintf(next, `c.id`) + `) FROM clients c WHERE c.id IS NOT NULL
 		), owners(id) AS (SELECT NULL UNION ALL SELECT id FROM clients WHERE id IS NOT NULL)
-		SELECT r.id, r.account_id, r.client_id, r.domain, r.visibility_score, r.sentiment, r.sentiment_score, r.source, r.measured_at
+		SELECT ` + prefixed("r.", readingColumns) + `
 		FROM owners o JOIN visibility_readings r ON r.id IN (
 			SELECT id FROM visibility_readings WHERE account_id = ? AND domain = ? AND client_id IS o.id` + cond + order + `)
 		ORDER BY r.measured_at DESC, r.id DESC LIMIT ?`, args
@@ -79,8 +80,7 @@ func (db *DB) LatestReadings(ctx context.Context, accountID string, domainIDs []
 	for _, id := range domainIDs {
 		args = append(args, id)
 	}
-	rows, err := db.r.QueryContext(ctx, `SELECT r.id, r.account_id, r.client_id, r.domain, r.visibility_score, r.sentiment,
-		r.sentiment_score, r.source, r.measured_at, d.id
+	rows, err := db.r.QueryContext(ctx, `SELECT `+prefixed("r.", readingColumns)+`, d.id
 		FROM monitored_domains d JOIN visibility_readings r ON r.id = (
 			SELECT id FROM visibility_readings WHERE account_id = d.account_id AND client_id IS d.client_id AND domain = d.domain
 			ORDER BY measured_at DESC, id DESC LIMIT 1)
@@ -113,8 +113,10 @@ func scanReading(s scanner) (store.Reading, error) {
 	var r store.Reading
 	var client sql.NullString
 	var measured int64
-	err := s.Scan(&r.ID, &r.AccountID, &client, &r.Domain, &r.VisibilityScore, &r.Sentiment, &r.SentimentScore, &r.Source, &measured)
-	r.ClientID = client.String
+	var formula sql.NullInt64
+	err := s.Scan(&r.ID, &r.AccountID, &client, &r.Domain, &r.VisibilityScore, &r.Sentiment, &r.SentimentScore, &r.Source, &measured,
+		&formula)
+	r.ClientID, r.FormulaVersion = client.String, int(formula.Int64)
 	r.MeasuredAt = time.Unix(0, measured).UTC()
 	return r, err
 }

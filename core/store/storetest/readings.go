@@ -30,11 +30,13 @@ func addReading(t *testing.T, s store.Store, r store.Reading) store.Reading {
 
 func readingID(r store.Reading) int64 { return r.ID }
 
-// A reading keeps every field (the time in UTC); LatestReading is the
+// A reading keeps every field (the time in UTC; a formula version of 0 as
+// none); LatestReading is the
 // newest measured of a domain (the account's own and every client's
 // without a ClientID, one client's with it; at the same time, the one
 // added last), ErrNotFound when there is none; a score outside 0..100, a
-// sentiment score outside -1..1 or an unknown account is refused.
+// sentiment score outside -1..1, a negative formula version or an unknown
+// account is refused.
 func testReadings(t *testing.T, newStore Constructor) {
 	s, _ := newStore(t)
 	owners(t, s)
@@ -46,6 +48,7 @@ func testReadings(t *testing.T, newStore Constructor) {
 	addReading(t, s, r(func(x *store.Reading) {}))
 	newest := addReading(t, s, r(func(x *store.Reading) {
 		x.MeasuredAt, x.VisibilityScore, x.Sentiment, x.SentimentScore, x.Source = t0.Add(time.Hour).In(elsewhere), 72, "positive", 0.625, "scan"
+		x.FormulaVersion = 2
 	}))
 	addReading(t, s, r(func(x *store.Reading) { x.MeasuredAt = t0.Add(30 * time.Minute) })) // older, added later
 	cli1 := addReading(t, s, r(func(x *store.Reading) { x.ClientID, x.VisibilityScore, x.SentimentScore = "cli_1", 10, -1 }))
@@ -87,6 +90,7 @@ func testReadings(t *testing.T, newStore Constructor) {
 		r(func(x *store.Reading) { x.SentimentScore = 1.5 }),
 		r(func(x *store.Reading) { x.SentimentScore = -1.01 }),
 		r(func(x *store.Reading) { x.AccountID = "acct_none" }),
+		r(func(x *store.Reading) { x.FormulaVersion = -1 }),
 	} {
 		if _, err := s.AddReading(ctx, bad); err == nil {
 			t.Errorf("AddReading(%+v) succeeded", bad)
@@ -238,11 +242,12 @@ func testLatestReadings(t *testing.T, newStore Constructor) {
 	})
 	var want []store.Reading
 	for i, rd := range []struct {
-		client string
-		score  int
-	}{{"", 10}, {"", 20}, {"cli_1", 70}, {"cli_1", 60}} {
-		r := addReading(t, s, newReading("acct_1", rd.client, "a.example", rd.score, t0.Add(time.Duration(i)*time.Minute)))
-		want = append(want, r)
+		client         string
+		score, formula int
+	}{{"", 10, 0}, {"", 20, 2}, {"cli_1", 70, 0}, {"cli_1", 60, 0}} {
+		r := newReading("acct_1", rd.client, "a.example", rd.score, t0.Add(time.Duration(i)*time.Minute))
+		r.FormulaVersion = rd.formula
+		want = append(want, addReading(t, s, r))
 	}
 	got, err := s.LatestReadings(ctx, "acct_1", []string{"dom_own", "dom_cli", "dom_none", "dom_unknown"})
 	must(t, err, "LatestReadings")
@@ -274,9 +279,11 @@ func testLatestReadingInTransaction(t *testing.T, newStore Constructor) {
 	if _, err := latest(s, own); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("LatestReading in a transaction, before any reading: %v, want ErrNotFound", err)
 	}
-	addReading(t, s, newReading("acct_1", "", "a.example", 10, t0))
+	first := newReading("acct_1", "", "a.example", 10, t0)
+	first.FormulaVersion = 2
+	addReading(t, s, first)
 	addReading(t, s, newReading("acct_1", "cli_1", "a.example", 90, t0.Add(time.Hour)))
-	if r, err := latest(s, own); err != nil || r.VisibilityScore != 10 {
+	if r, err := latest(s, own); err != nil || r.VisibilityScore != 10 || r.FormulaVersion != 2 {
 		t.Fatalf("LatestReading in a transaction, of the account's own (a client's newer one apart): %+v, %v; want 10", r, err)
 	}
 	if r, err := latest(s, store.ReadingFilter{AccountID: "acct_1", ClientID: "cli_1", Domain: "a.example"}); err != nil || r.VisibilityScore != 90 {
