@@ -55,9 +55,9 @@ func BenchmarkScanProbes(b *testing.B) {
 		every = append(every, engine(kind, 3))
 	}
 	phases = append(phases, phase{name: "every kind", engines: every})
-	prompts := make([]string, 20)
+	prompts := make([]probe.Prompt, 20)
 	for i := range prompts {
-		prompts[i] = fmt.Sprintf("Which rocket skates are best for use case %d?", i)
+		prompts[i] = probe.Prompt{Text: fmt.Sprintf("Which rocket skates are best for use case %d?", i)}
 	}
 	subject := probe.Subject{Domain: "acme.example", Brands: []string{"Acme"}, Competitors: []string{"Globex", "Initech"}, Prompts: prompts}
 	client := &probe.Client{HTTP: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}

@@ -42,6 +42,36 @@ type MonitoredDomain struct {
 	UpdatedAt   time.Time  `json:"updated_at"`
 }
 
+// Prompt is a question a scan asks every engine: one of the owner's own,
+// or one generated from the domain's topics, competitors and brand.
+type Prompt struct {
+	Text string `json:"text"`
+	// Intent is custom (the default of the owner's own), discovery,
+	// comparison or branded.
+	Intent string `json:"intent,omitempty"`
+}
+
+// PutPrompts is the body of PUT /v1/domains/{id}/prompts: the owner's own
+// prompts, replacing those kept.
+type PutPrompts struct {
+	Prompts []Prompt `json:"prompts"`
+}
+
+// DomainPrompts is GET /v1/domains/{id}/prompts: the owner's own prompts
+// and the generated ones the next scan asks after them.
+type DomainPrompts struct {
+	DomainID string   `json:"domain_id"`
+	Prompts  []Prompt `json:"prompts"`
+	// Generated are what the next scan adds to the owner's prompts, up to
+	// the prompt set's size.
+	Generated []Prompt `json:"generated"`
+	// MaxPrompts is the tier's cap on the owner's own prompts.
+	MaxPrompts int `json:"max_prompts"`
+	// PromptSetID names the set the next scan asks (a scan's
+	// result.prompt_set.id), changing whenever a prompt does.
+	PromptSetID string `json:"prompt_set_id"`
+}
+
 // RequestScan is the body of POST /v1/visibility/scans.
 type RequestScan struct {
 	Domain   string `json:"domain"`

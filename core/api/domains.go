@@ -10,8 +10,9 @@ import (
 )
 
 func domainView(d store.MonitoredDomain) client.MonitoredDomain {
+	prompts, _ := store.SplitPrompts(d.Prompts)
 	return client.MonitoredDomain{ID: d.ID, Domain: d.Domain, Brands: nonNilList(d.Brands), Aliases: nonNilList(d.Aliases),
-		Competitors: nonNilList(d.Competitors), Topics: nonNilList(d.Topics), Prompts: nonNilList(d.Prompts),
+		Competitors: nonNilList(d.Competitors), Topics: nonNilList(d.Topics), Prompts: prompts,
 		NextScanAt: optionalTime(d.NextScanAt), LastScanAt: optionalTime(d.LastScanAt), ClientID: optional(d.ClientID),
 		CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt}
 }
@@ -86,6 +87,29 @@ func (s *Server) deleteDomain(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) getPrompts(w http.ResponseWriter, r *http.Request) {
+	ps, err := s.domains.Prompts(r.Context(), principal(r), chi.URLParam(r, "id"))
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ps)
+}
+
+func (s *Server) putPrompts(w http.ResponseWriter, r *http.Request) {
+	var in client.PutPrompts
+	if err := readJSON(r, &in, false); err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	ps, err := s.domains.SetPrompts(r.Context(), principal(r), chi.URLParam(r, "id"), in)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ps)
 }
 
 func scanView(sc store.Scan) client.Scan {

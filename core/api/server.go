@@ -148,6 +148,8 @@ func (s *Server) Router() chi.Router {
 		r.Get("/domains/{id}", s.scope("visibility:read", s.getDomain))
 		r.Patch("/domains/{id}", s.scope("visibility:write", s.updateDomain))
 		r.Delete("/domains/{id}", s.scope("visibility:write", s.deleteDomain))
+		r.Get("/domains/{id}/prompts", s.scope("visibility:read", s.getPrompts))
+		r.Put("/domains/{id}/prompts", s.scope("visibility:write", s.putPrompts))
 		r.Get("/webhooks", s.scope("webhooks:read", s.listWebhooks))
 		r.Post("/webhooks", s.scope("webhooks:write", s.createWebhook))
 		r.Get("/webhooks/{id}", s.scope("webhooks:read", s.getWebhook))

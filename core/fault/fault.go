@@ -36,6 +36,7 @@ const (
 	DomainLimitReached     Code = "DOMAIN_LIMIT_REACHED"
 	WebhookLimitReached    Code = "WEBHOOK_LIMIT_REACHED"
 	ConnectionLimitReached Code = "CONNECTION_LIMIT_REACHED"
+	PromptLimitReached     Code = "PROMPT_LIMIT_REACHED"
 	AlreadyExists          Code = "ALREADY_EXISTS"
 	RateLimitExceeded      Code = "RATE_LIMIT_EXCEEDED"
 	ActiveRequestLimit     Code = "ACTIVE_REQUEST_LIMIT_EXCEEDED"
@@ -66,6 +67,7 @@ var statuses = map[Code]int{
 	DomainLimitReached:     http.StatusForbidden,
 	WebhookLimitReached:    http.StatusForbidden,
 	ConnectionLimitReached: http.StatusForbidden,
+	PromptLimitReached:     http.StatusForbidden,
 	AlreadyExists:          http.StatusConflict,
 	RateLimitExceeded:      http.StatusTooManyRequests,
 	ActiveRequestLimit:     http.StatusTooManyRequests,

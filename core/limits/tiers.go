@@ -28,14 +28,17 @@ type Tier struct {
 	// each event is sent to each of them.
 	MaxWebhooks    int
 	MaxConnections int
+	// MaxPrompts caps the owner's own prompts of each monitored domain:
+	// each is asked of every engine, several times, at every scan.
+	MaxPrompts int
 }
 
 const dollar = 1_000_000
 
 var tiers = map[string]Tier{
-	"starter":      {"starter", "Starter", 60, 1_000, 10_000, 5, 1_000 * dollar, 5_000 * dollar, 5, 7 * 24 * time.Hour, 10, 5},
-	"professional": {"professional", "Professional", 120, 5_000, 50_000, 20, 5_000 * dollar, 25_000 * dollar, 50, 24 * time.Hour, 100, 25},
-	"enterprise":   {"enterprise", "Enterprise", 300, 15_000, 150_000, 100, 20_000 * dollar, 100_000 * dollar, 500, 6 * time.Hour, 1_000, 100},
+	"starter":      {"starter", "Starter", 60, 1_000, 10_000, 5, 1_000 * dollar, 5_000 * dollar, 5, 7 * 24 * time.Hour, 10, 5, 10},
+	"professional": {"professional", "Professional", 120, 5_000, 50_000, 20, 5_000 * dollar, 25_000 * dollar, 50, 24 * time.Hour, 100, 25, 25},
+	"enterprise":   {"enterprise", "Enterprise", 300, 15_000, 150_000, 100, 20_000 * dollar, 100_000 * dollar, 500, 6 * time.Hour, 1_000, 100, 100},
 }
 
 // TierByName finds a tier by its stored name, case-insensitively.
@@ -122,6 +125,16 @@ func (t Tier) CheckNewConnection(n int) error {
 		return fault.New(fault.ConnectionLimitReached,
 			"the %s tier allows %d connections, Zapier subscriptions included (the account's and its clients'); delete one or change the tier",
 			t.Title, t.MaxConnections)
+	}
+	return nil
+}
+
+// CheckPrompts refuses n of an owner's own prompts for one monitored
+// domain past the tier's cap.
+func (t Tier) CheckPrompts(n int) error {
+	if n > t.MaxPrompts {
+		return fault.New(fault.PromptLimitReached, "the %s tier allows %d prompts of your own per monitored domain, not %d; remove some or change the tier",
+			t.Title, t.MaxPrompts, n)
 	}
 	return nil
 }

@@ -16,7 +16,7 @@ import (
 
 var subject = Subject{Domain: "acme.example", Brands: []string{"Acme"}, Aliases: []string{"Acme Corp"},
 	Competitors: []string{"Globex", "Initech"}, Topics: []string{"rocket skates"},
-	Prompts: []string{"Which rocket skates should I buy?", "Who makes the fastest rocket skates?"}}
+	Prompts: []Prompt{{Text: "Which rocket skates should I buy?"}, {Text: "Who makes the fastest rocket skates?", Intent: Discovery}}}
 
 // The canned answers, and what a hand reading of each finds.
 const (
@@ -61,7 +61,7 @@ func TestAnalyze(t *testing.T) {
 
 func TestPrompts(t *testing.T) {
 	ps := Prompts(subject, 20)
-	if ps[0].Intent != Custom || ps[1].Intent != Custom || ps[2].Intent != Discovery || ps[3].Intent != Comparison || ps[4].Intent != Branded {
+	if ps[0].Intent != Custom || ps[1].Intent != Discovery || ps[2].Intent != Discovery || ps[3].Intent != Comparison || ps[4].Intent != Branded {
 		t.Fatalf("order %+v", ps)
 	}
 	if len(ps) != 2+2+4+2 {
@@ -72,6 +72,10 @@ func TestPrompts(t *testing.T) {
 	}
 	if n := len(Prompts(subject, 5)); n != 5 {
 		t.Errorf("capped: %d", n)
+	}
+	// The cap takes only generated prompts: the owner's are all asked.
+	if ps := Prompts(subject, 1); len(ps) != 2 || ps[1].Text != subject.Prompts[1].Text {
+		t.Errorf("a cap below the owner's prompts: %+v", ps)
 	}
 }
 

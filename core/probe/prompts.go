@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 )
@@ -26,8 +27,15 @@ type Subject struct {
 	Aliases     []string
 	Competitors []string
 	Topics      []string
-	Prompts     []string // the owner's own
+	Prompts     []Prompt // the owner's own, each with its intent (default Custom)
 }
+
+// Intents are the intents a prompt may carry.
+var Intents = []string{Custom, Discovery, Comparison, Branded}
+
+// DefaultMaxPrompts is the size of a prompt set unless a Prober says
+// otherwise.
+const DefaultMaxPrompts = 20
 
 // Brand is the subject's main name: its first brand, else the domain.
 func (s Subject) Brand() string {
@@ -37,23 +45,26 @@ func (s Subject) Brand() string {
 	return s.Domain
 }
 
-// Prompts is the prompt set of a subject, at most limit: the owner's own
-// first, then generated ones taken in turn from each intent so that a cap
-// keeps a mix. Discovery prompts need the subject's topics. Generated prompts name no brand in discovery (that is how a
-// buyer asks), the competitor in comparison, the brand in branded ones.
+// Prompts is the prompt set of a subject: the owner's own first, every
+// one of them (how many an owner keeps is capped by its tier), then
+// generated ones while the set has fewer than limit, taken in turn from
+// each intent so that the cap keeps a mix. Discovery prompts need the
+// subject's topics. Generated prompts name no brand in discovery (that is
+// how a buyer asks), the competitor in comparison, the brand in branded
+// ones.
 func Prompts(s Subject, limit int) []Prompt {
 	var out []Prompt
 	seen := map[string]bool{}
-	add := func(text, intent string) {
+	add := func(text, intent string, capped bool) {
 		key := strings.ToLower(strings.TrimSpace(text))
-		if key == "" || seen[key] || len(out) >= limit {
+		if key == "" || seen[key] || (capped && len(out) >= limit) {
 			return
 		}
 		seen[key] = true
 		out = append(out, Prompt{Text: strings.TrimSpace(text), Intent: intent})
 	}
 	for _, p := range s.Prompts {
-		add(p, Custom)
+		add(p.Text, cmp.Or(p.Intent, Custom), false)
 	}
 	brand := s.Brand()
 	var discovery, comparison, branded []string
@@ -79,7 +90,7 @@ func Prompts(s Subject, limit int) []Prompt {
 			intent string
 		}{{discovery, Discovery}, {comparison, Comparison}, {branded, Branded}} {
 			if i < len(list.ps) {
-				add(list.ps[i], list.intent)
+				add(list.ps[i], list.intent, true)
 			}
 		}
 	}

@@ -18,7 +18,8 @@ type Prober struct {
 	// Runs is how many times each prompt is asked of each engine
 	// (default 3): answers vary, and rates need more than one.
 	Runs int
-	// MaxPrompts caps the prompt set (default 20).
+	// MaxPrompts caps the prompt set's generated part: they fill it up
+	// to MaxPrompts after the owner's own (default DefaultMaxPrompts).
 	MaxPrompts int
 }
 
@@ -131,7 +132,7 @@ func (p *Prober) Run(ctx context.Context, s Subject) Result {
 		runs = 3
 	}
 	if maxPrompts <= 0 {
-		maxPrompts = 20
+		maxPrompts = DefaultMaxPrompts
 	}
 	res := Result{Prompts: Prompts(s, maxPrompts), Runs: runs}
 	probes := make([][]Probe, len(p.Engines))

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -74,11 +75,41 @@ type MonitoredDomain struct {
 	Aliases     []string
 	Competitors []string
 	Topics      []string // what the brand is about, for generated prompts
-	Prompts     []string // the owner's own prompts
+	Prompts     []Prompt // the owner's own prompts, in order
 	NextScanAt  time.Time
 	LastScanAt  time.Time
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
+}
+
+// Prompt is one of an owner's own prompts, with its intent tag.
+type Prompt struct {
+	Text   string
+	Intent string
+}
+
+// SplitPrompts gives the texts and the intents of prompts as two lists,
+// as engines keep them (the texts are the domain's prompts list of
+// before intents).
+func SplitPrompts(ps []Prompt) (texts, intents []string) {
+	texts, intents = make([]string, len(ps)), make([]string, len(ps))
+	for i, p := range ps {
+		texts[i], intents[i] = p.Text, p.Intent
+	}
+	return texts, intents
+}
+
+// JoinPrompts is SplitPrompts undone; lists of different lengths are an
+// error.
+func JoinPrompts(texts, intents []string) ([]Prompt, error) {
+	if len(texts) != len(intents) {
+		return nil, fmt.Errorf("store: %d prompts with %d intents", len(texts), len(intents))
+	}
+	ps := make([]Prompt, len(texts))
+	for i := range texts {
+		ps[i] = Prompt{Text: texts[i], Intent: intents[i]}
+	}
+	return ps, nil
 }
 
 // DomainFilter selects an owner's monitored domains.

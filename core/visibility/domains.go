@@ -24,22 +24,26 @@ import (
 type Domains struct {
 	Store Store
 	Now   func() time.Time
+	// MaxPrompts is the scanner's Prober.MaxPrompts: the size the
+	// generated prompts fill a prompt set up to (0: probe's default).
+	MaxPrompts int
 }
 
-// The bounds of a monitored domain's lists: how many, and how long each.
+// The bounds of a monitored domain's lists: how many (for prompts, the
+// tier's cap), and how long each.
 var listBounds = map[string][2]int{
 	"brands":      {10, 100},
 	"aliases":     {20, 100},
 	"competitors": {20, 100},
 	"topics":      {10, 200},
-	"prompts":     {50, 1000},
+	"prompts":     {0, maxPromptLength},
 }
 
 // cleanList trims, drops empty and repeated (case-insensitively) entries,
 // and checks the bounds.
 func cleanList(f *fault.Fields, field string, in []string) []string {
 	bound := listBounds[field]
-	if len(in) > bound[0] {
+	if bound[0] > 0 && len(in) > bound[0] {
 		f.Add(field, "must have at most %d entries", bound[0])
 		return nil
 	}
@@ -83,12 +87,16 @@ func (s *Domains) Create(ctx context.Context, p auth.Principal, in client.Create
 	}
 	md := store.MonitoredDomain{Domain: d, Brands: cleanList(&f, "brands", in.Brands), Aliases: cleanList(&f, "aliases", in.Aliases),
 		Competitors: cleanList(&f, "competitors", in.Competitors), Topics: cleanList(&f, "topics", in.Topics),
-		Prompts: cleanList(&f, "prompts", in.Prompts)}
+		Prompts: keepIntents(cleanList(&f, "prompts", in.Prompts), nil)}
 	clientID, err := accounts.Owner(ctx, s.Store, p, in.ClientID)
 	if err != nil {
 		return md, err
 	}
 	if err := f.Err(); err != nil {
+		return md, err
+	}
+	tier, _ := limits.TierByName(p.Account.Tier)
+	if err := tier.CheckPrompts(len(md.Prompts)); err != nil {
 		return md, err
 	}
 	if len(md.Brands) == 0 {
@@ -97,7 +105,6 @@ func (s *Domains) Create(ctx context.Context, p auth.Principal, in client.Create
 	now := s.Now()
 	md.ID, md.AccountID, md.ClientID = randid.New("dom"), p.AccountID(), clientID
 	md.NextScanAt, md.CreatedAt, md.UpdatedAt = now, now, now
-	tier, _ := limits.TierByName(p.Account.Tier)
 	err = s.Store.Update(ctx, func(tx store.Tx) error {
 		n, err := tx.CountDomains(p.AccountID())
 		if err != nil {
@@ -158,6 +165,10 @@ func (s *Domains) Update(ctx context.Context, p auth.Principal, id string, in cl
 	if err := f.Err(); err != nil {
 		return store.MonitoredDomain{}, err
 	}
+	tier, _ := limits.TierByName(p.Account.Tier)
+	if err := tier.CheckPrompts(len(clean["prompts"])); err != nil {
+		return store.MonitoredDomain{}, err
+	}
 	var d store.MonitoredDomain
 	err := s.Store.Update(ctx, func(tx store.Tx) (err error) {
 		d, err = tx.MonitoredDomain(p.AccountID(), id)
@@ -165,10 +176,13 @@ func (s *Domains) Update(ctx context.Context, p auth.Principal, id string, in cl
 			return err
 		}
 		for field, dst := range map[string]*[]string{"brands": &d.Brands, "aliases": &d.Aliases, "competitors": &d.Competitors,
-			"topics": &d.Topics, "prompts": &d.Prompts} {
+			"topics": &d.Topics} {
 			if l, ok := clean[field]; ok {
 				*dst = l
 			}
+		}
+		if l, ok := clean["prompts"]; ok {
+			d.Prompts = keepIntents(l, d.Prompts)
 		}
 		d.UpdatedAt = s.Now()
 		return tx.UpdateDomain(d)

@@ -9,9 +9,7 @@ import (
 	"time"
 
 	"github.com/aivis/aivis/client"
-	"github.com/aivis/aivis/core/auth"
 	"github.com/aivis/aivis/core/fault"
-	"github.com/aivis/aivis/core/store"
 	"github.com/aivis/aivis/core/visibility"
 )
 
@@ -74,11 +72,7 @@ func TestMonitoredDomains(t *testing.T) {
 	}
 
 	// Another account's key sees nothing of it.
-	other := store.Account{ID: "acct_2", Name: "B", Tier: "enterprise", Type: store.AccountStandard, CreatedAt: time.Now()}
-	if err := db.CreateAccount(ctx, other); err != nil {
-		t.Fatal(err)
-	}
-	q := auth.Principal{Principal: store.Principal{Key: store.Key{ID: "key_2", AccountID: other.ID}, Account: other}}
+	q := otherAccount(t, db)
 	if _, err := s.Get(ctx, q, d.ID); code(err) != fault.NotFound {
 		t.Fatalf("another account reads it: %v", err)
 	}

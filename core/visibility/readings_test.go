@@ -31,6 +31,17 @@ func setup(t testing.TB) (*visibility.Recorder, auth.Principal, *sqlite.DB) {
 	return &visibility.Recorder{Store: db, Now: time.Now}, p, db
 }
 
+// otherAccount makes a second account, acct_2 (Enterprise), and its key's
+// principal.
+func otherAccount(t *testing.T, db *sqlite.DB) auth.Principal {
+	t.Helper()
+	a := store.Account{ID: "acct_2", Name: "B", Tier: "enterprise", Type: store.AccountStandard, CreatedAt: time.Now()}
+	if err := db.CreateAccount(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	return auth.Principal{Principal: store.Principal{Key: store.Key{ID: "key_2", AccountID: a.ID}, Account: a}}
+}
+
 func ptr[T any](v T) *T { return &v }
 
 func TestChangeDetection(t *testing.T) {

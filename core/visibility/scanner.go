@@ -78,8 +78,7 @@ func (s *EngineScanner) Scan(ctx context.Context, d store.MonitoredDomain) (Outc
 		Components: map[string]float64{"readiness": float64(score)}, Weights: map[string]float64{"readiness": 1}}
 	out := Outcome{VisibilityScore: score, ReadinessScore: score, Sentiment: "neutral", FormulaVersion: FormulaVersion}
 	if s.Prober != nil && len(s.Prober.Engines) > 0 {
-		res := s.Prober.Run(ctx, probe.Subject{Domain: d.Domain, Brands: d.Brands, Aliases: d.Aliases,
-			Competitors: d.Competitors, Topics: d.Topics, Prompts: d.Prompts})
+		res := s.Prober.Run(ctx, subject(d))
 		if err := ctx.Err(); err != nil {
 			return Outcome{}, err
 		}
@@ -94,6 +93,7 @@ func (s *EngineScanner) Scan(ctx context.Context, d store.MonitoredDomain) (Outc
 			return Outcome{}, errors.New(msg)
 		}
 		b.Basis, b.Prompts, b.Runs, b.Overall, b.Engines = BasisEngines, res.Prompts, res.Runs, &ov, res.Engines
+		out.PromptSet = NewPromptSet(res.Prompts)
 		b.Components = map[string]float64{"readiness": float64(score), "mention": 100 * ov.Mention.Value,
 			"citation": 100 * ov.Citation.Value, "position": 100 * ov.PositionScore, "share_of_voice": 100 * ov.ShareOfVoice.Value}
 		b.Weights = map[string]float64{"readiness": WeightReadiness, "mention": WeightMention, "citation": WeightCitation,

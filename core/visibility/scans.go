@@ -33,6 +33,8 @@ type Outcome struct {
 	// (FormulaVersion; 0: not said).
 	FormulaVersion int
 	Breakdown      json.RawMessage
+	// PromptSet is the prompt set the engines were asked; nil when none was.
+	PromptSet *PromptSet
 }
 
 // Scanner measures a monitored domain. It must return when ctx ends.
@@ -47,6 +49,7 @@ type ScanResult struct {
 	SentimentScore  float64         `json:"sentiment_score"`
 	ReadinessScore  int             `json:"readiness_score"`
 	Breakdown       json.RawMessage `json:"breakdown"`
+	PromptSet       *PromptSet      `json:"prompt_set"`
 }
 
 // Scans runs the durable scan queue: a scheduler that enqueues each
@@ -342,7 +345,7 @@ func (s *Scans) finish(sc store.Scan, out *Outcome, scanErr error, last bool) {
 			return err
 		}
 		res, err := json.Marshal(ScanResult{VisibilityScore: out.VisibilityScore, Sentiment: out.Sentiment,
-			SentimentScore: out.SentimentScore, ReadinessScore: out.ReadinessScore, Breakdown: out.Breakdown})
+			SentimentScore: out.SentimentScore, ReadinessScore: out.ReadinessScore, Breakdown: out.Breakdown, PromptSet: out.PromptSet})
 		if err != nil {
 			return err
 		}

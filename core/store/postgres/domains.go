@@ -13,24 +13,32 @@ import (
 // the transaction left usable). The cap of an account's domains is
 // CountDomains then InsertDomain in one SERIALIZABLE Update.
 
-const domainColumns = `id, account_id, client_id, domain, brands, aliases, competitors, topics, prompts,
+const domainColumns = `id, account_id, client_id, domain, brands, aliases, competitors, topics, prompts, prompt_intents,
 	next_scan_at, next_scan_at_ns, last_scan_at, last_scan_at_ns, created_at, created_at_ns, updated_at, updated_at_ns`
 
 func scanDomain(s scanner, first ...any) (store.MonitoredDomain, error) {
 	var d store.MonitoredDomain
 	var client *string
+	var prompts, intents []string
 	var next, last, created, updated tcol
-	err := s.Scan(append(first, &d.ID, &d.AccountID, &client, &d.Domain, &d.Brands, &d.Aliases, &d.Competitors, &d.Topics, &d.Prompts,
-		&next.t, &next.ns, &last.t, &last.ns, &created.t, &created.ns, &updated.t, &updated.ns)...)
+	err := s.Scan(append(first, &d.ID, &d.AccountID, &client, &d.Domain, &d.Brands, &d.Aliases, &d.Competitors, &d.Topics, &prompts,
+		&intents, &next.t, &next.ns, &last.t, &last.ns, &created.t, &created.ns, &updated.t, &updated.ns)...)
+	if err != nil {
+		return d, err
+	}
 	d.ClientID = str(client)
 	d.NextScanAt, d.LastScanAt, d.CreatedAt, d.UpdatedAt = next.time(), last.time(), created.time(), updated.time()
-	return d, err
+	if d.Prompts, err = store.JoinPrompts(prompts, intents); err != nil {
+		return d, fmt.Errorf("domain %s: %w", d.ID, err)
+	}
+	return d, nil
 }
 
 func (t *txn) InsertDomain(d store.MonitoredDomain) error {
-	tag, err := t.tx.Exec(t.ctx, `INSERT INTO monitored_domains (`+domainColumns+`) VALUES (`+params(1, 17)+`) ON CONFLICT DO NOTHING`,
+	prompts, intents := store.SplitPrompts(d.Prompts)
+	tag, err := t.tx.Exec(t.ctx, `INSERT INTO monitored_domains (`+domainColumns+`) VALUES (`+params(1, 18)+`) ON CONFLICT DO NOTHING`,
 		d.ID, d.AccountID, null(d.ClientID), d.Domain, nonNil(d.Brands), nonNil(d.Aliases), nonNil(d.Competitors), nonNil(d.Topics),
-		nonNil(d.Prompts), tsz(d.NextScanAt), nsz(d.NextScanAt), tsz(d.LastScanAt), nsz(d.LastScanAt),
+		prompts, intents, tsz(d.NextScanAt), nsz(d.NextScanAt), tsz(d.LastScanAt), nsz(d.LastScanAt),
 		ts(d.CreatedAt), ns(d.CreatedAt), ts(d.UpdatedAt), ns(d.UpdatedAt))
 	if err != nil {
 		return fmt.Errorf("postgres: insert domain: %w", conflict(err))
@@ -54,11 +62,12 @@ func (t *txn) MonitoredDomain(accountID, id string) (store.MonitoredDomain, erro
 }
 
 func (t *txn) UpdateDomain(d store.MonitoredDomain) error {
+	prompts, intents := store.SplitPrompts(d.Prompts)
 	tag, err := t.tx.Exec(t.ctx, `UPDATE monitored_domains SET brands = $3, aliases = $4, competitors = $5, topics = $6, prompts = $7,
-		next_scan_at = $8, next_scan_at_ns = $9, last_scan_at = $10, last_scan_at_ns = $11, updated_at = $12, updated_at_ns = $13
-		WHERE id = $1 AND account_id = $2`, d.ID, d.AccountID, nonNil(d.Brands), nonNil(d.Aliases), nonNil(d.Competitors),
-		nonNil(d.Topics), nonNil(d.Prompts), tsz(d.NextScanAt), nsz(d.NextScanAt), tsz(d.LastScanAt), nsz(d.LastScanAt),
-		ts(d.UpdatedAt), ns(d.UpdatedAt))
+		prompt_intents = $8, next_scan_at = $9, next_scan_at_ns = $10, last_scan_at = $11, last_scan_at_ns = $12, updated_at = $13,
+		updated_at_ns = $14 WHERE id = $1 AND account_id = $2`, d.ID, d.AccountID, nonNil(d.Brands), nonNil(d.Aliases),
+		nonNil(d.Competitors), nonNil(d.Topics), prompts, intents, tsz(d.NextScanAt), nsz(d.NextScanAt), tsz(d.LastScanAt),
+		nsz(d.LastScanAt), ts(d.UpdatedAt), ns(d.UpdatedAt))
 	if err != nil {
 		return fmt.Errorf("postgres: update domain: %w", err)
 	}

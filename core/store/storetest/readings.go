@@ -338,7 +338,8 @@ func testDomains(t *testing.T, newStore Constructor) {
 	owners(t, s)
 	full := store.MonitoredDomain{ID: "dom_1", AccountID: "acct_1", ClientID: "cli_1", Domain: "xn--bcher-kva.example",
 		Brands: []string{"Bücher", "Buecher"}, Aliases: []string{"BK"}, Competitors: []string{"other.example"},
-		Topics: []string{"books", "reading"}, Prompts: []string{"best \"books\"?"}, NextScanAt: t0.Add(time.Hour).In(elsewhere),
+		Topics: []string{"books", "reading"}, Prompts: []store.Prompt{{Text: "best \"books\"?", Intent: "discovery"}, {Text: "Bücher?", Intent: "custom"}},
+		NextScanAt: t0.Add(time.Hour).In(elsewhere),
 		LastScanAt: t0.Add(-time.Hour), CreatedAt: t0.In(elsewhere), UpdatedAt: t0}
 	update(t, s, "InsertDomain", func(tx store.Tx) error {
 		for _, d := range []store.MonitoredDomain{full, newDomain("dom_2", "acct_1", "", full.Domain, t0),
@@ -372,7 +373,8 @@ func testDomains(t *testing.T, newStore Constructor) {
 
 	edit := want
 	edit.ClientID, edit.Domain, edit.CreatedAt = "", "changed.example", t0.Add(time.Hour) // not changed by an update
-	edit.Brands, edit.Aliases, edit.Competitors, edit.Topics, edit.Prompts = []string{"B"}, []string{}, []string{"c.example"}, []string{"t"}, []string{}
+	edit.Brands, edit.Aliases, edit.Competitors, edit.Topics = []string{"B"}, []string{}, []string{"c.example"}, []string{"t"}
+	edit.Prompts = []store.Prompt{{Text: "Bücher?", Intent: "branded"}}
 	edit.NextScanAt, edit.LastScanAt, edit.UpdatedAt = t0.Add(2*time.Hour), t0.Add(time.Minute), t0.Add(time.Minute)
 	update(t, s, "UpdateDomain", func(tx store.Tx) error {
 		in, err := tx.MonitoredDomain("acct_1", "dom_1")
