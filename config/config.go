@@ -80,6 +80,9 @@ type Config struct {
 	Engines []Engine `json:"engines"`
 	// ScanWorkers is how many domain scans run at once.
 	ScanWorkers int `json:"scan_workers"`
+	// AnswerRetention is how long the answers behind a scan's figures are
+	// kept after the scan.
+	AnswerRetention Duration `json:"answer_retention"`
 	// ContentWorkers is how many content requests are processed at once;
 	// 0: this server processes none (requests stay queued for another
 	// server on the same data directory).
@@ -195,6 +198,9 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 // disabled (5 days).
 const MinDeliveryRetention = 7 * 24 * time.Hour
 
+// MinAnswerRetention is the shortest answer_retention: a day.
+const MinAnswerRetention = 24 * time.Hour
+
 // Default is the configuration with nothing set.
 func Default() Config {
 	return Config{
@@ -212,6 +218,7 @@ func Default() Config {
 		ShutdownTimeout:       Duration(30 * time.Second),
 		WebhookTimeout:        Duration(15 * time.Second),
 		DeliveryRetention:     Duration(30 * 24 * time.Hour),
+		AnswerRetention:       Duration(90 * 24 * time.Hour),
 		ScanWorkers:           2,
 		ContentWorkers:        2,
 		ContentMaxTokens:      2048,
@@ -254,6 +261,7 @@ func (c *Config) fields() []field {
 		{"allow-http-targets", "accept webhook endpoints on plain http:// (default: https:// only)", (*boolean)(&c.AllowHTTPTargets), false},
 		{"webhook-timeout", "how long one webhook delivery attempt may take", &c.WebhookTimeout, false},
 		{"delivery-retention", "how long deliveries and their attempts are kept, deleted webhooks' and connections' too (at least 168h)", &c.DeliveryRetention, false},
+		{"answer-retention", "how long the answers behind a scan's figures are kept after the scan (at least 24h)", &c.AnswerRetention, false},
 		{"log-level", "debug, info, warn or error", (*str)(&c.LogLevel), false},
 		{"log-format", "text or json", (*str)(&c.LogFormat), false},
 		{"auth-failures-per-minute", "failed authentications allowed per client address per minute", (*integer)(&c.AuthFailuresPerMinute), false},
@@ -402,6 +410,9 @@ func (c *Config) Validate() error {
 	}
 	if c.DeliveryRetention < Duration(MinDeliveryRetention) {
 		errs = append(errs, fmt.Errorf("delivery_retention must be at least %s (7 days: a delivery is retried for days)", MinDeliveryRetention))
+	}
+	if c.AnswerRetention < Duration(MinAnswerRetention) {
+		errs = append(errs, fmt.Errorf("answer_retention must be at least %s (a day)", MinAnswerRetention))
 	}
 	if c.ScanWorkers < 1 || c.ScanWorkers > 64 {
 		errs = append(errs, errors.New("scan_workers must be between 1 and 64"))

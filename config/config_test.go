@@ -36,7 +36,8 @@ func TestDefaults(t *testing.T) {
 		AuthFailuresPerMinute: 20, CounterFlushInterval: config.Duration(time.Second),
 		ShutdownTimeout: config.Duration(30 * time.Second), WebhookTimeout: config.Duration(15 * time.Second), ScanWorkers: 2,
 		ContentWorkers: 2, ContentMaxTokens: 2048, DeliveryRetention: config.Duration(30 * 24 * time.Hour),
-		ContentLease: config.Duration(time.Minute), ContentPrices: config.ContentPrices{Fetch: 1_000, Analysis: 2_000},
+		AnswerRetention: config.Duration(90 * 24 * time.Hour), ContentLease: config.Duration(time.Minute),
+		ContentPrices: config.ContentPrices{Fetch: 1_000, Analysis: 2_000},
 	}
 	if !reflect.DeepEqual(d, want) {
 		t.Fatalf("Default() = %+v, want %+v", d, want)
@@ -125,6 +126,7 @@ func TestPrecedence(t *testing.T) {
 		CounterFlushInterval:  config.Duration(4 * time.Second),            // file, env, flag
 		ShutdownTimeout:       config.Duration(10 * time.Second),           // file only
 		ScanWorkers:           2,                                           // default
+		AnswerRetention:       config.Duration(90 * 24 * time.Hour),        // default
 		ContentWorkers:        2,                                           // default
 		ContentMaxTokens:      2048,                                        // default
 		ContentLease:          config.Duration(time.Minute),                // default
@@ -569,28 +571,36 @@ func TestEngineKinds(t *testing.T) {
 	}
 }
 
-// delivery_retention is set as every setting is: in the file, by
-// AIVIS_DELIVERY_RETENTION, by --delivery-retention, each over the one
-// before.
-func TestDeliveryRetention(t *testing.T) {
-	file := writeFile(t, `{"delivery_retention": "1000h"}`)
-	for _, tc := range []struct {
-		env  map[string]string
-		args []string
-		want time.Duration
+// delivery_retention and answer_retention are set as every setting is:
+// in the file, by AIVIS_..., by --..., each over the one before; one below
+// its least is refused.
+func TestRetentions(t *testing.T) {
+	for _, r := range []struct {
+		setting, short string
+		get            func(config.Config) config.Duration
 	}{
-		{map[string]string{"AIVIS_CONFIG": file}, nil, 1000 * time.Hour},
-		{map[string]string{"AIVIS_CONFIG": file, "AIVIS_DELIVERY_RETENTION": "2000h"}, nil, 2000 * time.Hour},
-		{map[string]string{"AIVIS_CONFIG": file, "AIVIS_DELIVERY_RETENTION": "2000h"}, []string{"--delivery-retention", "3000h"}, 3000 * time.Hour},
+		{"delivery_retention", "delivery_retention must be at least 168h", func(c config.Config) config.Duration { return c.DeliveryRetention }},
+		{"answer_retention", "answer_retention must be at least 24h", func(c config.Config) config.Duration { return c.AnswerRetention }},
 	} {
-		got, _, err := config.Load(tc.args, env(tc.env), true, nil)
-		if err != nil || time.Duration(got.DeliveryRetention) != tc.want {
-			t.Errorf("%v %v: %v, %v; want %v", tc.env, tc.args, got.DeliveryRetention, err, tc.want)
+		file := writeFile(t, `{"`+r.setting+`": "1000h"}`)
+		envName, flagName := "AIVIS_"+strings.ToUpper(r.setting), "--"+strings.ReplaceAll(r.setting, "_", "-")
+		for _, tc := range []struct {
+			env  map[string]string
+			args []string
+			want time.Duration
+		}{
+			{map[string]string{"AIVIS_CONFIG": file}, nil, 1000 * time.Hour},
+			{map[string]string{"AIVIS_CONFIG": file, envName: "2000h"}, nil, 2000 * time.Hour},
+			{map[string]string{"AIVIS_CONFIG": file, envName: "2000h"}, []string{flagName, "3000h"}, 3000 * time.Hour},
+		} {
+			got, _, err := config.Load(tc.args, env(tc.env), true, nil)
+			if err != nil || time.Duration(r.get(got)) != tc.want {
+				t.Errorf("%s: %v %v: %v, %v; want %v", r.setting, tc.env, tc.args, r.get(got), err, tc.want)
+			}
 		}
-	}
-	if _, _, err := config.Load([]string{"--delivery-retention", "24h"}, env(nil), true, nil); err == nil ||
-		!strings.Contains(err.Error(), "delivery_retention must be at least 168h") {
-		t.Errorf("a retention of a day: %v", err)
+		if _, _, err := config.Load([]string{flagName, "23h"}, env(nil), true, nil); err == nil || !strings.Contains(err.Error(), r.short) {
+			t.Errorf("%s of 23 hours: %v", r.setting, err)
+		}
 	}
 }
 

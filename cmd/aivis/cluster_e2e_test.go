@@ -390,6 +390,10 @@ func TestClusterScansOnce(t *testing.T) {
 	if m := c.count(t, `SELECT count(*) FROM scans`); m != n {
 		t.Errorf("%d scans, want %d", m, n)
 	}
+	// Each scan kept its 21 answers, once.
+	if m := c.count(t, `SELECT count(*) FROM scan_answers`); m != 21*n {
+		t.Errorf("%d answers kept, want %d", m, 21*n)
+	}
 	rows, err := c.db.Query(t.Context(), `SELECT holder, count(*) FROM scans GROUP BY holder`)
 	if err != nil {
 		t.Fatal(err)

@@ -143,6 +143,7 @@ func (s *Server) Router() chi.Router {
 		r.Get("/visibility/history", s.scope("visibility:read", s.visibilityHistory))
 		r.Post("/visibility/scans", s.scope("visibility:write", s.requestScan))
 		r.Get("/visibility/scans/{id}", s.scope("visibility:read", s.getScan))
+		r.Get("/visibility/scans/{id}/answers", s.scope("visibility:read", s.listScanAnswers))
 		r.Get("/domains", s.scope("visibility:read", s.listDomains))
 		r.Post("/domains", s.scope("visibility:write", s.createDomain))
 		r.Get("/domains/{id}", s.scope("visibility:read", s.getDomain))

@@ -247,7 +247,8 @@ func startWorkers(ctx context.Context, cfg config.Config, svc *Services, log *sl
 	}
 	w.stops = append(w.stops, func() { w.connectors.Close() }) // after the engine has stopped
 	engine := delivery.New(svc.Store, sub, outbound, log, delivery.Options{Timeout: timeout, Connectors: w.connectors,
-		Retention: time.Duration(cfg.DeliveryRetention), Holder: svc.Holder})
+		Retention: time.Duration(cfg.DeliveryRetention), Holder: svc.Holder,
+		Prune: []delivery.Pruning{{What: "scan answers", Age: time.Duration(cfg.AnswerRetention), Prune: svc.Store.PruneScanAnswers}}})
 	background(func(c context.Context) {
 		if err := engine.Run(c); err != nil {
 			log.Error("webhook engine", "err", err)

@@ -73,6 +73,9 @@ type Options struct {
 	// older is pruned (default hourly).
 	Retention  time.Duration
 	PruneEvery time.Duration
+	// Prune are more of what the retention forgets, after the deliveries
+	// and the events (the scans' answers).
+	Prune []Pruning
 	// Holder names this process in the leases it takes (default: a new
 	// random one); each claim's lease is the holder and the claim's number.
 	Holder string

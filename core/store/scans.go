@@ -2,7 +2,10 @@ package store
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -36,6 +39,65 @@ type Scan struct {
 	FinishedAt time.Time
 }
 
+// ScanAnswer is one answer of a completed scan, or a probe that failed,
+// kept with the scan as the evidence of its figures until the retention
+// of answers forgets it.
+type ScanAnswer struct {
+	ScanID string
+	Seq    int // its place among the scan's answers, from 0
+	// PromptIndex is the prompt's place in the scan's prompt set; Prompt
+	// and Intent, the prompt itself.
+	PromptIndex int
+	Prompt      string
+	Intent      string
+	Run         int    // which of the prompt's runs on the engine, from 0
+	Engine      string // the engine's label
+	Kind        string // the engine's kind
+	Text        string
+	Error       string // a failed probe's: no answer
+	// SourcesReported says whether the engine reported its sources.
+	SourcesReported bool
+	Mentioned       bool
+	Cited           bool
+	Position        int // the brand's rank among the brands named; 0 when not named
+	// Detail is the rest of the answer, JSON the store keeps as given: its
+	// sources, citations, queries and the sentences that name the brand.
+	Detail     json.RawMessage
+	RecordedAt time.Time // when the scan that found it ended
+}
+
+// AnswerFilter selects a page of one scan's answers. A nil pointer and an
+// empty string match any.
+type AnswerFilter struct {
+	AccountID string
+	ScanID    string
+	Engine    string
+	Prompt    *int // PromptIndex
+	Mentioned *bool
+	Cited     *bool
+	// Query matches the answers whose Text contains it, case-insensitively
+	// (letters of every script: SQLite folds them as Go's
+	// strings.ToLower does, PostgreSQL as ICU's root locale does).
+	Query  string
+	Cursor string
+	Limit  int
+}
+
+// AnswerCursor is the cursor of the page after the answer seq; AnswerSeq
+// reads it back (ErrMalformed for what it did not make).
+func AnswerCursor(seq int) string {
+	return base64.RawURLEncoding.EncodeToString([]byte("seq:" + strconv.Itoa(seq)))
+}
+
+func AnswerSeq(cursor string) (int, error) {
+	b, err := base64.RawURLEncoding.DecodeString(cursor)
+	n, perr := strconv.Atoi(strings.TrimPrefix(string(b), "seq:"))
+	if err != nil || perr != nil || !strings.HasPrefix(string(b), "seq:") || n < 0 {
+		return 0, ErrMalformed
+	}
+	return n, nil
+}
+
 // DueDomain is a monitored domain whose scheduled scan is due, with its
 // account's tier.
 type DueDomain struct {
@@ -49,6 +111,14 @@ type Scans interface {
 	// LatestScan is the last completed scan of an owner's domain
 	// (clientID "" for the account's own).
 	LatestScan(ctx context.Context, accountID, clientID, domain string) (Scan, error)
+	// ListScanAnswers returns one page of a scan's answers that match the
+	// filter, by Seq, and the next page's cursor ("" on the last); another
+	// account's scan has none.
+	ListScanAnswers(ctx context.Context, f AnswerFilter) ([]ScanAnswer, string, error)
+	// PruneScanAnswers forgets, oldest first, at most limit answers
+	// recorded before t, in one short write transaction, and says how many
+	// went (a number under limit: none is left).
+	PruneScanAnswers(ctx context.Context, t time.Time, limit int) (int, error)
 }
 
 // ScansTx is the scans' part of a write transaction. A monitored domain
@@ -74,4 +144,7 @@ type ScansTx interface {
 	// DueDomains lists up to limit monitored domains whose next scan is due
 	// at now (one without a next scan is never due), soonest first.
 	DueDomains(now time.Time, limit int) ([]DueDomain, error)
+	// InsertScanAnswers adds answers of a scan; (ScanID, Seq) is unique
+	// and the scan must exist (ErrConflict).
+	InsertScanAnswers(answers []ScanAnswer) error
 }

@@ -93,7 +93,7 @@ func (s *EngineScanner) Scan(ctx context.Context, d store.MonitoredDomain) (Outc
 			return Outcome{}, errors.New(msg)
 		}
 		b.Basis, b.Prompts, b.Runs, b.Overall, b.Engines = BasisEngines, res.Prompts, res.Runs, &ov, res.Engines
-		out.PromptSet = NewPromptSet(res.Prompts)
+		out.PromptSet, out.Answers = NewPromptSet(res.Prompts), answersOf(res, s.Prober.Engines)
 		b.Components = map[string]float64{"readiness": float64(score), "mention": 100 * ov.Mention.Value,
 			"citation": 100 * ov.Citation.Value, "position": 100 * ov.PositionScore, "share_of_voice": 100 * ov.ShareOfVoice.Value}
 		b.Weights = map[string]float64{"readiness": WeightReadiness, "mention": WeightMention, "citation": WeightCitation,

@@ -35,6 +35,9 @@ type Outcome struct {
 	Breakdown      json.RawMessage
 	// PromptSet is the prompt set the engines were asked; nil when none was.
 	PromptSet *PromptSet
+	// Answers are the engines' answers, kept with the scan as the evidence
+	// of its figures.
+	Answers []store.ScanAnswer
 }
 
 // Scanner measures a monitored domain. It must return when ctx ends.
@@ -325,10 +328,11 @@ func (s *Scans) requeue(sc store.Scan) {
 	}
 }
 
-// finish records a scan's end: on success its result, the reading (and
-// ai_visibility_change when it changed), citation_change for each engine
-// whose citation rate moved since the previous scan, and scan_completed,
-// together; on failure, another attempt or, after the last, the failure.
+// finish records a scan's end: on success its result, its answers, the
+// reading (and ai_visibility_change when it changed), citation_change for
+// each engine whose citation rate moved since the previous scan, and
+// scan_completed, together; on failure, another attempt or, after the
+// last, the failure.
 func (s *Scans) finish(sc store.Scan, out *Outcome, scanErr error, last bool) {
 	now := s.Now()
 	err := s.Store.Update(context.Background(), func(tx store.Tx) error {
@@ -351,6 +355,9 @@ func (s *Scans) finish(sc store.Scan, out *Outcome, scanErr error, last bool) {
 		}
 		sc.Status, sc.Result, sc.Error, sc.LeaseUntil, sc.FinishedAt = store.ScanCompleted, res, "", time.Time{}, now
 		if err := tx.UpdateScan(sc); err != nil {
+			return err
+		}
+		if err := insertAnswers(tx, sc, out.Answers, now); err != nil {
 			return err
 		}
 		rd := store.Reading{AccountID: sc.AccountID, ClientID: sc.ClientID, Domain: sc.Domain, VisibilityScore: out.VisibilityScore,

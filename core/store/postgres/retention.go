@@ -9,8 +9,9 @@ import (
 	"github.com/aivis/aivis/core/store"
 )
 
-// The retention's statements, each one DELETE bounded by its LIMIT.
-// Deliveries and logged events are pruned along their primary keys, whose
+// The retention's statements, each one DELETE bounded by its LIMIT. Scan
+// answers go along their time; deliveries and logged events along their
+// primary keys, whose
 // ids begin with the time they were made; deliveries take their attempts
 // with them (ON DELETE CASCADE). A deleted webhook goes once its
 // deliveries have: they were made before it was deleted, so they are
@@ -24,6 +25,9 @@ const (
 		ORDER BY w.deleted_at, w.deleted_at_ns, w.id LIMIT $3)`
 	pruneEvents = `DELETE FROM event_log WHERE id IN (
 		SELECT id FROM event_log WHERE id < $1 AND (created_at, created_at_ns) < ($2, $3) ORDER BY id LIMIT $4)`
+	pruneAnswers = `DELETE FROM scan_answers WHERE (scan_id, seq) IN (
+		SELECT scan_id, seq FROM scan_answers WHERE (recorded_at, recorded_at_ns) < ($1, $2)
+		ORDER BY recorded_at, recorded_at_ns LIMIT $3)`
 )
 
 // PruneDeliveries forgets up to limit deliveries made before t, oldest

@@ -9,8 +9,8 @@ import (
 	"github.com/aivis/aivis/core/store"
 )
 
-// The retention's statements, each bounded by its LIMIT. Deliveries and
-// logged events are pruned along their primary keys, whose ids begin with
+// The retention's statements, each bounded by its LIMIT. Scan answers go
+// along their time; deliveries and logged events along their primary keys, whose ids begin with
 // the time they were made; deliveries take their attempts with them (ON
 // DELETE CASCADE). A deleted webhook goes once its deliveries have: they
 // were made before it was deleted, so they are pruned first.
@@ -22,6 +22,8 @@ const (
 		AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.webhook_id = w.id) ORDER BY deleted_at LIMIT ?)`
 	pruneEvents = `DELETE FROM event_log WHERE id IN (
 		SELECT id FROM event_log WHERE id < ? AND created_at < ? ORDER BY id LIMIT ?)`
+	pruneAnswers = `DELETE FROM scan_answers WHERE rowid IN (
+		SELECT rowid FROM scan_answers WHERE recorded_at < ? ORDER BY recorded_at LIMIT ?)`
 )
 
 // PruneDeliveries forgets up to limit deliveries made before t, oldest

@@ -53,15 +53,20 @@ const (
 
 func init() {
 	// Sorts and window functions use temporary b-trees; in memory they
-	// cost a fraction of a temporary file each.
-	sql.Register(driverName, &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
-		_, err := c.Exec("PRAGMA temp_store = MEMORY", nil)
-		return err
-	}})
-	sql.Register(writerDriver, &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
-		_, err := c.Exec("PRAGMA temp_store = MEMORY; PRAGMA wal_autocheckpoint = 0", nil)
-		return err
-	}})
+	// cost a fraction of a temporary file each. fold is strings.ToLower,
+	// which folds the letters of every script where SQLite's lower folds
+	// ASCII only.
+	connect := func(pragmas string) func(c *sqlite3.SQLiteConn) error {
+		return func(c *sqlite3.SQLiteConn) error {
+			if err := c.RegisterFunc("fold", strings.ToLower, true); err != nil {
+				return err
+			}
+			_, err := c.Exec(pragmas, nil)
+			return err
+		}
+	}
+	sql.Register(driverName, &sqlite3.SQLiteDriver{ConnectHook: connect("PRAGMA temp_store = MEMORY")})
+	sql.Register(writerDriver, &sqlite3.SQLiteDriver{ConnectHook: connect("PRAGMA temp_store = MEMORY; PRAGMA wal_autocheckpoint = 0")})
 }
 
 // Open opens (creating if needed) the database file at path and applies any

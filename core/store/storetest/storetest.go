@@ -94,6 +94,8 @@ var groups = []struct {
 	{"Scans", []test{
 		{"RoundTripAndOwners", testScans},
 		{"DueDomains", testDueDomains},
+		{"AnswersRoundTripFiltersAndPages", testScanAnswers},
+		{"PruneAnswersInBoundedBatchesOldestFirst", testPruneScanAnswers},
 	}},
 	{"Webhooks", []test{
 		{"RoundTripWithSecrets", testWebhooks},

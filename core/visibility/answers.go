@@ -1,0 +1,93 @@
+package visibility
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"math"
+	"time"
+
+	"github.com/aivis/aivis/client"
+	"github.com/aivis/aivis/core/accounts"
+	"github.com/aivis/aivis/core/auth"
+	"github.com/aivis/aivis/core/probe"
+	"github.com/aivis/aivis/core/store"
+)
+
+// answerDetail is what a scan answer keeps beside its columns
+// (store.ScanAnswer.Detail): these fields of client.ScanAnswer, under
+// their names, so that the API reads them into it as they are.
+type answerDetail struct {
+	Sources     []client.AnswerSource   `json:"sources"`
+	Citations   []client.AnswerCitation `json:"citations"`
+	Queries     []string                `json:"queries"`
+	Competitors []string                `json:"competitors"`
+	Sentences   []client.AnswerSentence `json:"sentences"`
+}
+
+// answersOf are the answers of a run as a scan keeps them, in the run's
+// order (engine by engine, prompt by prompt, run by run), each with its
+// engine's kind; a failed probe with its error and no answer.
+func answersOf(res probe.Result, engines []probe.Engine) []store.ScanAnswer {
+	kinds := map[string]string{}
+	for _, e := range engines {
+		kinds[e.Label] = cmp.Or(e.Kind, probe.KindOpenAIChat)
+	}
+	out := make([]store.ScanAnswer, len(res.Probes))
+	for i, pr := range res.Probes {
+		a, f := pr.Answer, pr.Finding
+		sa := store.ScanAnswer{Seq: i, PromptIndex: pr.Prompt, Run: pr.Run, Engine: pr.Engine, Kind: kinds[pr.Engine],
+			Text: a.Text, Error: pr.Err, SourcesReported: a.SourcesReported, Mentioned: f.Mentioned, Cited: f.Cited, Position: f.Position}
+		if pr.Prompt >= 0 && pr.Prompt < len(res.Prompts) {
+			sa.Prompt, sa.Intent = res.Prompts[pr.Prompt].Text, res.Prompts[pr.Prompt].Intent
+		}
+		d := answerDetail{Sources: []client.AnswerSource{}, Citations: []client.AnswerCitation{}, Queries: nonNil(a.Queries),
+			Competitors: nonNil(f.Competitors), Sentences: []client.AnswerSentence{}}
+		for _, s := range a.Sources {
+			d.Sources = append(d.Sources, client.AnswerSource{URL: s.URL, Title: s.Title, Domain: s.Domain})
+		}
+		for _, c := range a.Citations {
+			ac := client.AnswerCitation{URL: c.URL, Title: c.Title, Domain: c.Domain, Text: c.Text}
+			if c.Start >= 0 && c.End >= c.Start {
+				ac.Start, ac.End = &c.Start, &c.End
+			}
+			d.Citations = append(d.Citations, ac)
+		}
+		for _, s := range f.Sentences {
+			d.Sentences = append(d.Sentences, client.AnswerSentence{Text: s.Text, Sentiment: math.Round(s.Compound*1e4) / 1e4})
+		}
+		sa.Detail, _ = json.Marshal(d)
+		out[i] = sa
+	}
+	return out
+}
+
+func nonNil(l []string) []string {
+	if l == nil {
+		return []string{}
+	}
+	return l
+}
+
+// insertAnswers keeps a completed scan's answers with it, in the
+// transaction that records its end.
+func insertAnswers(tx store.Tx, sc store.Scan, answers []store.ScanAnswer, now time.Time) error {
+	if len(answers) == 0 {
+		return nil
+	}
+	for i := range answers {
+		answers[i].ScanID, answers[i].RecordedAt = sc.ID, now
+	}
+	return tx.InsertScanAnswers(answers)
+}
+
+// Answers lists a page of the answers of a scan the principal may see
+// (f's account and scan are set here).
+func (s *Scans) Answers(ctx context.Context, p auth.Principal, scanID string, f store.AnswerFilter) ([]store.ScanAnswer, string, error) {
+	if _, err := s.Get(ctx, p, scanID); err != nil {
+		return nil, "", err
+	}
+	f.AccountID, f.ScanID = p.AccountID(), scanID
+	as, next, err := s.Store.ListScanAnswers(ctx, f)
+	return as, next, accounts.CursorError(err)
+}
