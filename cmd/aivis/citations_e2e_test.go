@@ -70,29 +70,16 @@ func TestCitationChangeEndToEnd(t *testing.T) {
 	if r.Status != 201 {
 		t.Fatalf("domain: %d %s", r.Status, r.Body)
 	}
-	scan := func() client.Scan {
-		t.Helper()
-		var sc client.Scan
-		s.do(t, req{method: "POST", path: "/v1/visibility/scans", header: bearer(k), body: `{"domain":"acme.invalid"}`}).decode(t, &sc)
-		waitFor(t, "the scan completed", func() bool {
-			s.do(t, req{method: "GET", path: "/v1/visibility/scans/" + sc.ID, header: bearer(k)}).decode(t, &sc)
-			return sc.Status == "completed" || sc.Status == "failed"
-		})
-		if sc.Status != "completed" {
-			t.Fatalf("scan %+v", sc)
-		}
-		return sc
-	}
 	// 7 prompts asked 3 times: 21 answers an engine (TestScanEndToEnd).
 	// Alpha cites the domain in all 21, Beta in none: none of its 42
 	// sources is the domain's.
-	first := scan()
+	first := completedScan(t, s, k, "acme.invalid")
 	// Then Alpha cites it in 1 answer of 2 in turn (11 of 21) and Beta in
 	// 1 of 3 (7 of 21, by a source: 7 of its 42 sources): Alpha 11/21 -
 	// 21/21 = -47.62 points, Beta 7/21 - 0/21 = +33.33.
 	engine.Answer("model-a", cites, plain)
 	engine.Script("sonar", ours, theirs, theirs)
-	second := scan()
+	second := completedScan(t, s, k, "acme.invalid")
 
 	share := func(hits int) *events.Rate { return &events.Rate{Value: float64(hits) / 42, Hits: hits, Of: 42} }
 	completed := func(sc client.Scan, alpha, beta int) events.ScanCompletedData {
