@@ -61,7 +61,7 @@ type Store interface {
 	ListInvitations(ctx context.Context, accountID string, now time.Time) ([]store.Invitation, error)
 	Budget(ctx context.Context, accountID, month string) (store.BudgetMonth, int, error)
 	UsageSince(ctx context.Context, accountID string, since time.Time) ([]store.KeyUsage, error)
-	LatestReadings(ctx context.Context, accountID string, domainIDs []string) (map[string]store.Reading, error)
+	LatestReadings(ctx context.Context, accountID string, domainIDs []string, n int) (map[string][]store.Reading, error)
 	ListReadings(ctx context.Context, f store.ReadingFilter, cursor string, limit int) ([]store.Reading, string, error)
 	LatestScan(ctx context.Context, accountID, clientID, domain string) (store.Scan, error)
 	DefaultWebhookURL(ctx context.Context, accountID, clientID string) (string, error)

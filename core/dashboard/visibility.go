@@ -110,14 +110,14 @@ func (s *Dashboard) showDomains(w http.ResponseWriter, r *http.Request, status i
 	for i, md := range ds {
 		ids[i] = md.ID
 	}
-	latest, err := s.Store.LatestReadings(r.Context(), pr.AccountID(), ids)
+	latest, err := s.Store.LatestReadings(r.Context(), pr.AccountID(), ids, 1)
 	if err != nil {
 		s.failWith(w, r, err)
 		return
 	}
 	d.Domains, d.Clients, d.Scores = ds, cs, map[string]*store.Reading{}
-	for id, rd := range latest {
-		d.Scores[id] = &rd
+	for id, rs := range latest {
+		d.Scores[id] = &rs[0]
 	}
 	p.Title, p.Nav, p.D = "Domains", "domains", d
 	s.render(w, r, status, "domains", p)

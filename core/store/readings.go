@@ -46,10 +46,11 @@ type Readings interface {
 	// LatestReading is the newest reading of the filter's domain, measured
 	// at AtOrBefore or earlier when that is set (ErrNotFound when none).
 	LatestReading(ctx context.Context, f ReadingFilter) (Reading, error)
-	// LatestReadings finds, in one query, the newest reading of each of an
-	// account's monitored domains (by id), each of the domain's own owner;
-	// a domain without readings is absent from the map.
-	LatestReadings(ctx context.Context, accountID string, domainIDs []string) (map[string]Reading, error)
+	// LatestReadings finds, in one query, the newest n readings (at least
+	// one) of each of an account's monitored domains (by id), each of the
+	// domain's own owner, newest measured first; a domain without readings
+	// is absent from the map.
+	LatestReadings(ctx context.Context, accountID string, domainIDs []string, n int) (map[string][]Reading, error)
 	// ListReadings returns one page of a domain's readings, newest
 	// measured first, and the next page's cursor ("" on the last).
 	ListReadings(ctx context.Context, f ReadingFilter, cursor string, limit int) ([]Reading, string, error)

@@ -111,6 +111,10 @@ type Scans interface {
 	// LatestScan is the last completed scan of an owner's domain
 	// (clientID "" for the account's own).
 	LatestScan(ctx context.Context, accountID, clientID, domain string) (Scan, error)
+	// LatestScans finds, in one query, the last completed scan of each of
+	// an account's monitored domains (by id), each of the domain's own
+	// owner; a domain without one is absent from the map.
+	LatestScans(ctx context.Context, accountID string, domainIDs []string) (map[string]Scan, error)
 	// ListScanAnswers returns one page of a scan's answers that match the
 	// filter, by Seq, and the next page's cursor ("" on the last); another
 	// account's scan has none.

@@ -91,32 +91,45 @@ func (db *DB) LatestReading(ctx context.Context, f store.ReadingFilter) (store.R
 	return r, nil
 }
 
-// LatestReadings finds, in one query, the newest reading of each of an
-// account's monitored domains, each of the domain's own owner.
-func (db *DB) LatestReadings(ctx context.Context, accountID string, domainIDs []string) (map[string]store.Reading, error) {
-	out := make(map[string]store.Reading, len(domainIDs))
+// LatestReadings finds, in one query, the newest n readings of each of
+// an account's monitored domains, each of the domain's own owner.
+func (db *DB) LatestReadings(ctx context.Context, accountID string, domainIDs []string, n int) (map[string][]store.Reading, error) {
+	out, err := byDomain(ctx, db.pool, scanReading, `SELECT r.*, d.id FROM monitored_domains d CROSS JOIN LATERAL (
+			SELECT `+readingColumns+` FROM visibility_readings
+			WHERE account_id = d.account_id AND client_id = coalesce(d.client_id, '') AND domain = d.domain
+			ORDER BY measured_at DESC, measured_at_ns DESC, id DESC LIMIT $3) r
+		WHERE d.account_id = $1 AND d.id = ANY($2)
+		ORDER BY d.id, r.measured_at DESC, r.measured_at_ns DESC, r.id DESC`, accountID, domainIDs, max(n, 1))
+	if err != nil {
+		return nil, fmt.Errorf("postgres: latest readings: %w", err)
+	}
+	return out, nil
+}
+
+// byDomain runs a query of records of monitored domains ($1 the account,
+// $2 the domains' ids), each row's last column the id of the domain it is
+// of, and gathers each domain's records in their order.
+func byDomain[T any](ctx context.Context, q querier, scan func(scanner, ...any) (T, error), sql, accountID string,
+	domainIDs []string, args ...any) (map[string][]T, error) {
+	out := make(map[string][]T, len(domainIDs))
 	if len(domainIDs) == 0 {
 		return out, nil
 	}
 	type found struct {
-		domainID string
-		r        store.Reading
+		id string
+		v  T
 	}
-	rs, err := collect(ctx, db.pool, func(s scanner) (found, error) {
+	rs, err := collect(ctx, q, func(s scanner) (found, error) {
 		var f found
 		var err error
-		f.r, err = scanReading(s, &f.domainID)
+		f.v, err = scan(s, &f.id)
 		return f, err
-	}, `SELECT r.*, d.id FROM monitored_domains d CROSS JOIN LATERAL (
-			SELECT `+readingColumns+` FROM visibility_readings
-			WHERE account_id = d.account_id AND client_id = coalesce(d.client_id, '') AND domain = d.domain
-			ORDER BY measured_at DESC, measured_at_ns DESC, id DESC LIMIT 1) r
-		WHERE d.account_id = $1 AND d.id = ANY($2)`, accountID, domainIDs)
+	}, sql, append([]any{accountID, domainIDs}, args...)...)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: latest readings: %w", err)
+		return nil, err
 	}
 	for _, f := range rs {
-		out[f.domainID] = f.r
+		out[f.id] = append(out[f.id], f.v)
 	}
 	return out, nil
 }

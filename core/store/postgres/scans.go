@@ -19,12 +19,12 @@ import (
 const scanColumns = `id, account_id, client_id, domain_id, domain, trigger, status, attempts, holder, lease_until, lease_until_ns,
 	result, error, created_at, created_at_ns, started_at, started_at_ns, finished_at, finished_at_ns`
 
-func scanScan(s scanner) (store.Scan, error) {
+func scanScan(s scanner, extra ...any) (store.Scan, error) {
 	var sc store.Scan
 	var client, holder, errText *string
 	var lease, created, started, finished tcol
-	err := s.Scan(&sc.ID, &sc.AccountID, &client, &sc.DomainID, &sc.Domain, &sc.Trigger, &sc.Status, &sc.Attempts, &holder,
-		&lease.t, &lease.ns, &sc.Result, &errText, &created.t, &created.ns, &started.t, &started.ns, &finished.t, &finished.ns)
+	err := s.Scan(append([]any{&sc.ID, &sc.AccountID, &client, &sc.DomainID, &sc.Domain, &sc.Trigger, &sc.Status, &sc.Attempts, &holder,
+		&lease.t, &lease.ns, &sc.Result, &errText, &created.t, &created.ns, &started.t, &started.ns, &finished.t, &finished.ns}, extra...)...)
 	sc.ClientID, sc.Holder, sc.Error = str(client), str(holder), str(errText)
 	sc.LeaseUntil, sc.CreatedAt, sc.StartedAt, sc.FinishedAt = lease.time(), created.time(), started.time(), finished.time()
 	return sc, err
@@ -147,4 +147,22 @@ func latestScan(ctx context.Context, q querier, accountID, clientID, domain stri
 		return s, fmt.Errorf("postgres: latest scan of %s: %w", domain, notFound(err))
 	}
 	return s, nil
+}
+
+// LatestScans finds, in one query, the last completed scan of each of an
+// account's monitored domains, each of the domain's own owner.
+func (db *DB) LatestScans(ctx context.Context, accountID string, domainIDs []string) (map[string]store.Scan, error) {
+	found, err := byDomain(ctx, db.pool, scanScan, `SELECT s.*, d.id FROM monitored_domains d CROSS JOIN LATERAL (
+			SELECT `+scanColumns+` FROM scans
+			WHERE account_id = d.account_id AND client_id IS NOT DISTINCT FROM d.client_id AND domain = d.domain AND status = 'completed'
+			ORDER BY finished_at DESC NULLS LAST, finished_at_ns DESC NULLS LAST, id DESC LIMIT 1) s
+		WHERE d.account_id = $1 AND d.id = ANY($2)`, accountID, domainIDs)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: latest scans: %w", err)
+	}
+	out := make(map[string]store.Scan, len(found))
+	for id, ss := range found {
+		out[id] = ss[0]
+	}
+	return out, nil
 }

@@ -11,6 +11,10 @@ var ClaimQueries = []string{`SELECT id FROM content_requests ` + claimExpired, c
 // ReadingsQuery is the query of LatestReading and ListReadings.
 var ReadingsQuery = readingsQuery
 
+// LatestQueries are the queries of LatestReadings and LatestScans of
+// ids domains, and LatestScan's.
+var LatestQueries = []func(ids int) string{latestReadingsQuery, latestScansQuery, func(int) string { return latestScanQuery }}
+
 // Queued is how many Update calls wait for the writer.
 func Queued(db *DB) int {
 	db.writer.mu.Lock()

@@ -71,33 +71,57 @@ func readingsQuery(f store.ReadingFilter, cond string, condArgs []any, limit int
 		ORDER BY r.measured_at DESC, r.id DESC LIMIT ?`, args
 }
 
-func (db *DB) LatestReadings(ctx context.Context, accountID string, domainIDs []string) (map[string]store.Reading, error) {
-	out := make(map[string]store.Reading, len(domainIDs))
-	if len(domainIDs) == 0 {
-		return out, nil
-	}
-	args := []any{accountID}
-	for _, id := range domainIDs {
-		args = append(args, id)
-	}
-	rows, err := db.r.QueryContext(ctx, `SELECT `+prefixed("r.", readingColumns)+`, d.id
-		FROM monitored_domains d JOIN visibility_readings r ON r.id = (
-			SELECT id FROM visibility_readings WHERE account_id = d.account_id AND client_id IS d.client_id AND domain = d.domain
-			ORDER BY measured_at DESC, id DESC LIMIT 1)
-		WHERE d.account_id = ? AND d.id IN (`+placeholders(len(domainIDs))+`)`, args...)
+// LatestReadings finds, in one query, the newest n readings of each of
+// an account's monitored domains, each of the domain's own owner.
+func (db *DB) LatestReadings(ctx context.Context, accountID string, domainIDs []string, n int) (map[string][]store.Reading, error) {
+	out, err := byDomain(ctx, db.r, scanReading, latestReadingsQuery, accountID, domainIDs, max(n, 1))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: latest readings: %w", err)
 	}
+	return out, nil
+}
+
+// byDomain runs a query of records of monitored domains, each row's last
+// column the id of the domain it is of, and gathers each domain's records
+// in their order. The query's arguments are args, then the account, then
+// the domains' ids.
+func byDomain[T any](ctx context.Context, db *sql.DB, scan func(scanner) (T, error), query func(ids int) string,
+	accountID string, domainIDs []string, args ...any) (map[string][]T, error) {
+	out := make(map[string][]T, len(domainIDs))
+	if len(domainIDs) == 0 {
+		return out, nil
+	}
+	args = append(args, accountID)
+	for _, id := range domainIDs {
+		args = append(args, id)
+	}
+	rows, err := db.QueryContext(ctx, query(len(domainIDs)), args...)
+	if err != nil {
+		return nil, err
+	}
 	defer rows.Close()
 	for rows.Next() {
-		var domainID string
-		r, err := scanReading(withLast{rows, &domainID})
+		var id string
+		v, err := scan(withLast{rows, &id})
 		if err != nil {
-			return nil, fmt.Errorf("sqlite: latest readings: %w", err)
+			return nil, err
 		}
-		out[domainID] = r
+		out[id] = append(out[id], v)
 	}
 	return out, rows.Err()
+}
+
+// latestReadingsQuery selects the newest n readings of each of an
+// account's monitored domains (arguments: n, the account, the ids): per
+// domain a search of the owner index that stops after n, whatever the
+// length of its history.
+func latestReadingsQuery(ids int) string {
+	return `SELECT ` + prefixed("r.", readingColumns) + `, d.id
+		FROM monitored_domains d JOIN visibility_readings r ON r.id IN (
+			SELECT id FROM visibility_readings WHERE account_id = d.account_id AND client_id IS d.client_id AND domain = d.domain
+			ORDER BY measured_at DESC, id DESC LIMIT ?)
+		WHERE d.account_id = ? AND d.id IN (` + placeholders(ids) + `)
+		ORDER BY d.id, r.measured_at DESC, r.id DESC`
 }
 
 // withLast scans a row whose last column follows what the scan function

@@ -29,3 +29,22 @@ func TestAccountWideReadingsSearchIndexes(t *testing.T) {
 		t.Logf("%s:\n%s", cond, strings.Join(plan, "\n"))
 	}
 }
+
+// LatestReadings, LatestScans and LatestScan search, per domain, the
+// index of its owner's readings or completed scans: none walks a table or
+// the scans of other domains.
+func TestLatestOfEachDomainSearchesIndexes(t *testing.T) {
+	_, path := newDB(t)
+	r := raw(t, path)
+	for _, q := range sqlite.LatestQueries {
+		query := q(3)
+		plan := queryPlan(t, r, query, make([]any, strings.Count(query, "?"))...)
+		for _, step := range plan {
+			if strings.HasPrefix(step, "SCAN ") || strings.Contains(step, "scans_queue") || strings.Contains(step, "scans_owner") {
+				t.Errorf("the query walks a table:\n%s", strings.Join(plan, "\n"))
+				break
+			}
+		}
+		t.Logf("\n%s", strings.Join(plan, "\n"))
+	}
+}

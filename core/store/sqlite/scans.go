@@ -138,16 +138,12 @@ func (db *DB) Scan(ctx context.Context, accountID, id string) (store.Scan, error
 
 // LatestScan reads the last completed scan of an owner's domain.
 func (db *DB) LatestScan(ctx context.Context, accountID, clientID, domain string) (store.Scan, error) {
-	return latestScan(db.r.QueryRowContext(ctx, latestScanQuery, accountID, clientID, domain, store.ScanCompleted), domain)
+	return latestScan(db.r.QueryRowContext(ctx, latestScanQuery, accountID, domain, nullStr(clientID)), domain)
 }
 
 func (t *txn) LatestScan(accountID, clientID, domain string) (store.Scan, error) {
-	return latestScan(t.tx.QueryRow(latestScanQuery, accountID, clientID, domain, store.ScanCompleted), domain)
+	return latestScan(t.tx.QueryRow(latestScanQuery, accountID, domain, nullStr(clientID)), domain)
 }
-
-const latestScanQuery = `SELECT ` + scanColumns + ` FROM scans
-	WHERE account_id = ? AND COALESCE(client_id, '') = ? AND domain = ? AND status = ?
-	ORDER BY finished_at DESC, id DESC LIMIT 1`
 
 func latestScan(row scanner, domain string) (store.Scan, error) {
 	s, err := scanScan(row)
@@ -155,6 +151,36 @@ func latestScan(row scanner, domain string) (store.Scan, error) {
 		return s, fmt.Errorf("sqlite: latest scan of %s: %w", domain, notFound(err))
 	}
 	return s, nil
+}
+
+// LatestScans finds, in one query, the last completed scan of each of an
+// account's monitored domains, each of the domain's own owner.
+func (db *DB) LatestScans(ctx context.Context, accountID string, domainIDs []string) (map[string]store.Scan, error) {
+	found, err := byDomain(ctx, db.r, scanScan, latestScansQuery, accountID, domainIDs)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: latest scans: %w", err)
+	}
+	out := make(map[string]store.Scan, len(found))
+	for id, ss := range found {
+		out[id] = ss[0]
+	}
+	return out, nil
+}
+
+// latestScanQuery selects the last completed scan of an owner's domain
+// (arguments: the account, the domain, the client or null), a search of
+// the scans_completed index.
+const latestScanQuery = `SELECT ` + scanColumns + ` FROM scans
+	WHERE account_id = ? AND domain = ? AND client_id IS ? AND status = 'completed'
+	ORDER BY finished_at DESC, id DESC LIMIT 1`
+
+// latestScansQuery selects the last completed scan of each of an
+// account's monitored domains (arguments: the account, the ids).
+func latestScansQuery(ids int) string {
+	return `SELECT ` + prefixed("s.", scanColumns) + `, d.id FROM monitored_domains d JOIN scans s ON s.id = (
+			SELECT id FROM scans WHERE account_id = d.account_id AND domain = d.domain AND client_id IS d.client_id AND status = 'completed'
+			ORDER BY finished_at DESC, id DESC LIMIT 1)
+		WHERE d.account_id = ? AND d.id IN (` + placeholders(ids) + `)`
 }
 
 // prefixed qualifies each of a comma-separated column list with p.

@@ -220,10 +220,11 @@ func testListReadingsWhileAdding(t *testing.T, newStore Constructor) {
 	})
 }
 
-// LatestReadings gives, in one call, the newest reading of each of an
-// account's monitored domains, each of the domain's own owner: the
-// account's and a client's readings of one name stay apart, a domain
-// without readings is absent, and another account's ids find nothing.
+// LatestReadings gives, in one call, the newest n readings of each of an
+// account's monitored domains, newest first, each of the domain's own
+// owner: the account's and a client's readings of one name stay apart, a
+// domain without readings is absent, and another account's ids find
+// nothing.
 func testLatestReadings(t *testing.T, newStore Constructor) {
 	s, _ := newStore(t)
 	newAccount(t, s, "acct_1", store.AccountAgency)
@@ -244,20 +245,31 @@ func testLatestReadings(t *testing.T, newStore Constructor) {
 	for i, rd := range []struct {
 		client         string
 		score, formula int
-	}{{"", 10, 0}, {"", 20, 2}, {"cli_1", 70, 0}, {"cli_1", 60, 0}} {
+	}{{"", 10, 0}, {"", 20, 2}, {"cli_1", 70, 0}, {"cli_1", 60, 0}, {"", 30, 2}} {
 		r := newReading("acct_1", rd.client, "a.example", rd.score, t0.Add(time.Duration(i)*time.Minute))
 		r.FormulaVersion = rd.formula
 		want = append(want, addReading(t, s, r))
 	}
-	got, err := s.LatestReadings(ctx, "acct_1", []string{"dom_own", "dom_cli", "dom_none", "dom_unknown"})
-	must(t, err, "LatestReadings")
-	if !reflect.DeepEqual(got, map[string]store.Reading{"dom_own": want[1], "dom_cli": want[3]}) {
-		t.Errorf("LatestReadings = %+v\nwant dom_own: %+v, dom_cli: %+v", got, want[1], want[3])
+	ids := []string{"dom_own", "dom_cli", "dom_none", "dom_unknown"}
+	for _, tc := range []struct {
+		n    int
+		want map[string][]store.Reading
+	}{
+		{0, map[string][]store.Reading{"dom_own": {want[4]}, "dom_cli": {want[3]}}},
+		{1, map[string][]store.Reading{"dom_own": {want[4]}, "dom_cli": {want[3]}}},
+		{2, map[string][]store.Reading{"dom_own": {want[4], want[1]}, "dom_cli": {want[3], want[2]}}},
+		{10, map[string][]store.Reading{"dom_own": {want[4], want[1], want[0]}, "dom_cli": {want[3], want[2]}}},
+	} {
+		got, err := s.LatestReadings(ctx, "acct_1", ids, tc.n)
+		must(t, err, "LatestReadings")
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("LatestReadings(%d) = %+v\nwant %+v", tc.n, got, tc.want)
+		}
 	}
-	if other, err := s.LatestReadings(ctx, "acct_other", []string{"dom_own"}); err != nil || len(other) != 0 {
+	if other, err := s.LatestReadings(ctx, "acct_other", []string{"dom_own"}, 1); err != nil || len(other) != 0 {
 		t.Errorf("LatestReadings of another account's ids: %+v, %v", other, err)
 	}
-	if none, err := s.LatestReadings(ctx, "acct_1", nil); err != nil || len(none) != 0 {
+	if none, err := s.LatestReadings(ctx, "acct_1", nil, 1); err != nil || len(none) != 0 {
 		t.Errorf("LatestReadings of no ids: %+v, %v", none, err)
 	}
 }

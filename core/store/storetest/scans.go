@@ -20,7 +20,8 @@ func newScan(id, accountID, clientID, domainID string, created time.Time) store.
 // unique (ErrConflict); UpdateScan, the write of the claim that made its
 // Attempts, writes its state, holder, lease, result, error and times;
 // ActiveScan is a domain's queued or running scan; LatestScan is the last
-// completed scan of exactly one owner's domain.
+// completed scan of exactly one owner's domain, and LatestScans that of
+// each monitored domain at once.
 func testScans(t *testing.T, newStore Constructor) {
 	s, _ := newStore(t)
 	owners(t, s)
@@ -107,6 +108,29 @@ func testScans(t *testing.T, newStore Constructor) {
 		}
 		return nil
 	})
+
+	// LatestScans: the same, of each monitored domain at once.
+	update(t, s, "InsertDomain", func(tx store.Tx) error {
+		for _, d := range []store.MonitoredDomain{newDomain("dom_1", "acct_1", "cli_1", full.Domain, t0),
+			newDomain("dom_own", "acct_1", "", full.Domain, t0), newDomain("dom_none", "acct_1", "", "none.example", t0)} {
+			if err := tx.InsertDomain(d); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	want4, err := s.Scan(ctx, "acct_1", "scan_4")
+	must(t, err, "Scan")
+	got, err := s.LatestScans(ctx, "acct_1", []string{"dom_1", "dom_own", "dom_none", "dom_unknown"})
+	if err != nil || len(got) != 2 || got["dom_1"].ID != "scan_2" || !reflect.DeepEqual(got["dom_own"], want4) {
+		t.Errorf("LatestScans = %+v, %v; want dom_1: scan_2, dom_own: %+v", got, err, want4)
+	}
+	if other, err := s.LatestScans(ctx, "acct_2", []string{"dom_1", "dom_own"}); err != nil || len(other) != 0 {
+		t.Errorf("LatestScans of another account's ids: %+v, %v", other, err)
+	}
+	if none, err := s.LatestScans(ctx, "acct_1", nil); err != nil || len(none) != 0 {
+		t.Errorf("LatestScans of no ids: %+v, %v", none, err)
+	}
 }
 
 // DueDomains lists up to limit monitored domains whose next scan is due at
