@@ -64,6 +64,7 @@ type Store interface {
 	LatestReadings(ctx context.Context, accountID string, domainIDs []string, n int) (map[string][]store.Reading, error)
 	ListReadings(ctx context.Context, f store.ReadingFilter, cursor string, limit int) ([]store.Reading, string, error)
 	LatestScan(ctx context.Context, accountID, clientID, domain string) (store.Scan, error)
+	LatestScans(ctx context.Context, accountID string, domainIDs []string) (map[string]store.Scan, error)
 	DefaultWebhookURL(ctx context.Context, accountID, clientID string) (string, error)
 }
 
@@ -459,7 +460,9 @@ func (s *Dashboard) failWith(w http.ResponseWriter, r *http.Request, err error) 
 }
 
 func redirect(w http.ResponseWriter, r *http.Request, path, done string) {
-	if done != "" {
+	if done != "" && strings.Contains(path, "?") {
+		path += "&done=" + done
+	} else if done != "" {
 		path += "?done=" + done
 	}
 	http.Redirect(w, r, path, http.StatusSeeOther)

@@ -42,7 +42,9 @@ type env struct {
 	frozen atomic.Pointer[time.Time]
 }
 
-func newEnv(t *testing.T) *env {
+// newEnv serves the dashboard; wrap, if given, is what the dashboard
+// reads the store through.
+func newEnv(t *testing.T, wrap ...func(*sqlite.DB) dashboard.Store) *env {
 	t.Helper()
 	ctx := context.Background()
 	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "aivis.db"))
@@ -65,7 +67,11 @@ func newEnv(t *testing.T) *env {
 		}
 		return nil
 	}}
-	d, err := dashboard.New(dashboard.Deps{Store: db, People: e.people, Auth: e.auth, Accounts: accts,
+	var reads dashboard.Store = db
+	for _, w := range wrap {
+		reads = w(db)
+	}
+	d, err := dashboard.New(dashboard.Deps{Store: reads, People: e.people, Auth: e.auth, Accounts: accts,
 		Counter: limits.NewMemory(nil, log), Webhooks: webhooks, Domains: &visibility.Domains{Store: db, Now: time.Now},
 		Content: &content.Service{Store: db, Now: time.Now}, Guard: limits.NewAuthGuard(5, time.Minute), Log: log,
 		// Tests name the client's address in a header to sign in from many.

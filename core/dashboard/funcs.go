@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aivis/aivis/client"
+	"github.com/aivis/aivis/core/probe"
 	"github.com/aivis/aivis/core/store"
 )
 
@@ -19,14 +20,20 @@ var funcs = template.FuncMap{
 		}
 		return t.UTC().Format("2006-01-02 15:04 UTC")
 	},
-	"iso":    func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-	"usd":    func(u client.USD) string { return "$" + u.String() },
-	"micros": func(m int64) string { return "$" + client.USD(m).String() },
-	"has":    func(list []string, s string) bool { return slices.Contains(list, s) },
-	"join":   strings.Join,
-	"hex":    hex.EncodeToString,
-	"pct":    func(v float64) string { return fmt.Sprintf("%.0f", v) },
+	"iso":        func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	"usd":        func(u client.USD) string { return "$" + u.String() },
+	"micros":     func(m int64) string { return "$" + client.USD(m).String() },
+	"has":        func(list []string, s string) bool { return slices.Contains(list, s) },
+	"join":       strings.Join,
+	"domainLink": domainLink,
+	"hex":        hex.EncodeToString,
+	"pct":        func(v float64) string { return fmt.Sprintf("%.0f", v) },
+	"rate":       rate,
+	"interval": func(i probe.Interval) string {
+		return strings.TrimSuffix(rate(i.Low), "%") + "–" + rate(i.High)
+	},
 	"signed": func(v float64) string { return fmt.Sprintf("%+.2f", v) },
+	"delta":  func(v int) string { return fmt.Sprintf("%+d", v) },
 	"ms":     func(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d.Microseconds())/1000) },
 	"deref": func(s *string) string {
 		if s == nil {
@@ -47,4 +54,15 @@ var funcs = template.FuncMap{
 		}
 		return id
 	},
+}
+
+// rate is a proportion as a percentage: whole under 10 points from 0 and
+// 100, with a decimal nearer (0.4%, 99.6%), where rounding would say 0 or
+// 100 of what is not.
+func rate(v float64) string {
+	p := v * 100
+	if p != 0 && p != 100 && (p < 10 || p > 90) {
+		return fmt.Sprintf("%.1f%%", p)
+	}
+	return fmt.Sprintf("%.0f%%", p)
 }

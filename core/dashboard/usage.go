@@ -177,12 +177,3 @@ func (s *Dashboard) usagePage(w http.ResponseWriter, r *http.Request) {
 	}
 	s.render(w, r, http.StatusOK, "usage", page{Title: "Usage and budget", Nav: "usage", D: d})
 }
-
-func (s *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
-	d, err := s.usage(r, viewerOf(r).Account, "")
-	if err != nil {
-		s.failWith(w, r, err)
-		return
-	}
-	s.render(w, r, http.StatusOK, "overview", page{Title: "Overview", Nav: "overview", D: d})
-}

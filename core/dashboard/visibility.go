@@ -46,7 +46,7 @@ type clientData struct {
 	Client      store.Client
 	Keys        []keyRow
 	Usage       usageData
-	Domains     []store.MonitoredDomain
+	Visibility  visibilityData
 	Webhooks    []store.Webhook
 	Connections []store.Webhook
 	Events      []store.LoggedEvent
@@ -70,8 +70,12 @@ func (s *Dashboard) clientPage(w http.ResponseWriter, r *http.Request) {
 	errs = append(errs, e)
 	d.Usage, e = s.usage(r, v.Account, id)
 	errs = append(errs, e)
-	d.Domains, _, e = s.Domains.List(r.Context(), pr, id, "", 100)
+	ds, _, e := s.Domains.List(r.Context(), pr, id, "", 100)
 	errs = append(errs, e)
+	if e == nil {
+		d.Visibility, e = s.visibility(r, v.Account.ID, ds, false)
+		errs = append(errs, e)
+	}
 	d.Webhooks, _, e = s.Webhooks.List(r.Context(), pr, id, "", 100)
 	errs = append(errs, e)
 	d.Connections, _, e = s.connections.List(r.Context(), pr, id, "", 100)
@@ -151,6 +155,7 @@ func (s *Dashboard) createDomain(w http.ResponseWriter, r *http.Request) {
 
 type domainData struct {
 	Domain    string
+	ClientID  string // the owner whose readings and scans the page shows
 	Monitored *store.MonitoredDomain
 	Latest    *store.Reading
 	Readings  []store.Reading
@@ -160,6 +165,9 @@ type domainData struct {
 	Result    *visibility.ScanResult
 	Report    *readiness.Report
 	Parts     []part
+	Figures   *visibility.Breakdown // with the engines' figures
+	Share     *share
+	Cited     []citedRow
 }
 
 type part struct {
@@ -168,7 +176,10 @@ type part struct {
 	Weight float64
 }
 
-// domainPage shows one domain by name: the Slack alerts link here.
+// domainPage shows one domain by name: the Slack alerts link here. Of a
+// name that the account and its clients monitor apart, ?client= picks the
+// owner; without it, the account's own (or a client's when the account
+// does not monitor the name).
 func (s *Dashboard) domainPage(w http.ResponseWriter, r *http.Request) {
 	pr := principal(r)
 	name, err := domains.Normalize(chi.URLParam(r, "domain"))
@@ -176,20 +187,21 @@ func (s *Dashboard) domainPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusNotFound, "That is not a domain name.")
 		return
 	}
-	d := domainData{Domain: name}
+	d := domainData{Domain: name, ClientID: r.URL.Query().Get("client")}
 	ds, _, err := s.Domains.List(r.Context(), pr, "*", "", 100)
 	if err != nil {
 		s.failWith(w, r, err)
 		return
 	}
-	owner := ""
 	for _, md := range ds {
-		if md.Domain == name {
-			d.Monitored, owner = &md, md.ClientID
-			break
+		if md.Domain == name && (md.ClientID == d.ClientID || d.ClientID == "" && d.Monitored == nil) {
+			d.Monitored = &md
 		}
 	}
-	rs, _, err := s.Store.ListReadings(r.Context(), store.ReadingFilter{AccountID: pr.AccountID(), ClientID: owner, Domain: name}, "", 100)
+	if d.Monitored != nil {
+		d.ClientID = d.Monitored.ClientID
+	}
+	rs, _, err := s.Store.ListReadings(r.Context(), store.ReadingFilter{AccountID: pr.AccountID(), ClientID: d.ClientID, Domain: name}, "", 100)
 	if err != nil {
 		s.failWith(w, r, err)
 		return
@@ -215,11 +227,9 @@ func (s *Dashboard) domainPage(w http.ResponseWriter, r *http.Request) {
 	}
 	d.Score.Series = []Series{{Name: "Visibility score", Values: score, Class: "s0"}}
 	d.Sentiment.Series = []Series{{Name: "Sentiment score", Values: sent, Class: "s1"}}
-	if sc, err := s.Store.LatestScan(r.Context(), pr.AccountID(), owner, name); err == nil {
+	if sc, err := s.Store.LatestScan(r.Context(), pr.AccountID(), d.ClientID, name); err == nil {
 		d.Scan = &sc
-		var res visibility.ScanResult
-		var bd visibility.Breakdown
-		if json.Unmarshal(sc.Result, &res) == nil && json.Unmarshal(res.Breakdown, &bd) == nil {
+		if res, bd, ok := breakdownOf(sc); ok {
 			d.Result = &res
 			for k, v := range bd.Components {
 				d.Parts = append(d.Parts, part{Name: k, Value: v, Weight: bd.Weights[k]})
@@ -230,6 +240,9 @@ func (s *Dashboard) domainPage(w http.ResponseWriter, r *http.Request) {
 				if json.Unmarshal(b, &rep) == nil && rep.Domain != "" {
 					d.Report = &rep
 				}
+			}
+			if bd.Overall != nil {
+				d.Figures, d.Share, d.Cited = &bd, shareOf(*bd.Overall), citedRows(name, *bd.Overall)
 			}
 		}
 	} else if !errors.Is(err, store.ErrNotFound) {
@@ -245,11 +258,12 @@ func (s *Dashboard) requestScan(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusServiceUnavailable, "This server runs no scans.")
 		return
 	}
-	if _, err := s.Scans.Request(r.Context(), principal(r), client.RequestScan{Domain: name, ClientID: r.PostFormValue("client_id")}); err != nil {
+	clientID := r.PostFormValue("client_id")
+	if _, err := s.Scans.Request(r.Context(), principal(r), client.RequestScan{Domain: name, ClientID: clientID}); err != nil {
 		s.failWith(w, r, err)
 		return
 	}
-	redirect(w, r, "/domains/"+name, "scan")
+	redirect(w, r, domainLink(name, clientID), "scan")
 }
 
 type contentData struct {

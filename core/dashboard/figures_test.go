@@ -1,0 +1,378 @@
+package dashboard_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/net/html"
+
+	"github.com/aivis/aivis/core/dashboard"
+	"github.com/aivis/aivis/core/store"
+	"github.com/aivis/aivis/core/store/sqlite"
+)
+
+// monitor monitors a domain through the Domains form (for a client of an
+// agency when clientID is set) and returns it as stored.
+func (e *env) monitor(c *http.Client, accountID, domain, clientID string) store.MonitoredDomain {
+	e.t.Helper()
+	p := e.post(c, "/domains", url.Values{"csrf": {csrf(e.t, e.get(c, "/domains"))}, "domain": {domain}, "client_id": {clientID}})
+	if p.status != http.StatusSeeOther {
+		e.t.Fatalf("monitor %s: %d\n%s", domain, p.status, p.body)
+	}
+	ds, _, err := e.db.ListDomains(context.Background(), store.DomainFilter{AccountID: accountID, AllClients: true, Limit: 100})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, d := range ds {
+		if d.Domain == domain && d.ClientID == clientID {
+			return d
+		}
+	}
+	e.t.Fatalf("%s is not monitored after the form", domain)
+	return store.MonitoredDomain{}
+}
+
+// readings records a domain's readings, the last measured an hour ago,
+// the others an hour apart before it.
+func (e *env) readings(md store.MonitoredDomain, scores ...int) {
+	e.t.Helper()
+	now := time.Now().UTC()
+	for i, score := range scores {
+		if _, err := e.db.AddReading(context.Background(), store.Reading{AccountID: md.AccountID, ClientID: md.ClientID, Domain: md.Domain,
+			VisibilityScore: score, Sentiment: "neutral", Source: "scan", MeasuredAt: now.Add(time.Duration(i-len(scores)) * time.Hour)}); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+}
+
+// completedScan stores a completed scan of a monitored domain whose
+// breakdown is the JSON a scan writes.
+func (e *env) completedScan(md store.MonitoredDomain, id, breakdown string) store.Scan {
+	e.t.Helper()
+	if !json.Valid([]byte(breakdown)) {
+		e.t.Fatalf("the breakdown of %s is not JSON", id)
+	}
+	now := time.Now().UTC()
+	sc := store.Scan{ID: id, AccountID: md.AccountID, ClientID: md.ClientID, DomainID: md.ID, Domain: md.Domain, Trigger: store.ScanManual,
+		Status: store.ScanCompleted, CreatedAt: now, StartedAt: now, FinishedAt: now,
+		Result: json.RawMessage(`{"visibility_score":60,"sentiment":"neutral","sentiment_score":0,"readiness_score":55,"breakdown":` + breakdown + `}`)}
+	if err := e.db.Update(context.Background(), func(tx store.Tx) error { return tx.InsertScan(sc) }); err != nil {
+		e.t.Fatal(err)
+	}
+	return sc
+}
+
+// row is a table row as a reader sees it: each cell's text, and the row's
+// class.
+type row struct {
+	class string
+	cells []string
+}
+
+// tableRows reads the rows of the table with that id in one of its
+// sections (thead, tbody, tfoot).
+func tableRows(t *testing.T, body, id, section string) []row {
+	t.Helper()
+	doc, err := html.Parse(strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := find(doc, func(n *html.Node) bool { return attr(n, "id") == id })
+	if table == nil {
+		t.Fatalf("the page has no #%s", id)
+	}
+	var rows []row
+	var walk func(*html.Node, bool)
+	walk = func(n *html.Node, in bool) {
+		in = in || n.Type == html.ElementNode && n.Data == section
+		if in && n.Type == html.ElementNode && n.Data == "tr" {
+			r := row{class: attr(n, "class")}
+			for c := n.FirstChild; c != nil; c = c.NextSibling {
+				if c.Type == html.ElementNode && (c.Data == "td" || c.Data == "th") {
+					r.cells = append(r.cells, strings.Join(strings.Fields(text(c)), " "))
+				}
+			}
+			rows = append(rows, r)
+			return
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c, in)
+		}
+	}
+	walk(table, false)
+	return rows
+}
+
+func find(n *html.Node, match func(*html.Node) bool) *html.Node {
+	if n.Type == html.ElementNode && match(n) {
+		return n
+	}
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		if f := find(c, match); f != nil {
+			return f
+		}
+	}
+	return nil
+}
+
+func attr(n *html.Node, name string) string {
+	for _, a := range n.Attr {
+		if a.Key == name {
+			return a.Val
+		}
+	}
+	return ""
+}
+
+func text(n *html.Node) string {
+	if n.Type == html.TextNode {
+		return n.Data
+	}
+	var b strings.Builder
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		b.WriteString(text(c) + " ")
+	}
+	return b.String()
+}
+
+func cellsOf(rows []row) [][]string {
+	out := make([][]string, len(rows))
+	for i, r := range rows {
+		out[i] = r.cells
+	}
+	return out
+}
+
+// rate is a rate's JSON: hits of n, its value and the interval given.
+func rate(hits, n int, low, high float64) string {
+	v := 0.0
+	if n > 0 {
+		v = float64(hits) / float64(n)
+	}
+	b, _ := json.Marshal(map[string]any{"value": v, "hits": hits, "of": n, "interval_95": map[string]float64{"low": low, "high": high}})
+	return string(b)
+}
+
+// The domain page shows the latest scan's figures per engine (mention,
+// citation and source share with their intervals, "no sources reported"
+// for an engine that reported none), the cited domains with the page's
+// own marked, and its cited pages; what the engines wrote is text, never
+// markup.
+func TestDomainPageShowsPerEngineFiguresAndCitedDomains(t *testing.T) {
+	e := newEnv(t)
+	c, u := e.owner("owner@example.com", false)
+	md := e.monitor(c, u.AccountID, "acme.example", "")
+	e.readings(md, 55, 60)
+	e.completedScan(md, "scan_figures", `{"basis":"engines","components":{"mention":40,"readiness":55},"weights":{"mention":0.5,"readiness":0.5},
+		"overall":{"probes":20,"failed":1,"mention_rate":`+rate(8, 19, 0.231, 0.637)+`,"citation_rate":`+rate(5, 19, 0.118, 0.488)+`,
+			"sources_reported":`+rate(10, 19, 0.317, 0.727)+`,"source_share":`+rate(5, 25, 0.089, 0.391)+`,
+			"cited_domains":[{"domain":"rival.example","count":9},{"domain":"acme.example","count":4},
+				{"domain":"<img src=x onerror=alert(1)>","count":2},{"domain":"blog.acme.example","count":1}],
+			"cited_pages":[{"url":"https://acme.example/pricing","count":3},{"url":"https://acme.example/a?q=<script>alert(1)</script>","count":1}]},
+		"engines":[
+			{"label":"GPT search","kind":"openai-responses","probes":10,"failed":0,"mention_rate":`+rate(6, 10, 0.313, 0.832)+`,
+				"citation_rate":`+rate(5, 10, 0.237, 0.763)+`,"sources_reported":`+rate(10, 10, 0.722, 1)+`,"source_share":`+rate(5, 25, 0.089, 0.391)+`},
+			{"label":"Local","kind":"openai-chat","probes":10,"failed":1,"mention_rate":`+rate(2, 9, 0.063, 0.547)+`,
+				"citation_rate":`+rate(0, 9, 0, 0.299)+`,"sources_reported":`+rate(0, 9, 0, 0.299)+`,"source_share":null}]}`)
+
+	p := e.get(c, "/domains/acme.example")
+	if p.status != http.StatusOK {
+		t.Fatalf("domain page: %d\n%s", p.status, p.body)
+	}
+	want := [][]string{
+		{"GPT search", "openai-responses", "10", "60% 31–83%", "50% 24–76%", "20% 8.9–39% sources in 10 of 10 answers"},
+		{"Local", "openai-chat", "9 (1 failed)", "22% 6.3–55%", "0% 0–30%", "no sources reported sources in 0 of 9 answers"},
+	}
+	if got := cellsOf(tableRows(t, p.body, "engines", "tbody")); !reflect.DeepEqual(got, want) {
+		t.Errorf("per engine:\n got  %q\n want %q", got, want)
+	}
+	want = [][]string{{"All engines", "", "19 (1 failed)", "42% 23–64%", "26% 12–49%", "20% 8.9–39% sources in 10 of 19 answers"}}
+	if got := cellsOf(tableRows(t, p.body, "engines", "tfoot")); !reflect.DeepEqual(got, want) {
+		t.Errorf("all engines:\n got  %q\n want %q", got, want)
+	}
+	cited := tableRows(t, p.body, "cited-domains", "tbody")
+	want = [][]string{{"rival.example", "9", "36%"}, {"acme.example this domain", "4", "16%"},
+		{"<img src=x onerror=alert(1)>", "2", "8.0%"}, {"blog.acme.example this domain", "1", "4.0%"}}
+	if got := cellsOf(cited); !reflect.DeepEqual(got, want) {
+		t.Errorf("cited domains:\n got  %q\n want %q", got, want)
+	}
+	for i, r := range cited {
+		if own := r.class == "own"; own != (i == 1 || i == 3) {
+			t.Errorf("cited domain %q is marked own: %v", r.cells[0], own)
+		}
+	}
+	want = [][]string{{"https://acme.example/pricing", "3"}, {"https://acme.example/a?q=<script>alert(1)</script>", "1"}}
+	if got := cellsOf(tableRows(t, p.body, "cited-pages", "tbody")); !reflect.DeepEqual(got, want) {
+		t.Errorf("cited pages:\n got  %q\n want %q", got, want)
+	}
+	for _, markup := range []string{"<img src=x", "<script>alert"} {
+		if strings.Contains(p.body, markup) {
+			t.Errorf("the page carries the engines' %q as markup", markup)
+		}
+	}
+	if !strings.Contains(p.body, `<h2>Citation share</h2><p class="big">20%</p>`) {
+		t.Error("the page does not show the domain's citation share beside its score")
+	}
+}
+
+// countingStore counts the dashboard's reads of readings and scans.
+type countingStore struct {
+	*sqlite.DB
+	mu    sync.Mutex
+	calls map[string]int
+}
+
+func (c *countingStore) count(method string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls[method]++
+}
+
+func (c *countingStore) reset() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	calls := c.calls
+	c.calls = map[string]int{}
+	return calls
+}
+
+func (c *countingStore) LatestReadings(ctx context.Context, accountID string, ids []string, n int) (map[string][]store.Reading, error) {
+	c.count("LatestReadings")
+	return c.DB.LatestReadings(ctx, accountID, ids, n)
+}
+
+func (c *countingStore) LatestScans(ctx context.Context, accountID string, ids []string) (map[string]store.Scan, error) {
+	c.count("LatestScans")
+	return c.DB.LatestScans(ctx, accountID, ids)
+}
+
+func (c *countingStore) LatestScan(ctx context.Context, accountID, clientID, domain string) (store.Scan, error) {
+	c.count("LatestScan")
+	return c.DB.LatestScan(ctx, accountID, clientID, domain)
+}
+
+func (c *countingStore) ListReadings(ctx context.Context, f store.ReadingFilter, cursor string, limit int) ([]store.Reading, string, error) {
+	c.count("ListReadings")
+	return c.DB.ListReadings(ctx, f, cursor, limit)
+}
+
+// The Overview leads with every domain's score, its trend and its
+// citation share (the source share, or the citation rate of engines that
+// reported no sources), then the latest changes, then API usage; it reads
+// the readings and the scans of all the domains in one query each. An
+// agency's client's page shows that client's domains only.
+func TestOverviewLeadsWithScoresTrendsAndCitationShare(t *testing.T) {
+	var counted *countingStore
+	e := newEnv(t, func(db *sqlite.DB) dashboard.Store {
+		counted = &countingStore{DB: db, calls: map[string]int{}}
+		return counted
+	})
+	c, u := e.owner("owner@example.com", true)
+	globex, err := e.accts.CreateClient(context.Background(), u.AccountID, "Globex")
+	if err != nil {
+		t.Fatal(err)
+	}
+	acme := e.monitor(c, u.AccountID, "acme.example", "")
+	shop := e.monitor(c, u.AccountID, "shop.example", globex.ID)
+	e.monitor(c, u.AccountID, "new.example", "")
+	e.readings(acme, 40, 50, 65)
+	e.readings(shop, 70, 70)
+	e.completedScan(acme, "scan_acme", `{"overall":{"probes":12,"failed":0,"mention_rate":`+rate(6, 12, 0.254, 0.746)+`,
+		"citation_rate":`+rate(0, 12, 0, 0.243)+`,"sources_reported":`+rate(12, 12, 0.757, 1)+`,"source_share":`+rate(0, 20, 0, 0.161)+`,
+		"cited_domains":[{"domain":"rival.example","count":12},{"domain":"other.example","count":8}],"cited_pages":[]}}`)
+	e.completedScan(shop, "scan_shop", `{"overall":{"probes":10,"failed":0,"mention_rate":`+rate(4, 10, 0.168, 0.687)+`,
+		"citation_rate":`+rate(1, 10, 0.018, 0.404)+`,"sources_reported":`+rate(0, 10, 0, 0.278)+`,"source_share":null,
+		"cited_domains":[],"cited_pages":[]}}`)
+	counted.reset()
+
+	p := e.get(c, "/")
+	if p.status != http.StatusOK {
+		t.Fatalf("overview: %d\n%s", p.status, p.body)
+	}
+	if calls := counted.reset(); !reflect.DeepEqual(calls, map[string]int{"LatestReadings": 1, "LatestScans": 1}) {
+		t.Errorf("the Overview of 3 domains read the store %v times, want LatestReadings and LatestScans once each", calls)
+	}
+	if i, j := strings.Index(p.body, `id="domain-visibility"`), strings.Index(p.body, "<h2>API usage</h2>"); i < 0 || j < 0 || i > j {
+		t.Errorf("the domains' table (at %d) does not come before API usage (at %d)", i, j)
+	}
+	rows := cellsOf(tableRows(t, p.body, "domain-visibility", "tbody"))
+	want := map[string][]string{
+		"acme.example": {"acme.example", "Account", "65 /100 +15", "", "0% of the cited sources, 95% 0–16%", "*"},
+		"shop.example": {"shop.example", "Globex", "70 /100", "", "10% citation rate: no sources reported, 95% 1.8–40%", "*"},
+		"new.example":  {"new.example", "Account", "—", "no readings yet", "—", "none yet"},
+	}
+	if len(rows) != len(want) {
+		t.Fatalf("the Overview lists %d domains, want %d: %q", len(rows), len(want), rows)
+	}
+	for _, r := range rows {
+		w := want[r[0]]
+		if len(r) == len(w) && w[5] == "*" && strings.HasSuffix(r[5], "UTC") {
+			r[5] = "*" // a scan's time
+		}
+		if !reflect.DeepEqual(r, w) {
+			t.Errorf("the Overview's row:\n got  %q\n want %q", r, w)
+		}
+	}
+	// The trend: a point per reading, on a 0-100 scale, said in words.
+	for domain, n := range map[string]int{"acme.example": 3, "shop.example": 2} {
+		label := "Visibility score of " + domain + " over the last " + string(rune('0'+n)) + " readings"
+		i := strings.Index(p.body, `aria-label="`+label)
+		if i < 0 {
+			t.Errorf("no trend of %s", domain)
+			continue
+		}
+		pts := p.body[i:]
+		pts = pts[strings.Index(pts, `points="`)+len(`points="`):]
+		if got := len(strings.Fields(pts[:strings.Index(pts, `"`)])); got != n {
+			t.Errorf("the trend of %s has %d points, want %d", domain, got, n)
+		}
+	}
+	if !strings.Contains(p.body, `href="/domains/shop.example?client=`+globex.ID+`"`) {
+		t.Error("the client's domain does not link to its owner's page")
+	}
+	changes := find(mustParse(t, p.body), func(n *html.Node) bool { return attr(n, "id") == "changes" })
+	var items []string
+	for li := changes.FirstChild; li != nil; li = li.NextSibling {
+		if li.Type == html.ElementNode {
+			s := strings.Join(strings.Fields(text(li)), " ")
+			items = append(items, s[:strings.Index(s, ",")])
+		}
+	}
+	if want := []string{"acme.example : score 50 → 65 (+15)", "acme.example : score 40 → 50 (+10)"}; !reflect.DeepEqual(items, want) {
+		t.Errorf("latest changes: %q, want %q", items, want)
+	}
+
+	// The client's page: its own domain only.
+	p = e.get(c, "/clients/"+globex.ID)
+	rows = cellsOf(tableRows(t, p.body, "domain-visibility", "tbody"))
+	if len(rows) != 1 || rows[0][0] != "shop.example" {
+		t.Errorf("the client's page lists %q, want its shop.example only", rows)
+	}
+	// The domain page of the client's domain is the client's.
+	p = e.get(c, "/domains/shop.example?client="+globex.ID)
+	if !strings.Contains(p.body, `<p class="big">70<small>/100</small>`) || !strings.Contains(p.body, "The engines cited no source.") {
+		t.Errorf("the client's domain page does not show its reading and scan:\n%s", p.body)
+	}
+	// A domain no engine cited still has its row among the cited domains.
+	p = e.get(c, "/domains/acme.example")
+	if got := cellsOf(tableRows(t, p.body, "cited-domains", "tbody")); !reflect.DeepEqual(got, [][]string{
+		{"rival.example", "12", "60%"}, {"other.example", "8", "40%"}, {"acme.example this domain", "0", "0%"}}) {
+		t.Errorf("acme's cited domains: %q", got)
+	}
+}
+
+func mustParse(t *testing.T, body string) *html.Node {
+	t.Helper()
+	doc, err := html.Parse(strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
