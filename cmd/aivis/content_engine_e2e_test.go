@@ -51,13 +51,22 @@ func writeConfig(t *testing.T, dir string, cfg map[string]any) string {
 	return path
 }
 
-// scanConfig configures engine, which wants the key sk-test, as the one
-// AI engine that scans ask (its key from the environment).
-func scanConfig(t *testing.T, dir string, engine *probefake.Fake) string {
+// scanConfig configures engine, which wants the key sk-test, as the AI
+// engine that scans ask (its key from the environment): its model
+// fake-model, labelled Fake, and each of models, labelled by its name.
+func scanConfig(t *testing.T, dir string, engine *probefake.Fake, models ...string) string {
 	engine.Key = "sk-test"
 	t.Setenv("AIVIS_TEST_ENGINE_KEY", "sk-test")
-	return writeConfig(t, dir, map[string]any{"engines": []map[string]any{{"label": "Fake", "base_url": engine.URL(), "model": "fake-model",
-		"api_key_env": "AIVIS_TEST_ENGINE_KEY", "concurrency": 2, "input_price_per_mtok": 1, "output_price_per_mtok": 2}}})
+	var engines []map[string]any
+	for i, model := range append([]string{"fake-model"}, models...) {
+		label := model
+		if i == 0 {
+			label = "Fake"
+		}
+		engines = append(engines, map[string]any{"label": label, "base_url": engine.URL(), "model": model,
+			"api_key_env": "AIVIS_TEST_ENGINE_KEY", "concurrency": 2, "input_price_per_mtok": 1, "output_price_per_mtok": 2})
+	}
+	return writeConfig(t, dir, map[string]any{"engines": engines})
 }
 
 func getCR(t *testing.T, s *server, k key, id string) client.ContentRequest {

@@ -102,6 +102,9 @@ var bootstrapLink = regexp.MustCompile(`(https://\S+/join\?token=[A-Za-z0-9]+)`)
 // every page.
 const axeVersion = "4.10.2"
 
+// searchModel is the browser test's search model: it cites its sources.
+const searchModel = "gpt-4o-search-preview"
+
 func TestDashboardInBrowser(t *testing.T) {
 	browser := chromium(t)
 	shots := screenshotDir(t)
@@ -118,11 +121,19 @@ func TestDashboardInBrowser(t *testing.T) {
 	cli(t, dir, nil, "plugin", "register", buildPlugin(t, "../../connectors/slack", "slack"))
 	slack := slackfake.New()
 	defer slack.Close()
-	// A fake AI engine answers the scans the browser asks for.
+	// A fake AI engine answers the scans the browser asks for: a plain
+	// model, which reports no sources, and a search model, which cites
+	// them.
 	engine := probefake.New()
 	defer engine.Close()
 	engine.Answer("fake-model", "The best options are Acme (https://acme.invalid/skates) and Globex. Acme is excellent.", "I recommend Globex.")
-	cfgFile := scanConfig(t, dir, engine)
+	engine.Script(searchModel,
+		probefake.Reply{Text: "Acme makes the best rocket skates; Globex sells cheaper ones.", Citations: []probefake.Citation{
+			{URL: "https://acme.invalid/skates", Title: "Acme skates", Quote: "Acme makes the best rocket skates"},
+			{URL: "https://globex.example/prices", Title: "Globex prices", Quote: "Globex sells cheaper ones"}}},
+		probefake.Reply{Text: "Reviewers prefer Globex <b>for speed</b>.", Citations: []probefake.Citation{
+			{URL: "https://reviews.example/skates", Title: "Skate reviews", Quote: "Reviewers prefer Globex"}}})
+	cfgFile := scanConfig(t, dir, engine, searchModel)
 	s := start(t, dir, "--config", cfgFile, "--allowed-targets", "127.0.0.1/32", "--allow-http-targets", "--counter-flush-interval", "200ms")
 	m := bootstrapLink.FindStringSubmatch(s.Stdout.String())
 	if m == nil {
@@ -500,6 +511,63 @@ func TestDashboardInBrowser(t *testing.T) {
 		if n, readings := len(strings.Fields(points)), s.count(t, `SELECT count(*) FROM visibility_readings WHERE domain = 'acme.invalid'`); n < 1 || n != readings {
 			t.Errorf("the score line has %d points for %d readings", n, readings)
 		}
+		// The figures per engine: the plain model reported no sources, the
+		// search model did.
+		var engines [][]string
+		run("engines", chromedp.Evaluate(rowsJS("#engines tbody tr"), &engines), shot("11c-domain-figures"))
+		if len(engines) != 2 || engines[0][0] != "Fake" || engines[1][0] != searchModel {
+			t.Fatalf("the per-engine rows read %q, want Fake and %s", engines, searchModel)
+		}
+		if share := engines[0][5]; !strings.HasPrefix(share, "no sources reported") || strings.Contains(share, "%") {
+			t.Errorf("the plain model's source share reads %q, want no sources reported", share)
+		}
+		if share := engines[1][5]; !regexp.MustCompile(`^\d+(\.\d)?% \d`).MatchString(share) {
+			t.Errorf("the search model's source share reads %q, want a share and its interval", share)
+		}
+		// The cited domains, the domain's own row marked, and its cited page.
+		var cited [][]string
+		var own string
+		run("cited", chromedp.Evaluate(rowsJS("#cited-domains tbody tr"), &cited),
+			chromedp.Text(`#cited-domains tr.own th`, &own, chromedp.ByQuery))
+		names := map[string]bool{}
+		for _, r := range cited {
+			names[strings.TrimSuffix(r[0], " this domain")] = true
+		}
+		if !names["acme.invalid"] || !names["globex.example"] || !names["reviews.example"] || len(cited) != 3 {
+			t.Errorf("the cited domains read %q", cited)
+		}
+		if own != "acme.invalid this domain" {
+			t.Errorf("the row marked as the domain's own reads %q", own)
+		}
+		if page := text(`#cited-pages tbody`); !strings.Contains(page, "https://acme.invalid/skates") {
+			t.Errorf("the cited pages read %q", page)
+		}
+	})
+
+	t.Run("the Overview leads with the domains' scores and citation share", func(t *testing.T) {
+		var first string
+		var rows [][]string
+		run("overview", chromedp.Navigate(s.URL+"/"), chromedp.WaitVisible(`#domain-visibility`, chromedp.ByQuery),
+			chromedp.Evaluate(`document.querySelector("main table").id`, &first),
+			chromedp.Evaluate(rowsJS("#domain-visibility tbody tr"), &rows), shot("02b-overview-domains"))
+		if first != "domain-visibility" {
+			t.Errorf("the Overview's first table is #%s, want the domains' visibility", first)
+		}
+		if len(rows) != 1 || rows[0][0] != "acme.invalid" {
+			t.Fatalf("the Overview lists %q, want acme.invalid", rows)
+		}
+		// Domain, client (an agency's), score, trend, citation share, last scan.
+		if score := rows[0][2]; !regexp.MustCompile(`^\d+ ?/100`).MatchString(score) {
+			t.Errorf("acme.invalid's score reads %q", score)
+		}
+		if share := rows[0][4]; !regexp.MustCompile(`^\d+(\.\d)?% of the cited sources`).MatchString(share) {
+			t.Errorf("acme.invalid's citation share reads %q", share)
+		}
+		var trend int
+		run("trend", chromedp.Evaluate(`document.querySelectorAll("#domain-visibility svg.spark polyline").length`, &trend))
+		if trend != 1 {
+			t.Errorf("the Overview draws %d trends, want acme.invalid's", trend)
+		}
 	})
 
 	t.Run("content requests with their state", func(t *testing.T) {
@@ -686,7 +754,7 @@ func TestDashboardInBrowser(t *testing.T) {
 
 	t.Run("phone-sized screen", func(t *testing.T) {
 		paths := []string{"/keys", "/usage", "/webhooks", "/", "/connectors", "/connectors/slack", "/domains", "/domains/acme.example",
-			"/content", "/members", "/clients", "/account"}
+			"/domains/acme.invalid", "/content", "/members", "/clients", "/account"}
 		if slackConnection != "" {
 			paths = append(paths, strings.TrimPrefix(strings.SplitN(slackConnection, "?", 2)[0], s.URL))
 		}
@@ -911,6 +979,12 @@ func TestOperatorInvitesAUser(t *testing.T) {
 	if r := s.do(t, req{method: "GET", path: "/openapi.json"}); r.Status != 200 || !strings.Contains(string(r.Body), `"openapi"`) {
 		t.Errorf("GET /openapi.json: %d", r.Status)
 	}
+}
+
+// rowsJS reads the rows a selector finds, each as its cells' text.
+func rowsJS(selector string) string {
+	return fmt.Sprintf(`Array.from(document.querySelectorAll(%q)).map(r =>
+		Array.from(r.cells).map(c => c.textContent.replace(/\s+/g, " ").trim()))`, selector)
 }
 
 // contrast is the WCAG contrast ratio of two CSS rgb() colours.
