@@ -3,6 +3,7 @@ package dashboard_test
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -14,6 +15,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/aivis/aivis/core/dashboard"
+	"github.com/aivis/aivis/core/events"
 	"github.com/aivis/aivis/core/store"
 	"github.com/aivis/aivis/core/store/sqlite"
 )
@@ -265,9 +267,10 @@ func (c *countingStore) ListReadings(ctx context.Context, f store.ReadingFilter,
 
 // The Overview leads with every domain's score, its trend and its
 // citation share (the source share, or the citation rate of engines that
-// reported no sources), then the latest changes, then API usage; it reads
-// the readings and the scans of all the domains in one query each. An
-// agency's client's page shows that client's domains only.
+// reported no sources), then the latest changes (of the scores and of
+// the engines' citation rates), then API usage; it reads the readings and
+// the scans of all the domains in one query each. An agency's client's
+// page shows that client's domains and changes only.
 func TestOverviewLeadsWithScoresTrendsAndCitationShare(t *testing.T) {
 	var counted *countingStore
 	e := newEnv(t, func(db *sqlite.DB) dashboard.Store {
@@ -290,6 +293,9 @@ func TestOverviewLeadsWithScoresTrendsAndCitationShare(t *testing.T) {
 	e.completedScan(shop, "scan_shop", `{"overall":{"probes":10,"failed":0,"mention_rate":`+rate(4, 10, 0.168, 0.687)+`,
 		"citation_rate":`+rate(1, 10, 0.018, 0.404)+`,"sources_reported":`+rate(0, 10, 0, 0.278)+`,"source_share":null,
 		"cited_domains":[],"cited_pages":[]}}`)
+	now := time.Now().UTC()
+	e.citationChange(acme, "GPT search", 0.2, 0.455, now.Add(-90*time.Minute))
+	e.citationChange(shop, "Local", 0.1, 0, now.Add(-30*time.Minute))
 	counted.reset()
 
 	p := e.get(c, "/")
@@ -337,23 +343,19 @@ func TestOverviewLeadsWithScoresTrendsAndCitationShare(t *testing.T) {
 	if !strings.Contains(p.body, `href="/domains/shop.example?client=`+globex.ID+`"`) {
 		t.Error("the client's domain does not link to its owner's page")
 	}
-	changes := find(mustParse(t, p.body), func(n *html.Node) bool { return attr(n, "id") == "changes" })
-	var items []string
-	for li := changes.FirstChild; li != nil; li = li.NextSibling {
-		if li.Type == html.ElementNode {
-			s := strings.Join(strings.Fields(text(li)), " ")
-			items = append(items, s[:strings.Index(s, ",")])
-		}
-	}
-	if want := []string{"acme.example : score 50 → 65 (+15)", "acme.example : score 40 → 50 (+10)"}; !reflect.DeepEqual(items, want) {
-		t.Errorf("latest changes: %q, want %q", items, want)
+	if want := []string{"shop.example : citation rate in Local 10% → 0% (-10 points)", "acme.example : score 50 → 65 (+15)",
+		"acme.example : citation rate in GPT search 20% → 46% (+25.5 points)", "acme.example : score 40 → 50 (+10)"}; !reflect.DeepEqual(changesOf(t, p.body), want) {
+		t.Errorf("latest changes: %q, want %q", changesOf(t, p.body), want)
 	}
 
-	// The client's page: its own domain only.
+	// The client's page: its own domain and changes only.
 	p = e.get(c, "/clients/"+globex.ID)
 	rows = cellsOf(tableRows(t, p.body, "domain-visibility", "tbody"))
 	if len(rows) != 1 || rows[0][0] != "shop.example" {
 		t.Errorf("the client's page lists %q, want its shop.example only", rows)
+	}
+	if got, want := changesOf(t, p.body), []string{"shop.example : citation rate in Local 10% → 0% (-10 points)"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("the client's latest changes: %q, want %q", got, want)
 	}
 	// The domain page of the client's domain is the client's.
 	p = e.get(c, "/domains/shop.example?client="+globex.ID)
@@ -365,6 +367,38 @@ func TestOverviewLeadsWithScoresTrendsAndCitationShare(t *testing.T) {
 	if got := cellsOf(tableRows(t, p.body, "cited-domains", "tbody")); !reflect.DeepEqual(got, [][]string{
 		{"rival.example", "12", "60%"}, {"other.example", "8", "40%"}, {"acme.example this domain", "0", "0%"}}) {
 		t.Errorf("acme's cited domains: %q", got)
+	}
+}
+
+// changesOf are the latest changes a page lists, each without its time.
+func changesOf(t *testing.T, body string) []string {
+	t.Helper()
+	var items []string
+	changes := find(mustParse(t, body), func(n *html.Node) bool { return attr(n, "id") == "changes" })
+	for li := changes.FirstChild; li != nil; li = li.NextSibling {
+		if li.Type == html.ElementNode {
+			s := strings.Join(strings.Fields(text(li)), " ")
+			items = append(items, s[:strings.LastIndex(s, ",")])
+		}
+	}
+	return items
+}
+
+// citationChange logs a citation_change of a domain's engine, as the
+// delivery engine logs every event.
+func (e *env) citationChange(md store.MonitoredDomain, engine string, from, to float64, at time.Time) {
+	e.t.Helper()
+	ev, err := events.New(events.CitationChange, at, md.AccountID, md.ClientID, md.Domain, events.CitationChangeData{Domain: md.Domain,
+		Engine: engine, Kind: "openai-chat", PreviousCitationRate: events.Rate{Value: from}, CitationRate: events.Rate{Value: to},
+		CitationChange: math.Round((to-from)*10000) / 100})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := e.db.Update(context.Background(), func(tx store.Tx) error {
+		return tx.LogEvent(store.LoggedEvent{ID: ev.ID, AccountID: md.AccountID, ClientID: md.ClientID, Event: ev.Event, Domain: md.Domain,
+			Payload: ev.AppendJSON(nil), CreatedAt: at})
+	}); err != nil {
+		e.t.Fatal(err)
 	}
 }
 

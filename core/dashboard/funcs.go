@@ -33,7 +33,6 @@ var funcs = template.FuncMap{
 		return strings.TrimSuffix(rate(i.Low), "%") + "–" + rate(i.High)
 	},
 	"signed": func(v float64) string { return fmt.Sprintf("%+.2f", v) },
-	"delta":  func(v int) string { return fmt.Sprintf("%+d", v) },
 	"ms":     func(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d.Microseconds())/1000) },
 	"deref": func(s *string) string {
 		if s == nil {

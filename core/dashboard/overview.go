@@ -1,15 +1,18 @@
 package dashboard
 
 import (
+	"encoding/json"
 	"fmt"
 	"html/template"
 	"math"
 	"net/http"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/aivis/aivis/core/events"
 	"github.com/aivis/aivis/core/store"
 )
 
@@ -22,7 +25,7 @@ const trendReadings = 30
 type domainSummary struct {
 	Domain store.MonitoredDomain
 	Latest *store.Reading
-	Change *int // the latest score against the reading before it, when it moved
+	Change string // the latest score against the reading before it, signed, when it moved
 	Trend  Sparkline
 	Share  *share
 	Scan   *store.Scan
@@ -36,28 +39,66 @@ func domainLink(domain, clientID string) string {
 	return "/domains/" + domain + "?client=" + url.QueryEscape(clientID)
 }
 
-// scoreChange is a reading that moved a domain's score.
-type scoreChange struct {
+// change is a recent move of a domain's figures: its score, from one
+// reading to the next, or an engine's citation rate, from one scan to the
+// next (a citation_change event).
+type change struct {
 	Domain   string
 	ClientID string
-	From, To int
-	Change   int
+	Engine   string // a citation rate's; "" for the score
+	From, To string
+	Change   string // signed, in points
 	At       time.Time
+}
+
+// citationChanges are the latest citation_change events of an owner (or
+// of every owner: clientID "*"), as changes.
+func (s *Dashboard) citationChanges(r *http.Request, clientID string) ([]change, error) {
+	evs, err := s.Webhooks.RecentEvents(r.Context(), principal(r), events.CitationChange, clientID, maxChanges)
+	if err != nil {
+		return nil, err
+	}
+	var out []change
+	for _, ev := range evs {
+		var body struct {
+			Data events.CitationChangeData `json:"data"`
+		}
+		if err := json.Unmarshal(ev.Payload, &body); err != nil {
+			return nil, fmt.Errorf("event %s: %w", ev.ID, err)
+		}
+		d := body.Data
+		out = append(out, change{Domain: ev.Domain, ClientID: ev.ClientID, Engine: d.Engine, At: ev.CreatedAt,
+			From: rate(d.PreviousCitationRate.Value), To: rate(d.CitationRate.Value), Change: points(d.CitationChange)})
+	}
+	return out, nil
+}
+
+// points is a change of a rate in percentage points, signed, to the
+// tenth.
+func points(v float64) string {
+	s := strconv.FormatFloat(math.Round(v*10)/10, 'f', -1, 64)
+	if !strings.HasPrefix(s, "-") {
+		s = "+" + s
+	}
+	return s + " points"
 }
 
 // visibilityData is the domains' part of the Overview (and of a client's
 // page).
 type visibilityData struct {
 	Domains    []domainSummary
-	Changes    []scoreChange // the latest, newest first
-	ShowClient bool          // an agency's: each domain's owner
+	Changes    []change // the latest, newest first
+	ShowClient bool     // an agency's: each domain's owner
 	Clients    []store.Client
 }
 
-// visibility reads what the Overview shows of each domain: the newest
-// readings of them all in one query, their last scans in another.
-func (s *Dashboard) visibility(r *http.Request, accountID string, ds []store.MonitoredDomain, showClient bool) (visibilityData, error) {
+// visibility reads what the Overview shows of an owner's domains ds (of
+// every owner: clientID "*"): the newest readings of them all in one
+// query, their last scans in another, the latest citation changes in a
+// third.
+func (s *Dashboard) visibility(r *http.Request, clientID string, ds []store.MonitoredDomain, showClient bool) (visibilityData, error) {
 	v := visibilityData{ShowClient: showClient}
+	accountID := principal(r).AccountID()
 	ids := make([]string, len(ds))
 	for i, md := range ds {
 		ids[i] = md.ID
@@ -79,19 +120,19 @@ func (s *Dashboard) visibility(r *http.Request, accountID string, ds []store.Mon
 		sum := domainSummary{Domain: md}
 		rs := readings[md.ID] // newest first
 		if len(rs) > 0 {
-			sum.Latest = &rs[0]
-			if len(rs) > 1 && rs[0].VisibilityScore != rs[1].VisibilityScore {
-				c := rs[0].VisibilityScore - rs[1].VisibilityScore
-				sum.Change = &c
-			}
-			sum.Trend = sparkline(md.Domain, rs)
+			sum.Latest, sum.Trend = &rs[0], sparkline(md.Domain, rs)
 		}
 		for j := 0; j+1 < len(rs); j++ {
-			if rs[j].VisibilityScore != rs[j+1].VisibilityScore {
-				v.Changes = append(v.Changes, scoreChange{Domain: md.Domain, ClientID: md.ClientID,
-					From: rs[j+1].VisibilityScore, To: rs[j].VisibilityScore,
-					Change: rs[j].VisibilityScore - rs[j+1].VisibilityScore, At: rs[j].MeasuredAt})
+			from, to := rs[j+1].VisibilityScore, rs[j].VisibilityScore
+			if from == to {
+				continue
 			}
+			c := change{Domain: md.Domain, ClientID: md.ClientID, From: strconv.Itoa(from), To: strconv.Itoa(to),
+				Change: fmt.Sprintf("%+d", to-from), At: rs[j].MeasuredAt}
+			if j == 0 {
+				sum.Change = c.Change
+			}
+			v.Changes = append(v.Changes, c)
 		}
 		if sc, ok := scans[md.ID]; ok {
 			sum.Scan = &sc
@@ -101,6 +142,11 @@ func (s *Dashboard) visibility(r *http.Request, accountID string, ds []store.Mon
 		}
 		v.Domains = append(v.Domains, sum)
 	}
+	cited, err := s.citationChanges(r, clientID)
+	if err != nil {
+		return v, err
+	}
+	v.Changes = append(v.Changes, cited...)
 	sort.SliceStable(v.Changes, func(i, j int) bool { return v.Changes[i].At.After(v.Changes[j].At) })
 	v.Changes = v.Changes[:min(len(v.Changes), maxChanges)]
 	return v, nil
@@ -172,7 +218,7 @@ func (s *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 	var d overviewData
 	ds, _, err := s.Domains.List(r.Context(), pr, "*", "", 100)
 	if err == nil {
-		d.Visibility, err = s.visibility(r, pr.AccountID(), ds, v.Account.Type == store.AccountAgency)
+		d.Visibility, err = s.visibility(r, "*", ds, v.Account.Type == store.AccountAgency)
 	}
 	if err == nil {
 		d.Usage, err = s.usage(r, v.Account, "")

@@ -73,7 +73,7 @@ func (s *Dashboard) clientPage(w http.ResponseWriter, r *http.Request) {
 	ds, _, e := s.Domains.List(r.Context(), pr, id, "", 100)
 	errs = append(errs, e)
 	if e == nil {
-		d.Visibility, e = s.visibility(r, v.Account.ID, ds, false)
+		d.Visibility, e = s.visibility(r, id, ds, false)
 		errs = append(errs, e)
 	}
 	d.Webhooks, _, e = s.Webhooks.List(r.Context(), pr, id, "", 100)
