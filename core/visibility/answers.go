@@ -4,12 +4,17 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
+	"net/url"
+	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aivis/aivis/client"
 	"github.com/aivis/aivis/core/accounts"
 	"github.com/aivis/aivis/core/auth"
+	"github.com/aivis/aivis/core/fault"
 	"github.com/aivis/aivis/core/probe"
 	"github.com/aivis/aivis/core/store"
 )
@@ -90,4 +95,64 @@ func (s *Scans) Answers(ctx context.Context, p auth.Principal, scanID string, f 
 	f.AccountID, f.ScanID = p.AccountID(), scanID
 	as, next, err := s.Store.ListScanAnswers(ctx, f)
 	return as, next, accounts.CursorError(err)
+}
+
+// ParseAnswerFilter reads the filters of a scan's answers from a query
+// (engine, prompt, mentioned, cited, q), as the API and the dashboard
+// take them.
+func ParseAnswerFilter(q url.Values) (store.AnswerFilter, error) {
+	var f fault.Fields
+	af := store.AnswerFilter{Engine: q.Get("engine"), Query: q.Get("q")}
+	for _, p := range [][2]string{{"engine", af.Engine}, {"q", af.Query}} {
+		if !utf8.ValidString(p[1]) || utf8.RuneCountInString(p[1]) > 200 {
+			f.Add(p[0], "must be at most 200 characters of valid UTF-8")
+		}
+	}
+	if v := q.Get("prompt"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			f.Add("prompt", "must be the index of a prompt of the scan's prompt set: an integer from 0")
+		}
+		af.Prompt = &n
+	}
+	for _, b := range []struct {
+		name string
+		dst  **bool
+	}{{"mentioned", &af.Mentioned}, {"cited", &af.Cited}} {
+		switch v := q.Get(b.name); v {
+		case "":
+		case "true", "false":
+			yes := v == "true"
+			*b.dst = &yes
+		default:
+			f.Add(b.name, "must be true or false")
+		}
+	}
+	return af, f.Err()
+}
+
+// AnswerView is a kept answer as the API and the dashboard show it: its
+// columns, and its detail, kept in the API's shape.
+func AnswerView(a store.ScanAnswer) (client.ScanAnswer, error) {
+	var v client.ScanAnswer
+	if err := json.Unmarshal(a.Detail, &v); err != nil {
+		return v, fmt.Errorf("scan %s, answer %d: %w", a.ScanID, a.Seq, err)
+	}
+	v.Seq, v.Prompt, v.Run = a.Seq, client.AnswerPrompt{Index: a.PromptIndex, Text: a.Prompt, Intent: a.Intent}, a.Run
+	v.Engine, v.Kind, v.Text, v.SourcesReported = a.Engine, a.Kind, a.Text, a.SourcesReported
+	if a.Error != "" {
+		v.Error = &a.Error
+	}
+	v.Mentioned, v.Cited, v.Position = a.Mentioned, a.Cited, a.Position
+	v.Queries, v.Competitors = nonNil(v.Queries), nonNil(v.Competitors)
+	if v.Sources == nil {
+		v.Sources = []client.AnswerSource{}
+	}
+	if v.Citations == nil {
+		v.Citations = []client.AnswerCitation{}
+	}
+	if v.Sentences == nil {
+		v.Sentences = []client.AnswerSentence{}
+	}
+	return v, nil
 }
