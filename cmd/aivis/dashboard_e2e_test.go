@@ -542,6 +542,40 @@ func TestDashboardInBrowser(t *testing.T) {
 		if page := text(`#cited-pages tbody`); !strings.Contains(page, "https://acme.invalid/skates") {
 			t.Errorf("the cited pages read %q", page)
 		}
+		// The answers behind the scan, searched by their text, then by
+		// engine: the search model's words are text, not markup.
+		var answers []struct{ Engine, Text string }
+		var marks, bold int
+		run("search answers", chromedp.SendKeys(`#ans-q`, "reviewers PREFER", chromedp.ByQuery),
+			chromedp.Submit(`#ans-q`, chromedp.ByQuery), chromedp.WaitVisible(`#answer-list mark`, chromedp.ByQuery),
+			chromedp.Poll(`document.readyState === "complete"`, nil),
+			chromedp.Evaluate(answersJS, &answers),
+			chromedp.Evaluate(`document.querySelectorAll("#answer-list mark").length`, &marks),
+			chromedp.Evaluate(`document.querySelectorAll("#answer-list .answer-text b").length`, &bold), shot("11d-domain-answers"))
+		if len(answers) == 0 || marks != len(answers) || bold != 0 {
+			t.Fatalf("searching the answers lists %d (%d marked, %d bold): %+v", len(answers), marks, bold, answers)
+		}
+		for _, a := range answers {
+			if a.Engine != searchModel || a.Text != "Reviewers prefer Globex <b>for speed</b>." {
+				t.Errorf("the search lists %+v, want the search model's reviews answer as text", a)
+			}
+		}
+		var all []struct{ Engine, Text string }
+		run("filter answers", chromedp.Clear(`#ans-q`, chromedp.ByQuery),
+			chromedp.SetValue(`#ans-engine`, "Fake", chromedp.ByQuery),
+			// The next page keeps the engine chosen, as an attribute the
+			// page it replaces does not have.
+			chromedp.Submit(`#ans-q`, chromedp.ByQuery), chromedp.WaitReady(`#ans-engine option[selected]`, chromedp.ByQuery),
+			chromedp.Poll(`document.readyState === "complete"`, nil),
+			chromedp.Evaluate(answersJS, &all))
+		if len(all) == 0 {
+			t.Fatal("the Fake engine's answers are not listed")
+		}
+		for _, a := range all {
+			if a.Engine != "Fake" {
+				t.Errorf("filtered by Fake, the answers list %+v", a)
+			}
+		}
 	})
 
 	t.Run("the Overview leads with the domains' scores and citation share", func(t *testing.T) {
@@ -980,6 +1014,11 @@ func TestOperatorInvitesAUser(t *testing.T) {
 		t.Errorf("GET /openapi.json: %d", r.Status)
 	}
 }
+
+// answersJS reads the answers the domain page lists: each one's engine
+// and text.
+const answersJS = `Array.from(document.querySelectorAll("#answer-list > li")).map(li =>
+	({Engine: li.querySelector(".hint strong").textContent, Text: (li.querySelector(".answer-text") || {}).textContent}))`
 
 // rowsJS reads the rows a selector finds, each as its cells' text.
 func rowsJS(selector string) string {

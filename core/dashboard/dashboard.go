@@ -65,6 +65,7 @@ type Store interface {
 	ListReadings(ctx context.Context, f store.ReadingFilter, cursor string, limit int) ([]store.Reading, string, error)
 	LatestScan(ctx context.Context, accountID, clientID, domain string) (store.Scan, error)
 	LatestScans(ctx context.Context, accountID string, domainIDs []string) (map[string]store.Scan, error)
+	ListScanAnswers(ctx context.Context, f store.AnswerFilter) ([]store.ScanAnswer, string, error)
 	DefaultWebhookURL(ctx context.Context, accountID, clientID string) (string, error)
 }
 

@@ -3,6 +3,7 @@ package dashboard_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"net/http"
 	"net/url"
@@ -409,4 +410,144 @@ func mustParse(t *testing.T, body string) *html.Node {
 		t.Fatal(err)
 	}
 	return doc
+}
+
+// answers keeps a scan's answers: n of them, the engines GPT search and
+// Local in turn, every third mentioning the brand, every fourth citing
+// the domain; extra replaces the first ones.
+func (e *env) answers(sc store.Scan, n int, extra ...store.ScanAnswer) {
+	e.t.Helper()
+	as := make([]store.ScanAnswer, n)
+	for i := range as {
+		as[i] = store.ScanAnswer{ScanID: sc.ID, Seq: i, PromptIndex: i / 2, Prompt: fmt.Sprintf("Which shop sells item %d?", i/2), Intent: "discovery",
+			Run: i % 2, Engine: []string{"GPT search", "Local"}[i%2], Kind: []string{"openai-responses", "openai-chat"}[i%2],
+			Text: fmt.Sprintf("Answer %d: several shops do.", i), SourcesReported: i%2 == 0, Mentioned: i%3 == 0, Cited: i%4 == 0,
+			Detail: json.RawMessage(`{"sources":[],"citations":[],"queries":[],"competitors":[],"sentences":[]}`), RecordedAt: sc.FinishedAt}
+	}
+	for i, a := range extra {
+		a.ScanID, a.Seq, a.RecordedAt = sc.ID, i, sc.FinishedAt
+		as[i] = a
+	}
+	if err := e.db.Update(context.Background(), func(tx store.Tx) error { return tx.InsertScanAnswers(as) }); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// answerIDs are the answers a page lists, by their element's id.
+func answerIDs(t *testing.T, body string) []string {
+	t.Helper()
+	list := find(mustParse(t, body), func(n *html.Node) bool { return attr(n, "id") == "answer-list" })
+	if list == nil {
+		t.Fatalf("the page lists no answers:\n%s", body)
+	}
+	var ids []string
+	for li := list.FirstChild; li != nil; li = li.NextSibling {
+		if li.Type == html.ElementNode && li.Data == "li" {
+			ids = append(ids, strings.TrimPrefix(attr(li, "id"), "answer-"))
+		}
+	}
+	return ids
+}
+
+// The domain page lists the answers behind the latest scan, 20 at a time,
+// searched by their text (case folded, the matches marked) and filtered
+// by engine, mention and citation from a form that works without script;
+// an answer's text, sources and citations are the engines' words, shown
+// as text; a filter the page cannot read is said, with nothing listed.
+func TestDomainPageListsTheLatestScansAnswersSearchable(t *testing.T) {
+	e := newEnv(t)
+	c, u := e.owner("owner@example.com", false)
+	md := e.monitor(c, u.AccountID, "acme.example", "")
+	e.readings(md, 60)
+	old := e.completedScan(md, "scan_old", `{"overall":{"probes":1,"mention_rate":`+rate(0, 1, 0, 0.79)+`}}`)
+	e.answers(old, 1, store.ScanAnswer{Engine: "Local", Kind: "openai-chat", Text: "An old answer about rocket skates."})
+	sc := e.completedScan(md, "scan_new", `{"overall":{"probes":25,"mention_rate":`+rate(9, 25, 0.2, 0.56)+`},
+		"engines":[{"label":"GPT search","kind":"openai-responses"},{"label":"Local","kind":"openai-chat"}]}`)
+	start, end := 0, len("Acme Rocket Skates")
+	e.answers(sc, 25,
+		store.ScanAnswer{Prompt: "Best rocket skates?", Engine: "GPT search", Kind: "openai-responses", SourcesReported: true, Mentioned: true,
+			Cited: true, Position: 1, Text: "Acme Rocket Skates lead. <script>alert(1)</script>",
+			Detail: json.RawMessage(`{"sources":[{"url":"https://acme.example/skates","title":"Acme <b>skates</b>","domain":"acme.example"},
+				{"url":"javascript:alert(2)","title":"trap","domain":"trap.example"}],
+				"citations":[{"url":"https://acme.example/skates","title":"Acme","domain":"acme.example","start":` + fmt.Sprint(start) + `,"end":` + fmt.Sprint(end) + `,"text":""}],
+				"queries":["best rocket skates"],"competitors":[],"sentences":[{"text":"Acme Rocket Skates lead.","sentiment":0.42}]}`)},
+		store.ScanAnswer{Prompt: "Who sells skates?", Engine: "Local", Kind: "openai-chat", Text: "Try ROCKET SKATES from anyone.",
+			Detail: json.RawMessage(`{}`)},
+		store.ScanAnswer{Prompt: "Who sells skates?", Engine: "Local", Kind: "openai-chat", Error: "the engine answered 503",
+			Detail: json.RawMessage(`{}`)})
+
+	// The first page: 20 of 25, in the scan's order, the next page linked.
+	p := e.get(c, "/domains/acme.example")
+	if ids := answerIDs(t, p.body); len(ids) != 20 || ids[0] != "0" || ids[19] != "19" {
+		t.Fatalf("the first page lists answers %v, want 0 to 19", ids)
+	}
+	next := find(mustParse(t, p.body), func(n *html.Node) bool { return n.Data == "a" && text(n) == "Next answers " })
+	if next == nil {
+		t.Fatal("the first page does not link to the next")
+	}
+	if ids := answerIDs(t, e.get(c, attr(next, "href")).body); len(ids) != 5 || ids[0] != "20" {
+		t.Errorf("the next page lists %v, want 20 to 24", ids)
+	}
+	// The first answer: its facts, its text as text, its sources'
+	// addresses only where they are web addresses, the span a citation
+	// supports, the sentence naming the brand.
+	shown := strings.Join(strings.Fields(text(mustParse(t, p.body))), " ")
+	for _, want := range []string{"mentioned, named #1", "cites the domain", "2 sources", "Acme Rocket Skates lead. <script>alert(1)</script>",
+		"Acme <b>skates</b>", "Searched: best rocket skates", "Acme Rocket Skates lead. sentiment +0.42",
+		"The engine gave no answer: the engine answered 503", "no sources reported", "does not cite the domain"} {
+		if !strings.Contains(shown, want) {
+			t.Errorf("the answers do not read %q", want)
+		}
+	}
+	for _, want := range []string{`href="#ZgotmplZ"`, "<q>Acme Rocket Skates</q>"} {
+		if !strings.Contains(p.body, want) {
+			t.Errorf("the answers lack %s", want)
+		}
+	}
+	for _, markup := range []string{"<script>alert", "<b>skates", "javascript:"} {
+		if strings.Contains(p.body, markup) {
+			t.Errorf("the page carries the engines' %q as markup", markup)
+		}
+	}
+
+	// A text search: case folded, the matches marked, the old scan's
+	// answer not among them.
+	p = e.get(c, "/domains/acme.example?q=Rocket+skates")
+	if ids := answerIDs(t, p.body); !reflect.DeepEqual(ids, []string{"0", "1"}) {
+		t.Errorf("searching \"Rocket skates\" lists %v, want 0 and 1", ids)
+	}
+	for _, want := range []string{"<mark>Rocket Skates</mark> lead.", "Try <mark>ROCKET SKATES</mark> from anyone.", `value="Rocket skates"`} {
+		if !strings.Contains(p.body, want) {
+			t.Errorf("the search's page lacks %q", want)
+		}
+	}
+	// Filters, alone and together, kept in the form.
+	for query, want := range map[string][]string{
+		"engine=Local&cited=false&q=answer+1":   {"11", "13", "15", "17", "19"},
+		"engine=GPT+search&mentioned=true":      {"0", "6", "12", "18", "24"},
+		"mentioned=false&cited=true&q=answer+2": {"20"},
+		"q=nothing+says+this":                   nil,
+	} {
+		p := e.get(c, "/domains/acme.example?"+query)
+		var ids []string
+		if want != nil {
+			ids = answerIDs(t, p.body)
+		} else if !strings.Contains(p.body, "No answer of the latest scan matches.") {
+			t.Errorf("?%s does not say that nothing matches", query)
+		}
+		if !reflect.DeepEqual(ids, want) {
+			t.Errorf("?%s lists %v, want %v", query, ids, want)
+		}
+	}
+	if p := e.get(c, "/domains/acme.example?engine=Local&mentioned=false"); !strings.Contains(p.body, `<option selected>Local</option>`) ||
+		!strings.Contains(p.body, `<option value="false" selected>Not mentioned</option>`) {
+		t.Error("the form does not keep the filters it was sent")
+	}
+	// What the page cannot read: said, nothing listed.
+	for _, query := range []string{"mentioned=maybe", "cursor=not-a-cursor"} {
+		p := e.get(c, "/domains/acme.example?"+query)
+		if p.status != http.StatusBadRequest || !strings.Contains(p.body, `class="problem"`) || strings.Contains(p.body, `id="answer-0"`) {
+			t.Errorf("?%s: %d, want 400 with the problem and no answer", query, p.status)
+		}
+	}
 }

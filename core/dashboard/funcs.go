@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aivis/aivis/client"
 	"github.com/aivis/aivis/core/probe"
@@ -33,6 +34,9 @@ var funcs = template.FuncMap{
 		return strings.TrimSuffix(rate(i.Low), "%") + "–" + rate(i.High)
 	},
 	"signed": func(v float64) string { return fmt.Sprintf("%+.2f", v) },
+	"inc":    func(v int) int { return v + 1 },
+	"mark":   mark,
+	"cited":  citedText,
 	"ms":     func(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d.Microseconds())/1000) },
 	"deref": func(s *string) string {
 		if s == nil {
@@ -64,4 +68,42 @@ func rate(v float64) string {
 		return fmt.Sprintf("%.1f%%", p)
 	}
 	return fmt.Sprintf("%.0f%%", p)
+}
+
+// mark is text with each occurrence of q (case folded) marked, every
+// piece of it escaped: the answers' text is the engines', never markup.
+func mark(text, q string) template.HTML {
+	var b strings.Builder
+	n := utf8.RuneCountInString(q)
+	from := 0
+	for i := 0; q != "" && i < len(text); {
+		end := i
+		for k := 0; k < n && end < len(text); k++ {
+			_, size := utf8.DecodeRuneInString(text[end:])
+			end += size
+		}
+		if strings.EqualFold(text[i:end], q) {
+			b.WriteString(template.HTMLEscapeString(text[from:i]) + "<mark>" + template.HTMLEscapeString(text[i:end]) + "</mark>")
+			from, i = end, end
+			continue
+		}
+		_, size := utf8.DecodeRuneInString(text[i:])
+		i += size
+	}
+	b.WriteString(template.HTMLEscapeString(text[from:]))
+	return template.HTML(b.String())
+}
+
+// citedText is the text of an answer a citation supports: as the engine
+// quoted it, else the span it gave ("" when it gave neither, or a span
+// that is not one of the text).
+func citedText(text string, c client.AnswerCitation) string {
+	if c.Text != "" || c.Start == nil || c.End == nil {
+		return c.Text
+	}
+	s, e := *c.Start, *c.End
+	if s < 0 || e > len(text) || s >= e || !utf8.RuneStart(text[s]) || e < len(text) && !utf8.RuneStart(text[e]) {
+		return ""
+	}
+	return text[s:e]
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/aivis/aivis/client"
+	"github.com/aivis/aivis/core/accounts"
 	"github.com/aivis/aivis/core/domains"
 	"github.com/aivis/aivis/core/readiness"
 	"github.com/aivis/aivis/core/store"
@@ -168,6 +169,48 @@ type domainData struct {
 	Figures   *visibility.Breakdown // with the engines' figures
 	Share     *share
 	Cited     []citedRow
+	// The latest scan's answers: a page of those the form's filters
+	// (Ask) select, and the link to the next page.
+	Answers     []client.ScanAnswer
+	Ask         answerAsk
+	AnswersNext string
+}
+
+// answerAsk is what the answers' form asks, as typed.
+type answerAsk struct{ Q, Engine, Mentioned, Cited string }
+
+// Any reports whether the form asks anything.
+func (a answerAsk) Any() bool { return a != answerAsk{} }
+
+// answersPerPage is how many answers the domain page lists at once.
+const answersPerPage = 20
+
+// scanAnswers reads the page of the latest scan's answers that the
+// request's filters and cursor select.
+func (s *Dashboard) scanAnswers(r *http.Request, d *domainData) error {
+	q := r.URL.Query()
+	d.Ask = answerAsk{Q: q.Get("q"), Engine: q.Get("engine"), Mentioned: q.Get("mentioned"), Cited: q.Get("cited")}
+	f, err := visibility.ParseAnswerFilter(q)
+	if err != nil {
+		return err
+	}
+	f.AccountID, f.ScanID, f.Cursor, f.Limit = principal(r).AccountID(), d.Scan.ID, q.Get("cursor"), answersPerPage
+	as, next, err := s.Store.ListScanAnswers(r.Context(), f)
+	if err != nil {
+		return accounts.CursorError(err)
+	}
+	views := make([]client.ScanAnswer, len(as))
+	for i, a := range as {
+		if views[i], err = visibility.AnswerView(a); err != nil {
+			return err
+		}
+	}
+	d.Answers = views
+	if next != "" {
+		q.Set("cursor", next)
+		d.AnswersNext = "/domains/" + d.Domain + "?" + q.Encode() + "#answers"
+	}
+	return nil
 }
 
 type part struct {
@@ -249,7 +292,13 @@ func (s *Dashboard) domainPage(w http.ResponseWriter, r *http.Request) {
 		s.failWith(w, r, err)
 		return
 	}
-	s.render(w, r, http.StatusOK, "domain", page{Title: name, Nav: "domains", D: d})
+	status, prob := http.StatusOK, (*problem)(nil)
+	if d.Figures != nil {
+		if err := s.scanAnswers(r, &d); err != nil {
+			prob, status = s.problemOf(r, err)
+		}
+	}
+	s.render(w, r, status, "domain", page{Title: name, Nav: "domains", Problem: prob, D: d})
 }
 
 func (s *Dashboard) requestScan(w http.ResponseWriter, r *http.Request) {
