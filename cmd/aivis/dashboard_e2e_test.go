@@ -182,10 +182,16 @@ func TestDashboardInBrowser(t *testing.T) {
 			t.Fatalf("%s: %v\npage:\n%s\nserver:\n%s", what, err, html, s.Stderr)
 		}
 	}
-	shot := func(name string) chromedp.Action {
+	// shot saves a screenshot of the whole page, or of what the element
+	// sel shows.
+	shot := func(name string, sel ...string) chromedp.Action {
 		return chromedp.ActionFunc(func(ctx context.Context) error {
 			var buf []byte
-			if err := chromedp.FullScreenshot(&buf, 100).Do(ctx); err != nil {
+			var take chromedp.Action = chromedp.FullScreenshot(&buf, 100)
+			if len(sel) > 0 {
+				take = chromedp.Screenshot(sel[0], &buf, chromedp.ByQuery)
+			}
+			if err := take.Do(ctx); err != nil {
 				return err
 			}
 			return os.WriteFile(filepath.Join(shots, name+".png"), buf, 0o644)
@@ -476,7 +482,7 @@ func TestDashboardInBrowser(t *testing.T) {
 				chromedp.Evaluate(`document.querySelectorAll("ul.findings li").length`, &n))
 			if n > 0 {
 				run("read", chromedp.Text(`ul.findings`, &findings, chromedp.ByQuery),
-					chromedp.Text(`#breakdown tbody`, &parts, chromedp.ByQuery), shot("11b-domain-scanned"))
+					chromedp.Text(`#breakdown tbody`, &parts, chromedp.ByQuery), shot("11b-domain-scanned", "#scan-breakdown"))
 				break
 			}
 			if time.Now().After(deadline) {
@@ -514,7 +520,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		// The figures per engine: the plain model reported no sources, the
 		// search model did.
 		var engines [][]string
-		run("engines", chromedp.Evaluate(rowsJS("#engines tbody tr"), &engines), shot("11c-domain-figures"))
+		run("engines", chromedp.Evaluate(rowsJS("#engines tbody tr"), &engines), shot("11c-domain-figures", "#figures"))
 		if len(engines) != 2 || engines[0][0] != "Fake" || engines[1][0] != searchModel {
 			t.Fatalf("the per-engine rows read %q, want Fake and %s", engines, searchModel)
 		}
@@ -551,7 +557,7 @@ func TestDashboardInBrowser(t *testing.T) {
 			chromedp.Poll(`document.readyState === "complete"`, nil),
 			chromedp.Evaluate(answersJS, &answers),
 			chromedp.Evaluate(`document.querySelectorAll("#answer-list mark").length`, &marks),
-			chromedp.Evaluate(`document.querySelectorAll("#answer-list .answer-text b").length`, &bold), shot("11d-domain-answers"))
+			chromedp.Evaluate(`document.querySelectorAll("#answer-list .answer-text b").length`, &bold), shot("11d-domain-answers", "#answers-section"))
 		if len(answers) == 0 || marks != len(answers) || bold != 0 {
 			t.Fatalf("searching the answers lists %d (%d marked, %d bold): %+v", len(answers), marks, bold, answers)
 		}
