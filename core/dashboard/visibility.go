@@ -277,7 +277,12 @@ func (s *Dashboard) domainPage(w http.ResponseWriter, r *http.Request) {
 			for k, v := range bd.Components {
 				d.Parts = append(d.Parts, part{Name: k, Value: v, Weight: bd.Weights[k]})
 			}
-			sort.Slice(d.Parts, func(i, j int) bool { return d.Parts[i].Weight > d.Parts[j].Weight })
+			sort.Slice(d.Parts, func(i, j int) bool {
+				if d.Parts[i].Weight != d.Parts[j].Weight {
+					return d.Parts[i].Weight > d.Parts[j].Weight
+				}
+				return d.Parts[i].Name < d.Parts[j].Name
+			})
 			if b, err := json.Marshal(bd.Readiness); err == nil {
 				var rep readiness.Report
 				if json.Unmarshal(b, &rep) == nil && rep.Domain != "" {
