@@ -396,7 +396,7 @@ func (e *env) citationChange(md store.MonitoredDomain, engine string, from, to f
 		e.t.Fatal(err)
 	}
 	if err := e.db.Update(context.Background(), func(tx store.Tx) error {
-		return tx.LogEvent(store.LoggedEvent{ID: ev.ID, AccountID: md.AccountID, ClientID: md.ClientID, Event: ev.Event, Domain: md.Domain,
+		return tx.LogEvents(store.LoggedEvent{ID: ev.ID, AccountID: md.AccountID, ClientID: md.ClientID, Event: ev.Event, Domain: md.Domain,
 			Payload: ev.AppendJSON(nil), CreatedAt: at})
 	}); err != nil {
 		e.t.Fatal(err)

@@ -43,7 +43,8 @@ type EventsTx interface {
 	// Publish writes messages to a bus topic in this transaction (the
 	// outbox): subscribers see them once it commits, never if it rolls back.
 	Publish(topic string, msgs ...*message.Message) error
-	// LogEvent keeps an event in the event log (once: a repeat of its id
-	// is ignored, whatever it holds).
-	LogEvent(e LoggedEvent) error
+	// LogEvents keeps events in the event log, in one statement where the
+	// engine can (each once: a repeat of an id is ignored, whatever it
+	// holds).
+	LogEvents(es ...LoggedEvent) error
 }

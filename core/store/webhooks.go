@@ -259,11 +259,26 @@ type DeliveriesTx interface {
 	// with its webhook); nothing, and no error, when the delivery is gone
 	// (retention removed it).
 	RecordOutcome(deliveryID, lease string, o DeliveryOutcome) error
+	// InsertDeliveries adds deliveries as InsertDelivery does, in one
+	// statement where the engine can: added[i] reports whether ds[i] was.
+	// One to a webhook that is gone altogether is not added, and no error.
+	InsertDeliveries(ds []Delivery) (added []bool, err error)
+	// RecordOutcomes writes outcomes, each of another delivery, as
+	// RecordOutcome does, in one statement where the engine can: lost[i]
+	// reports that os[i] was refused as ErrLost (nothing of it written).
+	RecordOutcomes(os []HeldOutcome) (lost []bool, err error)
 	// Redeliver makes failed or succeeded deliveries of a webhook pending
 	// again from the start of the schedule, due at now: those of ids (a
 	// pending one or another webhook's stays as it is), or with ids nil
 	// every failed one of an event in [since, until). It returns how many.
 	Redeliver(webhookID string, ids []string, since, until, now time.Time) (int, error)
+}
+
+// HeldOutcome is an outcome of a delivery and the lease it was attempted
+// under ("": none).
+type HeldOutcome struct {
+	DeliveryID, Lease string
+	DeliveryOutcome
 }
 
 // DeliveryOutcome is the result of one attempt and what follows from it,

@@ -78,6 +78,124 @@ func (t *txn) InsertDelivery(d store.Delivery) (bool, error) {
 	return false, nil
 }
 
+// deliveryTypes are the types of deliveryColumns.
+var deliveryTypes = []string{"text", "text", "text", "text", "text", "bytea", "text", "int4", "int4",
+	"timestamptz", "int2", "timestamptz", "int2", "int4", "text", "text", "timestamptz", "int2",
+	"timestamptz", "int2", "timestamptz", "int2"}
+
+// InsertDeliveries adds the deliveries in one statement, a column an
+// array; those it added come back.
+func (t *txn) InsertDeliveries(ds []store.Delivery) ([]bool, error) {
+	if len(ds) == 0 {
+		return nil, nil
+	}
+	var c columns
+	for _, d := range ds {
+		c.row()
+		c.text(d.ID, d.WebhookID, d.AccountID, d.EventID, d.Event)
+		c.bytes(d.Payload)
+		c.text(d.Status)
+		c.int(d.Attempts)
+		c.int(d.Step)
+		c.nullTime(d.NextAttemptAt)
+		c.nullTime(d.LastAttemptAt)
+		c.nullInt(d.LastStatus)
+		c.nullText(d.LastError)
+		c.nullText(d.Lease)
+		c.nullTime(d.LeaseUntil)
+		c.time(d.CreatedAt)
+		c.time(d.UpdatedAt)
+	}
+	if c.err != nil {
+		return nil, fmt.Errorf("postgres: insert deliveries: %w", c.err)
+	}
+	ids, err := collect(t.ctx, t.tx, scanID, `INSERT INTO webhook_deliveries (`+deliveryColumns+`)
+		SELECT u.* FROM unnest(`+c.params(deliveryTypes...)+`) AS u (`+deliveryColumns+`)
+		WHERE EXISTS (SELECT 1 FROM webhooks w WHERE w.id = u.webhook_id AND w.deleted_at IS NULL)
+		ON CONFLICT (webhook_id, event_id) DO NOTHING RETURNING id`, c.args()...)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: insert deliveries: %w", conflict(err))
+	}
+	in := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		in[id] = true
+	}
+	added := make([]bool, len(ds))
+	for i, d := range ds {
+		added[i] = in[d.ID]
+	}
+	return added, nil
+}
+
+func scanID(s scanner) (string, error) {
+	var id string
+	return id, s.Scan(&id)
+}
+
+// RecordOutcomes writes the outcomes in one statement: the deliveries
+// held by their leases are updated, their attempts added, and each
+// outcome says which it was, and whether its delivery is there.
+func (t *txn) RecordOutcomes(os []store.HeldOutcome) ([]bool, error) {
+	if len(os) == 0 {
+		return nil, nil
+	}
+	var c columns
+	for _, o := range os {
+		a := o.Attempt
+		c.row()
+		c.text(o.DeliveryID, o.Lease, o.Status)
+		c.int(a.N)
+		c.int(o.Step)
+		c.nullTime(o.Next)
+		c.time(a.At)
+		c.int(a.StatusCode)
+		c.int64(a.Latency.Microseconds())
+		c.bytes([]byte(a.ResponseBody))
+		c.text(a.Error, a.Result)
+	}
+	if c.err != nil {
+		return nil, fmt.Errorf("postgres: record outcomes: %w", c.err)
+	}
+	type result struct {
+		i                       int64
+		written, added, present bool
+	}
+	res, err := collect(t.ctx, t.tx, func(s scanner) (result, error) {
+		var r result
+		return r, s.Scan(&r.i, &r.written, &r.added, &r.present)
+	}, `WITH o AS (
+			SELECT * FROM unnest(`+c.params("text", "text", "text", "int4", "int4", "timestamptz", "int2", "timestamptz", "int2",
+		"int4", "int8", "bytea", "text", "text")+`) WITH ORDINALITY
+				AS o (id, lease, status, n, step, next_at, next_ns, at, at_ns, status_code, latency_us, body, error, result, i)
+		), up AS (
+			UPDATE webhook_deliveries d SET status = o.status, attempts = o.n, step = o.step,
+				next_attempt_at = o.next_at, next_attempt_at_ns = o.next_ns, last_attempt_at = o.at, last_attempt_at_ns = o.at_ns,
+				last_status = NULLIF(o.status_code, 0), last_error = NULLIF(o.error, ''), updated_at = o.at, updated_at_ns = o.at_ns,
+				lease = NULL, lease_until = NULL, lease_until_ns = NULL
+			FROM o WHERE d.id = o.id AND d.lease IS NOT DISTINCT FROM NULLIF(o.lease, '') RETURNING o.i
+		), ins AS (
+			INSERT INTO webhook_attempts (delivery_id, n, at, at_ns, status_code, latency_us, response_body, error, result)
+			SELECT o.id, o.n, o.at, o.at_ns, o.status_code, o.latency_us, o.body, o.error, o.result FROM o JOIN up ON up.i = o.i
+			ON CONFLICT DO NOTHING RETURNING delivery_id, n
+		)
+		SELECT o.i, up.i IS NOT NULL, up.i IS NOT NULL AND EXISTS (SELECT 1 FROM ins WHERE ins.delivery_id = o.id AND ins.n = o.n),
+			EXISTS (SELECT 1 FROM webhook_deliveries x WHERE x.id = o.id)
+		FROM o LEFT JOIN up ON up.i = o.i`, c.args()...)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: record outcomes: %w", conflict(err))
+	}
+	lost := make([]bool, len(os))
+	for _, r := range res {
+		switch {
+		case r.written && !r.added:
+			return nil, fmt.Errorf("postgres: attempt of delivery %s exists: %w", os[r.i-1].DeliveryID, store.ErrConflict)
+		case !r.written && r.present:
+			lost[r.i-1] = true // held by another lease, or by none
+		}
+	}
+	return lost, nil
+}
+
 func (t *txn) AddAttempt(a store.Attempt) error {
 	return addAttempt(t.ctx, t.tx, a)
 }
@@ -180,10 +298,7 @@ func (db *DB) RenewLeases(ctx context.Context, ds []store.Delivery, until time.T
 	for i, d := range ds {
 		ids[i], leases[i] = d.ID, d.Lease
 	}
-	out, err := collect(ctx, db.pool, func(s scanner) (string, error) {
-		var id string
-		return id, s.Scan(&id)
-	}, `UPDATE webhook_deliveries d SET lease_until = $3, lease_until_ns = $4
+	out, err := collect(ctx, db.pool, scanID, `UPDATE webhook_deliveries d SET lease_until = $3, lease_until_ns = $4
 		FROM unnest($1::text[], $2::text[]) AS h (id, lease) WHERE d.id = h.id AND d.lease = h.lease RETURNING d.id`,
 		ids, leases, tsz(until), nsz(until))
 	if err != nil {

@@ -38,12 +38,26 @@ func (t *txn) Publish(topic string, msgs ...*message.Message) error {
 	return nil
 }
 
-func (t *txn) LogEvent(e store.LoggedEvent) error {
+// LogEvents writes the events in one statement, a column an array.
+func (t *txn) LogEvents(es ...store.LoggedEvent) error {
+	if len(es) == 0 {
+		return nil
+	}
+	var c columns
+	for _, e := range es {
+		c.row()
+		c.text(e.ID, e.AccountID, e.ClientID, e.Event, e.Domain)
+		c.bytes(e.Payload)
+		c.time(e.CreatedAt)
+	}
+	if err := c.err; err != nil {
+		return fmt.Errorf("postgres: log events: %w", err)
+	}
 	_, err := t.tx.Exec(t.ctx, `INSERT INTO event_log (id, account_id, client_id, event, domain, payload, created_at, created_at_ns)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING`,
-		e.ID, e.AccountID, e.ClientID, e.Event, e.Domain, e.Payload, ts(e.CreatedAt), ns(e.CreatedAt))
+		SELECT * FROM unnest(`+c.params("text", "text", "text", "text", "text", "bytea", "timestamptz", "int2")+`)
+		ON CONFLICT (id) DO NOTHING`, c.args()...)
 	if err != nil {
-		return fmt.Errorf("postgres: log event: %w", err)
+		return fmt.Errorf("postgres: log events: %w", err)
 	}
 	return nil
 }

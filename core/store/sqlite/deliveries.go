@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -207,6 +208,33 @@ func (t *txn) RecordOutcome(id, lease string, o store.DeliveryOutcome) error {
 		return nil // pruned while it was attempted: nothing to keep
 	}
 	return t.AddAttempt(o.Attempt)
+}
+
+// InsertDeliveries and RecordOutcomes write one at a time: in process, a
+// statement costs no round trip.
+func (t *txn) InsertDeliveries(ds []store.Delivery) ([]bool, error) {
+	added := make([]bool, len(ds))
+	for i, d := range ds {
+		ok, err := t.InsertDelivery(d)
+		if err != nil && !errors.Is(err, store.ErrConflict) {
+			return nil, err
+		}
+		added[i] = ok
+	}
+	return added, nil
+}
+
+func (t *txn) RecordOutcomes(os []store.HeldOutcome) ([]bool, error) {
+	lost := make([]bool, len(os))
+	for i, o := range os {
+		err := t.RecordOutcome(o.DeliveryID, o.Lease, o.DeliveryOutcome)
+		if errors.Is(err, store.ErrLost) {
+			lost[i] = true
+		} else if err != nil {
+			return nil, err
+		}
+	}
+	return lost, nil
 }
 
 func (t *txn) Redeliver(webhookID string, ids []string, since, until, now time.Time) (int, error) {

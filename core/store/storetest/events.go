@@ -31,20 +31,20 @@ func testEventLog(t *testing.T, newStore Constructor) {
 			e := store.LoggedEvent{ID: eventID(t0, (i*7)%24), AccountID: "acct_1", ClientID: owners[i%2], Event: kinds[(i/2)%2],
 				Domain: fmt.Sprintf("d%d.example", i%3), Payload: []byte(fmt.Sprintf(`{"n":%d,"é":"\u0000"}`, i)),
 				CreatedAt: t0.Add(time.Duration(i/3) * time.Second).In(elsewhere)}
-			if err := tx.LogEvent(e); err != nil {
+			if err := tx.LogEvents(e); err != nil {
 				return err
 			}
 			e.CreatedAt = e.CreatedAt.UTC()
 			all = append(all, e)
 		}
-		return tx.LogEvent(store.LoggedEvent{ID: eventID(t0, 99), AccountID: "acct_2", Event: kinds[0], Domain: "d0.example",
+		return tx.LogEvents(store.LoggedEvent{ID: eventID(t0, 99), AccountID: "acct_2", Event: kinds[0], Domain: "d0.example",
 			Payload: []byte(`{}`), CreatedAt: t0.Add(time.Hour)})
 	})
 	// Logged again, as a redelivered message would be: nothing changes.
 	update(t, s, "LogEvent", func(tx store.Tx) error {
 		again := all[0]
 		again.Payload, again.CreatedAt, again.Event = []byte(`{"again":true}`), t0.Add(time.Hour), kinds[1]
-		return tx.LogEvent(again)
+		return tx.LogEvents(again)
 	})
 	slices.SortFunc(all, func(a, b store.LoggedEvent) int {
 		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
@@ -99,7 +99,7 @@ func testPruneEvents(t *testing.T, newStore Constructor) {
 				return err
 			}
 			ids = append(ids, ev.ID)
-			if err := tx.LogEvent(store.LoggedEvent{ID: ev.ID, AccountID: "acct_1", Event: ev.Event, Domain: "example.com",
+			if err := tx.LogEvents(store.LoggedEvent{ID: ev.ID, AccountID: "acct_1", Event: ev.Event, Domain: "example.com",
 				Payload: []byte(`{}`), CreatedAt: ev.Timestamp}); err != nil {
 				return err
 			}

@@ -115,6 +115,7 @@ var groups = []struct {
 		{"NextDue", testNextDue},
 		{"PruneInBoundedBatchesOldestFirst", testPruneDeliveries},
 		{"OutcomeOfAPrunedDelivery", testOutcomeOfAPrunedDelivery},
+		{"BatchesAsOneAtATime", testDeliveryBatches},
 	}},
 	{"Claims", []test{
 		{"ContentRequestClaimedOnceUnderConcurrency", testContentClaimsUnderConcurrency},

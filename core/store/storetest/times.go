@@ -193,7 +193,7 @@ var carriers = []carrier{
 	{"LoggedEvent.CreatedAt", func(s store.Store, at time.Time, i int) ([]time.Time, error) {
 		e := store.LoggedEvent{ID: fmt.Sprintf("evt_l%04d", i), AccountID: "acct_1", Event: "ai_visibility_change", Domain: "example.com",
 			Payload: []byte("{}"), CreatedAt: at}
-		if err := s.Update(ctx, func(tx store.Tx) error { return tx.LogEvent(e) }); err != nil {
+		if err := s.Update(ctx, func(tx store.Tx) error { return tx.LogEvents(e) }); err != nil {
 			return nil, err
 		}
 		es, err := s.RecentEvents(ctx, store.EventFilter{AccountID: "acct_1", Limit: 1000})
@@ -347,7 +347,7 @@ func testBoundsOutsideTheRange(t *testing.T, newStore Constructor) {
 		if err != nil {
 			return err
 		}
-		return tx.LogEvent(store.LoggedEvent{ID: ev.ID, AccountID: "acct_1", Event: ev.Event, Domain: "example.com", Payload: []byte("{}"), CreatedAt: t0})
+		return tx.LogEvents(store.LoggedEvent{ID: ev.ID, AccountID: "acct_1", Event: ev.Event, Domain: "example.com", Payload: []byte("{}"), CreatedAt: t0})
 	})
 	newSession(t, s, "sess", "usr_1", t0.Add(time.Hour))
 	inv := store.Invitation{TokenHash: []byte("inv"), AccountID: "acct_1", Email: "x@example.com", Role: store.RoleViewer, CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}

@@ -837,3 +837,96 @@ func testOutcomeOfAPrunedDelivery(t *testing.T, newStore Constructor) {
 		t.Errorf("the pruned delivery came back: %v", err)
 	}
 }
+
+// InsertDeliveries and RecordOutcomes do in one call what InsertDelivery
+// and RecordOutcome do one at a time: a batch adds what is new to a live
+// webhook (every field, a lease too) and nothing to a deleted webhook, one
+// that is gone, or a webhook and event that has a delivery, in the store
+// or earlier in the batch; its outcomes are written under the leases that
+// hold them, refused as lost under another (nothing of them written), and
+// nothing of a delivery that is gone; an attempt's number the delivery has
+// is a conflict.
+func testDeliveryBatches(t *testing.T, newStore Constructor) {
+	s, _ := newStore(t)
+	newAccount(t, s, "acct_1", store.AccountStandard)
+	insertWebhooks(t, s, newWebhook("wh_1", "acct_1", "", "example.com", t0), newWebhook("wh_del", "acct_1", "", "example.com", t0))
+	update(t, s, "the first delivery and a deletion", func(tx store.Tx) error {
+		if _, err := tx.InsertDelivery(newDelivery("wh_1", "acct_1", "dlv_old", "evt_1", t0)); err != nil {
+			return err
+		}
+		return tx.DeleteWebhook("acct_1", "wh_del", "deleted by the account", t0)
+	})
+	full := store.Delivery{ID: "dlv_a", WebhookID: "wh_1", AccountID: "acct_1", EventID: "evt_2", Event: "ai_visibility_change",
+		Payload: []byte("{\"n\":\"\x00é\"}"), Status: store.DeliveryFailed, Attempts: 2, Step: 3, NextAttemptAt: t0.Add(time.Hour),
+		LastAttemptAt: t0.Add(-time.Minute), LastStatus: 503, LastError: "HTTP 503", CreatedAt: t0.Add(-time.Hour), UpdatedAt: t0}
+	leased := newDelivery("wh_1", "acct_1", "dlv_b", "evt_3", t0)
+	leased.Lease, leased.LeaseUntil = "lease_1", t0.Add(time.Minute)
+	batch := []store.Delivery{full, newDelivery("wh_1", "acct_1", "dlv_dup", "evt_1", t0), newDelivery("wh_del", "acct_1", "dlv_del", "evt_2", t0),
+		newDelivery("wh_none", "acct_1", "dlv_gone", "evt_2", t0), leased, newDelivery("wh_1", "acct_1", "dlv_twin", "evt_2", t0)}
+	var added []bool
+	update(t, s, "InsertDeliveries", func(tx store.Tx) (err error) {
+		added, err = tx.InsertDeliveries(batch)
+		return err
+	})
+	if want := []bool{true, false, false, false, true, false}; !reflect.DeepEqual(added, want) {
+		t.Errorf("InsertDeliveries added %v; want %v (new, repeated, deleted webhook, gone webhook, leased, repeated in the batch)", added, want)
+	}
+	if got, _, err := s.Delivery(ctx, "wh_1", "dlv_a"); err != nil || !reflect.DeepEqual(got, full) {
+		t.Errorf("a delivery of a batch:\n got  %+v, %v\n want %+v", got, err, full)
+	}
+	if got, _, err := s.Delivery(ctx, "wh_1", "dlv_b"); err != nil || got.Lease != "lease_1" || !got.LeaseUntil.Equal(leased.LeaseUntil) {
+		t.Errorf("a leased delivery of a batch: %+v, %v", got, err)
+	}
+	for _, k := range [][2]string{{"wh_1", "dlv_dup"}, {"wh_del", "dlv_del"}, {"wh_1", "dlv_twin"}} {
+		if _, _, err := s.Delivery(ctx, k[0], k[1]); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("Delivery(%s, %s): %v, want ErrNotFound", k[0], k[1], err)
+		}
+	}
+
+	at := t0.Add(2 * time.Minute)
+	held := store.HeldOutcome{DeliveryID: "dlv_b", Lease: "lease_1", DeliveryOutcome: store.DeliveryOutcome{
+		Attempt: store.Attempt{DeliveryID: "dlv_b", N: 1, At: at, StatusCode: 200, Latency: 1500 * time.Microsecond, ResponseBody: "ok\n\"é\"",
+			Result: "delivered"}, Status: store.DeliverySucceeded, Step: 1}}
+	retry := store.HeldOutcome{DeliveryID: "dlv_old", DeliveryOutcome: store.DeliveryOutcome{
+		Attempt: store.Attempt{DeliveryID: "dlv_old", N: 1, At: at, Error: "dial tcp: connection refused", Result: "retry"},
+		Status:  store.DeliveryPending, Step: 1, Next: at.Add(time.Minute)}}
+	other := store.HeldOutcome{DeliveryID: "dlv_a", Lease: "lease_9", DeliveryOutcome: store.DeliveryOutcome{
+		Attempt: store.Attempt{DeliveryID: "dlv_a", N: 3, At: at, StatusCode: 200}, Status: store.DeliverySucceeded, Step: 4}}
+	gone := store.HeldOutcome{DeliveryID: "dlv_none", DeliveryOutcome: store.DeliveryOutcome{
+		Attempt: store.Attempt{DeliveryID: "dlv_none", N: 1, At: at, StatusCode: 200}, Status: store.DeliverySucceeded, Step: 1}}
+	var lost []bool
+	update(t, s, "RecordOutcomes", func(tx store.Tx) (err error) {
+		lost, err = tx.RecordOutcomes([]store.HeldOutcome{held, other, gone, retry})
+		return err
+	})
+	if want := []bool{false, true, false, false}; !reflect.DeepEqual(lost, want) {
+		t.Errorf("RecordOutcomes lost %v; want %v (held, another lease, gone, no lease)", lost, want)
+	}
+	got, as, err := s.Delivery(ctx, "wh_1", "dlv_b")
+	if err != nil || got.Status != store.DeliverySucceeded || got.Attempts != 1 || got.Step != 1 || got.Lease != "" || !got.LeaseUntil.IsZero() ||
+		got.LastStatus != 200 || got.LastError != "" || !got.LastAttemptAt.Equal(at) || !got.UpdatedAt.Equal(at) || !got.NextAttemptAt.IsZero() {
+		t.Errorf("the held delivery after its outcome: %+v, %v", got, err)
+	}
+	if !reflect.DeepEqual(as, []store.Attempt{held.Attempt}) {
+		t.Errorf("its attempts (every field):\n got  %+v\n want %+v", as, []store.Attempt{held.Attempt})
+	}
+	got, as, err = s.Delivery(ctx, "wh_1", "dlv_old")
+	if err != nil || got.Status != store.DeliveryPending || got.Step != 1 || !got.NextAttemptAt.Equal(retry.Next) || got.LastStatus != 0 ||
+		got.LastError != retry.Attempt.Error || len(as) != 1 {
+		t.Errorf("the retried delivery: %+v, %d attempts, %v", got, len(as), err)
+	}
+	if got, as, err := s.Delivery(ctx, "wh_1", "dlv_a"); err != nil || !reflect.DeepEqual(got, full) || len(as) != 0 {
+		t.Errorf("the delivery of another lease changed: %+v, %d attempts, %v", got, len(as), err)
+	}
+	again := retry
+	again.Attempt.At = at.Add(time.Minute)
+	if err := s.Update(ctx, func(tx store.Tx) error {
+		_, err := tx.RecordOutcomes([]store.HeldOutcome{again})
+		return err
+	}); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("RecordOutcomes of an attempt number the delivery has: %v, want ErrConflict", err)
+	}
+	if _, as, err := s.Delivery(ctx, "wh_1", "dlv_old"); err != nil || len(as) != 1 || !as[0].At.Equal(at) {
+		t.Errorf("after the refused outcome: %+v, %v", as, err)
+	}
+}
