@@ -131,26 +131,35 @@ func (e *Engine) insert() {
 				}
 			}
 		}
-		reserved := e.reserve(pending)
+		reserved := e.reserve(pending) // leases some: before they are copied
+		var logs []store.LoggedEvent
+		var ds []store.Delivery
+		for _, req := range batch {
+			if req.log != nil {
+				logs = append(logs, *req.log)
+			}
+			for _, c := range req.ds {
+				ds = append(ds, *c.d)
+			}
+		}
 		added := make(map[*store.Delivery]bool, len(reserved))
 		err := e.store.Update(context.Background(), func(tx store.Tx) error {
 			clear(added)
+			if err := tx.LogEvents(logs...); err != nil {
+				return err
+			}
+			// A webhook deleted meanwhile gets none.
+			ok, err := tx.InsertDeliveries(ds)
+			if err != nil {
+				return err
+			}
+			i := 0
 			for _, req := range batch {
-				if req.log != nil {
-					if err := tx.LogEvent(*req.log); err != nil {
-						return err
-					}
-				}
 				for _, c := range req.ds {
-					ok, err := tx.InsertDelivery(*c.d)
-					if errors.Is(err, store.ErrConflict) {
-						continue // the webhook was deleted meanwhile
-					} else if err != nil {
-						return err
-					}
-					if ok {
+					if ok[i] {
 						added[c.d] = true
 					}
+					i++
 				}
 			}
 			return nil

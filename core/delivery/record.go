@@ -108,15 +108,14 @@ func (e *Engine) apply(tx store.Tx, batch []outcome, notes *healthNotes) error {
 	changed := make(map[string]bool)  // written back
 	disabled := make(map[string]bool) // turned off too
 	notes.healthy, notes.failed = make(map[string]time.Time), make(map[string]bool)
+	held := make([]store.HeldOutcome, 0, len(batch))
 	for _, o := range batch {
 		w := hooks[o.w.ID]
 		if w == nil && o.verdict == delivered && !notes.failed[o.w.ID] && e.knownHealthy(o.w.ID, o.attempt.At) {
 			// The common case costs no read of the target: a success of a
 			// target known healthy changes nothing of it (decide).
-			res := store.DeliveryOutcome{Attempt: o.attempt, Step: o.d.Step + 1, Status: store.DeliverySucceeded}
-			if err := e.recordOutcome(tx, o, res); err != nil {
-				return err
-			}
+			held = append(held, store.HeldOutcome{DeliveryID: o.d.ID, Lease: o.d.Lease,
+				DeliveryOutcome: store.DeliveryOutcome{Attempt: o.attempt, Step: o.d.Step + 1, Status: store.DeliverySucceeded}})
 			continue
 		}
 		if w == nil {
@@ -159,9 +158,21 @@ func (e *Engine) apply(tx store.Tx, batch []outcome, notes *healthNotes) error {
 		} else if !notes.failed[o.w.ID] {
 			notes.healthy[o.w.ID] = w.LastSuccessAt
 		}
-		res := store.DeliveryOutcome{Attempt: o.attempt, Step: step, Status: dec.status, Next: dec.next}
-		if err := e.recordOutcome(tx, o, res); err != nil {
-			return err
+		held = append(held, store.HeldOutcome{DeliveryID: o.d.ID, Lease: o.d.Lease,
+			DeliveryOutcome: store.DeliveryOutcome{Attempt: o.attempt, Step: step, Status: dec.status, Next: dec.next}})
+	}
+	// Each outcome under the lease its attempt was made under. A lease
+	// that ended and went to another claim (a stall past its end, another
+	// process) writes nothing: the new holder's outcome stands, and the
+	// receiver has seen the event once more, with the same webhook-id.
+	// What the attempt said of its target's health still counts.
+	lost, err := tx.RecordOutcomes(held)
+	if err != nil {
+		return err
+	}
+	for i, l := range lost {
+		if l {
+			e.log.Info("webhooks: outcome of a lost lease dropped", "delivery", held[i].DeliveryID, "lease", held[i].Lease)
 		}
 	}
 	for id := range changed {
@@ -179,20 +190,6 @@ func (e *Engine) apply(tx store.Tx, batch []outcome, notes *healthNotes) error {
 		}
 	}
 	return nil
-}
-
-// recordOutcome writes a delivery's outcome under the lease its attempt
-// was made under. A lease that ended and went to another claim (a stall
-// past its end, another process) writes nothing: the new holder's outcome
-// stands, and the receiver has seen the event once more, with the same
-// webhook-id. What the attempt said of its target's health still counts.
-func (e *Engine) recordOutcome(tx store.Tx, o outcome, res store.DeliveryOutcome) error {
-	err := tx.RecordOutcome(o.d.ID, o.d.Lease, res)
-	if errors.Is(err, store.ErrLost) {
-		e.log.Info("webhooks: outcome of a lost lease dropped", "delivery", o.d.ID, "lease", o.d.Lease)
-		return nil
-	}
-	return err
 }
 
 // targetOf is what the policy reads of a webhook or connection; one
