@@ -29,8 +29,10 @@ func (db *DB) ForBus(bus string) { db.outbox = buspg.NewOutbox(db.pool, bus) }
 func (t *txn) Publish(topic string, msgs ...*message.Message) error {
 	// The publisher writes under the first message's context: the
 	// transaction's, so that a conflict there is seen as one.
+	// Nothing reads the outbox's rows in the transaction: they go with
+	// its COMMIT.
 	for _, m := range msgs {
-		m.SetContext(t.ctx)
+		m.SetContext(deferred(t.ctx))
 	}
 	if err := t.db.outbox.Publisher(t.tx).Publish(topic, msgs...); err != nil {
 		return fmt.Errorf("postgres: publish: %w", err)

@@ -164,10 +164,7 @@ func backoff(ctx context.Context, try int) {
 func (db *DB) once(ctx context.Context, fn func(context.Context, pgx.Tx) error) (err error, again bool) {
 	lost := new(conflictMark)
 	tctx := context.WithValue(ctx, conflictKey{}, lost)
-	tx, err := db.pool.BeginTx(tctx, pgx.TxOptions{IsoLevel: pgx.Serializable})
-	if err != nil {
-		return fmt.Errorf("postgres: begin: %w", err), false
-	}
+	tx := newPipelined(db.pool)
 	done := false
 	defer func() {
 		if !done {
@@ -200,6 +197,19 @@ func (retryTracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, data pgx.Trac
 		m.hit = true
 	}
 }
+
+// The statements of a batch (pipelined's) are traced as a batch's.
+func (retryTracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return ctx
+}
+
+func (retryTracer) TraceBatchQuery(ctx context.Context, _ *pgx.Conn, data pgx.TraceBatchQueryData) {
+	if m, ok := ctx.Value(conflictKey{}).(*conflictMark); ok && retryable(data.Err) {
+		m.hit = true
+	}
+}
+
+func (retryTracer) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
 // retryable reports a serialization failure or a deadlock.
 func retryable(err error) bool {
