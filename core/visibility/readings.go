@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"sync"
 	"time"
 
 	"github.com/aivis/aivis/client"
@@ -30,10 +31,15 @@ var Earliest = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
 const MaxSkew = 5 * time.Minute
 
-// Recorder stores readings and detects changes.
+// Recorder stores readings and detects changes. Its zero value (with a
+// Store and Now) is ready to use.
 type Recorder struct {
 	Store Store
 	Now   func() time.Time
+
+	mu      sync.Mutex
+	queue   []*adding // readings waiting for a transaction
+	running bool      // a goroutine commits the queue
 }
 
 // Record validates and stores a reading from the API. The reading and its
@@ -83,13 +89,86 @@ func (r *Recorder) Record(ctx context.Context, p auth.Principal, in client.Recor
 
 // Add stores a reading (from the API or an engine) and emits
 // ai_visibility_change when it changes the latest score or sentiment.
+//
+// Readings added at once share a transaction (group commit): the first to
+// come is written at once, and those that come while its transaction runs
+// go together in the next, up to maxGroup. Each costs the store one commit
+// the fewer, on PostgreSQL a flush of its log; on SQLite the store's writer
+// groups Updates anyway. A group the store refuses is written again one
+// reading a transaction, so that a reading fails only for itself. The
+// write goes on when ctx ends while it waits: Add returns at once, and the
+// reading may yet be stored.
 func (r *Recorder) Add(ctx context.Context, rd store.Reading) (store.Reading, *events.Event, error) {
-	var ev *events.Event
-	err := r.Store.Update(ctx, func(tx store.Tx) (err error) {
-		rd, ev, err = r.AddTx(tx, rd)
-		return err
+	a := &adding{rd: rd, done: make(chan struct{})}
+	r.mu.Lock()
+	r.queue = append(r.queue, a)
+	if !r.running {
+		r.running = true
+		go r.commit()
+	}
+	r.mu.Unlock()
+	select {
+	case <-a.done:
+		return a.rd, a.ev, a.err
+	case <-ctx.Done():
+		return rd, nil, ctx.Err()
+	}
+}
+
+// maxGroup bounds the readings of one transaction.
+const maxGroup = 64
+
+// adding is a reading waiting for its transaction, and what came of it.
+type adding struct {
+	rd   store.Reading
+	ev   *events.Event
+	err  error
+	done chan struct{}
+}
+
+// commit writes the queue a group at a time until it is empty.
+func (r *Recorder) commit() {
+	for {
+		r.mu.Lock()
+		group := r.queue[:min(len(r.queue), maxGroup)]
+		r.queue = r.queue[len(group):]
+		if len(group) == 0 {
+			r.queue, r.running = nil, false
+			r.mu.Unlock()
+			return
+		}
+		r.mu.Unlock()
+		if err := r.write(group); err != nil && len(group) > 1 {
+			for _, a := range group {
+				r.write([]*adding{a})
+			}
+		}
+		for _, a := range group {
+			close(a.done)
+		}
+	}
+}
+
+// write adds a group's readings in one transaction; each says what came
+// of it.
+func (r *Recorder) write(group []*adding) error {
+	rds := make([]store.Reading, len(group))
+	evs := make([]*events.Event, len(group))
+	err := r.Store.Update(context.Background(), func(tx store.Tx) error {
+		for i, a := range group {
+			var err error
+			if rds[i], evs[i], err = r.AddTx(tx, a.rd); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
-	return rd, ev, err
+	for i, a := range group {
+		if a.err = err; err == nil {
+			a.rd, a.ev = rds[i], evs[i]
+		}
+	}
+	return err
 }
 
 // AddTx is Add in the caller's transaction.
