@@ -325,6 +325,7 @@ func TestDashboardInBrowser(t *testing.T) {
 			chromedp.SendKeys(`#con-name`, "Team chat", chromedp.ByQuery),
 			chromedp.SendKeys(`#f-webhook_url`, chat.URL+"/incoming", chromedp.ByQuery),
 			chromedp.SendKeys(`#f-username`, "aivis bot", chromedp.ByQuery),
+			chromedp.SendKeys(`#min-citation`, "20", chromedp.ByQuery),
 			shot("09-connector-form"),
 			chromedp.Submit(`#con-name`, chromedp.ByQuery),
 			chromedp.WaitVisible(`#test-connection`, chromedp.ByQuery))
@@ -351,6 +352,7 @@ func TestDashboardInBrowser(t *testing.T) {
 			chromedp.WaitVisible(`#f-username`, chromedp.ByQuery),
 			chromedp.Value(`#f-webhook_url`, &secretValue, chromedp.ByQuery),
 			chromedp.SetValue(`#f-username`, "renamed bot", chromedp.ByQuery),
+			chromedp.SetValue(`#min-score`, "7", chromedp.ByQuery),
 			chromedp.Submit(`#f-username`, chromedp.ByQuery),
 			chromedp.WaitVisible(`.notice`, chromedp.ByQuery),
 			chromedp.Click(`#test-connection`, chromedp.ByQuery),
@@ -363,6 +365,11 @@ func TestDashboardInBrowser(t *testing.T) {
 		}
 		if got := chat.got(); len(got) != 2 || !strings.Contains(got[1], "renamed bot") {
 			t.Fatalf("after the edit the chat endpoint got %q", got)
+		}
+		// The thresholds: the citation change's set at creation, the score
+		// change's by the edit.
+		if f := text(`dl.facts`); !strings.Contains(f, "score change 7 points, citation rate change 20 percentage points") {
+			t.Errorf("the connection's facts read %q", f)
 		}
 	})
 

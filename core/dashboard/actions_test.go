@@ -549,3 +549,49 @@ func TestPasswordChangeGuessesLimited(t *testing.T) {
 		t.Errorf("sign-in after 10 wrong current passwords: %d, want 429", p.status)
 	}
 }
+
+// TestWebhookThresholds: the webhook form sets the least score change and
+// citation rate change its events wait for; one that is not a whole number
+// or out of range is refused, named, with nothing created and the form as
+// typed; the webhook's page shows them.
+func TestWebhookThresholds(t *testing.T) {
+	e := newEnv(t)
+	c, u := e.owner("owner@example.com", false)
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.Copy(io.Discard, r.Body) }))
+	defer recv.Close()
+	tok := csrf(t, e.get(c, "/webhooks"))
+	form := func(score, citation string) url.Values {
+		return url.Values{"csrf": {tok}, "domain": {"acme.example"}, "url": {recv.URL}, "events": {"ai_visibility_change", "citation_change"},
+			"min_score_change": {score}, "min_citation_change": {citation}}
+	}
+	for _, bad := range [][3]string{{"five", "", "min_score_change"}, {"", "2.5", "min_citation_change"}, {"101", "", "min_score_change"}, {"", "-1", "min_citation_change"}} {
+		p := e.post(c, "/webhooks", form(bad[0], bad[1]))
+		if p.status != http.StatusBadRequest && p.status != http.StatusUnprocessableEntity || !strings.Contains(p.body, bad[2]) ||
+			!strings.Contains(p.body, `value="`+bad[0]+`"`) || !strings.Contains(p.body, `value="`+bad[1]+`"`) {
+			t.Errorf("thresholds %q and %q: %d\n%s", bad[0], bad[1], p.status, p.body)
+		}
+	}
+	if ws, _, _ := e.db.ListWebhooks(context.Background(), store.WebhookFilter{AccountID: u.AccountID}); len(ws) != 0 {
+		t.Fatalf("refused forms made webhooks: %+v", ws)
+	}
+	if p := e.post(c, "/webhooks", form(" 5 ", "25")); p.status != http.StatusCreated {
+		t.Fatalf("create: %d\n%s", p.status, p.body)
+	}
+	if p := e.post(c, "/webhooks", url.Values{"csrf": {tok}, "domain": {"other.example"}, "url": {recv.URL}, "events": {"ai_visibility_change"}}); p.status != http.StatusCreated {
+		t.Fatalf("create without thresholds: %d\n%s", p.status, p.body)
+	}
+	ws, _, _ := e.db.ListWebhooks(context.Background(), store.WebhookFilter{AccountID: u.AccountID})
+	got := map[string][2]int{}
+	for _, w := range ws {
+		got[w.Domain] = [2]int{w.MinScoreChange, w.MinCitationChange}
+	}
+	if got["acme.example"] != [2]int{5, 25} || got["other.example"] != [2]int{0, 10} {
+		t.Fatalf("thresholds stored: %v; want 5 and 25, and the defaults 0 and 10", got)
+	}
+	for _, w := range ws {
+		want := fmt.Sprintf("score change %d points, citation rate change %d percentage points", w.MinScoreChange, w.MinCitationChange)
+		if page := e.get(c, "/webhooks/"+w.ID); !strings.Contains(page.body, want) {
+			t.Errorf("%s's page does not say %q", w.Domain, want)
+		}
+	}
+}

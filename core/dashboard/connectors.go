@@ -250,6 +250,8 @@ type connectorData struct {
 	Events    []string
 	Domains   string
 	ClientID  string
+	// As typed: shown again when the form is refused.
+	MinScore, MinCitation string
 }
 
 func (s *Dashboard) showConnector(w http.ResponseWriter, r *http.Request, status int, p page, d connectorData) {
@@ -298,9 +300,13 @@ func (s *Dashboard) createConnection(w http.ResponseWriter, r *http.Request) {
 	for _, d := range strings.FieldsFunc(r.PostFormValue("domains"), func(r rune) bool { return r == ',' || r == ' ' || r == '\n' }) {
 		doms = append(doms, d)
 	}
+	score, citation, err := minChanges(r)
 	in := client.CreateConnection{Connector: name, Name: r.PostFormValue("name"), Settings: settings, Events: r.PostForm["events"],
-		Domains: doms, ClientID: r.PostFormValue("client_id")}
-	con, err := s.connections.CreateConnection(r.Context(), principal(r), in)
+		Domains: doms, ClientID: r.PostFormValue("client_id"), MinScoreChange: score, MinCitationChange: citation}
+	var con store.Webhook
+	if err == nil {
+		con, err = s.connections.CreateConnection(r.Context(), principal(r), in)
+	}
 	if err != nil {
 		p, status := s.problemOf(r, err)
 		// Keep what was typed, but never a secret.
@@ -311,7 +317,8 @@ func (s *Dashboard) createConnection(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		s.showConnector(w, r, status, page{Problem: p}, connectorData{Connector: c, Name: in.Name, Events: in.Events,
-			Domains: r.PostFormValue("domains"), ClientID: in.ClientID})
+			Domains: r.PostFormValue("domains"), ClientID: in.ClientID,
+			MinScore: r.PostFormValue("min_score_change"), MinCitation: r.PostFormValue("min_citation_change")})
 		return
 	}
 	http.Redirect(w, r, "/connections/"+con.ID+"?done=enabled", http.StatusSeeOther)
@@ -362,8 +369,12 @@ func (s *Dashboard) updateConnection(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name := r.PostFormValue("name")
-	in := client.UpdateConnection{Name: &name, Settings: settings, Events: r.PostForm["events"]}
-	if _, err := s.connections.UpdateConnection(r.Context(), principal(r), id, in); err != nil {
+	score, citation, err := minChanges(r)
+	in := client.UpdateConnection{Name: &name, Settings: settings, Events: r.PostForm["events"], MinScoreChange: score, MinCitationChange: citation}
+	if err == nil {
+		_, err = s.connections.UpdateConnection(r.Context(), principal(r), id, in)
+	}
+	if err != nil {
 		p, status := s.problemOf(r, err)
 		s.showTarget(w, r, true, status, page{Problem: p}, targetData{})
 		return

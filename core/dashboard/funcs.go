@@ -35,9 +35,14 @@ var funcs = template.FuncMap{
 	},
 	"signed": func(v float64) string { return fmt.Sprintf("%+.2f", v) },
 	"inc":    func(v int) int { return v + 1 },
-	"mark":   mark,
-	"cited":  citedText,
-	"ms":     func(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d.Microseconds())/1000) },
+	// thresholds is the data of the "thresholds" inputs: the values
+	// shown (as typed, or saved) and what an empty input means.
+	"thresholds": func(score, citation any, empty string) map[string]any {
+		return map[string]any{"Score": score, "Citation": citation, "Empty": empty}
+	},
+	"mark":  mark,
+	"cited": citedText,
+	"ms":    func(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d.Microseconds())/1000) },
 	"deref": func(s *string) string {
 		if s == nil {
 			return ""

@@ -3,6 +3,7 @@ package dashboard
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -10,6 +11,7 @@ import (
 	"github.com/aivis/aivis/client"
 	"github.com/aivis/aivis/core/delivery"
 	"github.com/aivis/aivis/core/events"
+	"github.com/aivis/aivis/core/fault"
 	"github.com/aivis/aivis/core/store"
 )
 
@@ -29,6 +31,29 @@ type webhookForm struct {
 	URL      string
 	ClientID string
 	Events   []string
+	// As typed: shown again when the form is refused.
+	MinScore, MinCitation string
+}
+
+// minChanges reads a webhook's or connection's thresholds from a form: an
+// empty input is none (the default, or what is saved); one that is not a
+// whole number is refused as the API refuses one out of range.
+func minChanges(r *http.Request) (score, citation *int, err error) {
+	var f fault.Fields
+	read := func(name string) *int {
+		v := strings.TrimSpace(r.PostFormValue(name))
+		if v == "" {
+			return nil
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			f.Add(name, "must be a whole number between 0 and 100")
+			return nil
+		}
+		return &n
+	}
+	score, citation = read("min_score_change"), read("min_citation_change")
+	return score, citation, f.Err()
 }
 
 func (s *Dashboard) showWebhooks(w http.ResponseWriter, r *http.Request, status int, p page, d webhooksData) {
@@ -72,8 +97,14 @@ func (s *Dashboard) setDefaultURL(w http.ResponseWriter, r *http.Request) {
 
 func (s *Dashboard) createWebhook(w http.ResponseWriter, r *http.Request) {
 	_ = r.ParseForm()
-	f := webhookForm{Domain: r.PostFormValue("domain"), URL: r.PostFormValue("url"), ClientID: r.PostFormValue("client_id"), Events: r.PostForm["events"]}
-	wh, err := s.Webhooks.Create(r.Context(), principal(r), client.CreateWebhook{Domain: f.Domain, Events: f.Events, URL: f.URL, ClientID: f.ClientID})
+	f := webhookForm{Domain: r.PostFormValue("domain"), URL: r.PostFormValue("url"), ClientID: r.PostFormValue("client_id"), Events: r.PostForm["events"],
+		MinScore: r.PostFormValue("min_score_change"), MinCitation: r.PostFormValue("min_citation_change")}
+	score, citation, err := minChanges(r)
+	var wh store.Webhook
+	if err == nil {
+		wh, err = s.Webhooks.Create(r.Context(), principal(r), client.CreateWebhook{Domain: f.Domain, Events: f.Events, URL: f.URL, ClientID: f.ClientID,
+			MinScoreChange: score, MinCitationChange: citation})
+	}
 	if err != nil {
 		p, status := s.problemOf(r, err)
 		s.showWebhooks(w, r, status, page{Problem: p}, webhooksData{Form: f})
