@@ -416,3 +416,50 @@ func TestFirstPublishOnAFullPool(t *testing.T) {
 		t.Fatalf("Update on a pool of one connection: %v", err)
 	}
 }
+
+// TestConflictOfACopyRunsAgain: an Update whose COPY (a scan's answers)
+// PostgreSQL refuses as a serialization failure runs again, as for any
+// other statement. Between the Update's read of a scan and its COPY,
+// another serializable transaction reads the scan's answers and changes
+// the scan, and commits: the two could not have run one after the other.
+func TestConflictOfACopyRunsAgain(t *testing.T) {
+	u := testsvc.Postgres(t)
+	db := open(t, u, box(t))
+	must(t, db.CreateAccount(ctx, store.Account{ID: "acct_1", Name: "A", Tier: "starter", Type: store.AccountStandard, CreatedAt: time.Now()}))
+	sc := store.Scan{ID: "scan_1", AccountID: "acct_1", DomainID: "dom_1", Domain: "a.example", Trigger: store.ScanManual,
+		Status: store.ScanRunning, CreatedAt: time.Now()}
+	must(t, db.Update(ctx, func(tx store.Tx) error { return tx.InsertScan(sc) }))
+	other, err := pgx.Connect(ctx, u)
+	must(t, err)
+	defer other.Close(context.Background())
+	runs := 0
+	err = db.Update(ctx, func(tx store.Tx) error {
+		runs++
+		if _, err := tx.ActiveScan("dom_1"); err != nil {
+			return err
+		}
+		if runs == 1 {
+			err := pgx.BeginTxFunc(ctx, other, pgx.TxOptions{IsoLevel: pgx.Serializable}, func(t2 pgx.Tx) error {
+				var n int
+				if err := t2.QueryRow(ctx, `SELECT count(*) FROM scan_answers WHERE scan_id = 'scan_1'`).Scan(&n); err != nil {
+					return err
+				}
+				_, err := t2.Exec(ctx, `UPDATE scans SET attempts = attempts + 1 WHERE id = 'scan_1'`)
+				return err
+			})
+			if err != nil {
+				t.Fatalf("the other transaction: %v", err)
+			}
+		}
+		return tx.InsertScanAnswers([]store.ScanAnswer{{ScanID: "scan_1", Prompt: "Which skates?", Intent: "custom", Engine: "gpt",
+			Kind: "openai-chat", Text: "Acme.", Detail: []byte(`{}`), RecordedAt: time.Now()}})
+	})
+	if err != nil || runs != 2 {
+		t.Fatalf("Update: %v after %d runs; want it run again once", err, runs)
+	}
+	var n int
+	must(t, other.QueryRow(ctx, `SELECT count(*) FROM scan_answers WHERE scan_id = 'scan_1'`).Scan(&n))
+	if n != 1 {
+		t.Errorf("%d answers kept, want 1", n)
+	}
+}

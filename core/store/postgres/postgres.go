@@ -211,6 +211,17 @@ func (retryTracer) TraceBatchQuery(ctx context.Context, _ *pgx.Conn, data pgx.Tr
 
 func (retryTracer) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
+// And a COPY's (a scan's answers).
+func (retryTracer) TraceCopyFromStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceCopyFromStartData) context.Context {
+	return ctx
+}
+
+func (retryTracer) TraceCopyFromEnd(ctx context.Context, _ *pgx.Conn, data pgx.TraceCopyFromEndData) {
+	if m, ok := ctx.Value(conflictKey{}).(*conflictMark); ok && retryable(data.Err) {
+		m.hit = true
+	}
+}
+
 // retryable reports a serialization failure or a deadlock.
 func retryable(err error) bool {
 	var pe *pgconn.PgError
