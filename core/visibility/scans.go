@@ -118,7 +118,8 @@ func (s *Scans) signal() {
 }
 
 // Request enqueues a scan of a monitored domain of the principal's owner,
-// or returns the one already queued or running.
+// or returns the one already queued or running. It takes the place of the
+// next scheduled scan: that comes a full interval of the tier on.
 func (s *Scans) Request(ctx context.Context, p auth.Principal, in client.RequestScan) (store.Scan, error) {
 	d, err := domains.Normalize(in.Domain)
 	if err != nil {
@@ -133,9 +134,17 @@ func (s *Scans) Request(ctx context.Context, p auth.Principal, in client.Request
 		return store.Scan{}, err
 	}
 	var sc store.Scan
+	now := s.Now()
 	err = s.Store.Update(ctx, func(tx store.Tx) (err error) {
-		sc, err = enqueue(tx, md, store.ScanManual, s.Now())
-		return err
+		if sc, err = enqueue(tx, md, store.ScanManual, now); err != nil {
+			return err
+		}
+		cur, err := tx.MonitoredDomain(md.AccountID, md.ID)
+		if err != nil {
+			return err
+		}
+		cur.NextScanAt = nextScan(p.Account.Tier, now)
+		return tx.UpdateDomain(cur)
 	})
 	if err == nil {
 		s.signal()
@@ -226,8 +235,7 @@ func (s *Scans) schedule(ctx context.Context) error {
 			if _, err := enqueue(tx, d.MonitoredDomain, store.ScanScheduled, now); err != nil {
 				return err
 			}
-			tier, _ := limits.TierByName(d.Tier)
-			d.NextScanAt = now.Add(max(tier.ScanInterval, time.Hour))
+			d.NextScanAt = nextScan(d.Tier, now)
 			if err := tx.UpdateDomain(d.MonitoredDomain); err != nil {
 				return err
 			}
@@ -239,6 +247,13 @@ func (s *Scans) schedule(ctx context.Context) error {
 		s.signal()
 	}
 	return err
+}
+
+// nextScan is when a domain of an account of the tier is scanned next
+// after a scan at now: the tier's interval on, an hour at the least.
+func nextScan(tierName string, now time.Time) time.Time {
+	tier, _ := limits.TierByName(tierName)
+	return now.Add(max(tier.ScanInterval, time.Hour))
 }
 
 // work claims and runs scans until ctx ends.

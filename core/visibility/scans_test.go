@@ -124,6 +124,14 @@ func TestScanQueue(t *testing.T) {
 	if again.ID != manual.ID {
 		t.Fatalf("a second request while one is queued made %s", again.ID)
 	}
+	// The scan asked for takes the place of the next scheduled one, which
+	// comes a full interval on (a week, Starter); the others are due now.
+	ds, _, _ := fx.db.ListDomains(ctx, store.DomainFilter{AccountID: fx.p.AccountID(), Limit: 10})
+	for _, d := range ds {
+		if later := d.NextScanAt.After(time.Now().Add(6 * 24 * time.Hour)); later != (d.Domain == "example.com") {
+			t.Errorf("%s: next scan %s", d.Domain, d.NextScanAt)
+		}
+	}
 
 	fx.start() // the new domains' first scheduled scans are due at once
 	done := fx.wait(t, manual.ID, store.ScanCompleted)
