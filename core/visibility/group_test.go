@@ -13,12 +13,14 @@ import (
 	"github.com/aivis/aivis/core/store/sqlite"
 )
 
-// gate is a store whose first Update waits until it is let go, and whose
-// transactions refuse readings of one domain.
+// gate is a store whose first Update says it began (began) and waits
+// until it is let go (first), and whose transactions refuse readings of
+// one domain.
 type gate struct {
 	Store
 	mu      sync.Mutex
 	updates int
+	began   chan struct{}
 	first   chan struct{}
 	refuse  string
 }
@@ -29,6 +31,7 @@ func (g *gate) Update(ctx context.Context, fn func(store.Tx) error) error {
 	n := g.updates
 	g.mu.Unlock()
 	if n == 1 {
+		g.began <- struct{}{}
 		<-g.first
 	}
 	return g.Store.Update(ctx, func(tx store.Tx) error { return fn(refusing{tx, g.refuse}) })
@@ -59,7 +62,7 @@ func TestAddsShareATransaction(t *testing.T) {
 	if err := db.CreateAccount(ctx, store.Account{ID: "acct_1", Name: "A", Tier: "starter", Type: store.AccountStandard, CreatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	g := &gate{Store: db, first: make(chan struct{}), refuse: "bad.example"}
+	g := &gate{Store: db, began: make(chan struct{}), first: make(chan struct{}), refuse: "bad.example"}
 	r := &Recorder{Store: g, Now: time.Now}
 	reading := func(domain string, score int) store.Reading {
 		return store.Reading{AccountID: "acct_1", Domain: domain, VisibilityScore: score, Sentiment: "neutral", Source: SourceAPI,
@@ -78,7 +81,7 @@ func TestAddsShareATransaction(t *testing.T) {
 	// of one domain, ordered: the second changes nothing.
 	firstOut := make(chan result, 1)
 	go add(reading("first.example", 10), firstOut)
-	g.waitFirst(t)
+	<-g.began
 	out := make(chan result, 10)
 	for i := range 8 {
 		go add(reading(fmt.Sprintf("d%d.example", i), 20+i), out)
@@ -112,7 +115,7 @@ func TestAddsShareATransaction(t *testing.T) {
 	g.mu.Unlock()
 	firstOut = make(chan result, 1)
 	go add(reading("first.example", 11), firstOut)
-	g.waitFirst(t)
+	<-g.began
 	out = make(chan result, 3)
 	for i, d := range []string{"d0.example", "bad.example", "d1.example"} {
 		go add(reading(d, 70), out)
@@ -139,21 +142,8 @@ func TestAddsShareATransaction(t *testing.T) {
 	}
 }
 
-// waitFirst waits until the first transaction waits to be let go.
-func (g *gate) waitFirst(t *testing.T) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		g.mu.Lock()
-		n := g.updates
-		g.mu.Unlock()
-		if n == 1 {
-			return
-		}
-	}
-	t.Fatal("the first transaction never began")
-}
-
-// waitQueued waits until n readings wait for the next transaction.
+// waitQueued polls, with a deadline, until n readings wait for the next
+// transaction: the queue is the Recorder's own, with no event to wait on.
 func waitQueued(t *testing.T, r *Recorder, n int) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
