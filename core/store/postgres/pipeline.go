@@ -19,15 +19,14 @@ import (
 type pipelined struct {
 	pool     *pgxpool.Pool
 	conn     *pgxpool.Conn
-	begin    string
 	deferred []*pgx.QueuedQuery
 	open     bool // BEGIN sent
 	ended    bool
 }
 
-func newPipelined(pool *pgxpool.Pool) *pipelined {
-	return &pipelined{pool: pool, begin: "BEGIN ISOLATION LEVEL SERIALIZABLE"}
-}
+func newPipelined(pool *pgxpool.Pool) *pipelined { return &pipelined{pool: pool} }
+
+const beginSerializable = "BEGIN ISOLATION LEVEL SERIALIZABLE"
 
 var _ pgx.Tx = (*pipelined)(nil)
 
@@ -61,7 +60,7 @@ func (p *pipelined) batch(ctx context.Context, b *pgx.Batch) (pgx.BatchResults, 
 	if p.open {
 		return p.conn.SendBatch(ctx, b), nil
 	}
-	b.QueuedQueries = append([]*pgx.QueuedQuery{{SQL: p.begin}}, b.QueuedQueries...)
+	b.QueuedQueries = append([]*pgx.QueuedQuery{{SQL: beginSerializable}}, b.QueuedQueries...)
 	br := p.conn.SendBatch(ctx, b)
 	p.open = true // the rollback ends whatever came of it
 	if _, err := br.Exec(); err != nil {
