@@ -52,32 +52,6 @@ func nullInt(n int) any {
 	return n
 }
 
-// InsertDelivery adds a delivery to a webhook that exists and is not
-// deleted, unless it has one for the event: a conflict is no error, and
-// the transaction stays usable (the fan-out goes on with the next).
-func (t *txn) InsertDelivery(d store.Delivery) (bool, error) {
-	tag, err := t.tx.Exec(t.ctx, `INSERT INTO webhook_deliveries (`+deliveryColumns+`)
-		SELECT `+params(1, 22)+` FROM webhooks WHERE id = $2 AND deleted_at IS NULL
-		ON CONFLICT (webhook_id, event_id) DO NOTHING`,
-		d.ID, d.WebhookID, d.AccountID, d.EventID, d.Event, d.Payload, d.Status, d.Attempts, d.Step,
-		tsz(d.NextAttemptAt), nsz(d.NextAttemptAt), tsz(d.LastAttemptAt), nsz(d.LastAttemptAt), nullInt(d.LastStatus), null(d.LastError),
-		null(d.Lease), tsz(d.LeaseUntil), nsz(d.LeaseUntil), ts(d.CreatedAt), ns(d.CreatedAt), ts(d.UpdatedAt), ns(d.UpdatedAt))
-	if err != nil {
-		return false, fmt.Errorf("postgres: insert delivery: %w", conflict(err))
-	}
-	if tag.RowsAffected() == 1 {
-		return true, nil
-	}
-	var exists bool
-	if err := t.tx.QueryRow(t.ctx, `SELECT EXISTS (SELECT 1 FROM webhooks WHERE id = $1)`, d.WebhookID).Scan(&exists); err != nil {
-		return false, fmt.Errorf("postgres: insert delivery: %w", err)
-	}
-	if !exists {
-		return false, fmt.Errorf("postgres: delivery to webhook %s, which is gone: %w", d.WebhookID, store.ErrConflict)
-	}
-	return false, nil
-}
-
 // deliveryTypes are the types of deliveryColumns.
 var deliveryTypes = []string{"text", "text", "text", "text", "text", "bytea", "text", "int4", "int4",
 	"timestamptz", "int2", "timestamptz", "int2", "int4", "text", "text", "timestamptz", "int2",
@@ -196,6 +170,24 @@ func (t *txn) RecordOutcomes(os []store.HeldOutcome) ([]bool, error) {
 	return lost, nil
 }
 
+// InsertDelivery adds a delivery as InsertDeliveries does, and tells a
+// webhook that is gone altogether (ErrConflict) from one that has the
+// event's delivery or was deleted.
+func (t *txn) InsertDelivery(d store.Delivery) (bool, error) {
+	added, err := t.InsertDeliveries([]store.Delivery{d})
+	if err != nil || added[0] {
+		return err == nil, err
+	}
+	var exists bool
+	if err := t.tx.QueryRow(t.ctx, `SELECT EXISTS (SELECT 1 FROM webhooks WHERE id = $1)`, d.WebhookID).Scan(&exists); err != nil {
+		return false, fmt.Errorf("postgres: insert delivery: %w", err)
+	}
+	if !exists {
+		return false, fmt.Errorf("postgres: delivery to webhook %s, which is gone: %w", d.WebhookID, store.ErrConflict)
+	}
+	return false, nil
+}
+
 func (t *txn) AddAttempt(a store.Attempt) error {
 	return addAttempt(t.ctx, t.tx, a)
 }
@@ -307,28 +299,14 @@ func (db *DB) RenewLeases(ctx context.Context, ds []store.Delivery, until time.T
 	return out, nil
 }
 
-// RecordOutcome writes an attempt's outcome under the lease that holds the
-// delivery, and ends the lease.
+// RecordOutcome writes an attempt's outcome as RecordOutcomes does: ErrLost
+// for one held by another lease or by none.
 func (t *txn) RecordOutcome(id, lease string, o store.DeliveryOutcome) error {
-	tag, err := t.tx.Exec(t.ctx, `UPDATE webhook_deliveries SET status = $3, attempts = $4, step = $5,
-		next_attempt_at = $6, next_attempt_at_ns = $7, last_attempt_at = $8, last_attempt_at_ns = $9, last_status = $10,
-		last_error = $11, updated_at = $8, updated_at_ns = $9, lease = NULL, lease_until = NULL, lease_until_ns = NULL
-		WHERE id = $1 AND lease IS NOT DISTINCT FROM $2`, id, null(lease), o.Status, o.Attempt.N, o.Step,
-		tsz(o.Next), nsz(o.Next), ts(o.Attempt.At), ns(o.Attempt.At), nullInt(o.Attempt.StatusCode), null(o.Attempt.Error))
-	if err != nil {
-		return fmt.Errorf("postgres: record outcome: %w", err)
+	lost, err := t.RecordOutcomes([]store.HeldOutcome{{DeliveryID: id, Lease: lease, DeliveryOutcome: o}})
+	if err == nil && lost[0] {
+		err = fmt.Errorf("postgres: outcome of delivery %s: %w", id, store.ErrLost)
 	}
-	if tag.RowsAffected() == 0 {
-		var exists bool
-		if err := t.tx.QueryRow(t.ctx, `SELECT EXISTS (SELECT 1 FROM webhook_deliveries WHERE id = $1)`, id).Scan(&exists); err != nil {
-			return fmt.Errorf("postgres: record outcome: %w", err)
-		}
-		if exists {
-			return fmt.Errorf("postgres: outcome of delivery %s: %w", id, store.ErrLost)
-		}
-		return nil // pruned while it was attempted: nothing to keep
-	}
-	return t.AddAttempt(o.Attempt)
+	return err
 }
 
 // Redeliver makes failed or succeeded deliveries of a webhook pending
