@@ -27,6 +27,7 @@ import (
 	"github.com/aivis/aivis/core/people"
 	"github.com/aivis/aivis/core/store"
 	"github.com/aivis/aivis/core/store/sqlite"
+	"github.com/aivis/aivis/internal/testsvc"
 )
 
 // tlsApp is the API with the dashboard mounted, sharing one guard, as
@@ -180,12 +181,45 @@ func (g *gatedKeys) PrincipalByKeyHash(ctx context.Context, hash []byte) (store.
 // TestGuessesAtOnceAnsweredUpToTheLimit: 64 wrong keys sent at once from
 // one address, on both interfaces, all looked up at the same moment,
 // against a limit of 10: exactly 10 are answered 401, the others 429, and
-// the address is then refused, valid credentials included.
+// the address is then refused, valid credentials included, counting
+// nothing in the account's windows. On Redis, where each instance screens
+// an address by the refusals it has seen, another instance that has seen
+// none refuses the valid credentials in the step that would count them.
 func TestGuessesAtOnceAnsweredUpToTheLimit(t *testing.T) {
+	t.Run("memory", func(t *testing.T) {
+		counter := limits.NewMemory(nil, testLog)
+		guessesAtOnce(t, counter, limits.MemoryGuards)
+	})
+	t.Run("redis", func(t *testing.T) {
+		url, prefix := testsvc.Redis(t)
+		instance := func() *limits.Redis {
+			rdb, err := limits.NewRedisClient(url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { rdb.Close() })
+			return limits.NewRedis(rdb, prefix, nil, testLog)
+		}
+		first := instance()
+		guessesAtOnce(t, first, first.Guard)
+		other := instance()
+		b := newTLSAppOn(t, func() time.Time { return fuzzBase }, 10, nil, other, other.Guard)
+		valid := keyAndSecret(fuzzKey, fuzzSecret)
+		if ans := b.call(t, http.MethodGet, "/api/v1/ai/budget-status", valid, ""); ans.status != http.StatusTooManyRequests {
+			t.Fatalf("valid credentials at another instance after the guesses: %d, want 429", ans.status)
+		} else {
+			checkWait(t, "valid credentials at another instance", ans.status, ans.header, ans.err.RetryAfter, ans.err.Message)
+		}
+		checkUncounted(t, other)
+	})
+}
+
+// guessesAtOnce sends the guesses to an app on counter and guards.
+func guessesAtOnce(t *testing.T, counter limits.Counter, guards limits.Guards) {
 	const limit, n = 10, 64
 	db := newTestDB(t)
 	gate := &gatedKeys{Keys: db, n: n, open: make(chan struct{})}
-	a := newTLSApp(t, func() time.Time { return fuzzBase }, limit, gate)
+	a := newTLSAppOn(t, func() time.Time { return fuzzBase }, limit, gate, counter, guards)
 	var mu sync.Mutex
 	got := map[int]int{}
 	var wg sync.WaitGroup
@@ -211,6 +245,20 @@ func TestGuessesAtOnceAnsweredUpToTheLimit(t *testing.T) {
 	}
 	if ans := a.call(t, http.MethodGet, "/api/v1/ai/budget-status", keyAndSecret(fuzzKey, fuzzSecret), ""); ans.status != http.StatusTooManyRequests {
 		t.Fatalf("valid credentials after the guesses: %d, want 429", ans.status)
+	}
+	checkUncounted(t, counter)
+}
+
+// checkUncounted checks that no request of fuzzKey's account was counted.
+func checkUncounted(t *testing.T, counter limits.Counter) {
+	t.Helper()
+	tier, _ := limits.TierByName("enterprise")
+	d, err := counter.Peek(context.Background(), "acct_fuzz", tier.Limits(), fuzzBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Count != [3]int{} {
+		t.Fatalf("the account's windows count %v after requests refused for their address, want none", d.Count)
 	}
 }
 

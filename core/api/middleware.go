@@ -26,6 +26,7 @@ const (
 	keyRequestID ctxKey = iota
 	keyPrincipal
 	keyDecision
+	keyAddr // the client address's subject, for rateLimit's Admit
 )
 
 func requestID(r *http.Request) string {
@@ -156,17 +157,26 @@ func (s *Server) RequireHTTPS() http.Handler {
 // authenticate checks credentials on one interface. Failures are limited
 // per client address; a key of an account refused as revoked or expired
 // is no guess, and counts against that key instead, so that a stale client
-// behind a shared address cannot lock its neighbours out. An address out
-// of failures is refused before its credentials are looked at. Otherwise
-// the attempt is decided by one atomic step of the guard once they are
-// checked (the lookup is cheap, and valid credentials may arrive many at
-// once), so that guesses sent at once are never answered past the limit.
+// behind a shared address cannot lock its neighbours out. An address known
+// to be out of failures is refused before its credentials are looked at
+// (limits.Screen). Otherwise the attempt is decided by one atomic step
+// once they are checked (the lookup is cheap, and valid credentials may
+// arrive many at once), so that guesses sent at once are never answered
+// past the limit: a failure's Take of the guard, or, for valid
+// credentials, rateLimit's Admit, which refuses them while the address is
+// out of failures and else counts the request.
 func (s *Server) authenticate(withSecret bool) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			now := s.now()
 			addr := limits.AddrSubject(s.clientAddr(r))
-			if !s.admitted(w, r, addr, now) {
+			t, err := limits.Screen(r.Context(), s.guard, addr, now)
+			if err != nil {
+				writeError(w, r, s.log, err)
+				return
+			}
+			if !t.Allowed {
+				s.refuse(w, r, t, addrPolicy, nil, "")
 				return
 			}
 			var key, secret string
@@ -183,13 +193,13 @@ func (s *Server) authenticate(withSecret bool) func(http.Handler) http.Handler {
 			fe, _ := fault.As(err)
 			switch {
 			case err == nil:
-				if s.admitted(w, r, addr, now) {
-					next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyPrincipal, p)))
-				}
+				ctx := context.WithValue(context.WithValue(r.Context(), keyPrincipal, p), keyAddr, addr)
+				next.ServeHTTP(w, r.WithContext(ctx))
+			case fe != nil && fe.Code.Status() == http.StatusUnauthorized && fe.Code != fault.KeyRevoked && fe.Code != fault.KeyExpired:
+				s.fail(w, r, addr, now, addrPolicy, err, challenge(withSecret, key != ""))
+			case !s.admitted(w, r, addr, now):
 			case fe != nil && (fe.Code == fault.KeyRevoked || fe.Code == fault.KeyExpired):
 				s.fail(w, r, limits.KeySubject(key), now, keyPolicy, err, challenge(withSecret, true))
-			case fe != nil && fe.Code.Status() == http.StatusUnauthorized:
-				s.fail(w, r, addr, now, addrPolicy, err, challenge(withSecret, key != ""))
 			default:
 				writeError(w, r, s.log, err)
 			}
@@ -197,9 +207,9 @@ func (s *Server) authenticate(withSecret bool) func(http.Handler) http.Handler {
 	}
 }
 
-// admitted reports that the address has failures left; if not, or if the
-// guard cannot tell (its engine is unreachable: 503), the request is
-// answered.
+// admitted reports that the address has failures left (the guard's Peek);
+// if not, or if the guard cannot tell (its engine is unreachable: 503),
+// the request is answered.
 func (s *Server) admitted(w http.ResponseWriter, r *http.Request, addr limits.Subject, now time.Time) bool {
 	t, err := s.guard.Peek(r.Context(), addr, now)
 	if err != nil {
@@ -275,8 +285,10 @@ func policy(l [3]int) string {
 	return p
 }
 
-// rateLimit counts the request in the account's three windows, atomically,
-// and sets the rate-limit headers; a refused request counts in none.
+// rateLimit admits an authenticated request (limits.Admit): refused while
+// its address is out of failed authentications, else counted in the
+// account's three windows, atomically, with the rate-limit headers set; a
+// refused request counts in none.
 func (s *Server) rateLimit(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := principal(r)
@@ -285,9 +297,15 @@ func (s *Server) rateLimit(next http.Handler) http.Handler {
 			writeError(w, r, s.log, fmt.Errorf("account %s has unknown tier %q", p.AccountID(), p.Account.Tier))
 			return
 		}
-		d, err := s.counter.Take(r.Context(), limits.Use{AccountID: p.AccountID(), KeyID: p.Key.ID, ClientID: p.ClientID(), At: s.now()}, t.Limits())
+		addr, _ := r.Context().Value(keyAddr).(limits.Subject)
+		u := limits.Use{AccountID: p.AccountID(), KeyID: p.Key.ID, ClientID: p.ClientID(), At: s.now()}
+		guard, d, err := limits.Admit(r.Context(), s.counter, s.guard, addr, u, t.Limits())
 		if err != nil {
 			writeError(w, r, s.log, err)
+			return
+		}
+		if !guard.Allowed {
+			s.refuse(w, r, guard, addrPolicy, nil, "")
 			return
 		}
 		h := w.Header()

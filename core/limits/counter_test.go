@@ -522,3 +522,18 @@ func TestConcurrentTakeAndFlush(t *testing.T) {
 		}
 	}
 }
+
+// TestMemoryAdmit runs the cases of Admit and Screen on the embedded
+// counter and guard, one pair as a process has.
+func TestMemoryAdmit(t *testing.T) {
+	countertest.RunAdmit(t, func(t *testing.T) func(*testing.T, int) (limits.Counter, limits.Guard) {
+		var c limits.Counter
+		var g limits.Guard
+		return func(_ *testing.T, limit int) (limits.Counter, limits.Guard) {
+			if c == nil {
+				c, g = limits.NewMemory(nil, quiet), limits.MemoryGuards("auth", limit, time.Minute)
+			}
+			return c, g
+		}
+	})
+}

@@ -109,18 +109,32 @@ func NewRedis(rdb RedisClient, prefix string, s store.Counters, log *slog.Logger
 // keeps its start (a late request counts in the newer window); one kept
 // with an earlier start holds none. The hash is kept until an hour past
 // the end of its longest window; the usage's last use is the last counted
-// request's, as the memory counter keeps it.
+// request's, as the memory counter keeps it. Given a guard's window
+// (KEYS[3], a window of one as a guard keeps it), it first looks at it as
+// a guard's Peek does, and counts nothing while that window is full.
 //
 //	ARGV[1]  1 to count, 0 to look
 //	ARGV[2]  the request's time, Unix seconds
 //	ARGV[3]  seconds the hash is kept past the end of its longest window
-//	ARGV[4]  the usage fields' suffix, "" for none (then no KEYS[2])
+//	ARGV[4]  the usage fields' suffix, "" for none
 //	ARGV[5]  the request's time in microseconds, the usage's last use
 //	ARGV[6...]  per window: start (Unix seconds), length (seconds), limit
+//	and with KEYS[3], last: the guard's window's start and its limit
 //
-// It returns the decision (1 allowed) and each window's start and count.
+// It returns the decision (1 allowed) and each window's start and count,
+// or, when the guard's window is full, -1 and its start and count.
 var windowsScript = redis.NewScript(`
 local nw = (#ARGV - 5) / 3
+if #KEYS == 3 then
+  nw = (#ARGV - 7) / 3
+  local gs = tonumber(ARGV[#ARGV-1])
+  local g = redis.call('HMGET', KEYS[3], 's1', 'n1')
+  local s, n = tonumber(g[1]), 0
+  if s and s >= gs then
+    gs, n = s, tonumber(g[2])
+  end
+  if n >= tonumber(ARGV[#ARGV]) then return {-1, gs, n} end
+end
 local fields = {}
 for i = 1, nw do
   fields[2*i-1], fields[2*i] = 's' .. i, 'n' .. i
@@ -154,21 +168,34 @@ end
 return out
 `)
 
+// guardWindow is a guard's window of one subject that a count first looks
+// at: its key, the window's start and its limit.
+type guardWindow struct {
+	key   string
+	start int64
+	limit int
+}
+
 // windows runs windowsScript on key for a request at at, in the windows
-// starting at starts, of lengths and limits; a look (count false) is a read
-// of the hash (peek).
-func (c *redisConn) windows(ctx context.Context, count bool, key string, at time.Time, starts, lengths []int64, limits []int, usage string) ([]int64, error) {
+// starting at starts, of lengths and limits, after a look at the guard's
+// window g if there is one; a look (count false) is a read of the hash
+// (peek).
+func (c *redisConn) windows(ctx context.Context, count bool, key string, at time.Time, starts, lengths []int64, limits []int, usage string, g *guardWindow) ([]int64, error) {
 	if !count {
 		return c.peek(ctx, key, starts, limits)
 	}
 	keys := []string{key}
-	args := make([]any, 0, 5+3*len(starts))
+	args := make([]any, 0, 7+3*len(starts))
 	args = append(args, b2i(count), at.Unix(), windowsKept, usage, at.UnixMicro())
-	if usage != "" {
+	if usage != "" || g != nil {
 		keys = append(keys, c.prefix+"usage")
 	}
 	for i := range starts {
 		args = append(args, starts[i], lengths[i], limits[i])
+	}
+	if g != nil {
+		keys = append(keys, g.key)
+		args = append(args, g.start, g.limit)
 	}
 	out, err := c.rdb.script(ctx, windowsScript, keys, args...).Int64Slice()
 	if err != nil {
@@ -246,12 +273,17 @@ func (c *redisConn) ok() {
 
 var windowLengthSeconds = []int64{60, 3600, 86400}
 
-// decide runs the windows script for accountID's windows at at.
-func (r *Redis) decide(ctx context.Context, count bool, accountID string, limits [3]int, at time.Time, usage string) (Decision, error) {
+// decide runs the windows script for accountID's windows at at, after a
+// look at the guard's window g if there is one; out[0] is -1 when that
+// window is full.
+func (r *Redis) decide(ctx context.Context, count bool, accountID string, limits [3]int, at time.Time, usage string, g *guardWindow) (Decision, []int64, error) {
 	s := WindowStarts(at)
-	out, err := r.conn.windows(ctx, count, r.conn.prefix+"window:"+accountID, at, s[:], windowLengthSeconds, limits[:], usage)
-	if err != nil {
-		return Decision{}, err
+	out, err := r.conn.windows(ctx, count, r.conn.prefix+"window:"+accountID, at, s[:], windowLengthSeconds, limits[:], usage, g)
+	if err != nil || out[0] < 0 {
+		return Decision{}, out, err
+	}
+	if len(out) != 7 {
+		return Decision{}, nil, fmt.Errorf("redis: the windows script answered %d numbers, not 7", len(out))
 	}
 	var start, n [3]int64
 	for i := range 3 {
@@ -259,22 +291,42 @@ func (r *Redis) decide(ctx context.Context, count bool, accountID string, limits
 	}
 	d := decision(start, n, limits, at)
 	d.Allowed = out[0] == 1
-	return d, nil
+	return d, out, nil
+}
+
+// usageOf is the usage fields' suffix of u ("" for a use without a key).
+func usageOf(u Use) string {
+	if u.KeyID == "" {
+		return ""
+	}
+	return strings.Join([]string{strconv.FormatInt(WindowStarts(u.At)[Hour], 10), u.KeyID, u.AccountID, u.ClientID}, " ")
 }
 
 // Take counts u in all three windows, and its key's use, if none is full,
 // else in none.
 func (r *Redis) Take(ctx context.Context, u Use, limits [3]int) (Decision, error) {
-	usage := ""
-	if u.KeyID != "" {
-		usage = strings.Join([]string{strconv.FormatInt(WindowStarts(u.At)[Hour], 10), u.KeyID, u.AccountID, u.ClientID}, " ")
-	}
-	return r.decide(ctx, true, u.AccountID, limits, u.At, usage)
+	d, _, err := r.decide(ctx, true, u.AccountID, limits, u.At, usageOf(u), nil)
+	return d, err
 }
 
 // Peek is the decision a request at now would see, without counting one.
 func (r *Redis) Peek(ctx context.Context, accountID string, limits [3]int, now time.Time) (Decision, error) {
-	return r.decide(ctx, false, accountID, limits, now, "")
+	d, _, err := r.decide(ctx, false, accountID, limits, now, "", nil)
+	return d, err
+}
+
+// admit is Admit on one server: the guard's window of addr and the
+// account's windows in one run of the windows script.
+func (r *Redis) admit(ctx context.Context, g *RedisGuard, addr Subject, u Use, limits [3]int) (Tally, Decision, error) {
+	gw := g.window(addr, u.At)
+	d, out, err := r.decide(ctx, true, u.AccountID, limits, u.At, usageOf(u), &gw)
+	if err != nil {
+		return Tally{}, Decision{}, err
+	}
+	if out[0] < 0 {
+		return g.seen(addr, g.tallyOf(false, out[1], out[2], addr, u.At)), Decision{}, nil
+	}
+	return Tally{Allowed: true, Limit: gw.limit, Start: gw.start, Reset: gw.start + g.length[0], Now: u.At, kind: addr.kind}, d, nil
 }
 
 // Shared is true: the counts are the server's.

@@ -314,3 +314,16 @@ func TestRedisDecisionsAtOnceShareARoundTrip(t *testing.T) {
 		t.Errorf("%d decisions took %d round trips carrying %d scripts, want 2: the first and one for the %d asked meanwhile", callers, trips, scripts, callers-1)
 	}
 }
+
+// TestRedisAdmit runs the cases of Admit and Screen on the Redis counter
+// and its guard, each pair on a client of its own, as each process has:
+// one script run decides the address and the account's windows.
+func TestRedisAdmit(t *testing.T) {
+	countertest.RunAdmit(t, func(t *testing.T) func(*testing.T, int) (limits.Counter, limits.Guard) {
+		url, prefix := testsvc.Redis(t)
+		return func(t *testing.T, limit int) (limits.Counter, limits.Guard) {
+			c := limits.NewRedis(redisClient(t, url), prefix, nil, quiet)
+			return c, c.Guard("auth", limit, time.Minute)
+		}
+	})
+}

@@ -3,6 +3,7 @@ package limits
 import (
 	"context"
 	"encoding/hex"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -16,18 +17,32 @@ import (
 // commands of concurrent callers share round trips. The key is kept until an
 // hour after its window ends. Subjects are kept as AuthGuard keeps them (a
 // key and an email address as their SHA-256, an address by host or /64).
+// Admit looks at a subject's window in the counter's script that counts
+// the request; Screen answers from the refusals this process has seen.
 type RedisGuard struct {
 	conn   *redisConn
 	key    string // the prefix of its subjects' keys
 	limit  []int
-	window []int64 // seconds
+	length []int64 // the window's, in seconds
+
+	// refused are the subjects this process has seen refused, each with
+	// the end of the window it was refused in (Unix seconds): Screen's
+	// answer without a round trip.
+	mu      sync.Mutex
+	refused map[Subject]int64
 }
+
+// maxRefused bounds the refusals a RedisGuard remembers; past it, those
+// whose windows have ended are dropped, and if none has, all of them
+// (Screen then asks the server again).
+const maxRefused = 10_000
 
 // Guard makes the guard named name on r's server: limit failures per
 // subject in each window of the given length (a whole number of seconds
 // that divides a day).
 func (r *Redis) Guard(name string, limit int, window time.Duration) Guard {
-	return &RedisGuard{conn: r.conn, key: r.conn.prefix + "guard:" + name + ":", limit: []int{limit}, window: []int64{int64(window / time.Second)}}
+	return &RedisGuard{conn: r.conn, key: r.conn.prefix + "guard:" + name + ":", limit: []int{limit}, length: []int64{int64(window / time.Second)},
+		refused: make(map[Subject]int64)}
 }
 
 func (g *RedisGuard) subjectKey(s Subject) string {
@@ -37,14 +52,58 @@ func (g *RedisGuard) subjectKey(s Subject) string {
 	return g.key + hex.EncodeToString(b[:])
 }
 
-func (g *RedisGuard) tally(ctx context.Context, count bool, s Subject, now time.Time) (Tally, error) {
+// window is the window of s that holds a failure at now.
+func (g *RedisGuard) window(s Subject, now time.Time) guardWindow {
 	sec := now.Unix()
-	start := sec - sec%g.window[0]
-	out, err := g.conn.windows(ctx, count, g.subjectKey(s), now, []int64{start}, g.window, g.limit, "")
+	return guardWindow{key: g.subjectKey(s), start: sec - sec%g.length[0], limit: g.limit[0]}
+}
+
+func (g *RedisGuard) tallyOf(allowed bool, start, count int64, s Subject, now time.Time) Tally {
+	return Tally{Allowed: allowed, Limit: g.limit[0], Count: int(count), Start: start, Reset: start + g.length[0], Now: now, kind: s.kind}
+}
+
+// seen remembers t if it refused s, and returns it.
+func (g *RedisGuard) seen(s Subject, t Tally) Tally {
+	if t.Allowed {
+		return t
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.refused) >= maxRefused {
+		now := t.Now.Unix()
+		for k, end := range g.refused {
+			if end <= now {
+				delete(g.refused, k)
+			}
+		}
+		if len(g.refused) >= maxRefused {
+			clear(g.refused)
+		}
+	}
+	g.refused[s] = t.Reset
+	return t
+}
+
+// screen reports a refusal of s that this process has seen in a window
+// that has not ended at now.
+func (g *RedisGuard) screen(s Subject, now time.Time) (Tally, bool) {
+	g.mu.Lock()
+	end, ok := g.refused[s]
+	g.mu.Unlock()
+	if !ok || end <= now.Unix() {
+		return Tally{}, false
+	}
+	start := end - g.length[0]
+	return g.tallyOf(false, start, int64(g.limit[0]), s, now), true
+}
+
+func (g *RedisGuard) tally(ctx context.Context, count bool, s Subject, now time.Time) (Tally, error) {
+	w := g.window(s, now)
+	out, err := g.conn.windows(ctx, count, w.key, now, []int64{w.start}, g.length, g.limit, "", nil)
 	if err != nil {
 		return Tally{}, err
 	}
-	return Tally{Allowed: out[0] == 1, Limit: g.limit[0], Count: int(out[2]), Start: out[1], Reset: out[1] + g.window[0], Now: now, kind: s.kind}, nil
+	return g.seen(s, g.tallyOf(out[0] == 1, out[1], out[2], s, now)), nil
 }
 
 // Take counts a failure of s unless its window is full.
@@ -67,8 +126,12 @@ end
 return 0
 `)
 
-// Give takes back a failure Take counted in t's window.
+// Give takes back a failure Take counted in t's window (and forgets a
+// refusal of s that this process saw).
 func (g *RedisGuard) Give(ctx context.Context, s Subject, t Tally) error {
+	g.mu.Lock()
+	delete(g.refused, s)
+	g.mu.Unlock()
 	if err := g.conn.rdb.script(ctx, giveScript, []string{g.subjectKey(s)}, t.Start).Err(); err != nil {
 		return g.conn.fail(ctx, err)
 	}

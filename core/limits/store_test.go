@@ -27,3 +27,19 @@ func TestStoreCounter(t *testing.T) {
 		}
 	})
 }
+
+// TestStoreAdmit runs the cases of Admit and Screen on the store counter
+// with the guards it is deployed with, in memory: one pair, as a process
+// has, the guard's counts being its own.
+func TestStoreAdmit(t *testing.T) {
+	countertest.RunAdmit(t, func(t *testing.T) func(*testing.T, int) (limits.Counter, limits.Guard) {
+		db, _ := openDB(t)
+		var g limits.Guard
+		return func(_ *testing.T, limit int) (limits.Counter, limits.Guard) {
+			if g == nil {
+				g = limits.MemoryGuards("auth", limit, time.Minute)
+			}
+			return limits.NewStoreCounter(db), g
+		}
+	})
+}
