@@ -36,6 +36,7 @@ var (
 	openShare   = flag.Float64("open-share", 0.5, "open-loop rate as a share of the closed-loop peak")
 	nAccounts   = flag.Int("accounts", 2000, "enterprise accounts (one key each) the budget-status load is spread over")
 	withH2      = flag.Bool("h2", true, "also measure HTTP/2 (closed loop)")
+	inProcess   = flag.Bool("load-in-process", true, "measure the phases served in the benchmark's process (the bare handler, each counter); false: only the `aivis serve` processes of -engines")
 )
 
 // quiet is the server's logger in the benchmarks: level error, discarded,
@@ -248,6 +249,22 @@ func copyHeader(dst, src http.Header) {
 // is never flushed to the database, is measured for diagnosis only. It runs
 // its phases once whatever b.N is; run it with -benchtime=1x.
 func BenchmarkLoad(b *testing.B) {
+	var rs []Result
+	run := func(r Result, err error) Result {
+		if err != nil {
+			b.Fatal(err)
+		}
+		rs = append(rs, r)
+		runtime.GC()
+		return r
+	}
+	if !*inProcess {
+		b.ReportMetric(0, "ns/op")
+		var out strings.Builder
+		reportEngines(b, &out, budgetOnEngines(b, run))
+		fmt.Fprintln(os.Stdout, out.String())
+		return
+	}
 	f := newLoadFixture(b)
 	f.check(b)
 	ctx := context.Background()
@@ -258,15 +275,6 @@ func BenchmarkLoad(b *testing.B) {
 		NewH1(f.apiStoreAddrs[1], "localhost", "/api/v1/ai/budget-status", clientTLS(b, f.cert, "http/1.1"), f.storeCreds)}}
 	noFlush := NewH1(f.apiNoFlushAddr, "localhost", "/api/v1/ai/budget-status", clientTLS(b, f.cert, "http/1.1"), f.creds)
 
-	var rs []Result
-	run := func(r Result, err error) Result {
-		if err != nil {
-			b.Fatal(err)
-		}
-		rs = append(rs, r)
-		runtime.GC()
-		return r
-	}
 	const (
 		nBare    = "bare chi handler, HTTP/1.1"
 		nBudget  = "budget-status, HTTP/1.1"

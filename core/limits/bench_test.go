@@ -6,13 +6,18 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"net/netip"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/aivis/aivis/core/limits"
 	"github.com/aivis/aivis/core/store/sqlite"
@@ -151,21 +156,77 @@ func BenchmarkStoreTake(b *testing.B) {
 // flush to the store (Run, once a second) is left out, as the memory
 // counter's is.
 func BenchmarkRedisTake(b *testing.B) {
+	c, rdb := redisCounter(b)
+	us, at := uses(2000), time.Now()
+	warm(b, c, us, at)
+	redisDecisions(b, rdb, func(ctx context.Context, u limits.Use) error {
+		d, err := c.Take(ctx, u, unlimited)
+		if err == nil && !d.Allowed {
+			err = fmt.Errorf("refused: %+v", d)
+		}
+		return err
+	}, us, at)
+}
+
+// BenchmarkRedisAdmit times what an authenticated request asks of Redis
+// (the address's guard window and the account's windows), 2,000 accounts
+// and as many addresses: admit is limits.Admit, one script run; three-steps
+// is the guard's Peek before and after the credentials and the counter's
+// Take, as a request asked them before Admit. redis-µs/op is the server's
+// CPU time a request (INFO cpu).
+func BenchmarkRedisAdmit(b *testing.B) {
+	c, rdb := redisCounter(b)
+	g := c.Guard("auth", 20, time.Minute)
+	us, at := uses(2000), time.Now()
+	warm(b, c, us, at)
+	addr := func(u limits.Use) limits.Subject {
+		return limits.AddrSubject(netip.AddrFrom4([4]byte{192, 0, byte(len(u.AccountID)), u.AccountID[len(u.AccountID)-1]}))
+	}
+	b.Run("admit", func(b *testing.B) {
+		redisDecisions(b, rdb, func(ctx context.Context, u limits.Use) error {
+			t, d, err := limits.Admit(ctx, c, g, addr(u), u, unlimited)
+			if err == nil && (!t.Allowed || !d.Allowed) {
+				err = fmt.Errorf("refused: %+v %+v", t, d)
+			}
+			return err
+		}, us, at)
+	})
+	b.Run("three-steps", func(b *testing.B) {
+		redisDecisions(b, rdb, func(ctx context.Context, u limits.Use) error {
+			for range 2 {
+				if t, err := g.Peek(ctx, addr(u), u.At); err != nil || !t.Allowed {
+					return fmt.Errorf("peek: %+v %v", t, err)
+				}
+			}
+			d, err := c.Take(ctx, u, unlimited)
+			if err == nil && !d.Allowed {
+				err = fmt.Errorf("refused: %+v", d)
+			}
+			return err
+		}, us, at)
+	})
+}
+
+func redisCounter(b *testing.B) (*limits.Redis, *redis.Client) {
 	url, prefix := testsvc.Redis(b)
 	rdb, err := limits.NewRedisClient(url)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer rdb.Close()
-	c := limits.NewRedis(rdb, prefix, nil, slog.New(slog.DiscardHandler))
-	us, at := uses(2000), time.Now()
-	warm(b, c, us, at)
+	b.Cleanup(func() { rdb.Close() })
+	return limits.NewRedis(rdb, prefix, nil, slog.New(slog.DiscardHandler)), rdb
+}
+
+// redisDecisions runs decide over us, by one caller and by 32 at once,
+// reporting each call's p50 and p99 and the server's CPU time a call.
+func redisDecisions(b *testing.B, rdb *redis.Client, decide func(context.Context, limits.Use) error, us []limits.Use, at time.Time) {
 	for _, callers := range []int{1, 32} {
 		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
 			ctx := context.Background()
 			took := make([]time.Duration, b.N)
 			var next atomic.Int64
 			var wg sync.WaitGroup
+			cpu := redisCPU(b, rdb)
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range callers {
@@ -174,10 +235,10 @@ func BenchmarkRedisTake(b *testing.B) {
 						u := us[i%len(us)]
 						u.At = at
 						began := time.Now()
-						d, err := c.Take(ctx, u, unlimited)
+						err := decide(ctx, u)
 						took[i] = time.Since(began)
-						if err != nil || !d.Allowed {
-							b.Error(d, err)
+						if err != nil {
+							b.Error(err)
 							return
 						}
 					}
@@ -188,6 +249,25 @@ func BenchmarkRedisTake(b *testing.B) {
 			slices.Sort(took)
 			b.ReportMetric(float64(took[b.N/2])/1e3, "p50-µs")
 			b.ReportMetric(float64(took[b.N*99/100])/1e3, "p99-µs")
+			b.ReportMetric(float64(redisCPU(b, rdb)-cpu)/1e3/float64(b.N), "redis-µs/op")
 		})
 	}
+}
+
+// redisCPU is the server's CPU time so far (INFO cpu: its main thread's
+// and the others', user and system).
+func redisCPU(b *testing.B, rdb *redis.Client) time.Duration {
+	info, err := rdb.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total time.Duration
+	for _, line := range strings.Split(info, "\n") {
+		name, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok && (name == "used_cpu_sys" || name == "used_cpu_user") {
+			f, _ := strconv.ParseFloat(v, 64)
+			total += time.Duration(f * float64(time.Second))
+		}
+	}
+	return total
 }
