@@ -195,13 +195,18 @@ func (s *Server) authenticate(withSecret bool) func(http.Handler) http.Handler {
 			case err == nil:
 				ctx := context.WithValue(context.WithValue(r.Context(), keyPrincipal, p), keyAddr, addr)
 				next.ServeHTTP(w, r.WithContext(ctx))
-			case fe != nil && fe.Code.Status() == http.StatusUnauthorized && fe.Code != fault.KeyRevoked && fe.Code != fault.KeyExpired:
-				s.fail(w, r, addr, now, addrPolicy, err, challenge(withSecret, key != ""))
-			case !s.admitted(w, r, addr, now):
 			case fe != nil && (fe.Code == fault.KeyRevoked || fe.Code == fault.KeyExpired):
-				s.fail(w, r, limits.KeySubject(key), now, keyPolicy, err, challenge(withSecret, true))
+				// No guess, but an address out of failures is refused
+				// all the same (its exact window: Screen may not know).
+				if s.admitted(w, r, addr, now) {
+					s.fail(w, r, limits.KeySubject(key), now, keyPolicy, err, challenge(withSecret, true))
+				}
+			case fe != nil && fe.Code.Status() == http.StatusUnauthorized:
+				s.fail(w, r, addr, now, addrPolicy, err, challenge(withSecret, key != ""))
 			default:
-				writeError(w, r, s.log, err)
+				if s.admitted(w, r, addr, now) {
+					writeError(w, r, s.log, err)
+				}
 			}
 		})
 	}
