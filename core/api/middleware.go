@@ -159,7 +159,7 @@ func (s *Server) RequireHTTPS() http.Handler {
 // is no guess, and counts against that key instead, so that a stale client
 // behind a shared address cannot lock its neighbours out. An address known
 // to be out of failures is refused before its credentials are looked at
-// (limits.Screen). Otherwise the attempt is decided by one atomic step
+// (the guard's Screen). Otherwise the attempt is decided by one atomic step
 // once they are checked (the lookup is cheap, and valid credentials may
 // arrive many at once), so that guesses sent at once are never answered
 // past the limit: a failure's Take of the guard, or, for valid
@@ -170,13 +170,7 @@ func (s *Server) authenticate(withSecret bool) func(http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			now := s.now()
 			addr := limits.AddrSubject(s.clientAddr(r))
-			t, err := limits.Screen(r.Context(), s.guard, addr, now)
-			if err != nil {
-				writeError(w, r, s.log, err)
-				return
-			}
-			if !t.Allowed {
-				s.refuse(w, r, t, addrPolicy, nil, "")
+			if !s.admitted(w, r)(s.guard.Screen(r.Context(), addr, now)) {
 				return
 			}
 			var key, secret string
@@ -198,13 +192,13 @@ func (s *Server) authenticate(withSecret bool) func(http.Handler) http.Handler {
 			case fe != nil && (fe.Code == fault.KeyRevoked || fe.Code == fault.KeyExpired):
 				// No guess, but an address out of failures is refused
 				// all the same (its exact window: Screen may not know).
-				if s.admitted(w, r, addr, now) {
+				if s.admitted(w, r)(s.guard.Peek(r.Context(), addr, now)) {
 					s.fail(w, r, limits.KeySubject(key), now, keyPolicy, err, challenge(withSecret, true))
 				}
 			case fe != nil && fe.Code.Status() == http.StatusUnauthorized:
 				s.fail(w, r, addr, now, addrPolicy, err, challenge(withSecret, key != ""))
 			default:
-				if s.admitted(w, r, addr, now) {
+				if s.admitted(w, r)(s.guard.Peek(r.Context(), addr, now)) {
 					writeError(w, r, s.log, err)
 				}
 			}
@@ -212,19 +206,21 @@ func (s *Server) authenticate(withSecret bool) func(http.Handler) http.Handler {
 	}
 }
 
-// admitted reports that the address has failures left (the guard's Peek);
-// if not, or if the guard cannot tell (its engine is unreachable: 503),
-// the request is answered.
-func (s *Server) admitted(w http.ResponseWriter, r *http.Request, addr limits.Subject, now time.Time) bool {
-	t, err := s.guard.Peek(r.Context(), addr, now)
-	if err != nil {
-		writeError(w, r, s.log, err)
-		return false
+// admitted answers a look at the client address's window (a guard's
+// Tally and error: Screen, Peek or Admit's) and reports that the address
+// has failures left; if not, or if the guard cannot tell (its engine is
+// unreachable: 503), the request is answered.
+func (s *Server) admitted(w http.ResponseWriter, r *http.Request) func(limits.Tally, error) bool {
+	return func(t limits.Tally, err error) bool {
+		if err != nil {
+			writeError(w, r, s.log, err)
+			return false
+		}
+		if !t.Allowed {
+			s.refuse(w, r, t, addrPolicy, nil, "")
+		}
+		return t.Allowed
 	}
-	if !t.Allowed {
-		s.refuse(w, r, t, addrPolicy, nil, "")
-	}
-	return t.Allowed
 }
 
 // fail counts a failed authentication against subject and answers it:
@@ -305,12 +301,7 @@ func (s *Server) rateLimit(next http.Handler) http.Handler {
 		addr, _ := r.Context().Value(keyAddr).(limits.Subject)
 		u := limits.Use{AccountID: p.AccountID(), KeyID: p.Key.ID, ClientID: p.ClientID(), At: s.now()}
 		guard, d, err := limits.Admit(r.Context(), s.counter, s.guard, addr, u, t.Limits())
-		if err != nil {
-			writeError(w, r, s.log, err)
-			return
-		}
-		if !guard.Allowed {
-			s.refuse(w, r, guard, addrPolicy, nil, "")
+		if !s.admitted(w, r)(guard, err) {
 			return
 		}
 		h := w.Header()

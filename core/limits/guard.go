@@ -28,6 +28,14 @@ type Guard interface {
 	Take(ctx context.Context, s Subject, now time.Time) (Tally, error)
 	// Peek reports the subject's window without counting.
 	Peek(ctx context.Context, s Subject, now time.Time) (Tally, error)
+	// Screen is the look at a client's address before its credentials are
+	// checked: while it refuses (the Tally is not Allowed) the request is
+	// refused whatever its credentials, which need not be looked at. A
+	// refusal is exact; an allowance may not be, where the exact look is
+	// Admit's, or a failure's Take, once the credentials are checked:
+	// AuthGuard's is its Peek, a RedisGuard's the refusals of s its process
+	// has seen in the window, without a round trip.
+	Screen(ctx context.Context, s Subject, now time.Time) (Tally, error)
 	// Give takes back the failure that Take counted and reported as t,
 	// when the attempt it was taken for turned out right. A window that
 	// has ended since is left alone.
@@ -182,6 +190,11 @@ func (g *AuthGuard) Peek(_ context.Context, s Subject, now time.Time) (Tally, er
 		start = f.start
 	}
 	return g.tally(s, f, start, now), nil
+}
+
+// Screen is Peek: the window is in memory.
+func (g *AuthGuard) Screen(ctx context.Context, s Subject, now time.Time) (Tally, error) {
+	return g.Peek(ctx, s, now)
 }
 
 // Give takes back a failure Take counted in t's window.

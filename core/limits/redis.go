@@ -282,9 +282,6 @@ func (r *Redis) decide(ctx context.Context, count bool, accountID string, limits
 	if err != nil || out[0] < 0 {
 		return Decision{}, out, err
 	}
-	if len(out) != 7 {
-		return Decision{}, nil, fmt.Errorf("redis: the windows script answered %d numbers, not 7", len(out))
-	}
 	var start, n [3]int64
 	for i := range 3 {
 		start[i], n[i] = out[2*i+1], out[2*i+2]
@@ -326,7 +323,7 @@ func (r *Redis) admit(ctx context.Context, g *RedisGuard, addr Subject, u Use, l
 	if out[0] < 0 {
 		return g.seen(addr, g.tallyOf(false, out[1], out[2], addr, u.At)), Decision{}, nil
 	}
-	return Tally{Allowed: true, Limit: gw.limit, Start: gw.start, Reset: gw.start + g.length[0], Now: u.At, kind: addr.kind}, d, nil
+	return g.tallyOf(true, gw.start, 0, addr, u.At), d, nil
 }
 
 // Shared is true: the counts are the server's.

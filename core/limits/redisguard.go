@@ -34,7 +34,8 @@ type RedisGuard struct {
 
 // maxRefused bounds the refusals a RedisGuard remembers; past it, those
 // whose windows have ended are dropped, and if none has, all of them
-// (Screen then asks the server again).
+// (their subjects are then refused by Admit or Take, on the server, until
+// Screen has seen them refused again).
 const maxRefused = 10_000
 
 // Guard makes the guard named name on r's server: limit failures per
@@ -52,10 +53,15 @@ func (g *RedisGuard) subjectKey(s Subject) string {
 	return g.key + hex.EncodeToString(b[:])
 }
 
+// start is the start of the window that holds a failure at now.
+func (g *RedisGuard) start(now time.Time) int64 {
+	sec := now.Unix()
+	return sec - sec%g.length[0]
+}
+
 // window is the window of s that holds a failure at now.
 func (g *RedisGuard) window(s Subject, now time.Time) guardWindow {
-	sec := now.Unix()
-	return guardWindow{key: g.subjectKey(s), start: sec - sec%g.length[0], limit: g.limit[0]}
+	return guardWindow{key: g.subjectKey(s), start: g.start(now), limit: g.limit[0]}
 }
 
 func (g *RedisGuard) tallyOf(allowed bool, start, count int64, s Subject, now time.Time) Tally {
@@ -84,17 +90,17 @@ func (g *RedisGuard) seen(s Subject, t Tally) Tally {
 	return t
 }
 
-// screen reports a refusal of s that this process has seen in a window
-// that has not ended at now.
-func (g *RedisGuard) screen(s Subject, now time.Time) (Tally, bool) {
+// Screen refuses s while this process has seen it refused in a window
+// that has not ended at now; otherwise it allows s in now's window, with
+// no count. It asks the server nothing.
+func (g *RedisGuard) Screen(_ context.Context, s Subject, now time.Time) (Tally, error) {
 	g.mu.Lock()
 	end, ok := g.refused[s]
 	g.mu.Unlock()
 	if !ok || end <= now.Unix() {
-		return Tally{}, false
+		return g.tallyOf(true, g.start(now), 0, s, now), nil
 	}
-	start := end - g.length[0]
-	return g.tallyOf(false, start, int64(g.limit[0]), s, now), true
+	return g.tallyOf(false, end-g.length[0], int64(g.limit[0]), s, now), nil
 }
 
 func (g *RedisGuard) tally(ctx context.Context, count bool, s Subject, now time.Time) (Tally, error) {

@@ -21,7 +21,7 @@ var admitTests = []test[AdmitConstructor]{
 	{"ConcurrentFailuresAndAdmits", testConcurrentAdmits},
 }
 
-// RunAdmit runs the cases of limits.Admit and limits.Screen, the steps of
+// RunAdmit runs the cases of limits.Admit and limits.Guard's Screen, the steps of
 // an authenticated request, on a counter and its guard:
 //
 //	func TestAdmit(t *testing.T) { countertest.RunAdmit(t, newPair) }
@@ -29,9 +29,20 @@ func RunAdmit(t *testing.T, newPair AdmitConstructor) { runAll(t, admitTests, ne
 
 var admitLimits = [3]int{5, 100, 1000}
 
+// process is what one process opens: a counter and its guard.
+type process struct {
+	c limits.Counter
+	g limits.Guard
+}
+
+// useAt is a request of the suite's account, n ms into GuardT0's second.
+func useAt(n int) limits.Use {
+	return limits.Use{AccountID: "acct_admit", KeyID: "key_admit", At: GuardT0.Add(time.Duration(n) * time.Millisecond)}
+}
+
 func admit(t *testing.T, c limits.Counter, g limits.Guard, a string, n int) (limits.Tally, limits.Decision) {
 	t.Helper()
-	tl, d, err := limits.Admit(ctx, c, g, limits.AddrSubject(addr(a)), limits.Use{AccountID: "acct_admit", KeyID: "key_admit", At: GuardT0.Add(time.Duration(n) * time.Millisecond)}, admitLimits)
+	tl, d, err := limits.Admit(ctx, c, g, limits.AddrSubject(addr(a)), useAt(n), admitLimits)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,18 +78,15 @@ func testAdmitRefuses(t *testing.T, newPair AdmitConstructor) {
 	if tl := takeFailure(t, g1, s, GuardT0); tl.Allowed {
 		t.Fatalf("a failure past the limit: %+v", tl)
 	}
-	if tl := must(t)(limits.Screen(ctx, g1, s, GuardT0)); tl.Allowed || tl.Reset != GuardT0.Unix()+45 || tl.Err() == nil {
+	if tl := must(t)(g1.Screen(ctx, s, GuardT0)); tl.Allowed || tl.Reset != GuardT0.Unix()+45 || tl.Err() == nil {
 		t.Fatalf("Screen of the address at the process that saw it refused: %+v; want refused until its minute ends", tl)
 	}
-	for i, p := range []struct {
-		c limits.Counter
-		g limits.Guard
-	}{{c1, g1}, {c2, g2}} {
+	for i, p := range []process{{c1, g1}, {c2, g2}} {
 		tl, _ := admit(t, p.c, p.g, a, 1)
 		if tl.Allowed || tl.Count != 3 || tl.Reset != GuardT0.Unix()+45 || namedWait(tl.Err().Error()) != 45 {
 			t.Fatalf("process %d: Admit of the address out of failures: %+v (%v); want refused with 3 counted, 45 s to wait", i+1, tl, tl.Err())
 		}
-		if tl := must(t)(limits.Screen(ctx, p.g, s, GuardT0)); tl.Allowed {
+		if tl := must(t)(p.g.Screen(ctx, s, GuardT0)); tl.Allowed {
 			t.Fatalf("process %d: Screen of the address after Admit refused it: %+v", i+1, tl)
 		}
 	}
@@ -97,7 +105,7 @@ func testAdmitRefuses(t *testing.T, newPair AdmitConstructor) {
 		t.Fatalf("the account's minute counts %d, want its limit, 5", n)
 	}
 	next := GuardT0.Add(time.Minute)
-	if tl := must(t)(limits.Screen(ctx, g1, s, next)); !tl.Allowed {
+	if tl := must(t)(g1.Screen(ctx, s, next)); !tl.Allowed {
 		t.Fatalf("Screen in the next minute: %+v; want allowed", tl)
 	}
 	tl, d, err := limits.Admit(ctx, c1, g1, s, limits.Use{AccountID: "acct_admit", At: next}, admitLimits)
@@ -135,7 +143,7 @@ func testConcurrentAdmits(t *testing.T, newPair AdmitConstructor) {
 				}
 				continue
 			}
-			tl, d, err := limits.Admit(ctx, c, g, s, limits.Use{AccountID: "acct_admit", KeyID: "key_admit", At: GuardT0.Add(time.Duration(n) * time.Millisecond)}, [3]int{1000, 1000, 1000})
+			tl, d, err := limits.Admit(ctx, c, g, s, useAt(n), [3]int{1000, 1000, 1000})
 			if err != nil {
 				t.Error(err)
 				return
@@ -158,10 +166,7 @@ func testConcurrentAdmits(t *testing.T, newPair AdmitConstructor) {
 	if d.Count[limits.Minute] != int(admitted.Load()) {
 		t.Fatalf("the account's minute counts %d, but %d requests were admitted", d.Count[limits.Minute], admitted.Load())
 	}
-	for i, p := range []struct {
-		c limits.Counter
-		g limits.Guard
-	}{{c1, g1}, {c2, g2}} {
+	for i, p := range []process{{c1, g1}, {c2, g2}} {
 		if tl, _ := admit(t, p.c, p.g, a, 20); tl.Allowed {
 			t.Fatalf("process %d: Admit once the failures are in: %+v; want refused", i+1, tl)
 		}
