@@ -159,13 +159,16 @@ func BenchmarkRedisTake(b *testing.B) {
 	c, rdb := redisCounter(b)
 	us, at := uses(2000), time.Now()
 	warm(b, c, us, at)
-	redisDecisions(b, rdb, func(ctx context.Context, u limits.Use) error {
-		d, err := c.Take(ctx, u, unlimited)
-		if err == nil && !d.Allowed {
-			err = fmt.Errorf("refused: %+v", d)
-		}
-		return err
-	}, us, at)
+	redisDecisions(b, rdb, func(ctx context.Context, u limits.Use) error { return takeAllowed(ctx, c, u) }, us, at)
+}
+
+// takeAllowed counts u, an error unless it was allowed.
+func takeAllowed(ctx context.Context, c limits.Counter, u limits.Use) error {
+	d, err := c.Take(ctx, u, unlimited)
+	if err == nil && !d.Allowed {
+		err = fmt.Errorf("refused: %+v", d)
+	}
+	return err
 }
 
 // BenchmarkRedisAdmit times what an authenticated request asks of Redis
@@ -198,11 +201,7 @@ func BenchmarkRedisAdmit(b *testing.B) {
 					return fmt.Errorf("peek: %+v %v", t, err)
 				}
 			}
-			d, err := c.Take(ctx, u, unlimited)
-			if err == nil && !d.Allowed {
-				err = fmt.Errorf("refused: %+v", d)
-			}
-			return err
+			return takeAllowed(ctx, c, u)
 		}, us, at)
 	})
 }
