@@ -130,6 +130,27 @@ func Check(cfg config.Config) error {
 	return nil
 }
 
+// CheckServe is Check, and refuses what only a server cannot run with:
+// counter memory serving the API of store postgres. The memory counter's
+// counts, its guards of failed authentications included, are its
+// process's, and one process at a time serves with it only on one data
+// directory (its api.lock); the instances of a PostgreSQL store each have a
+// data directory of their own, so each would serve and count alone,
+// multiplying every limit by the number of instances. The commands other
+// than serve count nothing, and are not refused.
+func CheckServe(cfg config.Config) error {
+	if err := Check(cfg); err != nil {
+		return err
+	}
+	if cfg.API && cfg.Store == "postgres" && cfg.Counter == "memory" {
+		return fmt.Errorf("%w: counter memory cannot serve the API of store postgres: its counts (the rate limits' windows "+
+			"and the guards of failed authentications) are this process's alone, and every instance would serve with its own, "+
+			"multiplying each limit by the number of instances; choose counter redis (or store), or api false for an instance "+
+			"that runs the workers alone", config.ErrInvalid)
+	}
+	return nil
+}
+
 func known[F any](setting, name string, m map[string]F) error {
 	if _, ok := m[name]; ok {
 		return nil

@@ -75,6 +75,43 @@ func TestCheckPostgresAndNATS(t *testing.T) {
 	}
 }
 
+// TestCheckServe: a server refuses counter memory on store postgres while
+// it serves the API, naming the counters that share their counts; the
+// other counters, a server of workers alone and the commands (Check) are
+// let through; what Check refuses, CheckServe refuses too.
+func TestCheckServe(t *testing.T) {
+	cfg := config.Default()
+	cfg.Store, cfg.PostgresURL, cfg.MasterKeyFile = "postgres", "postgres://aivis:s3cr3t@db.example/aivis", "/k"
+	err := engines.CheckServe(cfg)
+	if !errors.Is(err, config.ErrInvalid) || !strings.HasPrefix(err.Error(), "config: counter memory cannot serve the API of store postgres") ||
+		!strings.Contains(err.Error(), "choose counter redis (or store)") || strings.Contains(err.Error(), "s3cr3t") {
+		t.Fatalf("counter memory on store postgres: %v; want a configuration error naming the counters to choose", err)
+	}
+	if err := engines.Check(cfg); err != nil {
+		t.Errorf("the commands' Check refuses counter memory on store postgres: %v", err)
+	}
+	for _, tc := range []struct {
+		name string
+		mod  func(*config.Config)
+	}{
+		{"counter store", func(c *config.Config) { c.Counter = "store" }},
+		{"counter redis", func(c *config.Config) { c.Counter, c.RedisURL = "redis", "redis://127.0.0.1:6379/0" }},
+		{"the workers alone", func(c *config.Config) { c.API = false }},
+		{"store sqlite", func(c *config.Config) { c.Store = "sqlite" }},
+	} {
+		c := cfg
+		tc.mod(&c)
+		if err := engines.CheckServe(c); err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+	}
+	c := cfg
+	c.Bus = "kafka"
+	if err := engines.CheckServe(c); err == nil || !strings.Contains(err.Error(), `bus "kafka"`) {
+		t.Errorf("CheckServe of what Check refuses: %v", err)
+	}
+}
+
 // open opens the configured store of a new data directory, as the server
 // does.
 func open(t *testing.T) (config.Config, store.Store, engines.Outbox) {
