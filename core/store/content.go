@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"time"
+
+	"github.com/aivis/aivis/core/text"
 )
 
 // ContentRequest is stored as the API shows it; amounts are micro-dollars.
@@ -140,4 +142,16 @@ type ContentTx interface {
 	// key), replacing an older one.
 	Idempotency(scope, key string, notBefore time.Time) (Idempotency, error)
 	PutIdempotency(rec Idempotency) error
+}
+
+// CheckMetadata refuses a request's metadata whose key or value is not
+// text (ErrInvalidText, see Text): kept as JSON, it would be escaped or
+// changed where a column refuses it.
+func CheckMetadata(m map[string]string) error {
+	for k, v := range m {
+		if !text.Valid(k) || !text.Valid(v) {
+			return ErrInvalidText
+		}
+	}
+	return nil
 }

@@ -37,6 +37,18 @@
 //
 // Lists: a page's limit of zero or less means 20, and a cursor the engine
 // cannot read is ErrMalformed.
+//
+// Text: every engine keeps a string of a record, or of a list, as given
+// when it is valid UTF-8 without NUL, free text (a name, a reason, an
+// answer, an error) of a megabyte and more; one that holds a NUL or bytes
+// that are not UTF-8 is refused, the write with it (IsInvalidText), and so
+// is such a string a read compares with. PostgreSQL's text cannot hold
+// either; SQLite could, and refuses them too, so that what one engine
+// keeps the other does. Callers clean text from outside before they write
+// it (core/text). What may hold any bytes is []byte (a payload, a
+// request's content), or the response body of an attempt. Strings an
+// index holds (ids, domain names, emails) are as long as their services
+// let them be.
 package store
 
 import (
@@ -60,7 +72,22 @@ var (
 	// another holder took the work, or the work ended meanwhile. What the
 	// late holder wanted to record is not recorded.
 	ErrLost = errors.New("store: claim lost")
+	// ErrInvalidText is the refusal of a string that holds a NUL or bytes
+	// that are not UTF-8 (see Text above).
+	ErrInvalidText = errors.New("store: text holds a NUL or bytes that are not UTF-8")
 )
+
+// IsInvalidText reports whether err is an engine's refusal of text it
+// does not keep: ErrInvalidText, or SQLSTATE 22021 (a character not in the
+// database's encoding) or 22P05 (one its JSON cannot hold), with which an
+// SQL engine that checks the text itself refuses it.
+func IsInvalidText(err error) bool {
+	var coded interface{ SQLState() string }
+	if errors.As(err, &coded) {
+		return coded.SQLState() == "22021" || coded.SQLState() == "22P05"
+	}
+	return errors.Is(err, ErrInvalidText)
+}
 
 // Store is all of an engine: what the server opens and storetest proves.
 type Store interface {

@@ -61,16 +61,19 @@ func str(s *string) string {
 }
 
 // crArgs are the values of crColumns.
-func crArgs(c store.ContentRequest) []any {
+func crArgs(c store.ContentRequest) ([]any, error) {
 	meta := c.Metadata
 	if meta == nil {
 		meta = map[string]string{}
+	}
+	if err := store.CheckMetadata(meta); err != nil {
+		return nil, err
 	}
 	return []any{c.ID, c.AccountID, c.ClientID, null(c.KeyID), c.Type, c.Status, c.Domain, null(c.URL), bytesOf(c.Content),
 		nonNil(c.TargetQueries), meta, c.Budget, c.Spent, c.BudgetMonth, null(c.FailureReason), c.Result, null(c.Step),
 		c.Attempts, c.HandBacks, null(c.Holder), tsz(c.LeaseUntil), nsz(c.LeaseUntil),
 		c.Work, ts(c.CreatedAt), ns(c.CreatedAt), ts(c.UpdatedAt), ns(c.UpdatedAt), tsz(c.StartedAt), nsz(c.StartedAt),
-		tsz(c.EndedAt), nsz(c.EndedAt)}
+		tsz(c.EndedAt), nsz(c.EndedAt)}, nil
 }
 
 // params is "$1, $2, ... $n".
@@ -185,8 +188,12 @@ func (t *txn) AddToBudgetMonth(accountID, month string, spent, reserved int64) e
 }
 
 func (t *txn) InsertContentRequest(c store.ContentRequest) error {
+	args, err := crArgs(c)
+	if err != nil {
+		return err
+	}
 	tag, err := t.tx.Exec(t.ctx, `INSERT INTO content_requests (`+crColumns+`) VALUES (`+params(1, 31)+`)
-		ON CONFLICT (id) DO NOTHING`, crArgs(c)...)
+		ON CONFLICT (id) DO NOTHING`, args...)
 	if err != nil {
 		return fmt.Errorf("postgres: insert content request: %w", conflict(err))
 	}
@@ -198,7 +205,10 @@ func (t *txn) InsertContentRequest(c store.ContentRequest) error {
 
 func (t *txn) UpdateContentRequest(c store.ContentRequest, claim int) error {
 	q := `UPDATE content_requests SET (` + crColumns + `) = (` + params(1, 31) + `) WHERE id = $1 AND account_id = $2`
-	args := crArgs(c)
+	args, err := crArgs(c)
+	if err != nil {
+		return err
+	}
 	if claim > 0 {
 		q += ` AND status = 'processing' AND attempts = $32`
 		args = append(args, claim)

@@ -241,12 +241,15 @@ func (t *txn) AddToBudgetMonth(accountID, month string, spent, reserved int64) e
 }
 
 func crArgs(c store.ContentRequest) ([]any, error) {
-	queries, err := json.Marshal(nonNil(c.TargetQueries))
+	queries, err := listJSON(c.TargetQueries)
 	if err != nil {
 		return nil, err
 	}
 	if c.Metadata == nil {
 		c.Metadata = map[string]string{}
+	}
+	if err := store.CheckMetadata(c.Metadata); err != nil {
+		return nil, err
 	}
 	meta, err := json.Marshal(c.Metadata)
 	if err != nil {
@@ -260,7 +263,7 @@ func crArgs(c store.ContentRequest) ([]any, error) {
 		work = string(c.Work)
 	}
 	return []any{c.ID, c.AccountID, nullStr(c.ClientID), nullStr(c.KeyID), c.Type, c.Status, c.Domain, nullStr(c.URL),
-		nullStr(c.Content), string(queries), string(meta), c.Budget, c.Spent, c.BudgetMonth, nullStr(c.FailureReason), result,
+		nullAnyBytes(c.Content), queries, string(meta), c.Budget, c.Spent, c.BudgetMonth, nullStr(c.FailureReason), result,
 		stamp(c.CreatedAt), stamp(c.UpdatedAt), ns(c.StartedAt), ns(c.EndedAt),
 		nullStr(c.Step), c.Attempts, ns(c.LeaseUntil), work, c.HandBacks, nullStr(c.Holder)}, nil
 }

@@ -55,7 +55,7 @@ func nullInt(n int) any {
 
 func (t *txn) AddAttempt(a store.Attempt) error {
 	_, err := t.tx.Exec(`INSERT INTO webhook_attempts (delivery_id, n, at, status_code, latency_us, response_body, error, result)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, a.DeliveryID, a.N, stamp(a.At), a.StatusCode, a.Latency.Microseconds(), a.ResponseBody, a.Error,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, a.DeliveryID, a.N, stamp(a.At), a.StatusCode, a.Latency.Microseconds(), anyBytes(a.ResponseBody), a.Error,
 		a.Result)
 	if err != nil {
 		return fmt.Errorf("sqlite: add attempt: %w", conflict(err))

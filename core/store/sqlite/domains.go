@@ -43,11 +43,11 @@ func domainArgs(d store.MonitoredDomain) ([]any, error) {
 	args := []any{d.ID, d.AccountID, nullStr(d.ClientID), d.Domain}
 	prompts, intents := store.SplitPrompts(d.Prompts)
 	for _, l := range [][]string{d.Brands, d.Aliases, d.Competitors, d.Topics, prompts, intents} {
-		b, err := json.Marshal(nonNil(l))
+		b, err := listJSON(l)
 		if err != nil {
 			return nil, err
 		}
-		args = append(args, string(b))
+		args = append(args, b)
 	}
 	return append(args, ns(d.NextScanAt), ns(d.LastScanAt), stamp(d.CreatedAt), stamp(d.UpdatedAt)), nil
 }

@@ -9,8 +9,6 @@ import (
 	"slices"
 	"sync"
 
-	sqlite3 "github.com/mattn/go-sqlite3"
-
 	bus "github.com/aivis/aivis/core/bus/sqlite"
 	"github.com/aivis/aivis/core/store"
 )
@@ -331,8 +329,11 @@ var beforeRedo func()
 func ended(conn *sql.Conn) error {
 	auto := false
 	err := conn.Raw(func(dc any) error {
-		auto = dc.(*sqlite3.SQLiteConn).AutoCommit()
-		return nil
+		c, err := rawConn(dc)
+		if err == nil {
+			auto = c.AutoCommit()
+		}
+		return err
 	})
 	if err == nil && auto {
 		err = errors.New("sqlite: the transaction was rolled back by an error")

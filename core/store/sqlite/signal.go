@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"sync"
 
-	sqlite3 "github.com/mattn/go-sqlite3"
-
 	"github.com/aivis/aivis/core/store/cache"
 )
 
@@ -39,9 +37,9 @@ func newSignal(ctx context.Context, db *sql.DB, path string) (*signal, error) {
 	}
 	s := &signal{conn: conn, dest: make([]driver.Value, 3)}
 	err = conn.Raw(func(dc any) error {
-		c, ok := dc.(*sqlite3.SQLiteConn)
-		if !ok {
-			return fmt.Errorf("unexpected driver connection %T", dc)
+		c, err := rawConn(dc)
+		if err != nil {
+			return err
 		}
 		s.stmt, err = c.Prepare("SELECT n, budgets, webhooks FROM cache_epoch")
 		return err

@@ -6,7 +6,9 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -21,6 +23,7 @@ import (
 	bus "github.com/aivis/aivis/core/bus/sqlite"
 	"github.com/aivis/aivis/core/secrets"
 	"github.com/aivis/aivis/core/store"
+	"github.com/aivis/aivis/core/text"
 	"github.com/aivis/aivis/internal/sqlitefile"
 )
 
@@ -65,8 +68,40 @@ func init() {
 			return err
 		}
 	}
-	sql.Register(driverName, &sqlite3.SQLiteDriver{ConnectHook: connect("PRAGMA temp_store = MEMORY")})
-	sql.Register(writerDriver, &sqlite3.SQLiteDriver{ConnectHook: connect("PRAGMA temp_store = MEMORY; PRAGMA wal_autocheckpoint = 0")})
+	sql.Register(driverName, textDriver{&sqlite3.SQLiteDriver{ConnectHook: connect("PRAGMA temp_store = MEMORY")}})
+	sql.Register(writerDriver, textDriver{&sqlite3.SQLiteDriver{ConnectHook: connect("PRAGMA temp_store = MEMORY; PRAGMA wal_autocheckpoint = 0")}})
+}
+
+// textDriver is go-sqlite3 whose connections refuse a string argument that
+// holds a NUL or bytes that are not UTF-8 before the statement runs
+// (store's Text): SQLite would keep it, where PostgreSQL cannot.
+type textDriver struct{ *sqlite3.SQLiteDriver }
+
+func (d textDriver) Open(dsn string) (driver.Conn, error) {
+	c, err := d.SQLiteDriver.Open(dsn)
+	if err != nil {
+		return nil, err
+	}
+	return textConn{c.(*sqlite3.SQLiteConn)}, nil
+}
+
+// textConn is a connection of textDriver: database/sql asks it of every
+// argument of every statement, prepared or not.
+type textConn struct{ *sqlite3.SQLiteConn }
+
+func (textConn) CheckNamedValue(nv *driver.NamedValue) error {
+	if s, ok := nv.Value.(string); ok && !text.Valid(s) {
+		return store.ErrInvalidText
+	}
+	return driver.ErrSkip // converted as usual
+}
+
+// rawConn is the go-sqlite3 connection of a driver connection (conn.Raw).
+func rawConn(dc any) (*sqlite3.SQLiteConn, error) {
+	if c, ok := dc.(textConn); ok {
+		return c.SQLiteConn, nil
+	}
+	return nil, fmt.Errorf("unexpected driver connection %T", dc)
 }
 
 // Open opens (creating if needed) the database file at path and applies any
@@ -249,6 +284,32 @@ func nullStr(s string) any {
 		return nil
 	}
 	return s
+}
+
+// anyBytes is a string that may hold any bytes (PostgreSQL's bytea): a
+// request's content, an endpoint's answer. textConn passes it over, and
+// database/sql binds it as the string it is.
+type anyBytes string
+
+// nullAnyBytes is s as anyBytes, NULL when empty.
+func nullAnyBytes(s string) any {
+	if s == "" {
+		return nil
+	}
+	return anyBytes(s)
+}
+
+// listJSON is a list as the JSON text SQLite keeps it, refusing an element
+// that is not text (store's Text), which JSON would escape (a NUL) or
+// replace (bytes that are not UTF-8).
+func listJSON(l []string) (string, error) {
+	for _, s := range l {
+		if !text.Valid(s) {
+			return "", store.ErrInvalidText
+		}
+	}
+	b, err := json.Marshal(nonNil(l))
+	return string(b), err
 }
 
 func notFound(err error) error {

@@ -141,6 +141,10 @@ var groups = []struct {
 		{"BootstrapRules", testBootstrap},
 		{"ExpiredForgotten", testDeleteExpired},
 	}},
+	{"Text", []test{
+		{"KeptOrRefusedAlike", testTextKeptOrRefused},
+		{"RefusedInReads", testTextRefusedInReads},
+	}},
 	{"Plugins", []test{
 		{"RegistryRoundTrip", testPlugins},
 		{"HealthPerInstance", testPluginHealth},
