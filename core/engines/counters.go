@@ -14,12 +14,6 @@ import (
 	"github.com/aivis/aivis/core/store"
 )
 
-// inMemory is a counter whose guards keep their windows in this process's
-// memory, with nothing to close.
-func inMemory(c limits.Counter) Limiter {
-	return Limiter{Counter: c, Guards: limits.MemoryGuards, Close: func() error { return nil }}
-}
-
 // newMemoryCounter makes the embedded counter: the windows in this
 // process's memory, written behind to the store every
 // counter_flush_interval, starting from the counts the store saved last.
@@ -29,14 +23,15 @@ func newMemoryCounter(ctx context.Context, cfg config.Config, st store.Counters,
 	if err := m.Load(ctx, time.Now()); err != nil {
 		return Limiter{}, fmt.Errorf("load request counts: %w", err)
 	}
-	return inMemory(m), nil
+	return Limiter{Counter: m, Guards: limits.MemoryGuards, Close: func() error { return nil }}, nil
 }
 
 // newStoreCounter makes the shared counter: the windows counted in the
-// store, one write transaction a request, shared exactly by every process
-// on the store.
-func newStoreCounter(_ context.Context, _ config.Config, st store.Counters, _ *slog.Logger) (Limiter, error) {
-	return inMemory(limits.NewStoreCounter(st)), nil
+// store, one write transaction a request, and the guards' windows kept
+// there too, shared exactly by every process on the store.
+func newStoreCounter(_ context.Context, _ config.Config, st store.Counters, log *slog.Logger) (Limiter, error) {
+	c := limits.NewStoreCounter(st, log)
+	return Limiter{Counter: c, Guards: c.Guard, Close: func() error { return nil }}, nil
 }
 
 // newRedisCounter counts requests, and keeps the guards' windows, on the

@@ -87,8 +87,9 @@ type CounterFactory func(ctx context.Context, cfg config.Config, st store.Counte
 // Limiter is an opened rate-limit engine.
 type Limiter struct {
 	Counter limits.Counter
-	// Guards makes the guards of failed authentications: in memory for
-	// the memory and store counters, on Redis for the Redis counter.
+	// Guards makes the guards of failed authentications, which keep
+	// their windows where the counter keeps its own: in this process's
+	// memory, in the store, or on Redis.
 	Guards limits.Guards
 	// Close releases the engine, once Counter's Run has returned and no
 	// guard is in use.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"net/netip"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -343,7 +344,9 @@ func TestMemoryCounterPersistsBehindTheStore(t *testing.T) {
 
 // TestStoreCounterSharedByEveryHandle: the store counter of two servers on
 // one data directory counts in the store they share: what one takes, the
-// other sees and counts on from.
+// other sees and counts on from; and so do its guards of failed
+// authentications: an address out of failures at one is refused at the
+// other.
 func TestStoreCounterSharedByEveryHandle(t *testing.T) {
 	cfg, st, _ := open(t)
 	cfg.Counter = "store"
@@ -352,6 +355,7 @@ func TestStoreCounterSharedByEveryHandle(t *testing.T) {
 	}
 	ctx := t.Context()
 	var cs []limits.Counter
+	var gs []limits.Guard
 	for _, s := range []store.Store{st, openDir(t, cfg).Store} {
 		opened, err := engines.Counters[cfg.Counter](ctx, cfg, s, slog.New(slog.DiscardHandler))
 		if err != nil {
@@ -361,6 +365,16 @@ func TestStoreCounterSharedByEveryHandle(t *testing.T) {
 			t.Fatal("the store counter says its counts are not shared")
 		}
 		cs = append(cs, opened.Counter)
+		gs = append(gs, opened.Guards("auth", 2, time.Minute))
+	}
+	a := limits.AddrSubject(netip.MustParseAddr("203.0.113.7"))
+	for i := range 2 {
+		if tl, err := gs[0].Take(ctx, a, time.Now()); err != nil || !tl.Allowed {
+			t.Fatalf("failure %d at server 1: %+v, %v", i+1, tl, err)
+		}
+	}
+	if tl, err := gs[1].Peek(ctx, a, time.Now()); err != nil || tl.Allowed || tl.Err() == nil {
+		t.Fatalf("server 2's guard after the address's 2 failures at server 1: %+v, %v; want it refused", tl, err)
 	}
 	now, caps := time.Now(), [3]int{2, 1000, 10000}
 	for i, c := range cs {

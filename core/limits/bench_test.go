@@ -144,7 +144,7 @@ func BenchmarkStoreTake(b *testing.B) {
 	}
 	defer db.Close()
 	b.SetParallelism(32 / runtime.GOMAXPROCS(0))
-	takeParallel(b, limits.NewStoreCounter(db), uses(2000))
+	takeParallel(b, limits.NewStoreCounter(db, nil), uses(2000))
 }
 
 // BenchmarkRedisTake is the decision of the Redis counter (counter:

@@ -16,10 +16,11 @@ import (
 // so that no credential can be guessed by brute force. Deciding an attempt
 // and counting it are one step: each method is atomic (the embedded
 // AuthGuard holds a lock, RedisGuard runs one script on the subject's
-// key), so concurrent attempts never pass the limit. An error says the
-// guard's engine cannot be reached (RATE_LIMIT_UNAVAILABLE): the attempt is
-// then refused, never let through uncounted. core/limits/guardtest is the
-// suite every implementation passes.
+// key, StoreGuard one statement of the store's), so concurrent attempts
+// never pass the limit. An error says the guard's engine cannot be reached
+// (RATE_LIMIT_UNAVAILABLE on Redis): the attempt is then refused, never let
+// through uncounted. core/limits/countertest's RunGuards is the suite every
+// implementation passes.
 type Guard interface {
 	// Take counts a failure of the subject unless its window is full, and
 	// reports the window. A refusal (Tally.Err) counts nothing. A failure
@@ -33,8 +34,9 @@ type Guard interface {
 	// refused whatever its credentials, which need not be looked at. A
 	// refusal is exact; an allowance may not be, where the exact look is
 	// Admit's, or a failure's Take, once the credentials are checked:
-	// AuthGuard's is its Peek, a RedisGuard's the refusals of s its process
-	// has seen in the window, without a round trip.
+	// AuthGuard's is its Peek; a RedisGuard's and a StoreGuard's are the
+	// refusals of s their process has seen in the window, without a round
+	// trip.
 	Screen(ctx context.Context, s Subject, now time.Time) (Tally, error)
 	// Give takes back the failure that Take counted and reported as t,
 	// when the attempt it was taken for turned out right. A window that

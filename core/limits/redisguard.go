@@ -3,7 +3,6 @@ package limits
 import (
 	"context"
 	"encoding/hex"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -20,92 +19,28 @@ import (
 // Admit looks at a subject's window in the counter's script that counts
 // the request; Screen answers from the refusals this process has seen.
 type RedisGuard struct {
-	conn   *redisConn
-	key    string // the prefix of its subjects' keys
-	limit  []int
-	length []int64 // the window's, in seconds
-
-	// refused are the subjects this process has seen refused, each with
-	// the end of the window it was refused in (Unix seconds): Screen's
-	// answer without a round trip.
-	mu      sync.Mutex
-	refused map[Subject]int64
+	conn *redisConn
+	key  string // the prefix of its subjects' keys
+	shared
 }
-
-// maxRefused bounds the refusals a RedisGuard remembers; past it, those
-// whose windows have ended are dropped, and if none has, all of them
-// (their subjects are then refused by Admit or Take, on the server, until
-// Screen has seen them refused again).
-const maxRefused = 10_000
 
 // Guard makes the guard named name on r's server: limit failures per
 // subject in each window of the given length (a whole number of seconds
 // that divides a day).
 func (r *Redis) Guard(name string, limit int, window time.Duration) Guard {
-	return &RedisGuard{conn: r.conn, key: r.conn.prefix + "guard:" + name + ":", limit: []int{limit}, length: []int64{int64(window / time.Second)},
-		refused: make(map[Subject]int64)}
+	return &RedisGuard{conn: r.conn, key: r.conn.prefix + "guard:" + name + ":", shared: newShared(limit, window)}
 }
 
-func (g *RedisGuard) subjectKey(s Subject) string {
-	var b [1 + len(s.id)]byte
-	b[0] = s.kind
-	copy(b[1:], s.id[:])
-	return g.key + hex.EncodeToString(b[:])
-}
-
-// start is the start of the window that holds a failure at now.
-func (g *RedisGuard) start(now time.Time) int64 {
-	sec := now.Unix()
-	return sec - sec%g.length[0]
-}
+func (g *RedisGuard) subjectKey(s Subject) string { return g.key + hex.EncodeToString(s.key()) }
 
 // window is the window of s that holds a failure at now.
 func (g *RedisGuard) window(s Subject, now time.Time) guardWindow {
-	return guardWindow{key: g.subjectKey(s), start: g.start(now), limit: g.limit[0]}
-}
-
-func (g *RedisGuard) tallyOf(allowed bool, start, count int64, s Subject, now time.Time) Tally {
-	return Tally{Allowed: allowed, Limit: g.limit[0], Count: int(count), Start: start, Reset: start + g.length[0], Now: now, kind: s.kind}
-}
-
-// seen remembers t if it refused s, and returns it.
-func (g *RedisGuard) seen(s Subject, t Tally) Tally {
-	if t.Allowed {
-		return t
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if len(g.refused) >= maxRefused {
-		now := t.Now.Unix()
-		for k, end := range g.refused {
-			if end <= now {
-				delete(g.refused, k)
-			}
-		}
-		if len(g.refused) >= maxRefused {
-			clear(g.refused)
-		}
-	}
-	g.refused[s] = t.Reset
-	return t
-}
-
-// Screen refuses s while this process has seen it refused in a window
-// that has not ended at now; otherwise it allows s in now's window, with
-// no count. It asks the server nothing.
-func (g *RedisGuard) Screen(_ context.Context, s Subject, now time.Time) (Tally, error) {
-	g.mu.Lock()
-	end, ok := g.refused[s]
-	g.mu.Unlock()
-	if !ok || end <= now.Unix() {
-		return g.tallyOf(true, g.start(now), 0, s, now), nil
-	}
-	return g.tallyOf(false, end-g.length[0], int64(g.limit[0]), s, now), nil
+	return guardWindow{key: g.subjectKey(s), start: g.start(now), limit: g.limit}
 }
 
 func (g *RedisGuard) tally(ctx context.Context, count bool, s Subject, now time.Time) (Tally, error) {
 	w := g.window(s, now)
-	out, err := g.conn.windows(ctx, count, w.key, now, []int64{w.start}, g.length, g.limit, "", nil)
+	out, err := g.conn.windows(ctx, count, w.key, now, []int64{w.start}, []int64{g.length}, []int{g.limit}, "", nil)
 	if err != nil {
 		return Tally{}, err
 	}
@@ -135,9 +70,7 @@ return 0
 // Give takes back a failure Take counted in t's window (and forgets a
 // refusal of s that this process saw).
 func (g *RedisGuard) Give(ctx context.Context, s Subject, t Tally) error {
-	g.mu.Lock()
-	delete(g.refused, s)
-	g.mu.Unlock()
+	g.forget(s)
 	if err := g.conn.rdb.script(ctx, giveScript, []string{g.subjectKey(s)}, t.Start).Err(); err != nil {
 		return g.conn.fail(ctx, err)
 	}

@@ -48,11 +48,34 @@ type WindowCounts struct {
 	Counts [3]int64
 }
 
+// GuardTake is one failed attempt at a credential to count against a
+// subject's window of a guard of failed authentications (core/limits
+// Guard). Windows are whole seconds, Unix seconds.
+type GuardTake struct {
+	// Guard is the guard's name; each guard keeps its subjects apart.
+	Guard string
+	// Subject is what the failures are counted against: at most 64 bytes.
+	Subject []byte
+	// Start and End are the window that holds the failure.
+	Start, End int64
+	// Limit is the most failures the window may count.
+	Limit int64
+}
+
+// GuardWindow is a subject's window as a take or a peek found it: its
+// start (Unix seconds) and its failures.
+type GuardWindow struct {
+	Start int64
+	Count int64
+}
+
 // Counters keeps rate-limit windows and per-key usage: written behind an
 // in-memory counter (LoadWindows, SaveCounts) so that counts survive a
 // restart, or counted in the store itself, one request at a time
 // (TakeWindows, PeekWindows), so that every process on the store shares
-// them. The two share the windows: one per account and kind.
+// them. The two share the windows: one per account and kind. The guards'
+// windows of failed authentications (TakeGuard, PeekGuard, GiveGuard) are
+// the store counter's, shared alike by every process on the store.
 type Counters interface {
 	// LoadWindows lists the saved windows that start at since or later.
 	LoadWindows(ctx context.Context, since time.Time) ([]Window, error)
@@ -92,6 +115,33 @@ type Counters interface {
 	// starts would find them (the same rules), counting nothing; an
 	// account with no windows holds none, at starts.
 	PeekWindows(ctx context.Context, accountID string, starts [3]time.Time) (WindowCounts, error)
+
+	// TakeGuard counts a failure in the subject's window of the guard
+	// unless the window is full. It returns whether it counted and the
+	// window after it (the failure included when counted). The windows
+	// roll as TakeWindows's do: a kept window that starts before t.Start
+	// holds none (the take replaces it with its own); one that starts at
+	// t.Start or later keeps its start and count.
+	//
+	// Isolation: exact as TakeWindows is, under any number of concurrent
+	// callers on any number of handles: of n takes against room for k,
+	// exactly min(n, k) count. SQLite has one writer at a time.
+	// PostgreSQL, at READ COMMITTED, decides and writes in one INSERT ...
+	// ON CONFLICT (guard, subject) DO UPDATE ... WHERE, which locks the
+	// row and reads its latest version; a take refused by the WHERE reads
+	// the row it locked, in the same transaction.
+	TakeGuard(ctx context.Context, t GuardTake) (counted bool, w GuardWindow, err error)
+	// PeekGuard is the subject's window as a take at start would find it,
+	// counting nothing; a subject with no window holds none, at start.
+	PeekGuard(ctx context.Context, guard string, subject []byte, start int64) (GuardWindow, error)
+	// GiveGuard takes back one failure of the subject's window if the
+	// window still starts at start and holds one; otherwise it does
+	// nothing.
+	GiveGuard(ctx context.Context, guard string, subject []byte, start int64) error
+	// PruneGuards deletes the guards' windows that ended before before
+	// (Unix seconds), in statements of at most limit rows, and says how
+	// many it deleted.
+	PruneGuards(ctx context.Context, before int64, limit int) (int64, error)
 }
 
 // Usage reads the recorded per-key hourly request counts.

@@ -3,6 +3,7 @@ package postgres
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -179,4 +180,67 @@ func windowCounts(ctx context.Context, qr querier, accountID string, starts [3]t
 		w.Starts[i], w.Counts[i] = win.Start, win.Count
 	}
 	return w, nil
+}
+
+// TakeGuard counts a failure as the contract says PostgreSQL does: the
+// upsert decides and writes, locking the row, and the SELECT after it, in
+// the same implicit transaction (one batch, one round trip), reads the
+// window it left, counted or refused.
+func (db *DB) TakeGuard(ctx context.Context, t store.GuardTake) (bool, store.GuardWindow, error) {
+	if t.Limit < 1 {
+		w, err := db.PeekGuard(ctx, t.Guard, t.Subject, t.Start)
+		return false, w, err
+	}
+	var b pgx.Batch
+	b.Queue(`INSERT INTO guard_windows AS g (guard, subject, start, ends, count) VALUES ($1, $2, $3, $4, 1)
+		ON CONFLICT (guard, subject) DO UPDATE SET start = greatest(g.start, excluded.start), ends = greatest(g.ends, excluded.ends),
+			count = CASE WHEN g.start < excluded.start THEN 1 ELSE g.count + 1 END
+		WHERE g.start < excluded.start OR g.count < $5`, t.Guard, t.Subject, t.Start, t.End, t.Limit)
+	b.Queue(`SELECT start, count FROM guard_windows WHERE guard = $1 AND subject = $2`, t.Guard, t.Subject)
+	br := db.pool.SendBatch(ctx, &b)
+	tag, err := br.Exec()
+	var w store.GuardWindow
+	if err == nil {
+		err = br.QueryRow().Scan(&w.Start, &w.Count)
+	}
+	if err = errors.Join(err, br.Close()); err != nil {
+		return false, store.GuardWindow{}, fmt.Errorf("postgres: take guard: %w", err)
+	}
+	return tag.RowsAffected() == 1, w, nil
+}
+
+// PeekGuard reads the subject's window as TakeGuard finds it.
+func (db *DB) PeekGuard(ctx context.Context, guard string, subject []byte, start int64) (store.GuardWindow, error) {
+	w := store.GuardWindow{Start: start}
+	err := db.pool.QueryRow(ctx, `SELECT start, count FROM guard_windows WHERE guard = $1 AND subject = $2 AND start >= $3`,
+		guard, subject, start).Scan(&w.Start, &w.Count)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return store.GuardWindow{}, fmt.Errorf("postgres: peek guard: %w", err)
+	}
+	return w, nil
+}
+
+// GiveGuard takes back a failure of the window that starts at start.
+func (db *DB) GiveGuard(ctx context.Context, guard string, subject []byte, start int64) error {
+	if _, err := db.pool.Exec(ctx, `UPDATE guard_windows SET count = count - 1
+		WHERE guard = $1 AND subject = $2 AND start = $3 AND count > 0`, guard, subject, start); err != nil {
+		return fmt.Errorf("postgres: give guard: %w", err)
+	}
+	return nil
+}
+
+// PruneGuards deletes the windows that ended before before, limit at a
+// time.
+func (db *DB) PruneGuards(ctx context.Context, before int64, limit int) (int64, error) {
+	var n int64
+	for {
+		tag, err := db.pool.Exec(ctx, `DELETE FROM guard_windows WHERE ctid IN
+			(SELECT ctid FROM guard_windows WHERE ends < $1 LIMIT $2)`, before, limit)
+		if err != nil {
+			return n, fmt.Errorf("postgres: prune guards: %w", err)
+		}
+		if n += tag.RowsAffected(); tag.RowsAffected() < int64(limit) {
+			return n, nil
+		}
+	}
 }

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -178,4 +179,80 @@ func windowCounts(ctx context.Context, q interface {
 		w.Starts[i], w.Counts[i] = time.Unix(0, start).UTC(), count
 	}
 	return w, rows.Err()
+}
+
+// TakeGuard decides and counts a failure in one statement, an upsert whose
+// WHERE refuses a full window, in a call of the group-commit writer, which
+// holds the file's write lock: no other take reads the window between this
+// one's read and its commit. A refused take reads the window it left.
+func (db *DB) TakeGuard(ctx context.Context, t store.GuardTake) (bool, store.GuardWindow, error) {
+	if t.Limit < 1 {
+		w, err := db.PeekGuard(ctx, t.Guard, t.Subject, t.Start)
+		return false, w, err
+	}
+	var counted bool
+	var w store.GuardWindow
+	err := db.Update(ctx, func(tx store.Tx) error {
+		wt := tx.(*txn).tx
+		err := wt.QueryRowContext(ctx, `INSERT INTO guard_windows AS g (guard, subject, start, ends, count) VALUES (?1, ?2, ?3, ?4, 1)
+			ON CONFLICT (guard, subject) DO UPDATE SET start = max(g.start, excluded.start), ends = max(g.ends, excluded.ends),
+				count = CASE WHEN g.start < excluded.start THEN 1 ELSE g.count + 1 END
+			WHERE g.start < excluded.start OR g.count < ?5
+			RETURNING start, count`, t.Guard, t.Subject, t.Start, t.End, t.Limit).Scan(&w.Start, &w.Count)
+		if counted = err == nil; !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		return wt.QueryRowContext(ctx, `SELECT start, count FROM guard_windows WHERE guard = ? AND subject = ?`, t.Guard, t.Subject).Scan(&w.Start, &w.Count)
+	})
+	if err != nil {
+		return false, store.GuardWindow{}, fmt.Errorf("sqlite: take guard: %w", err)
+	}
+	return counted, w, nil
+}
+
+// PeekGuard reads the subject's window as TakeGuard finds it.
+func (db *DB) PeekGuard(ctx context.Context, guard string, subject []byte, start int64) (store.GuardWindow, error) {
+	w := store.GuardWindow{Start: start}
+	err := db.r.QueryRowContext(ctx, `SELECT start, count FROM guard_windows WHERE guard = ? AND subject = ? AND start >= ?`,
+		guard, subject, start).Scan(&w.Start, &w.Count)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return store.GuardWindow{}, fmt.Errorf("sqlite: peek guard: %w", err)
+	}
+	return w, nil
+}
+
+// GiveGuard takes back a failure of the window that starts at start.
+func (db *DB) GiveGuard(ctx context.Context, guard string, subject []byte, start int64) error {
+	err := db.Update(ctx, func(tx store.Tx) error {
+		_, err := tx.(*txn).tx.ExecContext(ctx, `UPDATE guard_windows SET count = count - 1
+			WHERE guard = ? AND subject = ? AND start = ? AND count > 0`, guard, subject, start)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("sqlite: give guard: %w", err)
+	}
+	return nil
+}
+
+// PruneGuards deletes the windows that ended before before, limit at a
+// time, each statement a write of its own.
+func (db *DB) PruneGuards(ctx context.Context, before int64, limit int) (int64, error) {
+	var n int64
+	for {
+		var deleted int64
+		err := db.Update(ctx, func(tx store.Tx) error {
+			res, err := tx.(*txn).tx.ExecContext(ctx, `DELETE FROM guard_windows WHERE (guard, subject) IN
+				(SELECT guard, subject FROM guard_windows WHERE ends < ? LIMIT ?)`, before, limit)
+			if err == nil {
+				deleted, err = res.RowsAffected()
+			}
+			return err
+		})
+		if err != nil {
+			return n, fmt.Errorf("sqlite: prune guards: %w", err)
+		}
+		if n += deleted; deleted < int64(limit) {
+			return n, nil
+		}
+	}
 }
