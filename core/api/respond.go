@@ -9,6 +9,7 @@ import (
 
 	"github.com/aivis/aivis/client"
 	"github.com/aivis/aivis/core/fault"
+	"github.com/aivis/aivis/core/store"
 )
 
 // writeJSON writes v with status.
@@ -32,15 +33,23 @@ func writeRaw(w http.ResponseWriter, status int, b []byte) {
 func envelope(data any) client.Envelope[any] { return client.Envelope[any]{Success: true, Data: data} }
 
 // writeError is the one place an error becomes an HTTP response. Errors
-// that are not a *fault.Error are internal: logged, never shown.
+// that are not a *fault.Error are internal: logged, never shown; those
+// that say the store cannot be reached are SERVICE_UNAVAILABLE, logged
+// with the reason alone (the error may name the server).
 func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 	fe, ok := fault.As(err)
 	if !ok {
 		if errors.Is(err, http.ErrAbortHandler) {
 			panic(err)
 		}
-		log.ErrorContext(r.Context(), "request failed", "request_id", requestID(r), "method", r.Method, "path", r.URL.Path, "err", err)
-		fe = fault.New(fault.Internal, "an internal error occurred; quote request id %s when you contact support", requestID(r))
+		if why, down := store.Unavailable(err); down {
+			log.WarnContext(r.Context(), "request refused: the store cannot be reached", "request_id", requestID(r), "method", r.Method,
+				"path", r.URL.Path, "reason", why)
+			fe = fault.Unavailable()
+		} else {
+			log.ErrorContext(r.Context(), "request failed", "request_id", requestID(r), "method", r.Method, "path", r.URL.Path, "err", err)
+			fe = fault.New(fault.Internal, "an internal error occurred; quote request id %s when you contact support", requestID(r))
+		}
 	}
 	body := client.ErrorEnvelope{Error: client.ErrorDetail{Code: string(fe.Code), Message: fe.Message, RequestID: requestID(r)}}
 	if fe.RetryAfter > 0 {

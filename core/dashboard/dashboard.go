@@ -277,12 +277,17 @@ func (s *Dashboard) session(next http.Handler) http.Handler {
 		c, err := r.Cookie(SessionCookie)
 		if err == nil && c.Value != "" {
 			sess, u, err := s.People.Session(r.Context(), c.Value)
+			var a store.Account
 			if err == nil {
-				a, aerr := s.Store.Account(r.Context(), u.AccountID)
-				if aerr == nil {
+				if a, err = s.Store.Account(r.Context(), u.AccountID); err == nil {
 					r = r.WithContext(context.WithValue(r.Context(), keyViewer, &viewer{Token: c.Value, Session: sess, User: u, Account: a}))
 				}
-			} else if !errors.Is(err, store.ErrNotFound) {
+			}
+			if _, down := store.Unavailable(err); down {
+				// Not signed out: the session cannot be read just now.
+				s.failWith(w, r, err)
+				return
+			} else if err != nil && !errors.Is(err, store.ErrNotFound) {
 				s.Log.Error("dashboard: session", "err", err)
 			}
 		}
@@ -449,6 +454,11 @@ func (s *Dashboard) problemOf(r *http.Request, err error) (*problem, int) {
 	}
 	if errors.Is(err, people.ErrForbidden) {
 		return &problem{Message: "Your role does not allow this."}, http.StatusForbidden
+	}
+	if why, down := store.Unavailable(err); down {
+		s.Log.Warn("dashboard: the store cannot be reached", "path", r.URL.Path, "reason", why)
+		return &problem{Message: "aivis is briefly unavailable. Try again shortly.", RetryAfter: fault.UnavailableRetry},
+			http.StatusServiceUnavailable
 	}
 	s.Log.Error("dashboard", "path", r.URL.Path, "err", err)
 	return &problem{Message: "Something went wrong on our side. Try again."}, http.StatusInternalServerError

@@ -41,6 +41,7 @@ const (
 	RateLimitExceeded      Code = "RATE_LIMIT_EXCEEDED"
 	ActiveRequestLimit     Code = "ACTIVE_REQUEST_LIMIT_EXCEEDED"
 	RateLimitUnavailable   Code = "RATE_LIMIT_UNAVAILABLE"
+	ServiceUnavailable     Code = "SERVICE_UNAVAILABLE"
 	Internal               Code = "INTERNAL_ERROR"
 )
 
@@ -72,6 +73,7 @@ var statuses = map[Code]int{
 	RateLimitExceeded:      http.StatusTooManyRequests,
 	ActiveRequestLimit:     http.StatusTooManyRequests,
 	RateLimitUnavailable:   http.StatusServiceUnavailable,
+	ServiceUnavailable:     http.StatusServiceUnavailable,
 	Internal:               http.StatusInternalServerError,
 }
 
@@ -115,13 +117,24 @@ func New(code Code, format string, args ...any) *Error {
 }
 
 // Wait returns an error asking the client to wait retryAfter whole seconds
-// (at least 1) before it tries again: a code answered with 429, or
-// RATE_LIMIT_UNAVAILABLE's 503. The message ends with the same wait, as
-// every 429's does (service spec section 7).
+// (at least 1) before it tries again: a code answered with 429, or a 503
+// (RATE_LIMIT_UNAVAILABLE, SERVICE_UNAVAILABLE). The message ends with the
+// same wait, as every 429's does (service spec section 7).
 func Wait(code Code, retryAfter int, format string, args ...any) *Error {
 	retryAfter = max(retryAfter, 1)
 	return &Error{Code: code, RetryAfter: retryAfter,
 		Message: fmt.Sprintf(format, args...) + fmt.Sprintf("; retry after %d seconds", retryAfter)}
+}
+
+// UnavailableRetry is the wait, in seconds, that SERVICE_UNAVAILABLE asks
+// for.
+const UnavailableRetry = 5
+
+// Unavailable is SERVICE_UNAVAILABLE: what the service needs to answer
+// (its store) cannot be reached at the moment. The message names nothing
+// of what or where that is.
+func Unavailable() *Error {
+	return Wait(ServiceUnavailable, UnavailableRetry, "the service is briefly unavailable")
 }
 
 // Invalid returns a VALIDATION_ERROR listing the fields at fault.
