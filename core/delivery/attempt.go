@@ -14,6 +14,7 @@ import (
 
 	"github.com/aivis/aivis/core/netguard"
 	"github.com/aivis/aivis/core/store"
+	"github.com/aivis/aivis/core/text"
 	"github.com/aivis/aivis/plugins/sdk"
 	"github.com/aivis/aivis/webhook"
 )
@@ -67,14 +68,14 @@ func post(ctx context.Context, client *http.Client, timeout time.Duration, url s
 	payload []byte, a store.Attempt) (store.Attempt, http.Header) {
 	signer, err := webhook.NewSigner(secrets...)
 	if err != nil {
-		a.Error = "signing: " + err.Error()
+		a.Error = reason("signing: " + err.Error())
 		return a, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(payload))
 	if err != nil {
-		a.Error = sdk.ErrorText(err)
+		a.Error = reason(sdk.ErrorText(err))
 		return a, nil
 	}
 	req.Header.Set("Content-Type", "application/json")
@@ -84,7 +85,7 @@ func post(ctx context.Context, client *http.Client, timeout time.Duration, url s
 	resp, err := client.Do(req)
 	if err != nil {
 		a.Latency = time.Since(start)
-		a.Error = attemptError(err, timeout)
+		a.Error = reason(attemptError(err, timeout))
 		return a, nil
 	}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxResponseBody))
@@ -94,7 +95,7 @@ func post(ctx context.Context, client *http.Client, timeout time.Duration, url s
 	a.StatusCode = resp.StatusCode
 	a.ResponseBody = strings.ToValidUTF8(string(body), string(utf8.RuneError))
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
-		a.Error = fmt.Sprintf("redirect to %q not followed", sdk.Redact(resp.Header.Get("Location")))
+		a.Error = reason(fmt.Sprintf("redirect to %q not followed", sdk.Redact(resp.Header.Get("Location"))))
 	}
 	return a, resp.Header
 }
@@ -137,7 +138,7 @@ func (e *Engine) connect(ctx context.Context, cs []claimed) []outcome {
 	for i, c := range cs {
 		o := outcome{d: c.d, w: c.w, attempt: store.Attempt{DeliveryID: c.d.ID, N: c.d.Attempts + 1, At: now, Latency: latency}}
 		if err != nil {
-			o.attempt.Result, o.attempt.Error = ResultError, truncate("connector "+w.Connector+": "+err.Error())
+			o.attempt.Result, o.attempt.Error = ResultError, reason("connector "+w.Connector+": "+err.Error())
 		} else {
 			o.read(rs[i])
 		}
@@ -150,16 +151,14 @@ func (e *Engine) connect(ctx context.Context, cs []claimed) []outcome {
 func (o *outcome) read(r sdk.Result) {
 	o.verdict, o.retryIn, o.attempt.Result = connectorVerdict(r)
 	if o.verdict != delivered {
-		o.attempt.Error = truncate(r.Reason)
+		o.attempt.Error = reason(r.Reason)
 	}
 }
 
-func truncate(s string) string {
-	if len(s) <= maxResponseBody {
-		return s
-	}
-	return strings.ToValidUTF8(s[:maxResponseBody], "")
-}
+// reason is why an attempt failed as the delivery log keeps it: the
+// endpoint's, the connector's or the network's words, cleaned (a NUL, bytes
+// that are not UTF-8) and cut to what the log keeps.
+func reason(s string) string { return text.Clean(s, maxResponseBody) }
 
 // SDKEvent is a delivery as a connector receives it.
 func SDKEvent(d store.Delivery, clientID string) sdk.Event {

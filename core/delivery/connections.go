@@ -363,7 +363,7 @@ func (s *Service) TestConnection(ctx context.Context, p auth.Principal, id strin
 		return out, s.hubError(w.Connector, err)
 	}
 	out = client.ConnectionTestResult{EventID: ev.ID, LatencyMS: float64(time.Since(start).Microseconds()) / 1000,
-		Reason: optionalString(truncate(res.Reason))}
+		Reason: optionalString(reason(res.Reason))}
 	var v verdict
 	v, _, out.Result = connectorVerdict(res)
 	switch {

@@ -16,6 +16,7 @@ import (
 	"github.com/aivis/aivis/core/fault"
 	"github.com/aivis/aivis/core/hub"
 	"github.com/aivis/aivis/core/store"
+	"github.com/aivis/aivis/core/text"
 	"github.com/aivis/aivis/plugins/sdk"
 )
 
@@ -367,4 +368,34 @@ func isField(err error, field string) bool {
 	var fe *fault.Error
 	return errors.As(err, &fe) && fe.Code == fault.ValidationError &&
 		slices.ContainsFunc(fe.Details, func(d fault.FieldError) bool { return d.Field == field })
+}
+
+// A connector's reason is the destination's words: a NUL, bytes that are
+// not UTF-8 and a length past what the log keeps are cleaned before they
+// are recorded, so that the outcome is written (the store refuses such
+// text) and the delivery ends as failed.
+func TestConnectionReasonsCleaned(t *testing.T) {
+	long := strings.Repeat("é", 600) // 1,200 bytes, two a character
+	h := &fakeHub{batch: 1, answer: func(ev sdk.Event, settings json.RawMessage) sdk.Result {
+		if ev.Kind == events.WebhookTest {
+			return sdk.DeliveredResult()
+		}
+		return sdk.FailedResult("hook answered 400: bad\x00request \xff\xfe " + long)
+	}}
+	e := connEnv(t, h)
+	c := e.connect(t, client.CreateConnection{Events: []string{events.VisibilityChange}})
+	e.reading(t, "example.com", 50)
+	eventually(t, "the permanent failure recorded", func() bool {
+		ds := deliveries(t, e, c.ID)
+		return len(ds) == 1 && ds[0].Status == store.DeliveryFailed
+	})
+	d, as, err := e.db.Delivery(ctx, c.ID, deliveries(t, e, c.ID)[0].ID)
+	if err != nil || len(as) != 1 {
+		t.Fatalf("delivery %+v attempts %+v %v", d, as, err)
+	}
+	for _, got := range []string{d.LastError, as[0].Error} {
+		if !text.Valid(got) || len(got) > 1024 || !strings.HasPrefix(got, "hook answered 400: badrequest \uFFFD éé") {
+			t.Errorf("recorded reason %q (%d bytes): not the destination's words, cleaned and cut to 1,024 bytes", got, len(got))
+		}
+	}
 }

@@ -35,30 +35,43 @@ func (e *Engine) record() {
 				break drain
 			}
 		}
-		// The attempts happened: keep trying to write them down. Should that
-		// fail for good, their leases end and they are attempted again.
-		for try := 1; ; try++ {
-			var notes healthNotes
-			err := e.store.Update(context.Background(), func(tx store.Tx) error {
-				notes = healthNotes{}
-				return e.apply(tx, batch, &notes)
-			})
-			if err == nil {
-				e.noteHealth(notes)
-				for _, o := range batch {
-					if o.verdict != delivered {
-						e.Wake() // a retry is scheduled: the dispatcher's timer learns when
-						break
-					}
-				}
-				break
+		// The attempts happened: keep trying to write them down. An outcome
+		// the store refuses fails its batch: then each is written alone, so
+		// that it fails alone. Should one fail for good, its lease ends and
+		// it is attempted again.
+		if err := e.writeOutcomes(batch, 10); err != nil && len(batch) > 1 {
+			for i := range batch {
+				e.writeOutcomes(batch[i:i+1], 1)
 			}
-			e.log.Error("webhooks: record attempts", "count", len(batch), "try", try, "err", err)
-			if try == 10 {
-				break
-			}
-			time.Sleep(time.Duration(try) * 100 * time.Millisecond)
 		}
+	}
+}
+
+// writeOutcomes writes a batch of outcomes in one transaction, trying up
+// to tries times while the store fails, but not again once it refused
+// their text: trying again cannot mend that.
+func (e *Engine) writeOutcomes(batch []outcome, tries int) error {
+	for try := 1; ; try++ {
+		var notes healthNotes
+		err := e.store.Update(context.Background(), func(tx store.Tx) error {
+			notes = healthNotes{}
+			return e.apply(tx, batch, &notes)
+		})
+		if err == nil {
+			e.noteHealth(notes)
+			for _, o := range batch {
+				if o.verdict != delivered {
+					e.Wake() // a retry is scheduled: the dispatcher's timer learns when
+					break
+				}
+			}
+			return nil
+		}
+		e.log.Error("webhooks: record attempts", "count", len(batch), "try", try, "err", err)
+		if try >= tries || store.IsInvalidText(err) {
+			return err
+		}
+		time.Sleep(time.Duration(try) * 100 * time.Millisecond)
 	}
 }
 
