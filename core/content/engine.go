@@ -14,6 +14,7 @@ import (
 	"github.com/aivis/aivis/core/randid"
 	"github.com/aivis/aivis/core/readiness"
 	"github.com/aivis/aivis/core/store"
+	"github.com/aivis/aivis/core/text"
 )
 
 // Fetcher fetches a page; it must go through the outbound guard.
@@ -324,7 +325,8 @@ func (e *Engine) complete(ctx context.Context, cr *store.ContentRequest, result 
 	})
 }
 
-// fail ends a request as failed with its reason and content_request_failed.
+// fail ends a request as failed with its reason (cleaned: it may quote a
+// page or an engine) and content_request_failed.
 func (e *Engine) fail(ctx context.Context, cr *store.ContentRequest, reason string) error {
 	return e.Store.Update(context.WithoutCancel(ctx), func(tx store.Tx) error {
 		cur, err := e.mine(tx, *cr)
@@ -332,7 +334,7 @@ func (e *Engine) fail(ctx context.Context, cr *store.ContentRequest, reason stri
 			return err
 		}
 		now := e.Now().UTC()
-		cur.FailureReason = reason
+		cur.FailureReason = text.Clean(reason, 1024)
 		if cur, err = end(tx, cur, client.StatusFailed, now, cur.Attempts); err != nil {
 			return err
 		}

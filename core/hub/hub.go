@@ -23,6 +23,7 @@ import (
 
 	"github.com/aivis/aivis/core/netguard"
 	"github.com/aivis/aivis/core/store"
+	"github.com/aivis/aivis/core/text"
 	"github.com/aivis/aivis/plugins/host"
 	"github.com/aivis/aivis/plugins/sdk"
 )
@@ -77,14 +78,16 @@ type entry struct {
 
 // scrub replaces the paths of the connector's binary in a text by the
 // binary's name: what the hub says of a connector reaches accounts, who
-// are told nothing of the server's file system.
+// are told nothing of the server's file system. The text, which may hold
+// what the plugin printed, is cleaned and cut to 1,024 bytes: it is kept
+// in the store.
 func (e *entry) scrub(s string) string {
 	for _, p := range []string{e.path, e.rec.Path} {
 		if p != "" {
 			s = strings.ReplaceAll(s, p, filepath.Base(p))
 		}
 	}
-	return s
+	return text.Clean(s, 1024)
 }
 
 // Registry is what the hub reads and writes of the store: the registered

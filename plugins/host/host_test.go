@@ -79,6 +79,23 @@ func TestSupervisorContainsMisbehaviour(t *testing.T) {
 	}
 }
 
+// TestReasonsAreText: a reason holds what a destination answered, which
+// may be any bytes; the SDK sends it as text (protobuf's strings are
+// UTF-8: a reply with other bytes would not be sent at all, and the
+// outcome would be the plugin's failure instead of the destination's).
+func TestReasonsAreText(t *testing.T) {
+	s := host.Supervise(host.Options{Path: build(t)}, 5*time.Second)
+	defer s.Stop()
+	eventually(t, s)
+	rs, err := deliver(t, s, "dirty")
+	if err != nil || len(rs) != 1 {
+		t.Fatalf("a failure with a dirty reason: %v %v", rs, err)
+	}
+	if rs[0].Outcome != sdk.PermanentFailure || rs[0].Reason != "hook answered 400: badrequest \uFFFD" {
+		t.Errorf("result %+v, want the permanent failure with its reason as text", rs[0])
+	}
+}
+
 func TestSupervisorRestartsAKilledPlugin(t *testing.T) {
 	bin := build(t)
 	p, err := host.Start(host.Options{Path: bin})

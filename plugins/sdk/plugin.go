@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 
+	"github.com/aivis/aivis/core/text"
 	pb "github.com/aivis/aivis/plugins/proto/connectorv1"
 )
 
@@ -95,7 +96,7 @@ func (s *server) ValidateSettings(ctx context.Context, r *pb.ValidateSettingsReq
 	}
 	var out pb.ValidateSettingsResponse
 	for _, fe := range s.impl.ValidateSettings(ctx, r.Settings) {
-		out.Errors = append(out.Errors, &pb.FieldError{Field: fe.Field, Message: fe.Message})
+		out.Errors = append(out.Errors, &pb.FieldError{Field: text.Clean(fe.Field, 0), Message: text.Clean(fe.Message, 0)})
 	}
 	return &out, nil
 }
@@ -149,8 +150,12 @@ func toPB(es []Event) []*pb.Event {
 	return out
 }
 
+// toPBResult is a result as the protocol carries it. Its reason is sent as
+// text: it often holds a destination's answer, which may be any bytes,
+// and a protobuf string that is not UTF-8 would fail the whole reply.
 func toPBResult(id string, r Result) *pb.Result {
-	return &pb.Result{EventId: id, Outcome: pb.Result_Outcome(r.Outcome), RetryAfterMs: r.RetryAfter.Milliseconds(), Reason: r.Reason}
+	return &pb.Result{EventId: id, Outcome: pb.Result_Outcome(r.Outcome), RetryAfterMs: r.RetryAfter.Milliseconds(),
+		Reason: text.Clean(r.Reason, 0)}
 }
 
 func fromPBResult(r *pb.Result) (Result, error) {

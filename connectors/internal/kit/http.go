@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/aivis/aivis/core/retryafter"
+	"github.com/aivis/aivis/core/text"
 	"github.com/aivis/aivis/plugins/sdk"
 )
 
@@ -53,9 +54,10 @@ func Do(ctx context.Context, c *http.Client, method, url string, header http.Hea
 // OK says whether the status is 2xx.
 func (r Response) OK() bool { return r.Status >= 200 && r.Status < 300 }
 
-// Snippet is the start of the body, on one line, for a reason.
+// Snippet is the start of the body, on one line, as text (a NUL gone,
+// bytes that are not UTF-8 replaced), for a reason.
 func (r Response) Snippet() string {
-	s := strings.Join(strings.Fields(string(r.Body)), " ")
+	s := strings.Join(strings.Fields(text.Clean(string(r.Body), 0)), " ")
 	return Truncate(s, 200)
 }
 

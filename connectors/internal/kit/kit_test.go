@@ -65,6 +65,21 @@ func TestRetryAfterAndStatus(t *testing.T) {
 	}
 }
 
+// A destination's answer becomes a reason that is text: on one line, a
+// NUL gone, bytes that are not UTF-8 replaced, cut on a character.
+func TestSnippetIsText(t *testing.T) {
+	for body, want := range map[string]string{
+		"bad\x00request":           "badrequest",
+		"\xff\xfe{\"error\": 1}\n": "\uFFFD{\"error\": 1}",
+		strings.Repeat("日本", 150):  strings.Repeat("日本", 99) + "日…",
+	} {
+		r := ByStatus(Response{Status: 400, Body: []byte(body)}, "X")
+		if r.Reason != "X answered 400: "+want {
+			t.Errorf("body %q: reason %q", body, r.Reason)
+		}
+	}
+}
+
 func TestParse(t *testing.T) {
 	ev := sdk.Event{ID: "evt_1", Kind: "content_optimized", Timestamp: time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC),
 		Body: []byte(`{"id":"evt_1","event":"content_optimized","data":{"id":"cr_1","domain":"example.com","url":"https://example.com/a","spent":1.25,"score_before":40,"score_after":71}}`)}

@@ -1,7 +1,9 @@
 // A connector that misbehaves on request, for the host's tests: the
 // settings' "mode" is ok, hang, garbage (wrong result count), crash,
 // warn (a warning on stderr), leak (a reason that tells its secret
-// settings, "secret" and the hook URL "url", in every form), or wait
+// settings, "secret" and the hook URL "url", in every form), dirty (a
+// permanent failure whose reason holds a NUL and bytes that are not
+// UTF-8, as a destination's answer may), or wait
 // (it writes the file "started" in the directory "dir" and delivers once
 // a file "release" is there). It names no destination settings. Its
 // version is "0" unless built with -ldflags "-X main.version=...".
@@ -46,6 +48,12 @@ func (bad) Deliver(ctx context.Context, raw json.RawMessage, events []sdk.Event)
 		out := make([]sdk.Result, len(events))
 		for i := range out {
 			out[i] = sdk.RetryResult(0, why)
+		}
+		return out
+	case "dirty":
+		out := make([]sdk.Result, len(events))
+		for i := range out {
+			out[i] = sdk.FailedResult("hook answered 400: bad\x00request \xff\xfe")
 		}
 		return out
 	case "hang":
