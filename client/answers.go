@@ -11,8 +11,13 @@ type ScanAnswer struct {
 	Engine string `json:"engine"`
 	Kind   string `json:"kind"`
 	Text   string `json:"text"`
-	// Error is why the probe failed (no answer); null for an answer.
-	Error *string `json:"error"`
+	// Error is why the probe failed (no answer), in words; null for an
+	// answer. ErrorCategory is its category (rate_limited, refused_key,
+	// provider_error, timeout, bad_request) and ErrorStatus the HTTP
+	// status the engine answered (null when none came, or for an answer).
+	Error         *string `json:"error"`
+	ErrorCategory *string `json:"error_category"`
+	ErrorStatus   *int    `json:"error_status"`
 	// SourcesReported says whether the engine reported its sources; an
 	// answer without them is not counted as citing nothing.
 	SourcesReported bool             `json:"sources_reported"`

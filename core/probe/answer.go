@@ -3,6 +3,9 @@ package probe
 import (
 	"net/url"
 	"strings"
+	"unicode/utf8"
+
+	"github.com/aivis/aivis/core/text"
 )
 
 // Kinds of engine: each speaks its provider's API and reads its answer
@@ -81,4 +84,64 @@ func SourceDomain(rawURL string) string {
 func bareHost(h string) string {
 	h = strings.TrimSuffix(strings.ToLower(h), ".")
 	return strings.TrimPrefix(h, "www.")
+}
+
+// tidy is the answer fit to keep and to show: its words as text
+// (core/text: a NUL gone; an engine's JSON gives no other bytes that are
+// not UTF-8), the spans of its citations moved with its text, and only the
+// sources and citations whose URL is an http(s) one (or none, where the
+// engine names a page by its title): a javascript: or data: URL is no
+// page, and would be a link in an API consumer's page.
+func (a Answer) tidy() Answer {
+	cleaned := text.Clean(a.Text, 0)
+	at := func(i int) int { return i }
+	switch {
+	case cleaned == a.Text:
+	case utf8.ValidString(a.Text):
+		// Only NULs went: an offset moves back by those before it.
+		raw := a.Text
+		at = func(i int) int {
+			if i > len(raw) {
+				return -1
+			}
+			return i - strings.Count(raw[:i], "\x00")
+		}
+	default:
+		at = func(int) int { return -1 }
+	}
+	a.Text = cleaned
+	sources := a.Sources[:0:0]
+	for _, s := range a.Sources {
+		if webURL(s.URL) {
+			sources = append(sources, Source{URL: text.Clean(s.URL, 0), Title: text.Clean(s.Title, 0), Domain: text.Clean(s.Domain, 0)})
+		}
+	}
+	citations := a.Citations[:0:0]
+	for _, c := range a.Citations {
+		if !webURL(c.URL) {
+			continue
+		}
+		c.URL, c.Title, c.Domain, c.Text = text.Clean(c.URL, 0), text.Clean(c.Title, 0), text.Clean(c.Domain, 0), text.Clean(c.Text, 0)
+		if c.Start >= 0 {
+			if c.Start, c.End = at(c.Start), at(c.End); c.Start < 0 || c.End < 0 {
+				c.Start, c.End, c.Text = -1, -1, ""
+			}
+		}
+		citations = append(citations, c)
+	}
+	queries := a.Queries[:0:0]
+	for _, q := range a.Queries {
+		queries = append(queries, text.Clean(q, 0))
+	}
+	a.Sources, a.Citations, a.Queries = sources, citations, queries
+	return a
+}
+
+// webURL reports whether u is an http(s) URL, or none.
+func webURL(u string) bool {
+	if u == "" {
+		return true
+	}
+	p, err := url.Parse(strings.TrimSpace(u))
+	return err == nil && (p.Scheme == "http" || p.Scheme == "https")
 }

@@ -21,6 +21,8 @@ import (
 
 	"github.com/aivis/aivis/core/netguard"
 	"github.com/aivis/aivis/core/retryafter"
+	"github.com/aivis/aivis/core/text"
+	"github.com/aivis/aivis/plugins/sdk"
 )
 
 // Engine is one configured AI engine.
@@ -158,26 +160,44 @@ func (c *Client) once(ctx context.Context, e Engine, ad adapter, r Request) (Ans
 	defer cancel()
 	req, err := ad.request(ctx, e, r)
 	if err != nil {
-		return Answer{}, 0, fmt.Errorf("%w: %v", ErrPermanent, err)
+		return Answer{}, 0, fmt.Errorf("%w: %w", ErrPermanent, &Failure{Category: FailBadRequest,
+			Detail: "the request could not be made: " + err.Error()})
 	}
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
-		return Answer{}, 0, unreachable{err}
+		// Named without the URL (a local engine's is an internal address)
+		// or an address (netguard.Describe).
+		f := &Failure{Category: FailProvider, Detail: "the engine could not be reached: " + netguard.Describe(err)}
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+			f.Category, f.Detail = FailTimeout, fmt.Sprintf("no answer within %s", timeout)
+		}
+		return Answer{}, 0, f
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 	if err != nil {
-		return Answer{}, 0, err
+		f := &Failure{Category: FailProvider, Status: resp.StatusCode, Detail: "the answer could not be read: " + netguard.Describe(err)}
+		if errors.Is(err, context.DeadlineExceeded) {
+			f.Category, f.Detail = FailTimeout, fmt.Sprintf("the answer did not end within %s", timeout)
+		}
+		return Answer{}, 0, f
 	}
 	if resp.StatusCode != http.StatusOK {
 		wait, err := ad.failure(resp.StatusCode, resp.Header, b)
+		var f *Failure
+		if errors.As(err, &f) {
+			// The engine's words may name the operator's account, quota
+			// or key: the log alone keeps them, redacted.
+			f.Detail = text.Clean(sdk.Redact(f.Detail, e.APIKey), 1024)
+		}
 		return Answer{}, wait, err
 	}
 	a, err := ad.parse(b)
 	if err != nil {
-		return Answer{}, 0, fmt.Errorf("the engine's answer is not a %s answer: %w", e.kind(), err)
+		return Answer{}, 0, &Failure{Category: FailProvider, Status: resp.StatusCode,
+			Detail: text.Clean(fmt.Sprintf("the engine's answer is not a %s answer: %v", e.kind(), err), 1024)}
 	}
-	return a, 0, nil
+	return a.tidy(), 0, nil
 }
 
 func (e Engine) kind() string {
@@ -187,15 +207,55 @@ func (e Engine) kind() string {
 	return e.Kind
 }
 
-// unreachable is a call that got no answer. Its text, which scans and
-// content requests show, names neither the URL (a local engine's is an
-// internal address) nor an address (netguard.Describe).
-type unreachable struct{ err error }
+// The categories of a probe's failure: what a tenant is told of it.
+const (
+	FailRateLimited = "rate_limited"   // 429: the engine's rate or quota
+	FailRefusedKey  = "refused_key"    // 401, 403: the operator's key
+	FailProvider    = "provider_error" // 5xx, an answer unread, no answer
+	FailTimeout     = "timeout"        // no answer in time, 408, 504
+	FailBadRequest  = "bad_request"    // another 4xx: a model or a request refused
+)
 
-func (u unreachable) Error() string {
-	return "the engine could not be reached: " + netguard.Describe(u.err)
+// Failure is why an engine gave no answer: its category and the HTTP
+// status it answered (0: none came), which tenants are shown (Public), and
+// what the engine or the network said (Detail, its Error), for the
+// operator's log alone: an engine's words may name the operator's
+// organisation, quota or key.
+type Failure struct {
+	Category string
+	Status   int
+	Detail   string
 }
-func (u unreachable) Unwrap() error { return u.err }
+
+func (f *Failure) Error() string { return f.Detail }
+
+// failurePhrases are the words tenants read of each category.
+var failurePhrases = map[string]string{
+	FailRateLimited: "the engine is rate limited",
+	FailRefusedKey:  "the engine refused the API key",
+	FailProvider:    "the engine failed",
+	FailTimeout:     "the engine did not answer in time",
+	FailBadRequest:  "the engine refused the request",
+}
+
+// Public is what a tenant reads of the failure: its category's words and
+// the status.
+func (f *Failure) Public() string {
+	if f.Status == 0 {
+		return failurePhrases[f.Category]
+	}
+	return fmt.Sprintf("%s (HTTP %d)", failurePhrases[f.Category], f.Status)
+}
+
+// FailureOf is the failure err tells of: an engine's, or, for an error of
+// another kind, an error of the provider's.
+func FailureOf(err error) *Failure {
+	var f *Failure
+	if errors.As(err, &f) {
+		return f
+	}
+	return &Failure{Category: FailProvider, Detail: err.Error()}
+}
 
 // postJSON is a POST of body as JSON to base + path.
 func postJSON(ctx context.Context, base, path string, body any) (*http.Request, error) {
@@ -227,21 +287,33 @@ func retryable(status int) bool {
 
 // failed is the usual reading of a failed answer: a retryable status
 // waits what Retry-After asks (0 without it), any other is permanent.
-// msg is what the engine said, shown shortened.
+// msg is what the engine said, for the log.
 func failed(status int, h http.Header, msg string) (time.Duration, error) {
-	if len(msg) > 200 {
-		msg = msg[:200]
-	}
 	// 529 (Anthropic's overloaded) has no status text.
 	code := strings.TrimSpace(fmt.Sprintf("%d %s", status, http.StatusText(status)))
-	err := fmt.Errorf("the engine answered %s", code)
+	f := &Failure{Category: category(status), Status: status, Detail: "the engine answered " + code}
 	if msg != "" {
-		err = fmt.Errorf("the engine answered %s: %s", code, msg)
+		f.Detail += ": " + msg
 	}
 	if retryable(status) {
-		return retryafter.Header(h, time.Now()), err
+		return retryafter.Header(h, time.Now()), f
 	}
-	return 0, fmt.Errorf("%w: %w", ErrPermanent, err)
+	return 0, fmt.Errorf("%w: %w", ErrPermanent, f)
+}
+
+// category is the category of a failed answer's status.
+func category(status int) string {
+	switch {
+	case status == http.StatusTooManyRequests:
+		return FailRateLimited
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return FailRefusedKey
+	case status == http.StatusRequestTimeout || status == http.StatusGatewayTimeout:
+		return FailTimeout
+	case status >= 400 && status < 500:
+		return FailBadRequest
+	}
+	return FailProvider
 }
 
 // errorText is an engine's error as "type: message", either part absent.

@@ -3,6 +3,7 @@ package probe
 import (
 	"cmp"
 	"context"
+	"log/slog"
 	"maps"
 	"math"
 	"slices"
@@ -21,6 +22,9 @@ type Prober struct {
 	// MaxPrompts caps the prompt set's generated part: they fill it up
 	// to MaxPrompts after the owner's own (default DefaultMaxPrompts).
 	MaxPrompts int
+	// Log is told, for the operator, what each engine said of its first
+	// failure of a run (tenants are told its category and status).
+	Log *slog.Logger
 }
 
 // Probe is one answer (or failure) of the run.
@@ -32,6 +36,9 @@ type Probe struct {
 	// of the subject.
 	Answer  Answer
 	Finding Finding
+	// Failure is why the engine gave no answer, nil when it did; Err is
+	// what tenants read of it (Failure.Public), "" when it answered.
+	Failure *Failure
 	Err     string
 }
 
@@ -152,7 +159,14 @@ func (p *Prober) Run(ctx context.Context, s Subject) Result {
 	for ei, e := range p.Engines {
 		er := EngineResult{Label: e.Label, Kind: e.kind(), Model: e.Model, Stats: measure(s, probes[ei], costs[ei]), MaxInFlight: peaks[ei]}
 		for _, pr := range probes[ei] {
-			if pr.Err != "" && len(er.Errors) < 3 {
+			if pr.Failure == nil {
+				continue
+			}
+			if len(er.Errors) == 0 && p.Log != nil {
+				p.Log.Warn("probe: an engine failed", "engine", e.Label, "domain", s.Domain, "failed", er.Failed, "of", er.Probes,
+					"category", pr.Failure.Category, "status", pr.Failure.Status, "err", pr.Failure.Detail)
+			}
+			if len(er.Errors) < 3 {
 				er.Errors = append(er.Errors, pr.Err)
 			}
 		}
@@ -179,7 +193,7 @@ func (p *Prober) runEngine(ctx context.Context, s Subject, e Engine, prompts []P
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
-			pr.Err = ctx.Err().Error()
+			pr.fail(&Failure{Category: FailTimeout, Detail: ctx.Err().Error()})
 			probes[j] = pr
 			continue
 		}
@@ -192,7 +206,7 @@ func (p *Prober) runEngine(ctx context.Context, s Subject, e Engine, prompts []P
 			// The next request goes out while this answer is read.
 			<-sem
 			if err != nil {
-				pr.Err = err.Error()
+				pr.fail(FailureOf(err))
 			} else {
 				pr.Answer, pr.Finding = a, Analyze(s, a)
 				costs[j] = e.Cost(a)
@@ -203,6 +217,9 @@ func (p *Prober) runEngine(ctx context.Context, s Subject, e Engine, prompts []P
 	wg.Wait()
 	return int(peak.Load())
 }
+
+// fail marks the probe failed.
+func (pr *Probe) fail(f *Failure) { pr.Failure, pr.Err = f, f.Public() }
 
 // measure computes the stats of a set of probes of the subject.
 func measure(s Subject, probes []Probe, costs []float64) Stats {

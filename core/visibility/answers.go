@@ -23,11 +23,13 @@ import (
 // (store.ScanAnswer.Detail): these fields of client.ScanAnswer, under
 // their names, so that the API reads them into it as they are.
 type answerDetail struct {
-	Sources     []client.AnswerSource   `json:"sources"`
-	Citations   []client.AnswerCitation `json:"citations"`
-	Queries     []string                `json:"queries"`
-	Competitors []string                `json:"competitors"`
-	Sentences   []client.AnswerSentence `json:"sentences"`
+	ErrorCategory *string                 `json:"error_category,omitempty"`
+	ErrorStatus   *int                    `json:"error_status,omitempty"`
+	Sources       []client.AnswerSource   `json:"sources"`
+	Citations     []client.AnswerCitation `json:"citations"`
+	Queries       []string                `json:"queries"`
+	Competitors   []string                `json:"competitors"`
+	Sentences     []client.AnswerSentence `json:"sentences"`
 }
 
 // answersOf are the answers of a run as a scan keeps them, in the run's
@@ -48,6 +50,12 @@ func answersOf(res probe.Result, engines []probe.Engine) []store.ScanAnswer {
 		}
 		d := answerDetail{Sources: []client.AnswerSource{}, Citations: []client.AnswerCitation{}, Queries: nonNil(a.Queries),
 			Competitors: nonNil(f.Competitors), Sentences: []client.AnswerSentence{}}
+		if pr.Failure != nil {
+			d.ErrorCategory = &pr.Failure.Category
+			if pr.Failure.Status != 0 {
+				d.ErrorStatus = &pr.Failure.Status
+			}
+		}
 		for _, s := range a.Sources {
 			d.Sources = append(d.Sources, client.AnswerSource{URL: s.URL, Title: s.Title, Domain: s.Domain})
 		}

@@ -10,6 +10,7 @@
 package probefake
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -60,6 +61,9 @@ type Failure struct {
 	// Type is the provider's error type or status (default: the kind's
 	// usual one for Status).
 	Type string
+	// Message is what the provider says (default: the kind's usual words
+	// for Status).
+	Message string
 }
 
 // described is a failure's type and message: those given, else the usual
@@ -69,7 +73,7 @@ func (fl Failure) described(usual map[int][2]string, msg string) (typ, text stri
 	if !ok {
 		u = usual[http.StatusInternalServerError]
 	}
-	typ, text = fl.Type, msg
+	typ, text = fl.Type, cmp.Or(msg, fl.Message)
 	if typ == "" {
 		typ = u[0]
 	}
