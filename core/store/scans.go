@@ -22,14 +22,18 @@ const (
 
 // Scan is one scan of a monitored domain, a job of the durable queue.
 type Scan struct {
-	ID         string
-	AccountID  string
-	ClientID   string
-	DomainID   string
-	Domain     string
-	Trigger    string
-	Status     string
-	Attempts   int    // the claims so far; the last claim's number fences its writes
+	ID        string
+	AccountID string
+	ClientID  string
+	DomainID  string
+	Domain    string
+	Trigger   string
+	Status    string
+	Attempts  int // the claims so far; the last claim's number fences its writes
+	// HandBacks are the claims handed back by a server that stopped
+	// gracefully (UpdateScan writes it): they do not count against the
+	// scans' attempts.
+	HandBacks  int
 	Holder     string // the process whose worker holds a running scan
 	LeaseUntil time.Time
 	Result     json.RawMessage // when completed
@@ -131,7 +135,8 @@ type Scans interface {
 type ScansTx interface {
 	InsertScan(s Scan) error
 	// UpdateScan writes a running scan as the claim that made s.Attempts
-	// (a renewed lease, the scan queued again, its end): ErrLost, and
+	// (a renewed lease, the scan queued again and its HandBacks, its
+	// end): ErrLost, and
 	// nothing written, when the scan is no longer running under that claim.
 	UpdateScan(s Scan) error
 	// ActiveScan is the queued or running scan of a monitored domain

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/aivis/aivis/core/limits"
 	"github.com/aivis/aivis/core/randid"
 	"github.com/aivis/aivis/core/store"
+	"github.com/aivis/aivis/core/text"
 )
 
 // SourceScan is the source of readings a scan records.
@@ -74,8 +76,9 @@ type Scans struct {
 	// Poll is how often the queue and the schedule are looked at without
 	// a wake-up (default 5 s).
 	Poll time.Duration
-	// MaxAttempts bounds the attempts of a scan whose scanner fails
-	// (default 3).
+	// MaxAttempts bounds the attempts of a scan (default 3): those whose
+	// scanner failed, whose result could not be recorded, or whose worker
+	// died; one handed back at shutdown is not counted.
 	MaxAttempts int
 	// Holder names this process in the scans it claims (default: a new
 	// random one).
@@ -259,12 +262,7 @@ func nextScan(tierName string, now time.Time) time.Time {
 // work claims and runs scans until ctx ends.
 func (s *Scans) work(ctx context.Context) {
 	for ctx.Err() == nil {
-		var sc store.Scan
-		now := s.Now()
-		err := s.Store.Update(ctx, func(tx store.Tx) (err error) {
-			sc, err = tx.ClaimScan(s.Holder, now, now.Add(s.Lease))
-			return err
-		})
+		sc, err := s.claim(ctx)
 		if errors.Is(err, store.ErrNotFound) {
 			select {
 			case <-ctx.Done():
@@ -282,6 +280,30 @@ func (s *Scans) work(ctx context.Context) {
 			continue
 		}
 		s.run(ctx, sc)
+	}
+}
+
+// claim takes the next scan, failing at once one claimed past its
+// attempts (handed back at shutdown not counted): its workers died, or
+// its end could not be recorded, each time.
+func (s *Scans) claim(ctx context.Context) (store.Scan, error) {
+	for {
+		var sc store.Scan
+		exhausted := false
+		now := s.Now()
+		err := s.Store.Update(ctx, func(tx store.Tx) (err error) {
+			sc, err = tx.ClaimScan(s.Holder, now, now.Add(s.Lease))
+			if exhausted = err == nil && sc.Attempts-sc.HandBacks > s.MaxAttempts; !exhausted {
+				return err
+			}
+			sc.Status, sc.Error, sc.FinishedAt, sc.LeaseUntil, sc.Holder = store.ScanFailed,
+				fmt.Sprintf("the scan stopped %d times before its end was recorded", s.MaxAttempts), now, time.Time{}, ""
+			return tx.UpdateScan(sc)
+		})
+		if err != nil || !exhausted {
+			return sc, err
+		}
+		s.Log.Warn("scans: scan failed after its attempts", "scan", sc.ID, "domain", sc.Domain, "attempts", s.MaxAttempts)
 	}
 }
 
@@ -331,17 +353,23 @@ func (s *Scans) run(ctx context.Context, sc store.Scan) {
 	case ctx.Err() != nil:
 		s.requeue(sc) // shutting down: the next start takes it again
 	default:
-		s.finish(sc, &out, err, sc.Attempts >= s.MaxAttempts)
+		s.finish(sc, &out, err, sc.Attempts-sc.HandBacks >= s.MaxAttempts)
 	}
 }
 
-// requeue hands a scan back to the queue.
+// requeue hands a scan back to the queue, not counting this claim against
+// its attempts.
 func (s *Scans) requeue(sc store.Scan) {
 	sc.Status, sc.LeaseUntil, sc.Holder = store.ScanQueued, time.Time{}, ""
+	sc.HandBacks++
 	if err := s.Store.Update(context.Background(), func(tx store.Tx) error { return tx.UpdateScan(sc) }); err != nil {
 		s.Log.Warn("scans: requeue", "scan", sc.ID, "err", err)
 	}
 }
+
+// errUnrecorded is the failure of an attempt whose result could not be
+// recorded (the log says why).
+var errUnrecorded = errors.New("the scan's result could not be recorded")
 
 // finish records a scan's end: on success its result, its answers, the
 // reading (and ai_visibility_change when it changed), citation_change for
@@ -352,7 +380,7 @@ func (s *Scans) finish(sc store.Scan, out *Outcome, scanErr error, last bool) {
 	now := s.Now()
 	err := s.Store.Update(context.Background(), func(tx store.Tx) error {
 		if scanErr != nil {
-			sc.Error, sc.LeaseUntil, sc.Holder = scanErr.Error(), time.Time{}, ""
+			sc.Error, sc.LeaseUntil, sc.Holder = text.Clean(scanErr.Error(), 1024), time.Time{}, ""
 			sc.Status = store.ScanQueued
 			if last {
 				sc.Status, sc.FinishedAt = store.ScanFailed, now
@@ -399,9 +427,16 @@ func (s *Scans) finish(sc store.Scan, out *Outcome, scanErr error, last bool) {
 	case errors.Is(err, store.ErrLost):
 		s.Log.Info("scans: scan left", "scan", sc.ID, "reason", "its lease ended and another worker took it")
 		return
-	case err != nil:
+	case err != nil && scanErr == nil:
+		// What the scan found could not be kept: the attempt failed. Its
+		// failure is recorded instead (should that fail too, its lease ends,
+		// and its claims are counted).
 		s.Log.Error("scans: record the end", "scan", sc.ID, "err", err)
-		return // its lease ends and it runs again
+		s.finish(sc, nil, errUnrecorded, last)
+		return
+	case err != nil:
+		s.Log.Error("scans: record the failure", "scan", sc.ID, "err", err)
+		return // its lease ends and it is claimed again
 	}
 	if scanErr != nil {
 		s.Log.Warn("scans: attempt failed", "scan", sc.ID, "domain", sc.Domain, "attempt", sc.Attempts, "err", scanErr)

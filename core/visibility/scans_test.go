@@ -222,7 +222,8 @@ func TestScanResumesAfterACrash(t *testing.T) {
 		t.Fatalf("the scan was taken at %v, %v before the other process's lease ended", taken, orphan.LeaseUntil.Sub(taken))
 	}
 
-	// Shutdown in the middle of a scan: it is queued again, not lost.
+	// Shutdown in the middle of a scan: it is queued again, not lost, and
+	// that claim is not counted against its attempts.
 	f.mu.Lock()
 	f.hold = make(chan struct{})
 	f.mu.Unlock()
@@ -232,7 +233,7 @@ func TestScanResumesAfterACrash(t *testing.T) {
 	}
 	fx.wait(t, next.ID, store.ScanRunning)
 	fx.stop()
-	if sc, _ := fx.scans.Get(ctx, fx.p, next.ID); sc.Status != store.ScanQueued {
+	if sc, _ := fx.scans.Get(ctx, fx.p, next.ID); sc.Status != store.ScanQueued || sc.Attempts != 1 || sc.HandBacks != 1 {
 		t.Fatalf("after shutdown: %+v", sc)
 	}
 	f.mu.Lock()
@@ -240,4 +241,70 @@ func TestScanResumesAfterACrash(t *testing.T) {
 	f.mu.Unlock()
 	fx.start()
 	fx.wait(t, next.ID, store.ScanCompleted)
+}
+
+// unkept measures what the store refuses to keep: an answer whose text
+// holds a NUL, as an engine's could before answers were cleaned.
+type unkept struct{ calls int }
+
+func (u *unkept) Scan(context.Context, store.MonitoredDomain) (visibility.Outcome, error) {
+	u.calls++
+	return visibility.Outcome{VisibilityScore: 50, Sentiment: "neutral", FormulaVersion: visibility.FormulaVersion,
+		Breakdown: json.RawMessage(`{}`), Answers: []store.ScanAnswer{{Engine: "gpt", Kind: "openai-chat", Text: "bad\x00answer",
+			Detail: json.RawMessage(`{}`)}}}, nil
+}
+
+// A scan whose result the store refuses fails that attempt, recorded as
+// such, and after its attempts is failed with a reason that says so: it
+// is not claimed again when its lease ends, paying every engine again,
+// while the domain's scans wait behind it.
+func TestScanWhoseEndCannotBeRecorded(t *testing.T) {
+	u := &unkept{}
+	fx := newScanFixture(t, nil)
+	fx.scans.Scanner = u
+	if _, err := fx.domains.Create(ctx, fx.p, client.CreateDomain{Domain: "poisoned.com"}); err != nil {
+		t.Fatal(err)
+	}
+	sc, err := fx.scans.Request(ctx, fx.p, client.RequestScan{Domain: "poisoned.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx.start()
+	got := fx.wait(t, sc.ID, store.ScanFailed)
+	fx.stop()
+	if got.Error != "the scan's result could not be recorded" || got.Attempts != 3 || u.calls != 3 {
+		t.Errorf("scan %+v after %d runs", got, u.calls)
+	}
+}
+
+// A scan claimed past its attempts (its workers died, or its end could not
+// be recorded even as a failure) is failed at once, not run again; the
+// claims of a server that stopped gracefully do not count.
+func TestScanClaimsCapped(t *testing.T) {
+	f := &fakeScanner{scores: map[string]int{"dead.com": 10, "handed.com": 20}, calls: map[string]int{}}
+	fx := newScanFixture(t, f)
+	var ids [2]string
+	past := time.Now().Add(-time.Minute)
+	for i, d := range []string{"dead.com", "handed.com"} {
+		md, err := fx.domains.Create(ctx, fx.p, client.CreateDomain{Domain: d})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = "scan_" + d
+		sc := store.Scan{ID: ids[i], AccountID: md.AccountID, DomainID: md.ID, Domain: d, Trigger: store.ScanManual,
+			Status: store.ScanRunning, Attempts: 3, HandBacks: 3 * i, Holder: "proc_gone", LeaseUntil: past, CreatedAt: past, StartedAt: past}
+		if err := fx.db.Update(ctx, func(tx store.Tx) error { return tx.InsertScan(sc) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fx.start()
+	dead := fx.wait(t, ids[0], store.ScanFailed)
+	handed := fx.wait(t, ids[1], store.ScanCompleted)
+	fx.stop()
+	if dead.Error != "the scan stopped 3 times before its end was recorded" || dead.Attempts != 4 || f.count("dead.com") != 0 {
+		t.Errorf("the scan past its attempts: %+v, run %d times", dead, f.count("dead.com"))
+	}
+	if handed.Attempts != 4 || f.count("handed.com") != 1 {
+		t.Errorf("the scan handed back three times: %+v, run %d times", handed, f.count("handed.com"))
+	}
 }

@@ -17,14 +17,15 @@ import (
 // (attempts) fences UpdateScan.
 
 const scanColumns = `id, account_id, client_id, domain_id, domain, trigger, status, attempts, holder, lease_until, lease_until_ns,
-	result, error, created_at, created_at_ns, started_at, started_at_ns, finished_at, finished_at_ns`
+	result, error, created_at, created_at_ns, started_at, started_at_ns, finished_at, finished_at_ns, handbacks`
 
 func scanScan(s scanner, extra ...any) (store.Scan, error) {
 	var sc store.Scan
 	var client, holder, errText *string
 	var lease, created, started, finished tcol
 	err := s.Scan(append([]any{&sc.ID, &sc.AccountID, &client, &sc.DomainID, &sc.Domain, &sc.Trigger, &sc.Status, &sc.Attempts, &holder,
-		&lease.t, &lease.ns, &sc.Result, &errText, &created.t, &created.ns, &started.t, &started.ns, &finished.t, &finished.ns}, extra...)...)
+		&lease.t, &lease.ns, &sc.Result, &errText, &created.t, &created.ns, &started.t, &started.ns, &finished.t, &finished.ns, &sc.HandBacks},
+		extra...)...)
 	sc.ClientID, sc.Holder, sc.Error = str(client), str(holder), str(errText)
 	sc.LeaseUntil, sc.CreatedAt, sc.StartedAt, sc.FinishedAt = lease.time(), created.time(), started.time(), finished.time()
 	return sc, err
@@ -32,10 +33,10 @@ func scanScan(s scanner, extra ...any) (store.Scan, error) {
 
 func (t *txn) InsertScan(s store.Scan) error {
 	result := []byte(s.Result)
-	tag, err := t.tx.Exec(t.ctx, `INSERT INTO scans (`+scanColumns+`) VALUES (`+params(1, 19)+`) ON CONFLICT DO NOTHING`,
+	tag, err := t.tx.Exec(t.ctx, `INSERT INTO scans (`+scanColumns+`) VALUES (`+params(1, 20)+`) ON CONFLICT DO NOTHING`,
 		s.ID, s.AccountID, null(s.ClientID), s.DomainID, s.Domain, s.Trigger, s.Status, s.Attempts, null(s.Holder),
 		tsz(s.LeaseUntil), nsz(s.LeaseUntil), result, null(s.Error), ts(s.CreatedAt), ns(s.CreatedAt),
-		tsz(s.StartedAt), nsz(s.StartedAt), tsz(s.FinishedAt), nsz(s.FinishedAt))
+		tsz(s.StartedAt), nsz(s.StartedAt), tsz(s.FinishedAt), nsz(s.FinishedAt), s.HandBacks)
 	if err != nil {
 		return fmt.Errorf("postgres: insert scan: %w", conflict(err))
 	}
@@ -48,10 +49,10 @@ func (t *txn) InsertScan(s store.Scan) error {
 // UpdateScan writes a running scan as the claim that made s.Attempts.
 func (t *txn) UpdateScan(s store.Scan) error {
 	tag, err := t.tx.Exec(t.ctx, `UPDATE scans SET status = $3, holder = $4, lease_until = $5, lease_until_ns = $6, result = $7,
-		error = $8, started_at = $9, started_at_ns = $10, finished_at = $11, finished_at_ns = $12
+		error = $8, started_at = $9, started_at_ns = $10, finished_at = $11, finished_at_ns = $12, handbacks = $13
 		WHERE id = $1 AND status = 'running' AND attempts = $2`, s.ID, s.Attempts, s.Status, null(s.Holder),
 		tsz(s.LeaseUntil), nsz(s.LeaseUntil), []byte(s.Result), null(s.Error), tsz(s.StartedAt), nsz(s.StartedAt),
-		tsz(s.FinishedAt), nsz(s.FinishedAt))
+		tsz(s.FinishedAt), nsz(s.FinishedAt), s.HandBacks)
 	if err != nil {
 		return fmt.Errorf("postgres: update scan: %w", conflict(err))
 	}

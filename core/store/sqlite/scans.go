@@ -12,14 +12,14 @@ import (
 )
 
 const scanColumns = `id, account_id, client_id, domain_id, domain, trigger, status, attempts, lease_until, result, error,
-	created_at, started_at, finished_at, holder`
+	created_at, started_at, finished_at, holder, handbacks`
 
 func scanScan(s scanner) (store.Scan, error) {
 	var sc store.Scan
 	var client, result, errText, holder sql.NullString
 	var lease, created, started, finished sql.NullInt64
 	err := s.Scan(&sc.ID, &sc.AccountID, &client, &sc.DomainID, &sc.Domain, &sc.Trigger, &sc.Status, &sc.Attempts, &lease,
-		&result, &errText, &created, &started, &finished, &holder)
+		&result, &errText, &created, &started, &finished, &holder, &sc.HandBacks)
 	sc.ClientID, sc.Error, sc.Holder = client.String, errText.String, holder.String
 	if result.Valid {
 		sc.Result = []byte(result.String)
@@ -34,11 +34,11 @@ func scanArgs(s store.Scan) []any {
 		result = string(s.Result)
 	}
 	return []any{s.ID, s.AccountID, nullStr(s.ClientID), s.DomainID, s.Domain, s.Trigger, s.Status, s.Attempts, ns(s.LeaseUntil),
-		result, nullStr(s.Error), stamp(s.CreatedAt), ns(s.StartedAt), ns(s.FinishedAt), nullStr(s.Holder)}
+		result, nullStr(s.Error), stamp(s.CreatedAt), ns(s.StartedAt), ns(s.FinishedAt), nullStr(s.Holder), s.HandBacks}
 }
 
 func (t *txn) InsertScan(s store.Scan) error {
-	if _, err := t.tx.Exec(`INSERT INTO scans (`+scanColumns+`) VALUES (`+placeholders(15)+`)`, scanArgs(s)...); err != nil {
+	if _, err := t.tx.Exec(`INSERT INTO scans (`+scanColumns+`) VALUES (`+placeholders(16)+`)`, scanArgs(s)...); err != nil {
 		return fmt.Errorf("sqlite: insert scan: %w", conflict(err))
 	}
 	return nil
@@ -47,7 +47,8 @@ func (t *txn) InsertScan(s store.Scan) error {
 func (t *txn) UpdateScan(s store.Scan) error {
 	a := scanArgs(s)
 	res, err := t.tx.Exec(`UPDATE scans SET status = ?, lease_until = ?, result = ?, error = ?, started_at = ?, finished_at = ?,
-		holder = ? WHERE id = ? AND status = 'running' AND attempts = ?`, a[6], a[8], a[9], a[10], a[12], a[13], a[14], s.ID, s.Attempts)
+		holder = ?, handbacks = ? WHERE id = ? AND status = 'running' AND attempts = ?`, a[6], a[8], a[9], a[10], a[12], a[13], a[14], a[15],
+		s.ID, s.Attempts)
 	if err != nil {
 		return fmt.Errorf("sqlite: update scan: %w", err)
 	}

@@ -26,7 +26,7 @@ func testScans(t *testing.T, newStore Constructor) {
 	s, _ := newStore(t)
 	owners(t, s)
 	full := store.Scan{ID: "scan_1", AccountID: "acct_1", ClientID: "cli_1", DomainID: "dom_1", Domain: "xn--bcher-kva.example",
-		Trigger: store.ScanManual, Status: store.ScanRunning, Attempts: 2, Holder: "proc_a", LeaseUntil: t0.Add(time.Minute).In(elsewhere),
+		Trigger: store.ScanManual, Status: store.ScanRunning, Attempts: 2, HandBacks: 1, Holder: "proc_a", LeaseUntil: t0.Add(time.Minute).In(elsewhere),
 		Result: json.RawMessage(`{"score":61,"probes":[1,2]}`), Error: "probe timed out", CreatedAt: t0.In(elsewhere),
 		StartedAt: t0.Add(time.Second), FinishedAt: t0.Add(2 * time.Second)}
 	update(t, s, "InsertScan", func(tx store.Tx) error { return tx.InsertScan(full) })
@@ -55,7 +55,7 @@ func testScans(t *testing.T, newStore Constructor) {
 	}
 
 	done := want
-	done.Status, done.LeaseUntil, done.Error = store.ScanCompleted, time.Time{}, ""
+	done.Status, done.LeaseUntil, done.Error, done.HandBacks = store.ScanCompleted, time.Time{}, "", 2
 	done.Result, done.StartedAt, done.FinishedAt = json.RawMessage(`{"score":62}`), t0.Add(time.Minute), t0.Add(2*time.Minute)
 	update(t, s, "UpdateScan", func(tx store.Tx) error { return tx.UpdateScan(done) })
 	if got, err := s.Scan(ctx, "acct_1", "scan_1"); err != nil || !reflect.DeepEqual(got, done) {
