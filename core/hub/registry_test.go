@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aivis/aivis/core/hub"
 	"github.com/aivis/aivis/core/store"
@@ -264,5 +265,27 @@ func TestStartFailureNamesNoPath(t *testing.T) {
 		if strings.Contains(said, dir) {
 			t.Errorf("what is said of a binary that does not start names its path: %s", said)
 		}
+	}
+}
+
+// TestStartFailureReportedAsText: a binary that prints a NUL and bytes
+// that are not UTF-8 instead of the handshake is reported with a problem
+// that is text, which the store keeps, so that every instance sees it.
+func TestStartFailureReportedAsText(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "garbled")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\nprintf 'garbled \\000\\377\\376 words\\n'\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	db := newStore(t)
+	register(t, db, bin)
+	openHub(t, db, hub.Options{Dir: t.TempDir(), Instance: "proc_a"})
+	var got []store.PluginHealth
+	waitUntil(t, "the instance's report kept", func() bool {
+		rows, err := db.ListPluginHealth(context.Background(), store.MinTime)
+		got = slices.DeleteFunc(rows, func(r store.PluginHealth) bool { return r.Instance != "proc_a" || r.Problem == "" })
+		return err == nil && len(got) == 1
+	})
+	if p := got[0].Problem; !utf8.ValidString(p) || strings.ContainsRune(p, 0) || !strings.Contains(p, "garbled \uFFFD words") {
+		t.Errorf("the problem reported: %q", p)
 	}
 }
