@@ -270,7 +270,7 @@ func startWorkers(ctx context.Context, cfg config.Config, svc *Services, log *sl
 				r, err := auditor.Audit(ctx, domain)
 				return r.Score, r, err
 			},
-			Prober: &probe.Prober{Client: &probe.Client{HTTP: &http.Client{}}, Engines: probeEngines(cfg.Engines)},
+			Prober: &probe.Prober{Client: &probe.Client{HTTP: &http.Client{}}, Engines: probeEngines(cfg.Engines), Log: log},
 		}}
 	background(w.scans.Run)
 
