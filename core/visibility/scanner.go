@@ -87,7 +87,7 @@ func (s *EngineScanner) Scan(ctx context.Context, d store.MonitoredDomain) (Outc
 			msg := ErrEnginesFailed.Error()
 			for _, e := range res.Engines {
 				if len(e.Errors) > 0 {
-					msg += "; " + e.Errors[0]
+					msg += "; " + e.Label + ": " + e.Errors[0]
 				}
 			}
 			return Outcome{}, errors.New(msg)

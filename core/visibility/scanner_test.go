@@ -73,7 +73,10 @@ func TestScannerBlend(t *testing.T) {
 	f.Fail("m", 401)
 	p.Engines, p.Runs, p.MaxPrompts = p.Engines[:1], 1, 1
 	p.Engines[0].Model = "nope"
-	if _, err := s.Scan(context.Background(), d); err == nil || !strings.Contains(err.Error(), "every engine probe failed") {
+	// The scan's error, which accounts read, names each engine's failure
+	// by its category and status, not in the engine's words.
+	if _, err := s.Scan(context.Background(), d); err == nil ||
+		err.Error() != "every engine probe failed; "+p.Engines[0].Label+": the engine refused the request (HTTP 404)" {
 		t.Errorf("all failing: %v", err)
 	}
 }
