@@ -88,7 +88,8 @@ func bareHost(h string) string {
 
 // tidy is the answer fit to keep and to show: its words as text
 // (core/text: a NUL gone; an engine's JSON gives no other bytes that are
-// not UTF-8), the spans of its citations moved with its text, and only the
+// not UTF-8), the spans of its citations moved with its text (a span
+// that does not fall on its characters dropped), and only the
 // sources and citations whose URL is an http(s) one (or none, where the
 // engine names a page by its title): a javascript: or data: URL is no
 // page, and would be a link in an API consumer's page.
@@ -101,7 +102,7 @@ func (a Answer) tidy() Answer {
 		// Only NULs went: an offset moves back by those before it.
 		raw := a.Text
 		at = func(i int) int {
-			if i > len(raw) {
+			if i < 0 || i > len(raw) {
 				return -1
 			}
 			return i - strings.Count(raw[:i], "\x00")
@@ -121,12 +122,8 @@ func (a Answer) tidy() Answer {
 		if !webURL(c.URL) {
 			continue
 		}
-		c.URL, c.Title, c.Domain, c.Text = text.Clean(c.URL, 0), text.Clean(c.Title, 0), text.Clean(c.Domain, 0), text.Clean(c.Text, 0)
-		if c.Start >= 0 {
-			if c.Start, c.End = at(c.Start), at(c.End); c.Start < 0 || c.End < 0 {
-				c.Start, c.End, c.Text = -1, -1, ""
-			}
-		}
+		c.URL, c.Title, c.Domain = text.Clean(c.URL, 0), text.Clean(c.Title, 0), text.Clean(c.Domain, 0)
+		c.Start, c.End, c.Text = span(cleaned, at(c.Start), at(c.End))
 		citations = append(citations, c)
 	}
 	queries := a.Queries[:0:0]
@@ -135,6 +132,18 @@ func (a Answer) tidy() Answer {
 	}
 	a.Sources, a.Citations, a.Queries = sources, citations, queries
 	return a
+}
+
+// span is a citation's span of text from start to end, and the text it
+// holds; none (-1, -1, "") unless both ends lie within text on a
+// character's boundary (an engine's offsets may count otherwise, or cut a
+// character).
+func span(text string, start, end int) (int, int, string) {
+	if start < 0 || start > end || end > len(text) ||
+		start < len(text) && !utf8.RuneStart(text[start]) || end < len(text) && !utf8.RuneStart(text[end]) {
+		return -1, -1, ""
+	}
+	return start, end, text[start:end]
 }
 
 // webURL reports whether u is an http(s) URL, or none.

@@ -186,18 +186,25 @@ func (c *Client) once(ctx context.Context, e Engine, ad adapter, r Request) (Ans
 		wait, err := ad.failure(resp.StatusCode, resp.Header, b)
 		var f *Failure
 		if errors.As(err, &f) {
-			// The engine's words may name the operator's account, quota
-			// or key: the log alone keeps them, redacted.
-			f.Detail = text.Clean(sdk.Redact(f.Detail, e.APIKey), 1024)
+			f.Detail = e.said(f.Detail)
 		}
 		return Answer{}, wait, err
 	}
 	a, err := ad.parse(b)
 	if err != nil {
+		// An answer of 200 may be an error in the engine's words.
 		return Answer{}, 0, &Failure{Category: FailProvider, Status: resp.StatusCode,
-			Detail: text.Clean(fmt.Sprintf("the engine's answer is not a %s answer: %v", e.kind(), err), 1024)}
+			Detail: e.said(fmt.Sprintf("the engine's answer is not a %s answer: %v", e.kind(), err))}
 	}
 	return a.tidy(), 0, nil
+}
+
+// said is what the engine said of a failure, for the operator's log
+// alone (its words may name the operator's account, quota or key): as
+// text, the key redacted (after the NULs are gone, which could hide it),
+// and cut to 1,024 bytes.
+func (e Engine) said(s string) string {
+	return text.Cut(sdk.Redact(text.Clean(s, 0), e.APIKey), 1024)
 }
 
 func (e Engine) kind() string {
