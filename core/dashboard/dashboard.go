@@ -14,9 +14,11 @@ import (
 	"html/template"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -33,6 +35,7 @@ import (
 	"github.com/aivis/aivis/core/people"
 	"github.com/aivis/aivis/core/randid"
 	"github.com/aivis/aivis/core/store"
+	"github.com/aivis/aivis/core/text"
 	"github.com/aivis/aivis/core/visibility"
 )
 
@@ -322,8 +325,27 @@ func (s *Dashboard) csrf(next http.Handler) http.Handler {
 			s.fail(w, r, http.StatusForbidden, "This form has expired or was not sent from the dashboard. Reload the page and try again.")
 			return
 		}
+		if field, bad := controlField(r.PostForm); bad {
+			s.fail(w, r, http.StatusBadRequest, "The field "+strconv.Quote(field)+" holds a control character or bytes that are not "+
+				"UTF-8, which no field may hold; nothing was changed. Go back, correct it and send the form again.")
+			return
+		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// controlField names the first field of a form (in the order of their
+// names) with a value that holds a character a tenant's text may not, as
+// the API refuses them (text.Control).
+func controlField(form url.Values) (string, bool) {
+	for _, name := range slices.Sorted(maps.Keys(form)) {
+		for _, v := range form[name] {
+			if _, bad := text.Control(v); bad {
+				return name, true
+			}
+		}
+	}
+	return "", false
 }
 
 // anonCSRF is the token of the forms shown before sign-in, kept in a
