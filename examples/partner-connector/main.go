@@ -9,11 +9,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aivis/aivis/plugins/sdk"
@@ -49,7 +51,15 @@ func parse(raw json.RawMessage) (settings, []sdk.FieldError) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&s); err != nil {
-		return s, []sdk.FieldError{{Message: "settings: " + err.Error()}}
+		// Field errors in words of the settings, not of Go's decoder.
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return s, []sdk.FieldError{{Field: te.Field, Message: "must be a string"}}
+		}
+		if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			return s, []sdk.FieldError{{Field: strings.Trim(name, `"`), Message: "is not a setting of this connector"}}
+		}
+		return s, []sdk.FieldError{{Message: "settings must be a JSON object of webhook_url and username"}}
 	}
 	var errs []sdk.FieldError
 	if u, err := url.Parse(s.WebhookURL); s.WebhookURL == "" || err != nil || u.Scheme != "https" && u.Scheme != "http" || u.Host == "" {

@@ -82,7 +82,7 @@ func Decode(raw json.RawMessage, v any) Fields {
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 		return Fields{{Field: strings.Trim(name, `"`), Message: "is not a setting of this connector"}}
 	}
-	return Fields{{Message: "settings: " + err.Error()}}
+	return Fields{{Message: "settings must be one JSON object of this connector's settings"}}
 }
 
 func jsonType(kind string) string {

@@ -14,8 +14,9 @@ import (
 
 func TestDecode(t *testing.T) {
 	var s struct {
-		URL   string `json:"url"`
-		Notes *bool  `json:"notes"`
+		URL   string     `json:"url"`
+		Notes *bool      `json:"notes"`
+		At    *time.Time `json:"at"`
 	}
 	for in, field := range map[string]string{
 		`[]`:                   "",
@@ -25,10 +26,12 @@ func TestDecode(t *testing.T) {
 		`{"colour": "red"}`:    "colour",
 		`{"url": "a"} {"b":1}`: "",
 		`{"url": `:             "",
+		`{"at": 5}`:            "",
 	} {
 		f := Decode(json.RawMessage(in), &s)
-		if len(f) != 1 || f[0].Field != field || f[0].Message == "" {
-			t.Errorf("%s: %+v, want one problem on %q", in, f, field)
+		if len(f) != 1 || f[0].Field != field || f[0].Message == "" || strings.Contains(f[0].Message, "json:") ||
+			strings.Contains(f[0].Message, "Unmarshal") {
+			t.Errorf("%s: %+v, want one problem on %q, in words of the API's", in, f, field)
 		}
 	}
 	if f := Decode(json.RawMessage(` {"url": "https://x", "notes": false}`), &s); f != nil || s.URL != "https://x" || *s.Notes {
