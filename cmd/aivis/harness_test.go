@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -23,6 +24,7 @@ import (
 
 	_ "github.com/mattn/go-sqlite3"
 
+	"github.com/aivis/aivis/client"
 	"github.com/aivis/aivis/internal/syncbuf"
 )
 
@@ -43,7 +45,62 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
+	if bad := messages.namingGo(); len(bad) > 0 {
+		fmt.Fprintf(os.Stderr, "error messages of the API that name a Go type, package or function:\n%s", strings.Join(bad, ""))
+		code = 1
+	}
 	os.Exit(code)
+}
+
+// messages collects the message of every error envelope do receives (and
+// of each of its details), to check after the tests that none leaves the
+// system naming Go's internals.
+var messages errorMessages
+
+type errorMessages struct {
+	mu   sync.Mutex
+	seen map[string]string // message -> the first request that got it
+}
+
+// goInternals matches a message that names a Go type, package or function.
+var goInternals = regexp.MustCompile(`json:|Unmarshal|Marshal[A-Z]|\btime\.[A-Z]|\bstrconv\.|\breflect\b|\.go:\d|Go value|` +
+	`Go struct|\bstruct\b|\*[a-z0-9]+\.[A-Z]\w*|\b(fmt|errors|pgx|pgconn|sql|sqlite3|json|http|url|net|os|io|context|store|fault|client)\.[A-Z]\w*|` +
+	`parsing time|2006-01-02T15:04:05|goroutine \d|runtime error|SQLSTATE|invalid memory address`)
+
+func (m *errorMessages) record(what string, body []byte) {
+	var e client.ErrorEnvelope
+	if json.Unmarshal(body, &e) != nil || e.Error.Message == "" {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.seen == nil {
+		m.seen = map[string]string{}
+	}
+	msgs := []string{e.Error.Message}
+	for _, d := range e.Error.Details {
+		msgs = append(msgs, d.Message)
+	}
+	for _, msg := range msgs {
+		if _, ok := m.seen[msg]; !ok {
+			m.seen[msg] = what
+		}
+	}
+}
+
+// namingGo lists the messages seen that goInternals matches, each with
+// the request that got it.
+func (m *errorMessages) namingGo() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var bad []string
+	for msg, what := range m.seen {
+		if goInternals.MatchString(msg) {
+			bad = append(bad, fmt.Sprintf("  %q (%s)\n", msg, what))
+		}
+	}
+	slices.Sort(bad)
+	return bad
 }
 
 // cli runs an administrative subcommand with --json and decodes its output.
@@ -326,6 +383,9 @@ func (s *server) do(t *testing.T, r req) resp {
 		t.Fatal(err)
 	}
 	out := resp{Status: res.StatusCode, Header: res.Header, Body: b}
+	if res.StatusCode >= 400 {
+		messages.record(r.method+" "+r.path, b)
+	}
 	if res.Header.Get("X-Request-Id") == "" {
 		t.Errorf("%s %s: no X-Request-Id", r.method, r.path)
 	}

@@ -327,10 +327,17 @@ func (s *Server) rateLimit(next http.Handler) http.Handler {
 	})
 }
 
-// scope wraps a handler that needs the key to hold a scope.
+// scope wraps a handler that needs the key to hold a scope. It is the
+// handler of every operation, so it also refuses, before the operation
+// reads them, query and path parameters that hold a character a tenant's
+// text may not (paramsFault).
 func (s *Server) scope(name string, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if err := principal(r).Require(name); err != nil {
+		err := principal(r).Require(name)
+		if err == nil {
+			err = paramsFault(r)
+		}
+		if err != nil {
 			writeError(w, r, s.log, err)
 			return
 		}

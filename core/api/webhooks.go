@@ -222,7 +222,7 @@ func (s *Server) getDelivery(svc *delivery.Service) http.HandlerFunc {
 
 func (s *Server) redeliver(svc *delivery.Service) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if _, err := readBody(r, true); err != nil {
+		if err := readJSON(r, &struct{}{}, true); err != nil {
 			writeError(w, r, s.log, err)
 			return
 		}

@@ -2,9 +2,11 @@ package delivery
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -340,7 +342,9 @@ func (s *Service) alive(p auth.Principal, id string, w store.Webhook, err error)
 }
 
 // change reads a webhook the principal may change, lets fn change it, and
-// writes it, in one transaction; an error from fn changes nothing.
+// writes it, in one transaction; an error from fn changes nothing, and so
+// does a change that leaves it as it was but for UpdatedAt (a PATCH that
+// changes nothing does not move updated_at).
 func (s *Service) change(ctx context.Context, p auth.Principal, id string, fn func(w *store.Webhook) error) (store.Webhook, error) {
 	var w store.Webhook
 	err := s.Store.Update(ctx, func(tx store.Tx) (err error) {
@@ -348,12 +352,36 @@ func (s *Service) change(ctx context.Context, p auth.Principal, id string, fn fu
 		if w, err = s.alive(p, id, w, err); err != nil {
 			return err
 		}
+		was := w
 		if err := fn(&w); err != nil {
 			return err
+		}
+		if unchanged(was, w) {
+			w = was
+			return nil
 		}
 		return tx.UpdateWebhook(w)
 	})
 	return w, err
+}
+
+// unchanged reports whether b is a but for UpdatedAt: lists are compared by
+// their items (none, empty or nil, are alike), settings by their bytes.
+func unchanged(a, b store.Webhook) bool {
+	b.UpdatedAt = a.UpdatedAt
+	for _, w := range []*store.Webhook{&a, &b} {
+		for _, l := range []*[]string{&w.Events, &w.Domains, &w.SecretFields} {
+			if len(*l) == 0 {
+				*l = nil
+			}
+		}
+		for _, j := range []*json.RawMessage{&w.Settings, &w.PublicSettings} {
+			if len(*j) == 0 {
+				*j = nil
+			}
+		}
+	}
+	return reflect.DeepEqual(a, b)
 }
 
 // List lists the webhooks a principal may see: a client key its client's,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -175,6 +176,7 @@ func (s *Domains) Update(ctx context.Context, p auth.Principal, id string, in cl
 		if d, err = visible(p, id, d, err); err != nil {
 			return err
 		}
+		was := d
 		for field, dst := range map[string]*[]string{"brands": &d.Brands, "aliases": &d.Aliases, "competitors": &d.Competitors,
 			"topics": &d.Topics} {
 			if l, ok := clean[field]; ok {
@@ -183,6 +185,10 @@ func (s *Domains) Update(ctx context.Context, p auth.Principal, id string, in cl
 		}
 		if l, ok := clean["prompts"]; ok {
 			d.Prompts = keepIntents(l, d.Prompts)
+		}
+		if slices.Equal(d.Brands, was.Brands) && slices.Equal(d.Aliases, was.Aliases) && slices.Equal(d.Competitors, was.Competitors) &&
+			slices.Equal(d.Topics, was.Topics) && slices.Equal(d.Prompts, was.Prompts) {
+			return nil // nothing changes: updated_at stays
 		}
 		d.UpdatedAt = s.Now()
 		return tx.UpdateDomain(d)
