@@ -155,7 +155,7 @@ type Error struct {
 	Code       string
 	Message    string
 	RequestID  string
-	RetryAfter time.Duration // on 429: how long the server asked to wait
+	RetryAfter time.Duration // on 429 and 503: how long the server asked to wait
 	Details    []FieldError
 	RateLimit  RateLimit
 }
