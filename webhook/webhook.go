@@ -162,7 +162,10 @@ func NewVerifier(secrets ...string) (*Verifier, error) {
 // headers are present, the timestamp is within Tolerance of Now (compared
 // in whole seconds, inclusive, as the Standard Webhooks libraries do), and
 // at least one "v1," signature in webhook-signature is the HMAC of the
-// delivery under one of the verifier's keys, compared in constant time.
+// delivery under one of the verifier's keys, compared in constant time,
+// in the one base64 a signer writes of it (strict: the bits of its last
+// character that carry no data are zeros, as the Standard Webhooks
+// libraries, which compare the base64 text, require).
 // Entries of other versions, and malformed entries, are ignored. The
 // errors are ErrMissingHeaders, ErrInvalidHeaders, ErrTimestampTooOld,
 // ErrTimestampTooNew and ErrInvalidSignature.
@@ -197,7 +200,7 @@ func (v *Verifier) Verify(h http.Header, body []byte) error {
 			if !ok || version != "v1" {
 				continue
 			}
-			got, err := base64.StdEncoding.DecodeString(value)
+			got, err := base64.StdEncoding.Strict().DecodeString(value)
 			if err == nil && hmac.Equal(got, want) {
 				return nil
 			}
