@@ -88,15 +88,17 @@ type AnswerFilter struct {
 }
 
 // AnswerCursor is the cursor of the page after the answer seq; AnswerSeq
-// reads it back (ErrMalformed for what it did not make).
+// reads it back (ErrMalformed for what it did not make, another writing
+// of the same number included).
 func AnswerCursor(seq int) string {
 	return base64.RawURLEncoding.EncodeToString([]byte("seq:" + strconv.Itoa(seq)))
 }
 
 func AnswerSeq(cursor string) (int, error) {
-	b, err := base64.RawURLEncoding.DecodeString(cursor)
-	n, perr := strconv.Atoi(strings.TrimPrefix(string(b), "seq:"))
-	if err != nil || perr != nil || !strings.HasPrefix(string(b), "seq:") || n < 0 {
+	b, _ := base64.RawURLEncoding.DecodeString(cursor)
+	digits, _ := strings.CutPrefix(string(b), "seq:")
+	n, err := strconv.Atoi(digits)
+	if err != nil || n < 0 || AnswerCursor(n) != cursor {
 		return 0, ErrMalformed
 	}
 	return n, nil

@@ -2,10 +2,12 @@ package store
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"time"
 
 	"github.com/aivis/aivis/core/randid"
+	"github.com/aivis/aivis/core/text"
 )
 
 // Webhook is a delivery target of an owner: a signed webhook endpoint that
@@ -197,6 +199,21 @@ type DeliveryFilter struct {
 	Status    string
 	Cursor    string
 	Limit     int
+}
+
+// DeliveryCursor is the cursor of the page of deliveries after the one of
+// eventID; DeliveryAfter reads it back (ErrMalformed for what it did not
+// make: an event id is text).
+func DeliveryCursor(eventID string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(eventID))
+}
+
+func DeliveryAfter(cursor string) (string, error) {
+	b, _ := base64.RawURLEncoding.DecodeString(cursor)
+	if id := string(b); id != "" && text.Valid(id) && DeliveryCursor(id) == cursor {
+		return id, nil
+	}
+	return "", ErrMalformed
 }
 
 // Deliveries reads deliveries and claims the due ones. A delivery is one

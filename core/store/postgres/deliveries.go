@@ -3,7 +3,6 @@ package postgres
 import (
 	"cmp"
 	"context"
-	"encoding/base64"
 	"fmt"
 	"slices"
 	"time"
@@ -384,13 +383,13 @@ func (db *DB) ListDeliveries(ctx context.Context, f store.DeliveryFilter) ([]sto
 		w.and("status = ?", f.Status)
 	}
 	if f.Cursor != "" {
-		after, err := base64.RawURLEncoding.DecodeString(f.Cursor)
-		if err != nil || len(after) == 0 {
-			return nil, "", store.ErrMalformed
+		after, err := store.DeliveryAfter(f.Cursor)
+		if err != nil {
+			return nil, "", err
 		}
-		w.and("event_id < ?", string(after))
+		w.and("event_id < ?", after)
 	}
 	return queryPage(ctx, db.pool, "deliveries", `SELECT `+deliveryColumns+` FROM webhook_deliveries WHERE `+w.String()+
 		fmt.Sprintf(` ORDER BY event_id DESC LIMIT %d`, limit+1), w.args, limit, scanDelivery,
-		func(d store.Delivery) string { return base64.RawURLEncoding.EncodeToString([]byte(d.EventID)) })
+		func(d store.Delivery) string { return store.DeliveryCursor(d.EventID) })
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aivis/aivis/core/store"
+	"github.com/aivis/aivis/core/text"
 )
 
 // where builds a query's conditions: each ? of a condition becomes the
@@ -44,20 +45,16 @@ func pageCursor(t time.Time, id string) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(t.UTC().Format(time.RFC3339Nano) + " " + id))
 }
 
+// decodeCursor reads back what pageCursor made (ErrMalformed for anything
+// else: an id is text).
 func decodeCursor(s string) (time.Time, string, error) {
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil {
-		return time.Time{}, "", store.ErrMalformed
-	}
-	ts, id, ok := strings.Cut(string(b), " ")
-	if !ok || id == "" {
-		return time.Time{}, "", store.ErrMalformed
-	}
+	b, _ := base64.RawURLEncoding.DecodeString(s)
+	ts, id, _ := strings.Cut(string(b), " ")
 	t, err := time.Parse(time.RFC3339Nano, ts)
-	if err != nil {
+	if err != nil || id == "" || !text.Valid(id) || pageCursor(t, id) != s {
 		return time.Time{}, "", store.ErrMalformed
 	}
-	return t, id, nil
+	return t.UTC(), id, nil
 }
 
 // listPage reads one page of rows newest first by a time column (with its

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/aivis/aivis/core/store"
+	"github.com/aivis/aivis/core/text"
 )
 
 // querier is what *sql.DB and *sql.Tx share, so reads are written once.
@@ -161,17 +162,13 @@ func queryPage[T any](ctx context.Context, db *sql.DB, what, q string, args []an
 	return out, cursor(out[limit-1]), nil
 }
 
+// decodeCursor reads back what pageCursor made, the time in Unix
+// nanoseconds (ErrMalformed for anything else: an id is text).
 func decodeCursor(s string) (int64, string, error) {
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil {
-		return 0, "", store.ErrMalformed
-	}
-	ts, id, ok := strings.Cut(string(b), ":")
-	if !ok || id == "" {
-		return 0, "", store.ErrMalformed
-	}
+	b, _ := base64.RawURLEncoding.DecodeString(s)
+	ts, id, _ := strings.Cut(string(b), ":")
 	n, err := strconv.ParseInt(ts, 10, 64)
-	if err != nil {
+	if err != nil || id == "" || !text.Valid(id) || pageCursor(time.Unix(0, n), id) != s {
 		return 0, "", store.ErrMalformed
 	}
 	return n, id, nil

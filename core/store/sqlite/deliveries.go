@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -325,13 +324,13 @@ func (db *DB) ListDeliveries(ctx context.Context, f store.DeliveryFilter) ([]sto
 		args = append(args, f.Status)
 	}
 	if f.Cursor != "" {
-		after, err := base64.RawURLEncoding.DecodeString(f.Cursor)
-		if err != nil || len(after) == 0 {
-			return nil, "", store.ErrMalformed
+		after, err := store.DeliveryAfter(f.Cursor)
+		if err != nil {
+			return nil, "", err
 		}
 		q += ` AND event_id < ?`
-		args = append(args, string(after))
+		args = append(args, after)
 	}
 	return queryPage(ctx, db.r, "deliveries", q+` ORDER BY event_id DESC LIMIT ?`, append(args, limit+1), limit, scanDelivery,
-		func(d store.Delivery) string { return base64.RawURLEncoding.EncodeToString([]byte(d.EventID)) })
+		func(d store.Delivery) string { return store.DeliveryCursor(d.EventID) })
 }

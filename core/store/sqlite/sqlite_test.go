@@ -26,7 +26,7 @@ var (
 	t0  = time.Date(2025, 6, 10, 14, 20, 30, 123456789, time.UTC)
 )
 
-func open(t *testing.T, path string) *sqlite.DB {
+func open(t testing.TB, path string) *sqlite.DB {
 	t.Helper()
 	db, err := sqlite.Open(ctx, path)
 	if err != nil {
@@ -56,7 +56,7 @@ func raw(t *testing.T, path string) *sql.DB {
 	return r
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
