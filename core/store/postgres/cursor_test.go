@@ -34,7 +34,9 @@ func FuzzPageCursor(f *testing.F) {
 		return key{t, id}, err
 	}
 	same := func(a, b key) bool { return a.at.Equal(b.at) && a.at.Location() == time.UTC && a.id == b.id }
-	kept := func(k key) bool { return !k.at.Before(minTime) && k.at.Before(endTime) && k.id != "" && text.Valid(k.id) }
+	kept := func(k key) bool {
+		return !k.at.Before(minTime) && k.at.Before(endTime) && k.id != "" && text.Valid(k.id)
+	}
 	f.Fuzz(func(t *testing.T, cursor string, sec, nsec int64, id string) {
 		lo, hi := minTime.Unix(), endTime.Unix()
 		at := time.Unix(lo+(sec%(hi-lo)+(hi-lo))%(hi-lo), (nsec%1e9+1e9)%1e9)
