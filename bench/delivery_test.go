@@ -20,8 +20,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ThreeDotsLabs/watermill"
-
 	"github.com/aivis/aivis/client"
 	"github.com/aivis/aivis/config"
 	"github.com/aivis/aivis/core/auth"
@@ -165,7 +163,7 @@ func newDeliveryStack(b *testing.B) *deliveryStack {
 	cfg := config.Default()
 	cfg.DataDir = b.TempDir()
 	s, outbox := newRecordingStack(b, cfg)
-	events, err := engines.Buses[cfg.Bus](context.Background(), cfg, outbox, watermill.NopLogger{})
+	events, err := engines.Buses[cfg.Bus](context.Background(), cfg, outbox, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

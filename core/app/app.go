@@ -20,7 +20,6 @@ import (
 	"github.com/aivis/aivis/core/accounts"
 	"github.com/aivis/aivis/core/api"
 	"github.com/aivis/aivis/core/auth"
-	"github.com/aivis/aivis/core/bus/buslog"
 	"github.com/aivis/aivis/core/content"
 	"github.com/aivis/aivis/core/dashboard"
 	"github.com/aivis/aivis/core/delivery"
@@ -235,7 +234,7 @@ func startWorkers(ctx context.Context, cfg config.Config, svc *Services, log *sl
 	policy := netguard.Policy{AllowPrivate: cfg.AllowPrivateTargets, Allow: prefixes(cfg.AllowedTargets)}
 	timeout := time.Duration(cfg.WebhookTimeout)
 	outbound := policy.Client(timeout)
-	events, err := engines.Buses[cfg.Bus](ctx, cfg, svc.Outbox, buslog.New(log))
+	events, err := engines.Buses[cfg.Bus](ctx, cfg, svc.Outbox, log)
 	if err != nil {
 		return nil, fmt.Errorf("event bus: %w", err)
 	}

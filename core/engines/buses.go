@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/aivis/aivis/config"
+	"github.com/aivis/aivis/core/bus/buslog"
 	busnats "github.com/aivis/aivis/core/bus/nats"
 	buspg "github.com/aivis/aivis/core/bus/postgres"
 )
@@ -37,7 +39,7 @@ type postgresBus struct {
 	log  watermill.LoggerAdapter
 }
 
-func openPostgresBus(ctx context.Context, cfg config.Config, outbox Outbox, log watermill.LoggerAdapter) (Bus, error) {
+func openPostgresBus(ctx context.Context, cfg config.Config, outbox Outbox, log *slog.Logger) (Bus, error) {
 	ob, err := pgOutbox(buspg.Name, cfg, outbox, false)
 	if err != nil {
 		return nil, err
@@ -46,7 +48,7 @@ func openPostgresBus(ctx context.Context, cfg config.Config, outbox Outbox, log 
 	if err != nil {
 		return nil, err
 	}
-	return &postgresBus{pool: pool, log: log}, nil
+	return &postgresBus{pool: pool, log: buslog.New(log)}, nil
 }
 
 // Subscriber is a subscriber of the group, reading Batch events at a time
@@ -69,13 +71,16 @@ type natsBus struct {
 	fwd  *buspg.Forwarder
 }
 
-func openNATSBus(ctx context.Context, cfg config.Config, outbox Outbox, log watermill.LoggerAdapter) (Bus, error) {
+func openNATSBus(ctx context.Context, cfg config.Config, outbox Outbox, log *slog.Logger) (Bus, error) {
 	ob, err := pgOutbox("nats", cfg, outbox, true)
 	if err != nil {
 		return nil, err
 	}
 	if err := checkNATS(cfg); err != nil {
 		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
 	b := &natsBus{}
 	if b.bus, err = busnats.Open(ctx, cfg.NATSURL, cfg.ClusterName, log); err == nil {
@@ -130,7 +135,7 @@ func (b *natsBus) Close() error {
 // event, so that only those are dropped.
 type dropInvalid struct {
 	message.Publisher
-	log watermill.LoggerAdapter
+	log *slog.Logger
 }
 
 func (p dropInvalid) Publish(topic string, msgs ...*message.Message) error {
@@ -146,6 +151,6 @@ func (p dropInvalid) Publish(topic string, msgs ...*message.Message) error {
 		}
 		return nil
 	}
-	p.log.Error("An event NATS cannot carry was dropped", err, watermill.LogFields{"topic": topic})
+	p.log.Error("bus nats: an event NATS cannot carry was dropped", "topic", topic, "err", err)
 	return nil
 }

@@ -20,7 +20,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/aivis/aivis/config"
@@ -53,8 +52,10 @@ type Opened struct {
 // cannot read.
 type Outbox any
 
-// BusFactory opens the event bus that delivers what outbox holds.
-type BusFactory func(ctx context.Context, cfg config.Config, outbox Outbox, log watermill.LoggerAdapter) (Bus, error)
+// BusFactory opens the event bus that delivers what outbox holds. log
+// (nil: none) is given Watermill's messages, through buslog, and the bus's
+// own.
+type BusFactory func(ctx context.Context, cfg config.Config, outbox Outbox, log *slog.Logger) (Bus, error)
 
 // Bus is an opened event bus.
 type Bus interface {

@@ -4,14 +4,16 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"net"
 	"net/netip"
+	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/aivis/aivis/config"
@@ -21,6 +23,7 @@ import (
 	"github.com/aivis/aivis/core/secrets"
 	"github.com/aivis/aivis/core/store"
 	"github.com/aivis/aivis/core/store/cache"
+	"github.com/aivis/aivis/internal/syncbuf"
 	"github.com/aivis/aivis/internal/testsvc"
 )
 
@@ -144,7 +147,7 @@ func openDir(t *testing.T, cfg config.Config) engines.Opened {
 // consumer group.
 func TestSQLiteBusReadsTheStoresOutbox(t *testing.T) {
 	cfg, st, outbox := open(t)
-	events, err := engines.Buses[cfg.Bus](t.Context(), cfg, outbox, watermill.NopLogger{})
+	events, err := engines.Buses[cfg.Bus](t.Context(), cfg, outbox, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +221,7 @@ func openPostgresBus(t *testing.T, bus string) (engines.Opened, engines.Bus) {
 	cfg.DataDir, cfg.Store, cfg.Bus, cfg.PostgresURL = t.TempDir(), "postgres", bus, testsvc.Postgres(t)
 	cfg.NATSURL, cfg.ClusterName = testsvc.NATS(t)
 	opened := openDir(t, cfg)
-	events, err := engines.Buses[cfg.Bus](t.Context(), cfg, opened.Outbox, watermill.NopLogger{})
+	events, err := engines.Buses[cfg.Bus](t.Context(), cfg, opened.Outbox, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +278,7 @@ func TestBusesRefuseAnOutboxTheyCannotRead(t *testing.T) {
 		{"postgres", &buspg.Outbox{Forward: true}, []string{"opened for another bus"}},
 		{"nats", &buspg.Outbox{Forward: false}, []string{"opened for another bus"}},
 	} {
-		b, err := engines.Buses[tc.bus](t.Context(), cfg, tc.outbox, watermill.NopLogger{})
+		b, err := engines.Buses[tc.bus](t.Context(), cfg, tc.outbox, nil)
 		if err == nil {
 			b.Close()
 			t.Fatalf("bus %s opened on %#v", tc.bus, tc.outbox)
@@ -287,7 +290,7 @@ func TestBusesRefuseAnOutboxTheyCannotRead(t *testing.T) {
 		}
 	}
 	cfg.NATSURL = ""
-	if _, err := engines.Buses["nats"](t.Context(), cfg, &buspg.Outbox{Forward: true}, watermill.NopLogger{}); err == nil ||
+	if _, err := engines.Buses["nats"](t.Context(), cfg, &buspg.Outbox{Forward: true}, nil); err == nil ||
 		!strings.Contains(err.Error(), "nats_url") {
 		t.Errorf("bus nats without nats_url: %v", err)
 	}
@@ -296,7 +299,7 @@ func TestBusesRefuseAnOutboxTheyCannotRead(t *testing.T) {
 func TestSQLiteBusRefusesAnotherStoresOutbox(t *testing.T) {
 	cfg := config.Default()
 	cfg.Store = "elsewhere"
-	b, err := engines.Buses["sqlite"](context.Background(), cfg, struct{}{}, watermill.NopLogger{})
+	b, err := engines.Buses["sqlite"](context.Background(), cfg, struct{}{}, nil)
 	if err == nil {
 		b.Close()
 		t.Fatal("the SQLite bus opened on the outbox of another store")
@@ -417,7 +420,7 @@ func TestPostgresStore(t *testing.T) {
 	if _, err := opened.Store.Account(t.Context(), "acct_1"); err != nil {
 		t.Fatal(err)
 	}
-	b, err := engines.Buses["sqlite"](t.Context(), cfg, opened.Outbox, watermill.NopLogger{})
+	b, err := engines.Buses["sqlite"](t.Context(), cfg, opened.Outbox, nil)
 	if err == nil {
 		b.Close()
 		t.Fatal("the SQLite bus opened on PostgreSQL's outbox")
@@ -448,5 +451,89 @@ func TestRedisCounterRefusesAnUnansweringServer(t *testing.T) {
 	cfg.RedisURL = "redis://aivis:s3cr3t@" + dead + "/not-a-db"
 	if _, err := engines.Counters[cfg.Counter](t.Context(), cfg, nil, slog.New(slog.DiscardHandler)); err == nil || strings.Contains(err.Error(), "s3cr3t") {
 		t.Fatalf("a malformed redis_url: %v", err)
+	}
+}
+
+// TestNATSBusLogsALostServerOnce: bus nats on a NATS reached through a
+// relay that the test cuts and mends. The cut is logged once, as a
+// warning, and the return once, however many connections the bus has
+// (its own, the forwarder's publisher, a subscriber), naming neither the
+// password of nats_url nor the server's address; the events committed
+// while NATS was away arrive once it is back.
+func TestNATSBusLogsALostServerOnce(t *testing.T) {
+	natsURL, cluster := testsvc.NATS(t)
+	relay := testsvc.NewRelay(t, natsURL)
+	u, err := url.Parse(relay.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword("aivis", "s3cr3t")
+	cfg := config.Default()
+	cfg.DataDir, cfg.Store, cfg.Bus, cfg.PostgresURL = t.TempDir(), "postgres", "nats", testsvc.Postgres(t)
+	cfg.NATSURL, cfg.ClusterName = u.String(), cluster
+	opened := openDir(t, cfg)
+	var logs syncbuf.Buffer
+	events, err := engines.Buses[cfg.Bus](t.Context(), cfg, opened.Outbox, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer events.Close()
+	sub, err := events.Subscriber(engines.Consumer{Group: "g", InFlight: 4, Batch: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	ch, err := sub.Subscribe(t.Context(), "topic")
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish := func(ids ...string) {
+		t.Helper()
+		var msgs []*message.Message
+		for _, id := range ids {
+			msgs = append(msgs, message.NewMessage(id, nil))
+		}
+		if err := opened.Store.Update(t.Context(), func(tx store.Tx) error { return tx.Publish("topic", msgs...) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	receive := func(ids ...string) {
+		t.Helper()
+		want := map[string]bool{}
+		for _, id := range ids {
+			want[id] = true
+		}
+		for len(want) > 0 {
+			select {
+			case m := <-ch:
+				m.Ack()
+				delete(want, m.UUID)
+			case <-time.After(30 * time.Second):
+				t.Fatalf("%v not received in 30 s; the log:\n%s", slices.Sorted(maps.Keys(want)), logs.String())
+			}
+		}
+	}
+	const lost, back = "bus nats: the NATS server is lost", "bus nats: the NATS server answers again"
+	publish("before")
+	receive("before")
+	relay.Cut()
+	logs.WaitFor(t, lost, 30*time.Second)
+	publish("during 1", "during 2")
+	relay.Mend(t)
+	logs.WaitFor(t, back, 30*time.Second)
+	receive("during 1", "during 2")
+	publish("after") // the fence: what the bus logs of the cut is logged before it
+	receive("after")
+	log := logs.String()
+	if n, m := strings.Count(log, lost), strings.Count(log, back); n != 1 || m != 1 {
+		t.Errorf("the cut is logged %d times and the return %d times, want once each:\n%s", n, m, log)
+	}
+	for line := range strings.Lines(log) {
+		if strings.Contains(line, lost) && !strings.Contains(line, "level=WARN") || strings.Contains(line, back) && !strings.Contains(line, "level=INFO") {
+			t.Errorf("want the cut as a warning and the return as information: %s", line)
+		}
+		if strings.Contains(line, "s3cr3t") || strings.Contains(line, u.Host) {
+			t.Errorf("the log names the password or the server's address: %s", line)
+		}
 	}
 }

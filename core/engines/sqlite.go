@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/aivis/aivis/config"
+	"github.com/aivis/aivis/core/bus/buslog"
 	bus "github.com/aivis/aivis/core/bus/sqlite"
 	"github.com/aivis/aivis/core/secrets"
 	"github.com/aivis/aivis/core/store/cache"
@@ -65,7 +67,7 @@ type sqliteBus struct {
 	log         watermill.LoggerAdapter
 }
 
-func openSQLiteBus(ctx context.Context, cfg config.Config, outbox Outbox, log watermill.LoggerAdapter) (Bus, error) {
+func openSQLiteBus(ctx context.Context, cfg config.Config, outbox Outbox, log *slog.Logger) (Bus, error) {
 	ob, ok := outbox.(SQLiteOutbox)
 	if !ok {
 		return nil, fmt.Errorf("bus sqlite delivers the events of store sqlite, not of store %q", cfg.Store)
@@ -74,7 +76,7 @@ func openSQLiteBus(ctx context.Context, cfg config.Config, outbox Outbox, log wa
 	if err != nil {
 		return nil, err
 	}
-	return &sqliteBus{write: w, read: r, log: log}, nil
+	return &sqliteBus{write: w, read: r, log: buslog.New(log)}, nil
 }
 
 func (b *sqliteBus) Subscriber(c Consumer) (message.Subscriber, error) {

@@ -4,7 +4,10 @@ package syncbuf
 
 import (
 	"bytes"
+	"strings"
 	"sync"
+	"testing"
+	"time"
 )
 
 // Buffer is a mutex-guarded bytes.Buffer; the zero value is ready to use.
@@ -23,4 +26,15 @@ func (s *Buffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// WaitFor waits until the buffer holds s, polling every 10 ms, and fails
+// tb, showing what it holds, if it does not within d.
+func (s *Buffer) WaitFor(tb testing.TB, what string, d time.Duration) {
+	tb.Helper()
+	for deadline := time.Now().Add(d); !strings.Contains(s.String(), what); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			tb.Fatalf("no %q within %v in:\n%s", what, d, s)
+		}
+	}
 }

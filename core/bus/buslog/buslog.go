@@ -13,8 +13,11 @@ import (
 
 // New is Watermill's logger for the product: its routine messages
 // (handlers added, started, stopped) at debug, its warnings and errors as
-// they are.
+// they are. A nil log discards them.
 func New(log *slog.Logger) watermill.LoggerAdapter {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	return logger{watermill.NewSlogLoggerWithLevelMapping(log, map[slog.Level]slog.Level{slog.LevelInfo: slog.LevelDebug}), log}
 }
 

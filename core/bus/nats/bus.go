@@ -4,15 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
 	wnats "github.com/ThreeDotsLabs/watermill-nats/v2/pkg/nats"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/nats-io/nats.go"
+
+	"github.com/aivis/aivis/core/bus/buslog"
 )
 
 // How the bus keeps and redelivers messages.
@@ -42,15 +48,18 @@ type Bus struct {
 	admin   *nats.Conn // streams and consumers
 	js      nats.JetStreamContext
 	log     watermill.LoggerAdapter
+	state   connState
 }
 
 // Open connects to the NATS servers of servers (nats_url) and makes the
-// stream of cluster if it is missing.
-func Open(ctx context.Context, servers, cluster string, log watermill.LoggerAdapter) (*Bus, error) {
+// stream of cluster if it is missing. log (nil: none) is given the
+// adapter's messages, through buslog, and the bus's losses of its server
+// and returns to it.
+func Open(ctx context.Context, servers, cluster string, log *slog.Logger) (*Bus, error) {
 	if log == nil {
-		log = watermill.NopLogger{}
+		log = slog.New(slog.DiscardHandler)
 	}
-	b := &Bus{servers: servers, cluster: cluster, log: log}
+	b := &Bus{servers: servers, cluster: cluster, log: buslog.New(log), state: connState{log: log, down: map[*nats.Conn]bool{}}}
 	var err error
 	if b.admin, err = b.connect("admin"); err != nil {
 		return nil, err
@@ -73,15 +82,74 @@ func (b *Bus) Close() error {
 	return nil
 }
 
-// connect opens a connection that reconnects for as long as it is open.
-// Its errors name the servers without their credentials.
+// connect opens a connection that reconnects for as long as it is open,
+// and tells the bus's connState when it is lost and found again. Its
+// errors name the servers without their credentials.
 func (b *Bus) connect(role string) (*nats.Conn, error) {
 	nc, err := nats.Connect(b.servers, nats.Name("aivis "+b.cluster+" "+role), nats.MaxReconnects(-1),
-		nats.ReconnectWait(time.Second))
+		nats.ReconnectWait(time.Second), nats.DisconnectErrHandler(b.state.lost), nats.ReconnectHandler(b.state.found),
+		nats.ClosedHandler(b.state.closed))
 	if err != nil {
 		return nil, fmt.Errorf("bus nats: connect to %s: %w", Redact(b.servers), err)
 	}
 	return nc, nil
+}
+
+// connState is what the bus's connections say of the server: the log has
+// one warning when the first of them loses it, and one line when the last
+// of those is back, however many connections the bus has and in whatever
+// order they reconnect. A connection closed by its owner is not a loss.
+type connState struct {
+	log  *slog.Logger
+	mu   sync.Mutex
+	down map[*nats.Conn]bool // lost and not yet back
+}
+
+func (s *connState) lost(nc *nats.Conn, err error) {
+	if nc.IsClosed() { // Close calls the handler too
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.down) == 0 {
+		s.log.Warn("bus nats: the NATS server is lost; events wait in the outbox, and are forwarded once it answers again", "err", reason(err))
+	}
+	s.down[nc] = true
+}
+
+func (s *connState) found(nc *nats.Conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.down[nc] {
+		return
+	}
+	delete(s.down, nc)
+	if len(s.down) == 0 {
+		s.log.Info("bus nats: the NATS server answers again")
+	}
+}
+
+func (s *connState) closed(nc *nats.Conn) {
+	s.mu.Lock()
+	delete(s.down, nc)
+	s.mu.Unlock()
+}
+
+// reason is why a connection was lost, without the addresses of a network
+// error ("read tcp 10.0.0.1:5000->10.0.0.2:4222: ...").
+func reason(err error) string {
+	var op *net.OpError
+	switch {
+	case err == nil:
+		return "closed by the server"
+	case errors.As(err, &op) && op.Err != nil:
+		return op.Op + ": " + reason(op.Err)
+	}
+	var sys *os.SyscallError
+	if errors.As(err, &sys) {
+		return sys.Err.Error()
+	}
+	return err.Error()
 }
 
 // Redact is servers (a nats_url) without the credentials its URLs may

@@ -59,12 +59,12 @@ func receive(t *testing.T, ch <-chan *message.Message) *message.Message {
 func TestNamesBeginWithTheCluster(t *testing.T) {
 	url, cluster := testsvc.NATS(t)
 	_, other := testsvc.NATS(t)
-	b, err := bus.Open(t.Context(), url, cluster, watermill.NopLogger{})
+	b, err := bus.Open(t.Context(), url, cluster, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	o, err := bus.Open(t.Context(), url, other, watermill.NopLogger{})
+	o, err := bus.Open(t.Context(), url, other, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func TestCredentialsNotShown(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	for _, url := range []string{"nats://admin:s3cret@127.0.0.1:1", "nats://s3cret@127.0.0.1:1,nats://u:s3cret@127.0.0.1:2"} {
-		_, err := bus.Open(ctx, url, "aivis", watermill.NopLogger{})
+		_, err := bus.Open(ctx, url, "aivis", nil)
 		if err == nil {
 			t.Fatal("connected to nothing")
 		}
@@ -226,7 +226,7 @@ func TestForeignStream(t *testing.T) {
 	if _, err := js.AddStream(&nats.StreamConfig{Name: cluster, Subjects: []string{"orders." + cluster + ".>"}}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = bus.Open(t.Context(), url, cluster, watermill.NopLogger{})
+	_, err = bus.Open(t.Context(), url, cluster, nil)
 	if err == nil || !strings.Contains(err.Error(), "choose another cluster_name") {
 		t.Fatalf("error %v", err)
 	}

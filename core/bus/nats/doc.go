@@ -71,6 +71,16 @@
 // per member at a time (its SubscribersCount). Marshaling is the
 // adapter's.
 //
+// # Connections
+//
+// The bus, its publishers and each subscriber have a connection of their
+// own, which reconnects every second, for as long as it is open, while the
+// server is away (what is published meanwhile waits in the connection's
+// buffer, and a Publish that gets no acknowledgement within PublishTimeout
+// fails). The log given to Open has one warning when the first of the
+// bus's connections loses the server, and one line when the last of those
+// is back, naming neither the server's address nor its credentials.
+//
 // # At least once
 //
 // A message is acknowledged (asynchronously, explicit ack) once its

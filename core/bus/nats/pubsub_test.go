@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/ThreeDotsLabs/watermill/pubsub/tests"
 
@@ -17,7 +16,7 @@ import (
 func open(tb testing.TB) *bus.Bus {
 	tb.Helper()
 	url, cluster := testsvc.NATS(tb)
-	b, err := bus.Open(tb.Context(), url, cluster, watermill.NopLogger{})
+	b, err := bus.Open(tb.Context(), url, cluster, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}

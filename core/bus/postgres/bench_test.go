@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/ThreeDotsLabs/watermill"
@@ -73,52 +74,47 @@ func BenchmarkPublishTx(b *testing.B) {
 
 // BenchmarkForward is the rate of bus nats end to end: one goroutine
 // publishes through the outbox (one event per transaction, then batches of
-// 10) while the forwarder moves them to NATS, where a subscriber of 256 in
-// flight receives and acknowledges every one.
-func BenchmarkForward(b *testing.B) { bustest.BenchmarkPublishConsume(b, forwarded) }
-
-// BenchmarkForwardBacklog is the forwarder's own rate: it moves b.N
-// events published to the outbox beforehand (100 a transaction) to NATS,
-// where a subscriber of 256 in flight receives and acknowledges every one.
-func BenchmarkForwardBacklog(b *testing.B) {
-	pub, sub := forwarded(b)
-	bustest.Prefill(b, pub, b.N)
-	b.ResetTimer()
-	ch, err := sub.Subscribe(context.Background(), "bench")
-	if err != nil {
-		b.Fatal(err)
+// 10) while the forwarders move them to NATS, where a subscriber of 256 in
+// flight receives and acknowledges every one; with one forwarder, and with
+// two on the database, as two instances run them (they take turns).
+func BenchmarkForward(b *testing.B) {
+	for _, n := range []int{1, 2} {
+		b.Run(fmt.Sprintf("forwarders=%d", n), func(b *testing.B) {
+			bustest.BenchmarkPublishConsume(b, func(b *testing.B) (message.Publisher, message.Subscriber) { return forwarded(b, n) })
+		})
 	}
-	bustest.Consume(b, ch, b.N)
-	bustest.ReportRate(b, b.N)
+}
+
+// BenchmarkForwardBacklog is the forwarders' own rate: they move b.N
+// events published to the outbox beforehand (100 a transaction) to NATS,
+// where a subscriber of 256 in flight receives and acknowledges every one;
+// one forwarder, and two on the database.
+func BenchmarkForwardBacklog(b *testing.B) {
+	for _, n := range []int{1, 2} {
+		b.Run(fmt.Sprintf("forwarders=%d", n), func(b *testing.B) {
+			pub, sub := forwarded(b, n)
+			bustest.Prefill(b, pub, b.N)
+			b.ResetTimer()
+			ch, err := sub.Subscribe(context.Background(), "bench")
+			if err != nil {
+				b.Fatal(err)
+			}
+			bustest.Consume(b, ch, b.N)
+			bustest.ReportRate(b, b.N)
+		})
+	}
 }
 
 // forwarded is a publisher through the outbox, enveloped for the
-// forwarder, and a subscriber of NATS, 256 in flight, fed by the
-// forwarder: bus nats as the product opens it.
-func forwarded(b *testing.B) (message.Publisher, message.Subscriber) {
-	outbox := bus.NewOutbox(pool(b, testsvc.Postgres(b), 8), "nats")
-	url, cluster := testsvc.NATS(b)
-	nb, err := busnats.Open(b.Context(), url, cluster, nil)
+// forwarder, and a subscriber of NATS, 256 in flight, fed by n forwarders,
+// each on a pool and a NATS connection of its own: bus nats as n instances
+// of the product open it.
+func forwarded(b *testing.B, n int) (message.Publisher, message.Subscriber) {
+	f := newForwardTo(b, 8)
+	f.forwarders(b, n, nil)
+	sub, err := f.nb.Subscriber(busnats.SubscriberConfig{Group: "g", InFlight: 256, Batch: 1024})
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { nb.Close() })
-	to, err := nb.Publisher()
-	if err != nil {
-		b.Fatal(err)
-	}
-	subs, err := bus.OpenPool(b.Context(), outbox)
-	if err != nil {
-		b.Fatal(err)
-	}
-	fwd, err := bus.Forward(subs, to, watermill.NopLogger{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { fwd.Close(); to.Close(); subs.Close() })
-	sub, err := nb.Subscriber(busnats.SubscriberConfig{Group: "g", InFlight: 256, Batch: 1024})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return txPublisher{outbox}, sub
+	return txPublisher{f.outbox}, sub
 }

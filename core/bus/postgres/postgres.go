@@ -62,6 +62,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -331,7 +332,7 @@ func (s *subscriber) Close() error {
 type Forwarder struct {
 	db     *pgxpool.Pool
 	to     message.Publisher
-	log    watermill.LoggerAdapter
+	log    *slog.Logger
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -345,29 +346,37 @@ const forwarderGroup = "forwarder"
 
 // Forward starts the forwarder on db: it reads the outbox's table as the
 // consumer group "forwarder" of the topic ForwarderTopic, with Watermill's
-// queries (its PostgreSQL schema and offsets adapters, so the forwarders
-// of all instances take turns, each read holding the group's offset row),
-// up to ForwardBatch events a read, in the order their transactions
-// committed; it publishes them with to (one Publish per run of events of
-// one topic, which bus nats sends without waiting for each one's
-// acknowledgement), and writes the group's offset past them once every
-// one is published, in the transaction of the read. A read that fails, or
-// whose events to refuses, is made again a second later: at least once.
-// Where Watermill's forwarder (components/forwarder) and subscriber hand
-// over one event at a time, each published once the one before it was
-// acknowledged, this one pays a read, a commit and a server's round trip
-// per batch. The envelopes are Watermill's forwarder's; one that cannot
-// be read is passed over with an error in the log. Close stops it.
-func Forward(db *pgxpool.Pool, to message.Publisher, log watermill.LoggerAdapter) (*Forwarder, error) {
+// queries (its PostgreSQL schema and offsets adapters), up to ForwardBatch
+// events a read, in the order their transactions committed; it publishes
+// them with to (one Publish per run of events of one topic, which bus nats
+// sends without waiting for each one's acknowledgement), and writes the
+// group's offset past them once every one is published, in the transaction
+// of the read. The forwarders of all instances take turns, one batch at a
+// time: each read's transaction first locks the group's offsets table
+// (LOCK TABLE, which waits for the forwarder that holds it and, unlike a
+// statement that reads, takes no snapshot), so that the read that follows
+// sees the offset the one before wrote. Watermill's row lock alone, taken
+// by a read whose snapshot was older than that write, fails it with a
+// serialization failure. A read that fails, or whose events to refuses,
+// is made again a second later: at least once; the first failure of a run
+// of them is logged as an error, the others at debug level, and the first
+// success after them as information. Where Watermill's forwarder
+// (components/forwarder) and subscriber hand over one event at a time,
+// each published once the one before it was acknowledged, this one pays
+// two round trips to PostgreSQL, a commit and a server's round trip per
+// batch. The envelopes are Watermill's forwarder's; one that cannot be
+// read is passed over with an error in the log. log may be nil. Close
+// stops it.
+func Forward(db *pgxpool.Pool, to message.Publisher, log *slog.Logger) (*Forwarder, error) {
 	if log == nil {
-		log = watermill.NopLogger{}
+		log = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := forwarderOffsets(ctx, db); err != nil {
 		cancel()
 		return nil, err
 	}
-	f := &Forwarder{db: db, to: to, log: log.With(watermill.LogFields{"consumer_group": forwarderGroup}), cancel: cancel, done: make(chan struct{})}
+	f := &Forwarder{db: db, to: to, log: log, cancel: cancel, done: make(chan struct{})}
 	go f.run(ctx)
 	return f, nil
 }
@@ -409,20 +418,29 @@ const (
 
 func (f *Forwarder) run(ctx context.Context) {
 	defer close(f.done)
-	idle := forwardIdleMin
+	idle, failures := forwardIdleMin, 0
 	for ctx.Err() == nil {
 		n, err := f.forward(ctx)
 		pause := time.Duration(0)
 		switch {
+		case err != nil && ctx.Err() != nil:
 		case err != nil:
-			if ctx.Err() == nil {
-				f.log.Error("Cannot forward the outbox's events", err, nil)
+			if failures++; failures == 1 {
+				f.log.Error("bus postgres: cannot forward the outbox's events; trying again every second", "err", err)
+			} else {
+				f.log.Debug("bus postgres: cannot forward the outbox's events", "err", err, "failures", failures)
 			}
 			pause = forwardRetry
-		case n == 0:
-			pause, idle = idle, min(2*idle, PollInterval)
 		default:
-			idle = forwardIdleMin
+			if failures > 0 {
+				f.log.Info("bus postgres: the outbox's events are forwarded again", "failures", failures)
+				failures = 0
+			}
+			if n == 0 {
+				pause, idle = idle, min(2*idle, PollInterval)
+			} else {
+				idle = forwardIdleMin
+			}
 		}
 		if pause > 0 {
 			select {
@@ -443,38 +461,83 @@ type envelope struct {
 }
 
 // forward forwards one batch in a transaction of its own and says how
-// many events it read.
+// many events it read. Its statements go in two batches, each one round
+// trip: the BEGIN, the lock and the read; then, once the events are
+// published, the offset and the COMMIT.
 func (f *Forwarder) forward(ctx context.Context) (int, error) {
-	tx, err := f.db.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
-	if err != nil {
-		return 0, err
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
 	q, err := schema(ForwardBatch).SelectQuery(sql.SelectQueryParams{Topic: ForwarderTopic, ConsumerGroup: forwarderGroup, OffsetsAdapter: offsets})
 	if err != nil {
 		return 0, err
 	}
-	rows, err := tx.Query(ctx, q.Query, q.Args...)
+	conn, err := f.db.Acquire(ctx)
 	if err != nil {
 		return 0, err
 	}
-	var last sql.Row
-	var runs [][]*message.Message // events of one topic in a row
-	var topics []string
-	n := 0
+	ended := false
+	defer func() {
+		if !ended { // an error: the transaction is rolled back, or the connection closed if that fails
+			conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
+		}
+		conn.Release()
+	}()
+	var b pgx.Batch
+	b.Queue("BEGIN ISOLATION LEVEL REPEATABLE READ")
+	b.Queue("LOCK TABLE " + offsets.MessagesOffsetsTable(ForwarderTopic) + " IN SHARE ROW EXCLUSIVE MODE")
+	b.Queue(q.Query, q.Args...)
+	br := conn.SendBatch(ctx, &b)
+	last, n, runs, topics, err := f.read(br)
+	if err = errors.Join(err, br.Close()); err != nil {
+		return 0, err
+	}
+	if n == 0 {
+		_, err := conn.Exec(ctx, "COMMIT")
+		ended = err == nil
+		return 0, err
+	}
+	for i, topic := range topics {
+		if err := f.to.Publish(topic, runs[i]...); err != nil {
+			return 0, fmt.Errorf("publish to %s: %w", topic, err)
+		}
+	}
+	ack, err := offsets.AckMessageQuery(sql.AckMessageQueryParams{Topic: ForwarderTopic, LastRow: last, ConsumerGroup: forwarderGroup})
+	if err != nil {
+		return 0, err
+	}
+	b = pgx.Batch{}
+	b.Queue(ack.Query, ack.Args...)
+	b.Queue("COMMIT")
+	if err := conn.SendBatch(ctx, &b).Close(); err != nil {
+		return 0, err
+	}
+	ended = true
+	return n, nil
+}
+
+// read reads the results of the BEGIN, the lock and the read of forward:
+// the last row read, how many, and their events by runs of one topic.
+func (f *Forwarder) read(br pgx.BatchResults) (last sql.Row, n int, runs [][]*message.Message, topics []string, err error) {
+	for range 2 {
+		if _, err := br.Exec(); err != nil {
+			return last, 0, nil, nil, err
+		}
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return last, 0, nil, nil, err
+	}
+	defer rows.Close()
 	for rows.Next() {
 		var r sql.Row
 		var xid sql.XID8
 		var metadata []byte
 		if err := rows.Scan(&r.Offset, &xid, &r.UUID, &r.Payload, &metadata); err != nil {
-			rows.Close()
-			return 0, err
+			return last, 0, nil, nil, err
 		}
 		r.ExtraData = map[string]any{"transaction_id": xid}
 		last, n = r, n+1
 		var e envelope
 		if err := json.Unmarshal(r.Payload, &e); err != nil || e.DestinationTopic == "" {
-			f.log.Error("An outbox event without a readable envelope was passed over", err, watermill.LogFields{"uuid": string(r.UUID)})
+			f.log.Error("bus postgres: an outbox event without a readable envelope was passed over", "uuid", string(r.UUID), "err", err)
 			continue
 		}
 		m := message.NewMessage(e.UUID, e.Payload)
@@ -487,24 +550,9 @@ func (f *Forwarder) forward(ctx context.Context) (int, error) {
 		runs[len(runs)-1] = append(runs[len(runs)-1], m)
 	}
 	if err := rows.Err(); err != nil {
-		return 0, err
+		return last, 0, nil, nil, err
 	}
-	if n == 0 {
-		return 0, tx.Commit(ctx)
-	}
-	for i, topic := range topics {
-		if err := f.to.Publish(topic, runs[i]...); err != nil {
-			return 0, fmt.Errorf("publish to %s: %w", topic, err)
-		}
-	}
-	ack, err := offsets.AckMessageQuery(sql.AckMessageQueryParams{Topic: ForwarderTopic, LastRow: last, ConsumerGroup: forwarderGroup})
-	if err != nil {
-		return 0, err
-	}
-	if _, err := tx.Exec(ctx, ack.Query, ack.Args...); err != nil {
-		return 0, err
-	}
-	return n, tx.Commit(ctx)
+	return last, n, runs, topics, nil
 }
 
 // Close stops the forwarder. A batch it was forwarding is left to be read
