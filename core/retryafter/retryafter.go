@@ -3,6 +3,8 @@
 package retryafter
 
 import (
+	"errors"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -10,14 +12,22 @@ import (
 )
 
 // Parse reads a Retry-After value given in seconds (fractions tolerated)
-// or as an HTTP date; 0 when absent, unreadable or in the past.
+// or as an HTTP date; 0 when absent, unreadable or in the past; the
+// longest Duration for more seconds than it holds.
 func Parse(v string, now time.Time) time.Duration {
 	v = strings.TrimSpace(v)
 	if v == "" {
 		return 0
 	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		return max(time.Duration(s*float64(time.Second)), 0)
+	if s, err := strconv.ParseFloat(v, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+		switch d := s * float64(time.Second); {
+		case !(d > 0): // none, negative, NaN
+			return 0
+		case d >= math.MaxInt64:
+			return math.MaxInt64
+		default:
+			return time.Duration(d)
+		}
 	}
 	if t, err := http.ParseTime(v); err == nil {
 		return max(t.Sub(now), 0)

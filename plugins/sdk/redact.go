@@ -22,9 +22,10 @@ var urlPattern = regexp.MustCompile("(?i)\\b[a-z][a-z0-9+.-]*://[^\\s\"'<>`]+")
 // Redact makes text fit to leave a connector (a Result's Reason, a log
 // line): each of secrets, as written and URL- or JSON-encoded, is replaced
 // by [redacted], and so is the path and the query of a secret that is a
-// URL (a hook URL's path is its credential); every URL left in the text
-// loses its user name, password, query and fragment. The server does the
-// same to every reason with the connection's secret settings, so a
+// URL (a hook URL's path is its credential), and the start of any of
+// these where the text was cut (see cutStarts); every URL left in the
+// text loses its user name, password, query and fragment. The server does
+// the same to every reason with the connection's secret settings, so a
 // connector that forgets is still safe, but its logs are its own.
 func Redact(text string, secrets ...string) string {
 	var forms []string
@@ -35,13 +36,46 @@ func Redact(text string, secrets ...string) string {
 		// The longest first, in one pass: a secret URL before its path,
 		// and nothing is found again inside a replacement.
 		slices.SortFunc(forms, func(a, b string) int { return cmp.Compare(len(b), len(a)) })
+		forms = slices.Compact(forms)
 		pairs := make([]string, 0, 2*len(forms))
-		for _, f := range slices.Compact(forms) {
+		for _, f := range forms {
 			pairs = append(pairs, f, Redacted)
 		}
-		text = strings.NewReplacer(pairs...).Replace(text)
+		text = cutStarts(strings.NewReplacer(pairs...).Replace(text), forms)
 	}
 	return urlPattern.ReplaceAllStringFunc(text, stripURL)
+}
+
+// minCut is the shortest start of a secret cutStarts redacts.
+const minCut = 4
+
+// cutStarts redacts in text the start (minCut bytes or more) of one of
+// forms, the longest first, that ends where the text was cut: before an
+// ellipsis, which a reason cut to a length ends with (the part of an
+// answer it quotes may end inside a secret), or at the text's end.
+func cutStarts(text string, forms []string) string {
+	var b strings.Builder
+	for {
+		part, rest, cut := strings.Cut(text, "…")
+		b.WriteString(cutStart(part, forms))
+		if !cut {
+			return b.String()
+		}
+		b.WriteString("…")
+		text = rest
+	}
+}
+
+// cutStart is s with its end redacted if it is the start of one of forms.
+func cutStart(s string, forms []string) string {
+	for _, f := range forms {
+		for n := min(len(f)-1, len(s)); n >= minCut; n-- {
+			if strings.HasSuffix(s, f[:n]) {
+				return s[:len(s)-n] + Redacted
+			}
+		}
+	}
+	return s
 }
 
 // secretForms are the ways a secret may be written in a text.
@@ -62,7 +96,9 @@ func secretForms(s string) []string {
 	var out []string
 	for _, f := range forms {
 		j, _ := json.Marshal(f)
-		out = append(out, f, url.QueryEscape(f), url.PathEscape(f), string(j[1:len(j)-1]))
+		// JSON as Go writes it, and as others do with "/" escaped too.
+		js := string(j[1 : len(j)-1])
+		out = append(out, f, url.QueryEscape(f), url.PathEscape(f), js, strings.ReplaceAll(js, "/", `\/`))
 	}
 	return slices.DeleteFunc(out, func(f string) bool { return f == "" })
 }

@@ -29,6 +29,15 @@ func TestRedact(t *testing.T) {
 		// A secret URL: the whole, its path alone, its query alone.
 		{`hook https://hooks.example/services/T1/B2/XyZ?s=1 then 404 /services/T1/B2/XyZ, s=1`,
 			[]string{"https://hooks.example/services/T1/B2/XyZ?s=1"}, "hook [redacted] then 404 [redacted], [redacted]"},
+		// JSON with its slashes escaped, as PHP writes it.
+		{`no hook http:\/\/hooks.example\/services\/T1\/B2\/XyZ`, []string{"https://hooks.example/services/T1/B2/XyZ"},
+			`no hook http:\/\/hooks.example[redacted]`},
+		// The start of a secret where the text was cut, 4 bytes or more:
+		// before an ellipsis or at the end.
+		{"answered 400: see https://hooks.example/services/T1/B2/Xy… (activate it)", []string{"https://hooks.example/services/T1/B2/XyZ"},
+			"answered 400: see [redacted]… (activate it)"},
+		{"key sk-abcd… then sk-abc, sk-… and sk-", []string{"sk-abcdefgh"}, "key [redacted]… then sk-abc, sk-… and sk-"},
+		{"key sk-abcd… then sk-abc", []string{"sk-abcdefgh"}, "key [redacted]… then [redacted]"},
 		// A short secret is not found again inside a replacement.
 		{"e then secret", []string{"e", "secret"}, "[redacted] th[redacted]n [redacted]"},
 		{"nothing here", []string{""}, "nothing here"},
