@@ -37,6 +37,7 @@ run: build
 # AIVIS_POSTGRES_URL, AIVIS_NATS_URL and AIVIS_REDIS_URL (loopback by
 # default), in ./aivis-cluster. Ctrl-C stops both.
 run-cluster: build
+	@./scripts/deps.sh cluster
 	@BIN=$(BIN) ./scripts/run-cluster.sh
 
 test: deps lint
@@ -57,10 +58,18 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchtime=2s -timeout 20m ./core/bus/nats/... ./core/bus/postgres/...
 	$(GO) test -run '^$$' -bench . -benchtime=40000x ./core/visibility/...
 
+# Fuzzes every fuzz target of the repository (each func FuzzXxx of a
+# _test.go file, found here: a new one needs no line) for FUZZTIME each,
+# one after another, and stops at the first that fails; its input is then
+# in the package's testdata/fuzz/FuzzXxx/. `make test` runs each target's
+# seeds and testdata/fuzz alone. docs/testing.md lists the targets.
 FUZZTIME ?= 30s
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeContentRequest$$' -fuzztime $(FUZZTIME) ./core/api
-	$(GO) test -run '^$$' -fuzz '^FuzzAuthHeaders$$' -fuzztime $(FUZZTIME) ./core/api
+	@grep -rlE --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*[(]' . | sort | while read -r file; do \
+	  for target in $$(sed -nE 's/^func (Fuzz[A-Za-z0-9_]*)[(].*/\1/p' "$$file"); do \
+	    echo "== $$target $${file%/*}"; \
+	    $(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) "$${file%/*}" || exit 1; \
+	  done; done
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); \

@@ -1,10 +1,12 @@
 #!/bin/sh
 # Installs what building or testing aivis needs beyond Go, from Debian's
 # packages. `deps.sh build`: a C compiler (the SQLite driver uses cgo).
-# `deps.sh test`: that, git, Node.js and npm (tests check aivis against the
-# Standard Webhooks library and axe-core) and Chromium (the dashboard's
-# browser tests). As root it installs what is missing; otherwise it names
-# the one command that does and fails.
+# `deps.sh cluster`: that, and what scripts/run-cluster.sh runs (psql, jq).
+# `deps.sh test`: a C compiler, git, Node.js and npm (tests check aivis
+# against the Standard Webhooks library and axe-core), Chromium (the
+# dashboard's browser tests), and jq and shellcheck (the scripts' tests).
+# As root it installs what is missing; otherwise it names the one command
+# that does and fails.
 set -eu
 
 need_go="1.26"
@@ -13,8 +15,9 @@ what="${1:-test}"
 # command:package pairs; libc6-dev goes with gcc.
 case "$what" in
 build) pairs="gcc:gcc cc:libc6-dev" ;;
-test) pairs="gcc:gcc cc:libc6-dev git:git node:nodejs npm:npm chromium:chromium" ;;
-*) echo "usage: $0 build|test" >&2; exit 2 ;;
+cluster) pairs="gcc:gcc cc:libc6-dev psql:postgresql-client jq:jq" ;;
+test) pairs="gcc:gcc cc:libc6-dev git:git node:nodejs npm:npm chromium:chromium jq:jq shellcheck:shellcheck" ;;
+*) echo "usage: $0 build|cluster|test" >&2; exit 2 ;;
 esac
 
 if ! command -v go >/dev/null 2>&1; then
@@ -46,7 +49,9 @@ done
 
 missing=${missing# }
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
-	echo "make $what needs: $missing" >&2
+	target=$what
+	[ "$what" = cluster ] && target=run-cluster
+	echo "make $target needs: $missing" >&2
 	if command -v apt-get >/dev/null 2>&1; then
 		echo "install them with: sudo apt-get install -y $missing" >&2
 	else

@@ -14,7 +14,15 @@
 # (master.key, made if absent) and a data directory per instance (a/, b/).
 # CLUSTER_ADDRS are the instances' listen addresses ("127.0.0.1:8443
 # 127.0.0.1:8444"). BIN is where aivis and the connectors are (bin).
+#
+# Secrets stay out of sight: the password of AIVIS_POSTGRES_URL reaches
+# psql as PGPASSWORD, never on its command line, and no message shows
+# more of the server than its host and port; the settings are written by
+# jq, which escapes what it is given; and what the trial writes (the
+# settings, the master key, the instances' logs, which hold the one-time
+# link) is its user's alone (umask 077, the trial's directory 0700).
 set -euo pipefail
+umask 077
 
 fail() {
 	echo "run-cluster: $*" >&2
@@ -37,12 +45,14 @@ unset AIVIS_CONFIG AIVIS_DATA_DIR AIVIS_STORE AIVIS_BUS AIVIS_COUNTER AIVIS_MAST
 [ -x "$bin/aivis" ] || fail "no $bin/aivis: run make build first (make run-cluster does)"
 
 # The database, created if absent, from the server's maintenance database
-# "postgres". Only URLs (postgres://...) are taken apart here.
+# "postgres". Only URLs (postgres://...) are taken apart here:
+# scheme://[user[:password]@]host[:port]/database[?parameters].
 case "$pg" in
 postgres://* | postgresql://*) ;;
 *) fail "AIVIS_POSTGRES_URL must be a postgres:// URL here" ;;
 esac
 command -v psql >/dev/null 2>&1 || fail "psql is missing (Debian: apt-get install -y postgresql-client)"
+command -v jq >/dev/null 2>&1 || fail "jq is missing (Debian: apt-get install -y jq)"
 rest=${pg#*://}
 hostpart=${rest%%/*}
 db=${rest#"$hostpart"}
@@ -51,39 +61,66 @@ query=""
 case "$db" in *\?*) query="?${db#*\?}" db=${db%%\?*} ;; esac
 [ -n "$db" ] || fail "AIVIS_POSTGRES_URL names no database"
 case "$db" in *[!A-Za-z0-9_]*) fail "the database name \"$db\" must be letters, digits and _" ;; esac
-maintenance="${pg%%://*}://$hostpart/postgres$query"
-if ! exists=$(psql "$maintenance" -XtAc "SELECT 1 FROM pg_database WHERE datname = '$db'" 2>&1); then
-	fail "PostgreSQL does not answer at $hostpart: $exists"
+# The user and the password, apart from the host and port.
+server=${hostpart##*@}
+user=""
+password=""
+if [ "$server" != "$hostpart" ]; then
+	userinfo=${hostpart%@*}
+	user=${userinfo%%:*}@
+	[ "$userinfo" = "${userinfo#*:}" ] || password=${userinfo#*:}
+fi
+# A password among the parameters goes too.
+params=""
+if [ -n "$query" ]; then
+	IFS='&' read -r -a pairs <<<"${query#\?}"
+	for pair in "${pairs[@]}"; do
+		case "$pair" in
+		password=*) password=${pair#password=} ;;
+		*) params="$params&$pair" ;;
+		esac
+	done
+	[ -z "$params" ] || params="?${params#&}"
+fi
+# URL encoding undone: %XX is the byte XX (a backslash is itself).
+decode() {
+	local s=${1//\\/\\\\}
+	printf '%b' "${s//%/\\x}"
+}
+maintenance="${pg%%://*}://$user$server/postgres$params"
+# psql reads the password from its environment, which only this user sees.
+pgsql() {
+	if [ -n "$password" ]; then
+		PGPASSWORD=$(decode "$password") psql "$maintenance" "$@"
+	else
+		psql "$maintenance" "$@"
+	fi
+}
+if ! exists=$(pgsql -XtAc "SELECT 1 FROM pg_database WHERE datname = '$db'" 2>&1); then
+	fail "PostgreSQL does not answer at $server: $exists"
 fi
 if [ "$exists" != 1 ]; then
-	psql "$maintenance" -Xqc "CREATE DATABASE $db" >/dev/null
+	pgsql -Xqc "CREATE DATABASE $db" >/dev/null
 	echo "database $db created"
 fi
 
 # The settings every instance and every command share, and the master key
-# they all seal secrets with.
+# they all seal secrets with. The trial's directory is its user's alone,
+# whatever it was before.
 mkdir -p "$data/${names[0]}" "$data/${names[1]}"
+chmod 700 "$data"
 data=$(cd "$data" && pwd)
 key="$data/master.key"
 if [ ! -e "$key" ]; then
-	(umask 077 && head -c 32 /dev/urandom | base64 >"$key")
+	head -c 32 /dev/urandom | base64 >"$key"
 	echo "master key $key made (back it up with the database)"
 fi
 config="$data/aivis.json"
-(umask 077 && cat >"$config" <<EOF
-{
-  "data_dir": "$data/${names[0]}",
-  "store": "postgres",
-  "postgres_url": "$pg",
-  "bus": "nats",
-  "nats_url": "$nats",
-  "counter": "redis",
-  "redis_url": "$redis",
-  "cluster_name": "$cluster",
-  "master_key_file": "$key"
-}
-EOF
-)
+jq -n --arg data_dir "$data/${names[0]}" --arg postgres_url "$pg" --arg nats_url "$nats" --arg redis_url "$redis" \
+	--arg cluster_name "$cluster" --arg master_key_file "$key" \
+	'{data_dir: $data_dir, store: "postgres", postgres_url: $postgres_url, bus: "nats", nats_url: $nats_url,
+	  counter: "redis", redis_url: $redis_url, cluster_name: $cluster_name, master_key_file: $master_key_file}' >"$config.new"
+mv "$config.new" "$config"
 
 # The official connectors, registered in the shared store; both instances
 # find their binaries at the registered paths.
@@ -115,6 +152,7 @@ trap stop INT TERM
 for i in 0 1; do
 	name=${names[$i]}
 	log="$data/$name.log"
+	rm -f "$log" # made again under the umask, whatever its mode was
 	: >"$log"
 	"$bin/aivis" serve --config "$config" --data-dir "$data/$name" --addr "${addrs[$i]}" >>"$log" 2>&1 &
 	pids+=($!)
