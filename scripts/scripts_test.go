@@ -7,14 +7,12 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/aivis/aivis/internal/syncbuf"
+	"github.com/aivis/aivis/internal/scripttest"
 )
 
 // TestShellcheck: every script passes shellcheck.
@@ -61,8 +59,8 @@ exit 0
 
 // runCluster runs run-cluster.sh with the stand-ins and the environment
 // given, and returns its output and its exit once it exits, or once
-// Ctrl-C (SIGINT to its process group) has stopped it after it started
-// the cluster. record is where psql records.
+// Ctrl-C has stopped it after it started the cluster. record is where psql
+// records.
 func runCluster(t *testing.T, env ...string) (out string, err error, record string) {
 	t.Helper()
 	bin, record := t.TempDir(), t.TempDir()
@@ -74,45 +72,12 @@ func runCluster(t *testing.T, env ...string) (out string, err error, record stri
 	cmd := exec.Command("bash", "run-cluster.sh")
 	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "BIN="+bin, "RECORD="+record, "CLUSTER_ADDRS=127.0.0.1:0 127.0.0.1:0")
 	cmd.Env = append(cmd.Env, env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	var buf syncbuf.Buffer
-	cmd.Stdout, cmd.Stderr = &buf, &buf
-	// Started while this process catches SIGINT, the script has its
-	// default, so that its trap of Ctrl-C is set.
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt)
-	err = cmd.Start()
-	signal.Stop(sigs)
-	if err != nil {
-		t.Fatal(err)
+	s := scripttest.Start(t, cmd)
+	if started, err := s.WaitOutput(t, "Ctrl-C stops both instances.", time.Minute); !started {
+		return s.Out.String(), err, record
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		if cmd.ProcessState == nil {
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
-		}
-	}()
-	deadline := time.After(time.Minute)
-	for !strings.Contains(buf.String(), "Ctrl-C stops both instances.") {
-		select {
-		case err := <-exited:
-			return buf.String(), err, record
-		case <-deadline:
-			t.Fatalf("run-cluster.sh did not start the cluster in a minute:\n%s", buf.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err = <-exited:
-	case <-time.After(time.Minute):
-		t.Fatalf("run-cluster.sh still runs a minute after Ctrl-C:\n%s", buf.String())
-	}
-	return buf.String(), err, record
+	err = s.Interrupt(t, time.Minute)
+	return s.Out.String(), err, record
 }
 
 func needJQ(t *testing.T) {

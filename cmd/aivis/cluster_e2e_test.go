@@ -9,13 +9,11 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -24,7 +22,7 @@ import (
 	"github.com/aivis/aivis/client"
 	"github.com/aivis/aivis/core/probe/probefake"
 	"github.com/aivis/aivis/core/secrets"
-	"github.com/aivis/aivis/internal/syncbuf"
+	"github.com/aivis/aivis/internal/scripttest"
 	"github.com/aivis/aivis/internal/testsvc"
 )
 
@@ -445,7 +443,7 @@ func TestClusterScansOnce(t *testing.T) {
 // stops both instances gracefully: each forgets its holder in the store
 // on the way out, which a process killed in the middle of it would not.
 func TestRunCluster(t *testing.T) {
-	for _, tool := range []string{"bash", "psql"} {
+	for _, tool := range []string{"bash", "psql", "jq"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("run-cluster.sh needs %s", tool)
 		}
@@ -467,37 +465,10 @@ func TestRunCluster(t *testing.T) {
 	cmd := exec.Command("bash", "../../scripts/run-cluster.sh")
 	cmd.Env = append(os.Environ(), "BIN="+filepath.Dir(binary), "CLUSTER_DATA="+data, "CLUSTER_ADDRS=127.0.0.1:0 127.0.0.1:0",
 		"AIVIS_POSTGRES_URL="+c.PostgresURL, "AIVIS_NATS_URL="+c.NATSURL, "AIVIS_REDIS_URL="+c.RedisURL, "AIVIS_CLUSTER_NAME="+c.Name)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out := &syncbuf.Buffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	// Started while this process catches SIGINT, the script has its
-	// default (a signal caught is reset by exec, an ignored one stays
-	// ignored, as when the tests run in the background), so that its trap
-	// of Ctrl-C is set.
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt)
-	err = cmd.Start()
-	signal.Stop(sigs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
-		}
-	})
-	deadline := time.After(time.Minute)
-	for !strings.Contains(out.String(), "Ctrl-C stops both instances.") {
-		select {
-		case err := <-exited:
-			t.Fatalf("run-cluster.sh exited (%v):\n%s", err, out)
-		case <-deadline:
-			t.Fatalf("run-cluster.sh did not start the cluster in a minute:\n%s", out)
-		case <-time.After(50 * time.Millisecond):
-		}
+	script := scripttest.Start(t, cmd)
+	out := script.Out
+	if started, err := script.WaitOutput(t, "Ctrl-C stops both instances.", time.Minute); !started {
+		t.Fatalf("run-cluster.sh exited (%v):\n%s", err, out)
 	}
 	printed := out.String()
 	t.Logf("run-cluster.sh printed:\n%s", printed)
@@ -575,16 +546,8 @@ func TestRunCluster(t *testing.T) {
 		}
 	}
 
-	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Errorf("run-cluster.sh after Ctrl-C: %v\n%s", err, out)
-		}
-	case <-time.After(time.Minute):
-		t.Fatalf("run-cluster.sh still runs a minute after Ctrl-C:\n%s", out)
+	if err := script.Interrupt(t, time.Minute); err != nil {
+		t.Errorf("run-cluster.sh after Ctrl-C: %v\n%s", err, out)
 	}
 	db, err := pgx.Connect(t.Context(), c.PostgresURL)
 	if err != nil {
