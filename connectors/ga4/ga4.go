@@ -241,7 +241,8 @@ func (c *connector) Test(ctx context.Context, raw json.RawMessage, ev sdk.Event)
 	}
 	if len(v.ValidationMessages) > 0 {
 		m := v.ValidationMessages[0]
-		return sdk.FailedResult(fmt.Sprintf("GA4 refuses the event: %s (%s %s)", m.Description, m.ValidationCode, m.FieldPath))
+		return sdk.FailedResult(fmt.Sprintf("GA4 refuses the event: %s (%s %s)", kit.Quote(m.Description, 150),
+			kit.Quote(m.ValidationCode, 40), kit.Quote(m.FieldPath, 40)))
 	}
 	return c.Deliver(ctx, raw, []sdk.Event{ev})[0]
 }

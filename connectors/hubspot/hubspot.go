@@ -140,10 +140,10 @@ func refusal(r kit.Response, now time.Time) sdk.Result {
 	json.Unmarshal(r.Body, &e)
 	why := fmt.Sprintf("HubSpot answered %d", r.Status)
 	if e.Category != "" {
-		why += " " + e.Category
+		why += " " + kit.Quote(e.Category, 40)
 	}
 	if e.Message != "" {
-		why += ": " + kit.Truncate(e.Message, 300)
+		why += ": " + kit.Quote(e.Message, 150)
 	}
 	switch {
 	case r.Status == http.StatusTooManyRequests:
@@ -306,7 +306,7 @@ func (c *connector) Deliver(ctx context.Context, raw json.RawMessage, evs []sdk.
 		case id == "":
 			why := "HubSpot did not upsert the company"
 			if len(res.Errors) > 0 {
-				why += ": " + res.Errors[0].Message
+				why += ": " + kit.Quote(res.Errors[0].Message, 200)
 			}
 			out[i] = sdk.FailedResult(why)
 		case s.Notes != nil && !*s.Notes:

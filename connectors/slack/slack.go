@@ -208,7 +208,7 @@ func apiResult(err error) sdk.Result {
 	case errors.As(err, &rl):
 		return sdk.RetryResult(rl.RetryAfter, "Slack is throttling: retry after "+rl.RetryAfter.String())
 	case errors.As(err, &se):
-		why := "Slack refused the message: " + se.Err
+		why := "Slack refused the message: " + kit.Quote(se.Err, 100)
 		switch {
 		case retryCodes[se.Err]:
 			return sdk.RetryResult(0, why)

@@ -54,11 +54,16 @@ func Do(ctx context.Context, c *http.Client, method, url string, header http.Hea
 // OK says whether the status is 2xx.
 func (r Response) OK() bool { return r.Status >= 200 && r.Status < 300 }
 
-// Snippet is the start of the body, on one line, as text (a NUL gone,
-// bytes that are not UTF-8 replaced), for a reason.
-func (r Response) Snippet() string {
-	s := strings.Join(strings.Fields(text.Clean(string(r.Body), 0)), " ")
-	return Truncate(s, 200)
+// Snippet is the start of the body, for a reason (Quote, 200
+// characters).
+func (r Response) Snippet() string { return Quote(string(r.Body), 200) }
+
+// Quote is what a reason quotes of a destination's words: as text (a NUL
+// gone, bytes that are not UTF-8 replaced), on one line, at most n
+// characters (Truncate), so that a reason stays a line or two whatever
+// the destination answers.
+func Quote(s string, n int) string {
+	return Truncate(strings.Join(strings.Fields(text.Clean(s, 0)), " "), n)
 }
 
 // Retryable says whether a status is worth another attempt: timeouts,
