@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -202,11 +203,16 @@ func apiResult(err error) sdk.Result {
 	var rl *slack.RateLimitedError
 	var se slack.SlackErrorResponse
 	var sc slack.StatusCodeError
+	var ne *strconv.NumError
 	switch {
 	case err == nil:
 		return sdk.DeliveredResult()
 	case errors.As(err, &rl):
 		return sdk.RetryResult(rl.RetryAfter, "Slack is throttling: retry after "+rl.RetryAfter.String())
+	case errors.As(err, &ne):
+		// slack-go reads a 429's Retry-After as whole seconds, and returns
+		// the parse error of any other.
+		return sdk.RetryResult(0, "Slack is throttling, with a Retry-After that is not whole seconds")
 	case errors.As(err, &se):
 		why := "Slack refused the message: " + kit.Quote(se.Err, 100)
 		switch {

@@ -130,6 +130,8 @@ func TestOutcomes(t *testing.T) {
 		{"not_in_channel", botSettings(f, "C0000NOTIN"), nil, sdk.PermanentFailure, 0, "/invite"},
 		{"is_archived", botSettings(f, "C0000ARCH"), nil, sdk.Gone, 0, "is_archived"},
 		{"429", botSettings(f, "C0000OPEN"), []fakekit.Answer{{Status: 429, Header: map[string]string{"Retry-After": "30"}}}, sdk.Retry, 30 * time.Second, "throttling"},
+		{"429 with a date", botSettings(f, "C0000OPEN"), []fakekit.Answer{{Status: 429, Header: map[string]string{"Retry-After": "Fri, 27 Nov 2026 16:00:00 GMT"}}},
+			sdk.Retry, 0, "Slack is throttling, with a Retry-After that is not whole seconds"},
 		{"ok:false ratelimited", botSettings(f, "C0000OPEN"), []fakekit.Answer{{Status: 200, Body: `{"ok":false,"error":"ratelimited"}`}}, sdk.Retry, 0, "ratelimited"},
 		{"msg_too_long", botSettings(f, "C0000OPEN"), []fakekit.Answer{{Status: 200, Body: `{"ok":false,"error":"msg_too_long"}`}}, sdk.PermanentFailure, 0, "msg_too_long"},
 		{"500", botSettings(f, "C0000OPEN"), []fakekit.Answer{{Status: 503, Body: "<html>"}}, sdk.Retry, 0, "503"},
