@@ -274,9 +274,10 @@ func TestForwarderLosesNothing(t *testing.T) {
 // TestTwoForwardersTakeTurnsQuietly: two forwarders on one database, each
 // with its pool and its NATS connection as each instance has them, move
 // the events of transactions committed at once by 8 writers to NATS, every
-// one exactly once, and log no error: they take turns, where each one's
-// reads failed with a serialization failure (SQLSTATE 40001) whenever the
-// other had moved the offset since its snapshot.
+// one exactly once, and log no error: one forwards while the other waits
+// its turn, where each one's reads failed with a serialization failure
+// (SQLSTATE 40001) whenever the other had moved the offset since its
+// snapshot.
 func TestTwoForwardersTakeTurnsQuietly(t *testing.T) {
 	f := newForwardTo(t, 16)
 	ch := f.subscribe(t, busnats.SubscriberConfig{InFlight: 64, Batch: 256})

@@ -71,6 +71,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/components/forwarder"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -351,13 +352,16 @@ const forwarderGroup = "forwarder"
 // them with to (one Publish per run of events of one topic, which bus nats
 // sends without waiting for each one's acknowledgement), and writes the
 // group's offset past them once every one is published, in the transaction
-// of the read. The forwarders of all instances take turns, one batch at a
-// time: each read's transaction first locks the group's offsets table
-// (LOCK TABLE, which waits for the forwarder that holds it and, unlike a
-// statement that reads, takes no snapshot), so that the read that follows
-// sees the offset the one before wrote. Watermill's row lock alone, taken
-// by a read whose snapshot was older than that write, fails it with a
-// serialization failure. A read that fails, or whose events to refuses,
+// of the read. One forwarder of all instances' reads at a time: each
+// read's transaction first tries to lock the group's offsets table (LOCK
+// TABLE ... NOWAIT, which, unlike a statement that reads, takes no
+// snapshot), so that the read that follows sees the offset the one before
+// wrote; a forwarder that finds the table locked leaves the events to the
+// one that holds it, and tries again after PollInterval, so that the one
+// at work goes on from batch to batch without handing the lock over each
+// time. (Watermill's row lock alone, taken by a read whose snapshot was
+// older than another forwarder's write, failed it with a serialization
+// failure.) A read that fails, or whose events to refuses,
 // is made again a second later: at least once; the first failure of a run
 // of them is logged as an error, the others at debug level, and the first
 // success after them as information. Where Watermill's forwarder
@@ -410,11 +414,15 @@ func forwarderOffsets(ctx context.Context, db *pgxpool.Pool) error {
 
 // The forwarder's pauses: after a read that found nothing to forward, a
 // short one, doubling while reads find nothing, up to PollInterval; after
-// an error, a second.
+// finding another forwarder at work, PollInterval; after an error, a
+// second.
 const (
 	forwardIdleMin = time.Millisecond
 	forwardRetry   = time.Second
 )
+
+// errBusy is forward's answer when another forwarder holds the lock.
+var errBusy = errors.New("bus postgres: another forwarder is at work")
 
 func (f *Forwarder) run(ctx context.Context) {
 	defer close(f.done)
@@ -424,6 +432,8 @@ func (f *Forwarder) run(ctx context.Context) {
 		pause := time.Duration(0)
 		switch {
 		case err != nil && ctx.Err() != nil:
+		case errors.Is(err, errBusy):
+			pause = PollInterval
 		case err != nil:
 			if failures++; failures == 1 {
 				f.log.Error("bus postgres: cannot forward the outbox's events; trying again every second", "err", err)
@@ -482,11 +492,14 @@ func (f *Forwarder) forward(ctx context.Context) (int, error) {
 	}()
 	var b pgx.Batch
 	b.Queue("BEGIN ISOLATION LEVEL REPEATABLE READ")
-	b.Queue("LOCK TABLE " + offsets.MessagesOffsetsTable(ForwarderTopic) + " IN SHARE ROW EXCLUSIVE MODE")
+	b.Queue("LOCK TABLE " + offsets.MessagesOffsetsTable(ForwarderTopic) + " IN SHARE ROW EXCLUSIVE MODE NOWAIT")
 	b.Queue(q.Query, q.Args...)
 	br := conn.SendBatch(ctx, &b)
 	last, n, runs, topics, err := f.read(br)
 	if err = errors.Join(err, br.Close()); err != nil {
+		if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == "55P03" { // lock_not_available
+			return 0, errBusy
+		}
 		return 0, err
 	}
 	if n == 0 {
