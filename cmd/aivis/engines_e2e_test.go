@@ -145,12 +145,14 @@ func TestCommandsReadTheServersConfiguration(t *testing.T) {
 // counter store share an account's windows: of 90 concurrent requests of a
 // starter account spread over both, exactly 60 (its per-minute limit)
 // pass, and the key's usage in the database counts those 60 as soon as
-// they are answered.
+// they are answered; and they share the guard of failed authentications:
+// failures at either count against the address at both.
 func TestStoreCounterSharedByServers(t *testing.T) {
 	dir := t.TempDir()
 	a := newAccount(t, dir, "starter", false)
 	k := newKey(t, dir, a.ID)
-	servers := []*server{start(t, dir, "--counter", "store"), start(t, dir, "--counter", "store")}
+	servers := []*server{start(t, dir, "--counter", "store", "--auth-failures-per-minute", "3"),
+		start(t, dir, "--counter", "store", "--auth-failures-per-minute", "3")}
 	sixtyOfNinety(t, servers, k)
 	if n := servers[0].count(t, `SELECT coalesce(sum(count), 0) FROM usage_hourly`); n != 60 {
 		t.Errorf("the key's usage counts %d requests, want the 60 that passed", n)
@@ -159,6 +161,28 @@ func TestStoreCounterSharedByServers(t *testing.T) {
 		r := s.do(t, req{method: "GET", path: "/api/v1/ai/budget-status", header: keyed(k)})
 		if r.Status != 429 || r.Header.Get("X-RateLimit-Remaining") != "0" {
 			t.Errorf("server %d, after the 60: %d, remaining %s; want 429 and none", i+1, r.Status, r.Header.Get("X-RateLimit-Remaining"))
+		}
+	}
+	threeFailuresOverBoth(t, servers, k)
+}
+
+// threeFailuresOverBoth fails to authenticate three times, with k's id and
+// a wrong secret, over the two servers started with
+// --auth-failures-per-minute 3, and checks that each then refuses the
+// address, whatever the credentials.
+func threeFailuresOverBoth(t *testing.T, servers []*server, k key) {
+	t.Helper()
+	awayFromMinuteEnd(5 * time.Second)
+	wrong := with(keyed(k), "X-API-Secret", strings.Repeat("x", len(k.Secret)))
+	for i := range 3 {
+		if r := servers[i%2].do(t, req{method: "GET", path: "/api/v1/ai/budget-status", header: wrong}); r.Status != 401 {
+			t.Fatalf("failure %d: %d %s", i+1, r.Status, r.Body)
+		}
+	}
+	for i, s := range servers {
+		if r := s.do(t, req{method: "GET", path: "/api/v1/ai/budget-status", header: keyed(k)}); r.Status != 429 ||
+			!strings.Contains(string(r.Body), "failed authentication attempts from this address") {
+			t.Errorf("server %d after 3 failures over both: %d %s; want the address refused", i+1, r.Status, r.Body)
 		}
 	}
 }
@@ -297,15 +321,5 @@ func TestRedisCounterSharedByServers(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 
-	wrong := with(keyed(k), "X-API-Secret", strings.Repeat("x", len(k.Secret)))
-	for i := range 3 {
-		if r := servers[i%2].do(t, req{method: "GET", path: "/api/v1/ai/budget-status", header: wrong}); r.Status != 401 {
-			t.Fatalf("failure %d: %d %s", i+1, r.Status, r.Body)
-		}
-	}
-	for i, s := range servers {
-		if r := s.do(t, bs(k)); r.Status != 429 || !strings.Contains(string(r.Body), "failed authentication attempts from this address") {
-			t.Errorf("server %d after 3 failures over both: %d %s; want the address refused", i+1, r.Status, r.Body)
-		}
-	}
+	threeFailuresOverBoth(t, servers, k)
 }
