@@ -12,7 +12,8 @@ import (
 // request checked and counted there in one transaction
 // (store.Counters.TakeWindows), so every process on the same store shares
 // them exactly. A request costs one write, and its key's usage is in the
-// store as soon as Take returns.
+// store as soon as Take returns. Its guards of failed authentications
+// (Guard) keep their windows in the store too.
 type StoreCounter struct {
 	store store.Counters
 	log   *slog.Logger
