@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-
 	"testing"
 
 	"github.com/aivis/aivis/connectors/internal/kittest"
