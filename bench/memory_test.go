@@ -98,7 +98,7 @@ var listening = regexp.MustCompile(`aivis listening on https://localhost:(\d+)`)
 // startServer runs `aivis serve` with args added and waits until it
 // prints a line that ready matches: its first group, if any, is the port.
 func startServer(tb testing.TB, bin, dataDir string, ready *regexp.Regexp, args ...string) *child {
-	args = append([]string{"serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0", "--log-level", "error"}, args...)
+	args = append([]string{"serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0", "--log-level", "error"}, args...)
 	c := &child{cmd: exec.Command(bin, args...)}
 	c.cmd.Stderr = &c.stderr
 	out, err := c.cmd.StdoutPipe()

@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/netip"
 	"net/url"
 	"os"
@@ -75,6 +76,16 @@ type Config struct {
 	AuthFailuresPerMinute int      `json:"auth_failures_per_minute"`
 	CounterFlushInterval  Duration `json:"counter_flush_interval"`
 	ShutdownTimeout       Duration `json:"shutdown_timeout"`
+	// ShutdownDelay is how long /readyz answers 503 at SIGTERM before the
+	// listeners stop taking connections, so that load balancers drain
+	// first.
+	ShutdownDelay Duration `json:"shutdown_delay"`
+	// AdminAddr is the admin listener's address (plain HTTP: the health
+	// checks, /metrics, pprof when AdminPprof): loopback by default,
+	// never the API's; "" turns it off. Every process on a host needs its
+	// own.
+	AdminAddr  string `json:"admin_addr"`
+	AdminPprof bool   `json:"admin_pprof"`
 	// Engines are the AI engines scans probe, of the kinds probe.Kinds
 	// (set in the config file only).
 	Engines []Engine `json:"engines"`
@@ -198,6 +209,10 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 // disabled (5 days).
 const MinDeliveryRetention = 7 * 24 * time.Hour
 
+// DefaultAdminAddr is where the admin listener is unless admin_addr says:
+// loopback, on the port OpenTelemetry's Prometheus exporters take.
+const DefaultAdminAddr = "127.0.0.1:9464"
+
 // MinAnswerRetention is the shortest answer_retention: a day.
 const MinAnswerRetention = 24 * time.Hour
 
@@ -216,6 +231,7 @@ func Default() Config {
 		AuthFailuresPerMinute: 20,
 		CounterFlushInterval:  Duration(time.Second),
 		ShutdownTimeout:       Duration(30 * time.Second),
+		AdminAddr:             DefaultAdminAddr,
 		WebhookTimeout:        Duration(15 * time.Second),
 		DeliveryRetention:     Duration(30 * 24 * time.Hour),
 		AnswerRetention:       Duration(90 * 24 * time.Hour),
@@ -247,7 +263,7 @@ func (c *Config) fields() []field {
 		{"postgres-url", "database of store postgres: a postgres:// URL or key=value settings", (*str)(&c.PostgresURL), true},
 		{"master-key-file", "file of the master key that seals stored secrets, the base64 of 32 bytes (default: master.key in data-dir, made on first start; store postgres needs it)", (*str)(&c.MasterKeyFile), true},
 		{"redis-url", "Redis server of counter redis: redis://[user:password@]host:port/db (rediss:// for TLS)", (*str)(&c.RedisURL), true},
-		{"api", "serve the API and the dashboard (--api=false: run the workers alone: deliveries, scans, content requests; listen on nothing)", (*boolean)(&c.API), false},
+		{"api", "serve the API and the dashboard (--api=false: run the workers alone: deliveries, scans, content requests; serve no API, only the admin listener)", (*boolean)(&c.API), false},
 		{"cluster-name", "prefix of this deployment's NATS streams, subjects and consumers and Redis keys", (*str)(&c.ClusterName), true},
 		{"nats-url", "NATS server of bus nats: nats://[user:password@]host:port, several comma-separated", (*str)(&c.NATSURL), true},
 		{"addr", "HTTPS listen address", (*str)(&c.Addr), false},
@@ -267,6 +283,9 @@ func (c *Config) fields() []field {
 		{"auth-failures-per-minute", "failed authentications allowed per client address per minute", (*integer)(&c.AuthFailuresPerMinute), false},
 		{"counter-flush-interval", "how often request counts are written to the database", &c.CounterFlushInterval, false},
 		{"shutdown-timeout", "how long a graceful shutdown waits for requests in flight", &c.ShutdownTimeout, false},
+		{"shutdown-delay", "how long /readyz answers 503 at SIGTERM before the listeners stop taking connections (load balancers drain first)", &c.ShutdownDelay, false},
+		{"admin-addr", "admin listen address, plain HTTP: /livez, /readyz, /metrics, pprof (\"\": off; keep it off the public network)", (*str)(&c.AdminAddr), false},
+		{"admin-pprof", "serve Go's pprof profiles on the admin listener (/debug/pprof/)", (*boolean)(&c.AdminPprof), false},
 		{"scan-workers", "how many domain scans run at once", (*integer)(&c.ScanWorkers), false},
 		{"content-workers", "how many content requests are processed at once (0: none)", (*integer)(&c.ContentWorkers), false},
 		{"content-engine", "label of the engine content requests use, of kind openai-chat (default: the first such)", (*str)(&c.ContentEngine), false},
@@ -404,6 +423,16 @@ func (c *Config) Validate() error {
 	}
 	if c.ShutdownTimeout <= 0 {
 		errs = append(errs, errors.New("shutdown_timeout must be positive"))
+	}
+	if c.ShutdownDelay < 0 || c.ShutdownDelay > Duration(5*time.Minute) {
+		errs = append(errs, errors.New("shutdown_delay must be between 0s and 5m"))
+	}
+	if c.AdminAddr != "" {
+		if _, port, err := net.SplitHostPort(c.AdminAddr); err != nil {
+			errs = append(errs, fmt.Errorf("admin_addr must be host:port (\"\" turns the admin listener off), not %q", c.AdminAddr))
+		} else if port != "0" && (c.AdminAddr == c.Addr || c.AdminAddr == c.HTTPAddr) { // port 0: a free port of its own
+			errs = append(errs, errors.New("admin_addr must be an address of its own, not the API's (addr, http_addr)"))
+		}
 	}
 	if c.WebhookTimeout < Duration(100*time.Millisecond) || c.WebhookTimeout > Duration(time.Minute) {
 		errs = append(errs, errors.New("webhook_timeout must be between 100ms and 1m"))

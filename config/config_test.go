@@ -32,7 +32,7 @@ func TestDefaults(t *testing.T) {
 	d := config.Default()
 	want := config.Config{
 		DataDir: "./aivis-data", Store: "sqlite", Bus: "sqlite", Counter: "memory", API: true, ClusterName: "aivis", Addr: "127.0.0.1:8443",
-		LogLevel: "info", LogFormat: "text",
+		AdminAddr: "127.0.0.1:9464", LogLevel: "info", LogFormat: "text",
 		AuthFailuresPerMinute: 20, CounterFlushInterval: config.Duration(time.Second),
 		ShutdownTimeout: config.Duration(30 * time.Second), WebhookTimeout: config.Duration(15 * time.Second), ScanWorkers: 2,
 		ContentWorkers: 2, ContentMaxTokens: 2048, DeliveryRetention: config.Duration(30 * 24 * time.Hour),
@@ -113,6 +113,7 @@ func TestPrecedence(t *testing.T) {
 		NATSURL:               "nats://flag:4222",                          // file, env, flag
 		Addr:                  "flag:1",                                    // file, env, flag
 		HTTPAddr:              "file:2",                                    // file only
+		AdminAddr:             config.DefaultAdminAddr,                     // default
 		PublicURL:             "https://file.example",                      // file only
 		TLSCert:               "/env/cert.pem",                             // env only
 		TLSKey:                "/env/key.pem",                              // env only
@@ -275,6 +276,12 @@ func TestValidate(t *testing.T) {
 		{"flush too often", func(c *config.Config) { c.CounterFlushInterval = config.Duration(9 * time.Millisecond) }, []string{"counter_flush_interval"}},
 		{"zero shutdown", func(c *config.Config) { c.ShutdownTimeout = 0 }, []string{"shutdown_timeout"}},
 		{"negative shutdown", func(c *config.Config) { c.ShutdownTimeout = config.Duration(-time.Second) }, []string{"shutdown_timeout"}},
+		{"a shutdown delay", func(c *config.Config) { c.ShutdownDelay = config.Duration(15 * time.Second) }, nil},
+		{"negative shutdown delay", func(c *config.Config) { c.ShutdownDelay = config.Duration(-time.Second) }, []string{"shutdown_delay"}},
+		{"no admin listener", func(c *config.Config) { c.AdminAddr = "" }, nil},
+		{"admin listener anywhere", func(c *config.Config) { c.AdminAddr = ":9464"; c.AdminPprof = true }, nil},
+		{"bad admin addr", func(c *config.Config) { c.AdminAddr = "9464" }, []string{"admin_addr must be host:port"}},
+		{"admin on the API's addr", func(c *config.Config) { c.AdminAddr = c.Addr }, []string{"admin_addr must be an address of its own"}},
 		{"an engine", func(c *config.Config) {
 			c.Engines = []config.Engine{{Label: "local", BaseURL: "http://127.0.0.1:11434/v1", Model: "llama3.1", Concurrency: 2}}
 		}, nil},

@@ -36,11 +36,13 @@ nats=${AIVIS_NATS_URL:-nats://127.0.0.1:4222}
 redis=${AIVIS_REDIS_URL:-redis://127.0.0.1:6379/0}
 cluster=${AIVIS_CLUSTER_NAME:-aivis}
 read -r -a addrs <<<"${CLUSTER_ADDRS:-127.0.0.1:8443 127.0.0.1:8444}"
+read -r -a admins <<<"${CLUSTER_ADMIN_ADDRS:-127.0.0.1:9464 127.0.0.1:9465}"
 names=(a b)
 [ "${#addrs[@]}" = 2 ] || fail "CLUSTER_ADDRS must name two addresses"
+[ "${#admins[@]}" = 2 ] || fail "CLUSTER_ADMIN_ADDRS must name two addresses"
 
 # The trial's engines and directories are these, whatever the shell sets.
-unset AIVIS_CONFIG AIVIS_DATA_DIR AIVIS_STORE AIVIS_BUS AIVIS_COUNTER AIVIS_MASTER_KEY_FILE AIVIS_ADDR
+unset AIVIS_CONFIG AIVIS_DATA_DIR AIVIS_STORE AIVIS_BUS AIVIS_COUNTER AIVIS_MASTER_KEY_FILE AIVIS_ADDR AIVIS_ADMIN_ADDR
 
 [ -x "$bin/aivis" ] || fail "no $bin/aivis: run make build first (make run-cluster does)"
 
@@ -154,7 +156,7 @@ for i in 0 1; do
 	log="$data/$name.log"
 	rm -f "$log" # made again under the umask, whatever its mode was
 	: >"$log"
-	"$bin/aivis" serve --config "$config" --data-dir "$data/$name" --addr "${addrs[$i]}" >>"$log" 2>&1 &
+	"$bin/aivis" serve --config "$config" --data-dir "$data/$name" --addr "${addrs[$i]}" --admin-addr "${admins[$i]}" >>"$log" 2>&1 &
 	pids+=($!)
 	tail -n +1 -f --pid="${pids[$i]}" "$log" | sed -u "s/^/[$name] /" &
 	until grep -q '^data directory:' "$log"; do

@@ -70,7 +70,7 @@ func runCluster(t *testing.T, env ...string) (out string, err error, record stri
 		}
 	}
 	cmd := exec.Command("bash", "run-cluster.sh")
-	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "BIN="+bin, "RECORD="+record, "CLUSTER_ADDRS=127.0.0.1:0 127.0.0.1:0")
+	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "BIN="+bin, "RECORD="+record, "CLUSTER_ADDRS=127.0.0.1:0 127.0.0.1:0", "CLUSTER_ADMIN_ADDRS=127.0.0.1:0 127.0.0.1:0")
 	cmd.Env = append(cmd.Env, env...)
 	s := scripttest.Start(t, cmd)
 	if started, err := s.WaitOutput(t, "Ctrl-C stops both instances.", time.Minute); !started {

@@ -463,7 +463,7 @@ func TestRunCluster(t *testing.T) {
 
 	data := t.TempDir()
 	cmd := exec.Command("bash", "../../scripts/run-cluster.sh")
-	cmd.Env = append(os.Environ(), "BIN="+filepath.Dir(binary), "CLUSTER_DATA="+data, "CLUSTER_ADDRS=127.0.0.1:0 127.0.0.1:0",
+	cmd.Env = append(os.Environ(), "BIN="+filepath.Dir(binary), "CLUSTER_DATA="+data, "CLUSTER_ADDRS=127.0.0.1:0 127.0.0.1:0", "CLUSTER_ADMIN_ADDRS=127.0.0.1:0 127.0.0.1:0",
 		"AIVIS_POSTGRES_URL="+c.PostgresURL, "AIVIS_NATS_URL="+c.NATSURL, "AIVIS_REDIS_URL="+c.RedisURL, "AIVIS_CLUSTER_NAME="+c.Name)
 	script := scripttest.Start(t, cmd)
 	out := script.Out

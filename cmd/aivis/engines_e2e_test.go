@@ -85,7 +85,7 @@ func TestEnginesChosenAlike(t *testing.T) {
 				}
 				return stderr
 			}
-			serve := run("serve", "--addr", "127.0.0.1:0")
+			serve := run("serve", "--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0")
 			if want := "aivis: config: " + tc.want + "\n"; serve != want {
 				t.Fatalf("serve says\n%q\nwant\n%q", serve, want)
 			}
@@ -260,7 +260,7 @@ func TestCommandsOnPostgres(t *testing.T) {
 // without the password of redis_url.
 func TestServeRefusesAnUnansweringRedis(t *testing.T) {
 	_, stderr, code := aivis(t, []string{"AIVIS_REDIS_URL=redis://aivis:s3cr3t@127.0.0.1:1/0"},
-		"serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0", "--counter", "redis")
+		"serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0", "--counter", "redis")
 	if code != 1 || !strings.Contains(stderr, "counter redis: the server of redis_url does not answer") || strings.Contains(stderr, "s3cr3t") {
 		t.Fatalf("exit code %d, stderr %q; want 1 and the server named as not answering, without the password", code, stderr)
 	}

@@ -174,14 +174,17 @@ type server struct {
 	Stdout  *syncbuf.Buffer
 	Stderr  *syncbuf.Buffer
 	HTTPURL string
+	// AdminURL is the admin listener's (http://host:port), "" when off.
+	AdminURL string
 
-	banner   chan [2]string // the URL and plain-HTTP URL of the banner, once printed
+	banner   chan [3]string // the URL, plain-HTTP URL and admin URL of the banner, once printed
 	closed   chan struct{}  // its standard output ended: it exited
 	stopOnce sync.Once
 }
 
 var listening = regexp.MustCompile(`aivis listening on (https://\S+)`)
 var plainListening = regexp.MustCompile(`plain HTTP on (\S+) answers`)
+var adminListening = regexp.MustCompile(`admin listener on (http://[^\s:]+:\d+)`)
 
 // start runs the server on a free loopback port and waits until it listens.
 func start(t *testing.T, dataDir string, args ...string) *server {
@@ -194,14 +197,14 @@ func start(t *testing.T, dataDir string, args ...string) *server {
 // launch runs the server on a free loopback port without waiting for it.
 func launch(t *testing.T, dataDir string, args ...string) *server {
 	t.Helper()
-	args = append([]string{"serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0", "--log-level", "warn"}, args...)
+	args = append([]string{"serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0", "--log-level", "warn"}, args...)
 	cmd := exec.Command(binary, args...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := &server{t: t, cmd: cmd, DataDir: dataDir, Stdout: &syncbuf.Buffer{}, Stderr: &syncbuf.Buffer{},
-		banner: make(chan [2]string, 1), closed: make(chan struct{})}
+		banner: make(chan [3]string, 1), closed: make(chan struct{})}
 	cmd.Stderr = s.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -209,12 +212,15 @@ func launch(t *testing.T, dataDir string, args ...string) *server {
 	go func() {
 		defer close(s.closed)
 		sc := bufio.NewScanner(stdout)
-		var url, plain string
+		var url, plain, admin string
 		for sc.Scan() {
 			line := sc.Text()
 			s.Stdout.Write([]byte(line + "\n"))
 			if m := plainListening.FindStringSubmatch(line); m != nil {
 				plain = "http://" + m[1]
+			}
+			if m := adminListening.FindStringSubmatch(line); m != nil {
+				admin = m[1]
 			}
 			if m := listening.FindStringSubmatch(line); m != nil {
 				url = m[1]
@@ -222,7 +228,7 @@ func launch(t *testing.T, dataDir string, args ...string) *server {
 			// The banner ends with the data directory: everything read
 			// before it is set before the test goes on.
 			if strings.HasPrefix(line, "data directory:") && url != "" {
-				s.banner <- [2]string{url, plain}
+				s.banner <- [3]string{url, plain, admin}
 				url = ""
 			}
 		}
@@ -247,8 +253,8 @@ func (s *server) listening(t *testing.T) {
 }
 
 // took notes the URLs of the server's banner.
-func (s *server) took(t *testing.T, banner [2]string) {
-	s.URL, s.HTTPURL = banner[0], banner[1]
+func (s *server) took(t *testing.T, banner [3]string) {
+	s.URL, s.HTTPURL, s.AdminURL = banner[0], banner[1], banner[2]
 	s.HTTP = httpsClient(t, filepath.Join(s.DataDir, "tls", "cert.pem"))
 }
 

@@ -317,7 +317,7 @@ func listens(t *testing.T, pid int) []string {
 
 // TestWorkersOnly: with api false, set in the file, by AIVIS_API or by
 // --api=false, serve says it runs the workers only and listens on
-// nothing, and it delivers: a server dies (SIGKILL) in the middle of an
+// nothing but its admin listener, and it delivers: a server dies (SIGKILL) in the middle of an
 // attempt, and the process with api false, the only one left, delivers the
 // event again.
 func TestWorkersOnly(t *testing.T) {
@@ -373,8 +373,13 @@ func TestWorkersOnly(t *testing.T) {
 				a := rc.arrivals("/hook", id)
 				return len(a) == 2 && a[1].pid == w.cmd.Process.Pid
 			})
-			if l := listens(t, w.cmd.Process.Pid); len(l) > 0 {
-				t.Errorf("the process with api false listens on %v", l)
+			admin := adminListening.FindStringSubmatch(w.Stdout.String())
+			if admin == nil {
+				t.Fatalf("the process with api false names no admin listener:\n%s", w.Stdout)
+			}
+			port, _ := strconv.Atoi(admin[1][strings.LastIndex(admin[1], ":")+1:])
+			if l := listens(t, w.cmd.Process.Pid); len(l) != 1 || l[0] != fmt.Sprintf("0100007F:%04X", port) {
+				t.Errorf("the process with api false listens on %v, where only its admin listener (port %d) should be", l, port)
 			}
 			if out := w.Stdout.String(); strings.Contains(out, "listening") {
 				t.Errorf("the process with api false printed:\n%s", out)

@@ -167,7 +167,7 @@ func (s *testServer) serve(r *http.Request) *httptest.ResponseRecorder {
 func checkEnvelope(t *testing.T, w *httptest.ResponseRecorder) client.ErrorEnvelope {
 	t.Helper()
 	id := w.Header().Get("X-Request-Id")
-	if !strings.HasPrefix(id, "req_") {
+	if !incomingID.MatchString(id) {
 		t.Fatalf("X-Request-Id %q", id)
 	}
 	for name, vs := range w.Header() {

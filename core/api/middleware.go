@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"regexp"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -66,11 +67,19 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// base gives every request an id, logs it, and turns a panic into a 500.
+// incomingID is a caller's X-Request-Id, taken as the request's id when
+// it is short and of characters that are safe in a log line and a header.
+var incomingID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$`)
+
+// base gives every request an id (the caller's X-Request-Id, if it is one
+// incomingID takes), logs it, and turns a panic into a 500.
 func (s *Server) base(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		id := "req_" + randid.String(20)
+		id := r.Header.Get("X-Request-Id")
+		if !incomingID.MatchString(id) {
+			id = "req_" + randid.String(20)
+		}
 		w.Header().Set("X-Request-Id", id)
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("Cache-Control", "no-store")
@@ -89,7 +98,7 @@ func (s *Server) base(next http.Handler) http.Handler {
 			}
 			if s.log.Enabled(r.Context(), slog.LevelInfo) {
 				attrs := []any{"request_id", id, "method", r.Method, "path", r.URL.Path, "status", sw.status,
-					"duration", time.Since(start).Round(time.Microsecond), "remote", s.clientAddr(r).String()}
+					"duration_ms", float64(time.Since(start).Microseconds()) / 1000, "remote", s.clientAddr(r).String()}
 				if p := principal(r); p.Key.ID != "" {
 					attrs = append(attrs, "account", p.AccountID(), "key", p.Key.ID)
 				}
@@ -145,9 +154,14 @@ func (s *Server) trusted(a netip.Addr) bool {
 // RequireHTTPS wraps the handler of the plain-HTTP listener: it answers
 // 403 HTTPS_REQUIRED unless a trusted proxy says the client used HTTPS.
 func (s *Server) RequireHTTPS() http.Handler {
+	probes := s.health.Paths()
 	return s.base(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.trusted(remoteAddr(r)) && strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https") {
 			s.router.ServeHTTP(w, r)
+			return
+		}
+		if h, ok := probes[r.URL.Path]; ok && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+			h(w, r) // a probe carries nothing to protect
 			return
 		}
 		writeError(w, r, s.log, fault.New(fault.HTTPSRequired, "aivis accepts only HTTPS; send this request to https://%s%s", r.Host, r.URL.Path))

@@ -19,6 +19,7 @@ import (
 	"github.com/aivis/aivis/core/content"
 	"github.com/aivis/aivis/core/delivery"
 	"github.com/aivis/aivis/core/fault"
+	"github.com/aivis/aivis/core/health"
 	"github.com/aivis/aivis/core/hub"
 	"github.com/aivis/aivis/core/limits"
 	"github.com/aivis/aivis/core/store"
@@ -68,10 +69,14 @@ type Deps struct {
 	// Dashboard, when set, serves every path the API does not (the web
 	// application users sign in to).
 	Dashboard http.Handler
+	// Health answers /livez, /readyz and /healthz (nil: a process that
+	// needs nothing to be ready).
+	Health *health.Health
 }
 
 // Server is the v1 API.
 type Server struct {
+	health   *health.Health
 	cfg      Config
 	store    Store
 	auth     *auth.Service
@@ -96,7 +101,10 @@ type Server struct {
 // New builds the API.
 func New(cfg Config, d Deps) *Server {
 	s := &Server{cfg: cfg, store: d.Store, auth: d.Auth, content: d.Content, readings: d.Readings, domains: d.Domains, scans: d.Scans, webhooks: d.Webhooks, hub: d.Hub, counter: d.Counter,
-		guard: d.Guard, log: d.Log, now: d.Now, dashboard: d.Dashboard}
+		guard: d.Guard, log: d.Log, now: d.Now, dashboard: d.Dashboard, health: d.Health}
+	if s.health == nil {
+		s.health = health.New(d.Log, 0)
+	}
 	if s.webhooks != nil {
 		s.connections = s.webhooks.Connections()
 	}
@@ -117,9 +125,9 @@ func (s *Server) Router() chi.Router {
 	r.Use(middleware.GetHead)
 	r.NotFound(s.notFound)
 	r.MethodNotAllowed(s.methodNotAllowed)
-	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
+	for path, h := range s.health.Paths() {
+		r.Get(path, h)
+	}
 	r.Get("/openapi.json", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "public, max-age=300")
 		writeRaw(w, http.StatusOK, openAPI)

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -24,6 +25,7 @@ import (
 	"github.com/aivis/aivis/core/dashboard"
 	"github.com/aivis/aivis/core/delivery"
 	"github.com/aivis/aivis/core/engines"
+	"github.com/aivis/aivis/core/health"
 	"github.com/aivis/aivis/core/hub"
 	"github.com/aivis/aivis/core/netguard"
 	"github.com/aivis/aivis/core/people"
@@ -154,10 +156,26 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 		return err
 	}
 	defer w.stop()
+	// The parts this process needs, which /readyz asks. (The memory
+	// counter, the one a standby replaces when it takes over, needs none.)
+	checks := []health.Check{{Part: "store", Ping: svc.Store.Ping}, {Part: "bus", Ping: w.bus.Ping}}
+	if limiter.Ping != nil {
+		checks = append(checks, health.Check{Part: "counter", Ping: limiter.Ping})
+	}
+	hc := health.New(log, 2*time.Second, checks...)
+	admin, stopAdmin, err := serveAdmin(cfg, hc, log)
+	if err != nil {
+		return err
+	}
+	defer stopAdmin()
+	if admin != "" {
+		fmt.Fprintf(out, "admin listener on http://%s: /livez, /readyz\n", admin)
+	}
+	defer hc.Drain() // a process that stops is no longer ready, whatever stops it
 
 	switch {
 	case !cfg.API:
-		fmt.Fprintf(out, "aivis runs the workers only (api: false): deliveries, scans and content requests; it listens on nothing\ndata directory: %s\n", cfg.DataDir)
+		fmt.Fprintf(out, "aivis runs the workers only (api: false): deliveries, scans and content requests; it serves no API\ndata directory: %s\n", cfg.DataDir)
 		log.Info("running the workers only", "api", false)
 		<-ctx.Done()
 		return nil
@@ -180,7 +198,35 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 		limiter = next
 		log.Info("the process that served the API stopped: this one serves it", "addr", cfg.Addr)
 	}
-	return serveAPI(ctx, cfg, svc, w, limiter, mat, turn, log, out)
+	return serveAPI(ctx, cfg, svc, w, limiter, mat, turn, hc, log, out)
+}
+
+// serveAdmin serves the admin listener of admin_addr, if any, until the
+// function it returns is called: the probes, and pprof when admin_pprof
+// says.
+func serveAdmin(cfg config.Config, hc *health.Health, log *slog.Logger) (addr string, stop func(), err error) {
+	if cfg.AdminAddr == "" {
+		return "", func() {}, nil
+	}
+	ln, err := net.Listen("tcp", cfg.AdminAddr)
+	if err != nil {
+		return "", nil, fmt.Errorf("admin listener (admin_addr; every process on a host needs its own, \"\" turns it off): %w", err)
+	}
+	mux := http.NewServeMux()
+	for path, h := range hc.Paths() {
+		mux.HandleFunc("GET "+path, h)
+	}
+	if cfg.AdminPprof {
+		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+		mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	}
+	srv := NewHTTPServer(mux, log)
+	srv.WriteTimeout = 0 // a CPU profile takes as long as it is asked to
+	go srv.Serve(ln)
+	return ln.Addr().String(), func() { srv.Close() }, nil
 }
 
 // loadTLS loads the server's TLS material, or makes the self-signed pair.
@@ -198,6 +244,7 @@ func loadTLS(cfg config.Config) (*tlsconf.Material, error) {
 // and the pruning of idempotency keys; and the services over them that the
 // API calls.
 type workers struct {
+	bus        engines.Bus
 	webhooks   *delivery.Service
 	connectors *hub.Hub
 	recorder   *visibility.Recorder
@@ -238,6 +285,7 @@ func startWorkers(ctx context.Context, cfg config.Config, svc *Services, log *sl
 	if err != nil {
 		return nil, fmt.Errorf("event bus: %w", err)
 	}
+	w.bus = events
 	w.stops = append(w.stops, func() { events.Close() }) // after the subscriber
 	sub, err := events.Subscriber(engines.Consumer{Group: "webhooks", InFlight: delivery.FanoutInFlight, Batch: delivery.FanoutBatch})
 	if err != nil {
@@ -290,7 +338,7 @@ func startWorkers(ctx context.Context, cfg config.Config, svc *Services, log *sl
 // guards until ctx ends, then shuts them down, lets the counter write
 // behind what it holds, and only then lets the API lock go.
 func serveAPI(ctx context.Context, cfg config.Config, svc *Services, w *workers, limiter engines.Limiter, mat *tlsconf.Material,
-	turn apiTurn, log *slog.Logger, out io.Writer) error {
+	turn apiTurn, hc *health.Health, log *slog.Logger, out io.Writer) error {
 	counter := limiter.Counter
 	counterCtx, stopCounter := context.WithCancel(context.Background())
 	counted := make(chan struct{})
@@ -313,7 +361,7 @@ func serveAPI(ctx context.Context, cfg config.Config, svc *Services, w *workers,
 		Store: svc.Store, Auth: svc.Auth, Content: svc.Content, Counter: counter,
 		Guard: guard, Log: log,
 		Readings: w.recorder, Webhooks: w.webhooks, Scans: w.scans,
-		Domains: domainsSvc, Hub: w.connectors, Dashboard: dash,
+		Domains: domainsSvc, Hub: w.connectors, Dashboard: dash, Health: hc,
 	})
 	dash.ClientAddr = srv.ClientAddr
 	// The first start without users prints a one-time link that creates
@@ -355,6 +403,13 @@ func serveAPI(ctx context.Context, cfg config.Config, svc *Services, w *workers,
 		log.Error("server stopped", "err", err)
 	case <-ctx.Done():
 		err = nil
+	}
+	// Load balancers learn from /readyz that this process goes, while its
+	// listeners still take what they send meanwhile.
+	hc.Drain()
+	if d := time.Duration(cfg.ShutdownDelay); d > 0 && err == nil {
+		log.Info("draining: /readyz answers 503 before the listeners close", "delay", cfg.ShutdownDelay.String())
+		time.Sleep(d)
 	}
 	log.Info("shutting down", "timeout", cfg.ShutdownTimeout.String())
 	sctx, cancel := context.WithTimeout(context.Background(), time.Duration(cfg.ShutdownTimeout))
@@ -426,7 +481,7 @@ func DisplayAddr(addr string) string {
 func banner(out io.Writer, url string, cfg config.Config, mat *tlsconf.Material, lns []net.Listener, keyMade bool, bootstrap string) {
 	fmt.Fprintf(out, "aivis listening on %s\n", url)
 	if len(lns) > 1 {
-		fmt.Fprintf(out, "plain HTTP on %s answers 403 HTTPS_REQUIRED\n", lns[1].Addr())
+		fmt.Fprintf(out, "plain HTTP on %s answers 403 HTTPS_REQUIRED (but the probes /livez, /readyz)\n", lns[1].Addr())
 	}
 	if mat.SelfSigned {
 		made := ""

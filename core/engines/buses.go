@@ -58,6 +58,8 @@ func (b *postgresBus) Subscriber(c Consumer) (message.Subscriber, error) {
 	return buspg.NewSubscriber(b.pool, buspg.SubscriberConfig{Group: c.Group, Batch: c.Batch}, b.log)
 }
 
+func (b *postgresBus) Ping(ctx context.Context) error { return b.pool.Ping(ctx) }
+
 func (b *postgresBus) Close() error {
 	b.pool.Close()
 	return nil
@@ -109,6 +111,14 @@ func checkNATS(cfg config.Config) error {
 // handed over at once, Batch pushed ahead.
 func (b *natsBus) Subscriber(c Consumer) (message.Subscriber, error) {
 	return b.bus.Subscriber(busnats.SubscriberConfig{Group: c.Group, InFlight: c.InFlight, Batch: c.Batch})
+}
+
+// Ping reaches NATS and the database the forwarder reads.
+func (b *natsBus) Ping(ctx context.Context) error {
+	if err := b.bus.Ping(ctx); err != nil {
+		return err
+	}
+	return b.pool.Ping(ctx)
 }
 
 // Close stops the forwarder, then closes what it used.

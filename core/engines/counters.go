@@ -55,7 +55,7 @@ func newRedisCounter(ctx context.Context, cfg config.Config, st store.Counters, 
 	}
 	c := limits.NewRedis(rdb, cfg.ClusterName, st, log)
 	c.Interval = time.Duration(cfg.CounterFlushInterval)
-	return Limiter{Counter: c, Guards: c.Guard, Close: rdb.Close}, nil
+	return Limiter{Counter: c, Guards: c.Guard, Close: rdb.Close, Ping: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }}, nil
 }
 
 // checkRedis refuses counter redis without its server.

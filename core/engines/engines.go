@@ -63,6 +63,9 @@ type Bus interface {
 	// group receives every event of a topic, at least once; the
 	// subscribers of one group, in this process or another, share them.
 	Subscriber(c Consumer) (message.Subscriber, error)
+	// Ping reaches what carries the events within ctx: an error says it
+	// does not answer now (readiness).
+	Ping(ctx context.Context) error
 	// Close closes the bus; its subscribers are closed first.
 	Close() error
 }
@@ -95,6 +98,9 @@ type Limiter struct {
 	// Close releases the engine, once Counter's Run has returned and no
 	// guard is in use.
 	Close func() error
+	// Ping reaches where the counts are kept within ctx (nil: in this
+	// process, or in the store, which readiness asks already).
+	Ping func(ctx context.Context) error
 }
 
 // The engines, by the name their setting takes.

@@ -84,4 +84,10 @@ func (b *sqliteBus) Subscriber(c Consumer) (message.Subscriber, error) {
 		MaxInFlight: c.InFlight, BatchSize: c.Batch, Retention: busRetention, CommitInterval: busCommit, LeaseDuration: busLease}, b.log)
 }
 
+// Ping reads the file on the bus's own connections.
+func (b *sqliteBus) Ping(ctx context.Context) error {
+	var v int
+	return b.read.QueryRowContext(ctx, `SELECT 1`).Scan(&v)
+}
+
 func (b *sqliteBus) Close() error { return errors.Join(b.read.Close(), b.write.Close()) }

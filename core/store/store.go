@@ -106,6 +106,9 @@ type Store interface {
 	Plugins
 	People
 	Updater
+	// Ping reads from the engine within ctx: an error says it does not
+	// answer now (readiness).
+	Ping(ctx context.Context) error
 	Close() error
 }
 

@@ -40,7 +40,7 @@ func TestAgainstRunningServer(t *testing.T) {
 	}
 	svc.Close()
 
-	cfg.Addr = "127.0.0.1:0"
+	cfg.Addr, cfg.AdminAddr = "127.0.0.1:0", "127.0.0.1:0"
 	srvCtx, stop := context.WithCancel(context.Background())
 	var banner syncbuf.Buffer
 	done := make(chan error, 1)

@@ -75,6 +75,9 @@ func Open(ctx context.Context, servers, cluster string, log *slog.Logger) (*Bus,
 	return b, nil
 }
 
+// Ping is a round trip to the server on the bus's own connection.
+func (b *Bus) Ping(ctx context.Context) error { return b.admin.FlushWithContext(ctx) }
+
 // Close closes the bus's own connection; its publishers and subscribers
 // are closed by their owners.
 func (b *Bus) Close() error {

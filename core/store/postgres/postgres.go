@@ -115,6 +115,9 @@ func describe(c *pgx.ConnConfig) string {
 	return u.String()
 }
 
+// Ping is a round trip to the server on a connection of the pool.
+func (db *DB) Ping(ctx context.Context) error { return db.pool.Ping(ctx) }
+
 // Close stops this process's holder (forgetting it) and closes the pool.
 func (db *DB) Close() error {
 	db.holders.stop()

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -184,5 +185,22 @@ func testConcurrentHandles(t *testing.T, newStore Constructor) {
 		if b, active, err := db.Budget(ctx, "acct_1", "2025-06"); err != nil || b.Reserved != 100 || active != 100 {
 			t.Errorf("handle %d: Budget = %+v, %d active, %v; want 100 reserved, 100 active", i, b, active, err)
 		}
+	}
+}
+
+// Ping answers nil while the engine answers, and an error when it cannot
+// within its context (here one already ended): what /readyz asks.
+func testPing(t *testing.T, newStore Constructor) {
+	s, reopen := newStore(t)
+	if err := s.Ping(ctx); err != nil {
+		t.Errorf("Ping: %v", err)
+	}
+	if err := reopen(t).Ping(ctx); err != nil {
+		t.Errorf("Ping of a second handle: %v", err)
+	}
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := s.Ping(ended); err == nil {
+		t.Error("Ping within an ended context answered nil")
 	}
 }

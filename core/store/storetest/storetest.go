@@ -44,6 +44,7 @@ var groups = []struct {
 		{"UpdateIsAllOrNothing", testUpdateIsAllOrNothing},
 		{"ReadsSeeEveryCommitOfEveryHandle", testReadsSeeEveryCommit},
 		{"ConcurrentWritersOnTwoHandles", testConcurrentHandles},
+		{"PingAnswersWithinItsContext", testPing},
 	}},
 	{"Times", []test{
 		{"RangeKeptExactlyInUTC", testTimeRange},
