@@ -34,7 +34,7 @@ Usage:
   aivis plugin register PATH
   aivis plugin list
   aivis plugin remove NAME
-  aivis version
+  aivis version [--json]         (also aivis --version)
 
 Every subcommand reads the settings serve reads (the file named by --config or
 AIVIS_CONFIG, then AIVIS_* variables), takes --data-dir DIR (default
@@ -58,8 +58,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			break
 		}
 		err = admin(ctx, args[0], args[1], args[2:], getenv, stdout)
-	case "version":
-		fmt.Fprintln(stdout, "aivis", version())
+	case "version", "--version":
+		err = printVersion(args[1:], stdout)
 	default:
 		err = usageError("unknown command %q", args[0])
 	}

@@ -6,17 +6,24 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"runtime/debug"
 
 	"github.com/aivis/aivis/config"
 	"github.com/aivis/aivis/core/app"
+	"github.com/aivis/aivis/internal/buildinfo"
 )
 
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
+// printVersion prints what this build says of itself: one line, or the
+// fields as JSON with --json.
+func printVersion(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("version", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
+		return usageError("version takes only --json")
 	}
-	return "(devel)"
+	i := buildinfo.Get()
+	return printer{w: stdout, json: *asJSON}.value(map[string]string{"version": i.Version, "commit": i.Commit,
+		"date": i.Date, "go_version": i.GoVersion}, i.String()+"\n")
 }
 
 func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -32,6 +39,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return usageError("serve takes no arguments, got %q", fs.Args())
 	}
 	log := app.Logger(cfg, stderr)
+	bi := buildinfo.Get()
+	log.Info("aivis starting", "version", bi.Version, "commit", bi.Commit, "go", bi.GoVersion)
 	return app.Run(ctx, cfg, log, stdout)
 }
 
