@@ -249,6 +249,11 @@ type Deliveries interface {
 	// delivery; zero when there is none. (Leases that end are found by
 	// polling.)
 	NextDue(ctx context.Context, now time.Time) (time.Time, error)
+	// DeliveryBacklog is what waits for the enabled webhooks and for the
+	// enabled connections: their pending deliveries, and the earliest
+	// next attempt among them (to the microsecond), in one read whose
+	// cost grows with the pending deliveries alone.
+	DeliveryBacklog(ctx context.Context) (webhooks, connections Backlog, err error)
 	// PruneDeliveries forgets, oldest first, at most limit deliveries made
 	// before t with their attempts, in one short write transaction, and
 	// says how many went (a number under limit: none is left).
@@ -289,6 +294,12 @@ type DeliveriesTx interface {
 	// pending one or another webhook's stays as it is), or with ids nil
 	// every failed one of an event in [since, until). It returns how many.
 	Redeliver(webhookID string, ids []string, since, until, now time.Time) (int, error)
+}
+
+// Backlog is what waits to be delivered to one kind of target.
+type Backlog struct {
+	Pending  int
+	FirstDue time.Time // the earliest next attempt of the pending ones; zero when none is pending
 }
 
 // HeldOutcome is an outcome of a delivery and the lease it was attempted

@@ -346,6 +346,40 @@ func (db *DB) NextDue(ctx context.Context, now time.Time) (time.Time, error) {
 	return next.time(), nil
 }
 
+// DeliveryBacklog counts each webhook's pending deliveries along its due
+// index, then adds up those of the enabled ones by kind.
+func (db *DB) DeliveryBacklog(ctx context.Context) (webhooks, connections store.Backlog, err error) {
+	rows, err := db.pool.Query(ctx, `SELECT w.connector IS NOT NULL, sum(p.n)::bigint, min(p.first) FROM (
+			SELECT webhook_id, count(*) AS n, min(next_attempt_at) AS first
+			FROM webhook_deliveries WHERE status = 'pending' GROUP BY webhook_id) p
+		JOIN webhooks w ON w.id = p.webhook_id WHERE w.enabled GROUP BY 1`)
+	if err != nil {
+		return webhooks, connections, fmt.Errorf("postgres: delivery backlog: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var connection bool
+		var n int64
+		var first *time.Time
+		if err := rows.Scan(&connection, &n, &first); err != nil {
+			return webhooks, connections, fmt.Errorf("postgres: delivery backlog: %w", err)
+		}
+		b := store.Backlog{Pending: int(n)}
+		if first != nil {
+			b.FirstDue = *first
+		}
+		if connection {
+			connections = b
+		} else {
+			webhooks = b
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return webhooks, connections, fmt.Errorf("postgres: delivery backlog: %w", err)
+	}
+	return webhooks, connections, nil
+}
+
 // Delivery reads one delivery of a webhook with its attempts, oldest first.
 func (db *DB) Delivery(ctx context.Context, webhookID, id string) (store.Delivery, []store.Attempt, error) {
 	d, err := scanDelivery(db.pool.QueryRow(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries WHERE webhook_id = $1 AND id = $2`,

@@ -271,6 +271,38 @@ func (db *DB) NextDue(ctx context.Context, now time.Time) (time.Time, error) {
 	return fromNS(next), nil
 }
 
+// DeliveryBacklog counts each webhook's pending deliveries along its due
+// index (which holds what the count and the minimum read), then adds up
+// those of the enabled ones by kind.
+func (db *DB) DeliveryBacklog(ctx context.Context) (webhooks, connections store.Backlog, err error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT w.connector IS NOT NULL, sum(p.n), min(p.first) FROM (
+			SELECT webhook_id, count(*) AS n, min(next_attempt_at) AS first
+			FROM webhook_deliveries INDEXED BY webhook_deliveries_due_by_webhook WHERE status = 'pending' GROUP BY webhook_id) p
+		JOIN webhooks w ON w.id = p.webhook_id WHERE w.enabled = 1 GROUP BY 1`)
+	if err != nil {
+		return webhooks, connections, fmt.Errorf("sqlite: delivery backlog: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var connection bool
+		var b store.Backlog
+		var first sql.NullInt64
+		if err := rows.Scan(&connection, &b.Pending, &first); err != nil {
+			return webhooks, connections, fmt.Errorf("sqlite: delivery backlog: %w", err)
+		}
+		b.FirstDue = fromNS(first).Truncate(time.Microsecond)
+		if connection {
+			connections = b
+		} else {
+			webhooks = b
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return webhooks, connections, fmt.Errorf("sqlite: delivery backlog: %w", err)
+	}
+	return webhooks, connections, nil
+}
+
 // Delivery reads one delivery of a webhook with its attempts, oldest first.
 func (db *DB) Delivery(ctx context.Context, webhookID, id string) (store.Delivery, []store.Attempt, error) {
 	d, err := scanDelivery(db.r.QueryRowContext(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries WHERE webhook_id = ? AND id = ?`,

@@ -114,6 +114,7 @@ var groups = []struct {
 		{"RoundTripOncePerWebhookAndEvent", testDeliveries},
 		{"ListByEventTimeAndRedeliver", testDeliveriesByEventTime},
 		{"NextDue", testNextDue},
+		{"Backlog", testDeliveryBacklog},
 		{"PruneInBoundedBatchesOldestFirst", testPruneDeliveries},
 		{"OutcomeOfAPrunedDelivery", testOutcomeOfAPrunedDelivery},
 		{"BatchesAsOneAtATime", testDeliveryBatches},
