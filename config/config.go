@@ -86,6 +86,11 @@ type Config struct {
 	// own.
 	AdminAddr  string `json:"admin_addr"`
 	AdminPprof bool   `json:"admin_pprof"`
+	// TrustedPluginsDir is a directory whose connector plugins are
+	// registered at every start (core/hub.RegisterDir): binaries as
+	// trusted as the server's own, such as the container image's
+	// connectors; "": none.
+	TrustedPluginsDir string `json:"trusted_plugins_dir"`
 	// Engines are the AI engines scans probe, of the kinds probe.Kinds
 	// (set in the config file only).
 	Engines []Engine `json:"engines"`
@@ -286,6 +291,7 @@ func (c *Config) fields() []field {
 		{"shutdown-delay", "how long /readyz answers 503 at SIGTERM before the listeners stop taking connections (load balancers drain first)", &c.ShutdownDelay, false},
 		{"admin-addr", "admin listen address, plain HTTP: /livez, /readyz, /metrics, pprof (\"\": off; keep it off the public network)", (*str)(&c.AdminAddr), false},
 		{"admin-pprof", "serve Go's pprof profiles on the admin listener (/debug/pprof/)", (*boolean)(&c.AdminPprof), false},
+		{"trusted-plugins-dir", "directory whose connector plugins are registered at every start, as trusted as aivis itself (the image's connectors)", (*str)(&c.TrustedPluginsDir), false},
 		{"scan-workers", "how many domain scans run at once", (*integer)(&c.ScanWorkers), false},
 		{"content-workers", "how many content requests are processed at once (0: none)", (*integer)(&c.ContentWorkers), false},
 		{"content-engine", "label of the engine content requests use, of kind openai-chat (default: the first such)", (*str)(&c.ContentEngine), false},
@@ -296,6 +302,17 @@ func (c *Config) fields() []field {
 // EnvName is the environment variable of a flag.
 func EnvName(flagName string) string {
 	return "AIVIS_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// EnvNames are the environment variables of every setting, AIVIS_CONFIG
+// among them.
+func EnvNames() []string {
+	var c Config
+	var names []string
+	for _, f := range c.fields() {
+		names = append(names, EnvName(f.flag))
+	}
+	return names
 }
 
 // Bind registers the settings' flags on fs, writing into c: every setting

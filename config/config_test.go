@@ -68,6 +68,29 @@ func TestEnvName(t *testing.T) {
 	}
 }
 
+// TestEnvNames: EnvNames lists the variable of every setting, each read
+// by Load (it changes the configuration, or its value is refused).
+func TestEnvNames(t *testing.T) {
+	names := config.EnvNames()
+	seen := map[string]bool{}
+	for _, name := range names {
+		if seen[name] || !strings.HasPrefix(name, "AIVIS_") {
+			t.Errorf("%s listed twice or without the prefix", name)
+		}
+		seen[name] = true
+		// Nothing set loads the defaults: a variable that changes neither
+		// the result nor the error was not read.
+		if cfg, _, err := config.Load(nil, env(map[string]string{name: "7"}), true, nil); err == nil && reflect.DeepEqual(cfg, config.Default()) {
+			t.Errorf("%s=7 is not read", name)
+		}
+	}
+	for _, name := range []string{"AIVIS_CONFIG", "AIVIS_DATA_DIR", "AIVIS_ADMIN_ADDR", "AIVIS_TRUSTED_PLUGINS_DIR"} {
+		if !seen[name] {
+			t.Errorf("%s is not listed", name)
+		}
+	}
+}
+
 // TestPrecedence: defaults < file < environment < flags, setting by setting.
 func TestPrecedence(t *testing.T) {
 	file := writeFile(t, `{

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -19,7 +18,6 @@ import (
 	"github.com/aivis/aivis/core/fault"
 	"github.com/aivis/aivis/core/hub"
 	"github.com/aivis/aivis/core/store"
-	"github.com/aivis/aivis/plugins/host"
 )
 
 // adminFlags are the flags of one administrative subcommand.
@@ -237,19 +235,8 @@ func admin(ctx context.Context, noun, verb string, args []string, getenv func(st
 // registerPlugin records a plugin binary and its SHA-256 after asking it
 // what it is: the server starts it only while the file is unchanged.
 func registerPlugin(ctx context.Context, svc *app.Services, path string, out printer) error {
-	abs, err := filepath.Abs(path)
+	rec, err := hub.Register(ctx, svc.Store, path)
 	if err != nil {
-		return err
-	}
-	ictx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	info, sum, err := host.Inspect(ictx, abs, nil)
-	if err != nil {
-		return fmt.Errorf("%s is not a working aivis connector plugin: %w", path, err)
-	}
-	rec := store.PluginRecord{Name: info.Name, Path: abs, SHA256: sum, Kind: info.Kind, Version: info.Version,
-		DisplayName: info.DisplayName, RegisteredAt: time.Now().UTC()}
-	if err := svc.Store.PutPlugin(ctx, rec); err != nil {
 		return err
 	}
 	return out.value(pluginJSON(rec, "ok"), fmt.Sprintf("plugin %s %s (%s) registered from %s\nsha256 %x\n",

@@ -292,6 +292,11 @@ func startWorkers(ctx context.Context, cfg config.Config, svc *Services, log *sl
 		return nil, fmt.Errorf("event bus: %w", err)
 	}
 	w.stops = append(w.stops, func() { sub.Close() }) // after the engine has stopped
+	if cfg.TrustedPluginsDir != "" {
+		if err := hub.RegisterDir(ctx, svc.Store, cfg.TrustedPluginsDir, log); err != nil {
+			return nil, fmt.Errorf("trusted_plugins_dir: %w", err)
+		}
+	}
 	if w.connectors, err = hub.Open(ctx, svc.Store, hub.Options{Dir: hub.PluginsDir(cfg.DataDir), Policy: policy, Instance: svc.Holder, Log: log}); err != nil {
 		return nil, fmt.Errorf("connectors: %w", err)
 	}
