@@ -106,6 +106,10 @@ type Delivery struct {
 	// its claimer makes unique per claim) and LeaseUntil when it ends.
 	Lease      string
 	LeaseUntil time.Time
+	// Trace is the W3C traceparent of the span that made the delivery
+	// (the fan-out's handling of its event), which its attempts continue;
+	// "" when tracing was off.
+	Trace string
 }
 
 // Attempt is one HTTP request of a delivery and what came back.

@@ -24,7 +24,7 @@ import (
 
 const deliveryColumns = `id, webhook_id, account_id, event_id, event, payload, status, attempts, step,
 	next_attempt_at, next_attempt_at_ns, last_attempt_at, last_attempt_at_ns, last_status, last_error, lease, lease_until, lease_until_ns,
-	created_at, created_at_ns, updated_at, updated_at_ns`
+	created_at, created_at_ns, updated_at, updated_at_ns, trace`
 
 func scanDelivery(s scanner) (store.Delivery, error) {
 	var d store.Delivery
@@ -33,7 +33,7 @@ func scanDelivery(s scanner) (store.Delivery, error) {
 	var next, last, leaseUntil, created, updated tcol
 	err := s.Scan(&d.ID, &d.WebhookID, &d.AccountID, &d.EventID, &d.Event, &d.Payload, &d.Status, &d.Attempts, &d.Step,
 		&next.t, &next.ns, &last.t, &last.ns, &status, &lastErr, &lease, &leaseUntil.t, &leaseUntil.ns,
-		&created.t, &created.ns, &updated.t, &updated.ns)
+		&created.t, &created.ns, &updated.t, &updated.ns, &d.Trace)
 	if status != nil {
 		d.LastStatus = *status
 	}
@@ -54,7 +54,7 @@ func nullInt(n int) any {
 // deliveryTypes are the types of deliveryColumns.
 var deliveryTypes = []string{"text", "text", "text", "text", "text", "bytea", "text", "int4", "int4",
 	"timestamptz", "int2", "timestamptz", "int2", "int4", "text", "text", "timestamptz", "int2",
-	"timestamptz", "int2", "timestamptz", "int2"}
+	"timestamptz", "int2", "timestamptz", "int2", "text"}
 
 // InsertDeliveries adds the deliveries in one statement, a column an
 // array; those it added come back.
@@ -78,6 +78,7 @@ func (t *txn) InsertDeliveries(ds []store.Delivery) ([]bool, error) {
 		c.nullTime(d.LeaseUntil)
 		c.time(d.CreatedAt)
 		c.time(d.UpdatedAt)
+		c.text(d.Trace)
 	}
 	if c.err != nil {
 		return nil, fmt.Errorf("postgres: insert deliveries: %w", c.err)

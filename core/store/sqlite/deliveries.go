@@ -15,7 +15,7 @@ import (
 )
 
 const deliveryColumns = `id, webhook_id, account_id, event_id, event, payload, status, attempts, step, next_attempt_at,
-	last_attempt_at, last_status, last_error, created_at, updated_at, lease, lease_until`
+	last_attempt_at, last_status, last_error, created_at, updated_at, lease, lease_until, trace`
 
 func scanDelivery(s scanner) (store.Delivery, error) {
 	var d store.Delivery
@@ -23,7 +23,7 @@ func scanDelivery(s scanner) (store.Delivery, error) {
 	var status sql.NullInt64
 	var lastErr, lease sql.NullString
 	err := s.Scan(&d.ID, &d.WebhookID, &d.AccountID, &d.EventID, &d.Event, &d.Payload, &d.Status, &d.Attempts, &d.Step, &next,
-		&last, &status, &lastErr, &created, &updated, &lease, &leaseUntil)
+		&last, &status, &lastErr, &created, &updated, &lease, &leaseUntil, &d.Trace)
 	d.NextAttemptAt, d.LastAttemptAt, d.CreatedAt, d.UpdatedAt = fromNS(next), fromNS(last), fromNS(created), fromNS(updated)
 	d.LastStatus, d.LastError, d.Lease, d.LeaseUntil = int(status.Int64), lastErr.String, lease.String, fromNS(leaseUntil)
 	return d, err
@@ -32,12 +32,12 @@ func scanDelivery(s scanner) (store.Delivery, error) {
 func (t *txn) InsertDelivery(d store.Delivery) (bool, error) {
 	// A webhook deleted since the fan-out matched it gets nothing more.
 	res, err := t.tx.Exec(`INSERT INTO webhook_deliveries (`+deliveryColumns+`)
-		SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17
+		SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18
 		WHERE NOT EXISTS (SELECT 1 FROM webhooks WHERE id = ?2 AND deleted_at IS NOT NULL)
 		ON CONFLICT (webhook_id, event_id) DO NOTHING`,
 		d.ID, d.WebhookID, d.AccountID, d.EventID, d.Event, d.Payload, d.Status, d.Attempts, d.Step, ns(d.NextAttemptAt),
 		ns(d.LastAttemptAt), nullInt(d.LastStatus), nullStr(d.LastError), stamp(d.CreatedAt), stamp(d.UpdatedAt),
-		nullStr(d.Lease), ns(d.LeaseUntil))
+		nullStr(d.Lease), ns(d.LeaseUntil), d.Trace)
 	if err != nil {
 		return false, fmt.Errorf("sqlite: insert delivery: %w", conflict(err))
 	}

@@ -217,6 +217,7 @@ func pendingDeliveries(t *testing.T, s store.Store, n int) (store.Webhook, []str
 	update(t, s, "InsertDelivery", func(tx store.Tx) error {
 		for i := range n {
 			d := newDelivery(w.ID, "acct_1", fmt.Sprintf("dlv_%04d", i), fmt.Sprintf("evt_%04d", i), t0.Add(time.Duration(i)*time.Millisecond))
+			d.Trace = traceOf(d.ID)
 			if _, err := tx.InsertDelivery(d); err != nil {
 				return err
 			}
@@ -225,6 +226,24 @@ func pendingDeliveries(t *testing.T, s store.Store, n int) (store.Webhook, []str
 		return nil
 	})
 	return w, ids
+}
+
+// traceOf is the W3C traceparent pendingDeliveries gives a delivery.
+func traceOf(id string) string {
+	var n int
+	fmt.Sscanf(id, "dlv_%d", &n)
+	return fmt.Sprintf("00-%032x-%016x-01", n+1, n+1)
+}
+
+// sameTraces checks that claimed deliveries came with the trace they were
+// made with.
+func sameTraces(t *testing.T, what string, ds []store.Delivery) {
+	t.Helper()
+	for _, d := range ds {
+		if d.Trace != traceOf(d.ID) {
+			t.Fatalf("%s: %s came with trace %q, want %q", what, d.ID, d.Trace, traceOf(d.ID))
+		}
+	}
 }
 
 func deliveryIDs(ds []store.Delivery) []string {
@@ -247,6 +266,7 @@ func testClaimsPassOverLeases(t *testing.T, newStore Constructor) {
 			t.Fatalf("ClaimWebhookDeliveries: %s under lease %q until %v, want lease_a until %v", d.ID, d.Lease, d.LeaseUntil, end)
 		}
 	}
+	sameTraces(t, "ClaimWebhookDeliveries", ds)
 	if ds, more, err = s.ClaimWebhookDeliveries(ctx, "lease_b", w.ID, now, end, 30); err != nil || !slices.Equal(deliveryIDs(ds), ids[150:180]) || !more {
 		t.Fatalf("ClaimWebhookDeliveries(30) = %v, more %v, %v; want %s to %s, passing over the leased", deliveryIDs(ds), more, err, ids[150], ids[179])
 	}
@@ -254,6 +274,7 @@ func testClaimsPassOverLeases(t *testing.T, newStore Constructor) {
 	if err != nil || !slices.Equal(deliveryIDs(all), ids[180:]) || hooks[w.ID].URL != w.URL {
 		t.Fatalf("ClaimDeliveries = %d deliveries (%v), webhook %+v; want the last 120 with their webhook", len(all), err, hooks[w.ID])
 	}
+	sameTraces(t, "ClaimDeliveries", all)
 	if ds, _, err := s.ClaimWebhookDeliveries(ctx, "lease_d", w.ID, now, end, 10); err != nil || len(ds) != 0 {
 		t.Fatalf("every delivery is leased, yet a claim took %v (%v)", deliveryIDs(ds), err)
 	}

@@ -565,7 +565,8 @@ func testDeliveries(t *testing.T, newStore Constructor) {
 	insertWebhooks(t, s, newWebhook("wh_1", "acct_1", "", "example.com", t0), newWebhook("wh_2", "acct_1", "", "example.com", t0))
 	d := store.Delivery{ID: "dlv_1", WebhookID: "wh_1", AccountID: "acct_1", EventID: "evt_1", Event: "ai_visibility_change",
 		Payload: []byte("{\"n\":\"\x00é\"}"), Status: store.DeliveryFailed, Attempts: 2, Step: 3, NextAttemptAt: t0.Add(time.Hour).In(elsewhere),
-		LastAttemptAt: t0.Add(-time.Minute), LastStatus: 503, LastError: "HTTP 503", CreatedAt: t0.Add(-time.Hour), UpdatedAt: t0}
+		LastAttemptAt: t0.Add(-time.Minute), LastStatus: 503, LastError: "HTTP 503", CreatedAt: t0.Add(-time.Hour), UpdatedAt: t0,
+		Trace: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
 	var added [3]bool
 	update(t, s, "InsertDelivery", func(tx store.Tx) (err error) {
 		if added[0], err = tx.InsertDelivery(d); err != nil {
