@@ -236,7 +236,7 @@ func (s *Service) create(ctx context.Context, p auth.Principal, in client.Create
 		if err := tx.AddToBudgetMonth(p.AccountID(), month, 0, cr.Budget); err != nil {
 			return cr, err
 		}
-		return cr, Emit(tx, events.ContentRequestCreated, now, cr)
+		return cr, Emit(ctx, tx, events.ContentRequestCreated, now, cr)
 	})
 }
 
@@ -317,7 +317,7 @@ func (s *Service) Cancel(ctx context.Context, p auth.Principal, id string, idem 
 		if cr, err = end(tx, cr, client.StatusCancelled, now, 0); err != nil {
 			return cr, err
 		}
-		return cr, Emit(tx, events.ContentRequestCancelled, now, cr)
+		return cr, Emit(ctx, tx, events.ContentRequestCancelled, now, cr)
 	})
 }
 
@@ -343,8 +343,9 @@ func end(tx store.Tx, cr store.ContentRequest, to string, now time.Time, claim i
 }
 
 // Emit publishes a content request's event in the transaction of its
-// change: content_request_created, _failed or _cancelled.
-func Emit(tx store.Tx, kind string, at time.Time, cr store.ContentRequest) error {
+// change: content_request_created, _failed or _cancelled; ctx is what
+// changed it (a request, the engine's work), whose trace the event joins.
+func Emit(ctx context.Context, tx store.Tx, kind string, at time.Time, cr store.ContentRequest) error {
 	ev, err := events.New(kind, at, cr.AccountID, cr.ClientID, cr.Domain, events.ContentRequestData{
 		ID: cr.ID, Status: cr.Status, Type: cr.Type, Domain: cr.Domain, URL: events.Optional(cr.URL),
 		Budget: client.USD(cr.Budget), Spent: client.USD(cr.Spent), FailureReason: events.Optional(cr.FailureReason),
@@ -352,7 +353,7 @@ func Emit(tx store.Tx, kind string, at time.Time, cr store.ContentRequest) error
 	if err != nil {
 		return err
 	}
-	return events.Publish(tx, ev)
+	return events.Publish(ctx, tx, ev)
 }
 
 // Reserved is what an active request still holds of its budget.

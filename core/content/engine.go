@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/aivis/aivis/client"
 	"github.com/aivis/aivis/core/events"
 	"github.com/aivis/aivis/core/probe"
@@ -15,6 +17,7 @@ import (
 	"github.com/aivis/aivis/core/readiness"
 	"github.com/aivis/aivis/core/store"
 	"github.com/aivis/aivis/core/text"
+	"github.com/aivis/aivis/core/tracing"
 )
 
 // Fetcher fetches a page; it must go through the outbound guard.
@@ -160,7 +163,7 @@ func (e *Engine) claim(ctx context.Context) (store.ContentRequest, error) {
 			if err != nil {
 				return err
 			}
-			return Emit(tx, events.ContentRequestFailed, now, cr)
+			return Emit(ctx, tx, events.ContentRequestFailed, now, cr)
 		})
 		if err != nil || !exhausted {
 			return cr, err
@@ -174,8 +177,11 @@ func (e *Engine) claim(ctx context.Context) (store.ContentRequest, error) {
 var errLost = fmt.Errorf("content: the request is no longer processed by this worker: %w", store.ErrLost)
 
 // run processes one claimed request, watching for a cancel and renewing
-// the lease meanwhile.
+// the lease meanwhile: a trace of its own when tracing is on, which its
+// engine calls and its events join.
 func (e *Engine) run(ctx context.Context, cr store.ContentRequest) {
+	ctx, span := tracing.Start(ctx, "content request", trace.WithAttributes(tracing.AttemptNumber.Int(cr.Attempts)))
+	defer span.End()
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	watched := make(chan struct{})
@@ -188,15 +194,18 @@ func (e *Engine) run(ctx context.Context, cr store.ContentRequest) {
 	err := e.process(runCtx, &cr)
 	stop()
 	<-watched
+	if err != nil {
+		tracing.Fail(span, "content")
+	}
 	switch {
 	case err == nil:
 	case errors.Is(err, store.ErrLost) || lost:
-		e.Log.Info("content: request left", "request", cr.ID, "reason", "cancelled or claimed again")
+		e.Log.InfoContext(ctx, "content: request left", "request", cr.ID, "reason", "cancelled or claimed again")
 	case ctx.Err() != nil:
 		// Shutting down: the next start resumes it at once.
 		e.handBack(cr)
 	default:
-		e.Log.Error("content: processing", "request", cr.ID, "err", err)
+		e.Log.ErrorContext(ctx, "content: processing", "request", cr.ID, "err", err)
 	}
 }
 
@@ -321,7 +330,7 @@ func (e *Engine) complete(ctx context.Context, cr *store.ContentRequest, result 
 			return err
 		}
 		*cr = cur
-		return events.Publish(tx, ev)
+		return events.Publish(ctx, tx, ev)
 	})
 }
 
@@ -339,6 +348,6 @@ func (e *Engine) fail(ctx context.Context, cr *store.ContentRequest, reason stri
 			return err
 		}
 		*cr = cur
-		return Emit(tx, events.ContentRequestFailed, now, cur)
+		return Emit(ctx, tx, events.ContentRequestFailed, now, cur)
 	})
 }

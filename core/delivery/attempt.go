@@ -8,13 +8,19 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/aivis/aivis/core/netguard"
 	"github.com/aivis/aivis/core/store"
 	"github.com/aivis/aivis/core/text"
+	"github.com/aivis/aivis/core/tracing"
 	"github.com/aivis/aivis/plugins/sdk"
 	"github.com/aivis/aivis/webhook"
 )
@@ -31,6 +37,17 @@ type outcome struct {
 	attempt store.Attempt
 	verdict verdict
 	retryIn time.Duration // what a Retry-After asked for
+	// span is the attempt's span (invalid when tracing is off), which what
+	// the recorder logs and publishes of the outcome joins.
+	span trace.SpanContext
+}
+
+// ctx is a context of the attempt's span, for what follows from it.
+func (o outcome) ctx() context.Context {
+	if !o.span.IsValid() {
+		return context.Background()
+	}
+	return trace.ContextWithSpanContext(context.Background(), o.span)
 }
 
 // maxResponseBody is how much of an endpoint's answer the log keeps.
@@ -38,12 +55,91 @@ const maxResponseBody = 1024
 
 // attempt makes one attempt of a batch of deliveries to one target: a
 // signed request to a webhook (a batch of one), or a call of a
-// connection's connector.
+// connection's connector; with tracing on, in a span of its own
+// (startAttempt).
 func (e *Engine) attempt(ctx context.Context, cs []claimed) []outcome {
+	ctx, span := startAttempt(ctx, cs)
+	defer span.End()
+	var out []outcome
 	if cs[0].w.IsConnection() {
-		return e.connect(ctx, cs)
+		out = e.connect(ctx, cs)
+	} else {
+		out = []outcome{e.sign(ctx, cs[0])}
 	}
-	return []outcome{e.sign(ctx, cs[0])}
+	if span.IsRecording() {
+		endAttempt(span, out)
+	}
+	return out
+}
+
+// startAttempt starts the span of an attempt of deliveries to one target
+// (tracing off, a span that records nothing): "deliver webhook" or
+// "deliver connection", a child of the span that made the deliveries
+// (their Trace: the fan-out's handling of their event), or, for a
+// connector's batch of deliveries made in several traces, the root of a
+// trace of its own linked to each of them. Its attributes: the target's
+// kind, the connector's name, the event's kind, the attempt's number and
+// the deliveries it carries.
+func startAttempt(ctx context.Context, cs []claimed) (context.Context, trace.Span) {
+	if !tracing.Enabled() {
+		return tracing.Start(ctx, "")
+	}
+	d, w := cs[0].d, cs[0].w
+	kind := targetNoun(*w)
+	attrs := []attribute.KeyValue{tracing.AttemptNumber.Int(d.Attempts + 1), tracing.Deliveries.Int(len(cs))}
+	if w.IsConnection() {
+		attrs = append(attrs, tracing.Connector.String(w.Connector))
+	}
+	attrs = append(attrs, tracing.TargetKind.String(kind))
+	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)}
+	parent := d.Trace
+	for _, c := range cs[1:] {
+		if c.d.Trace != parent {
+			parent = ""
+		}
+		if c.d.Event != d.Event {
+			d = nil
+		}
+	}
+	if d != nil {
+		attrs = append(attrs, tracing.EventKind.String(d.Event))
+	}
+	if parent != "" {
+		ctx = tracing.FromParent(ctx, parent)
+	} else if len(cs) > 1 {
+		var links []trace.Link
+		for i, c := range cs {
+			if c.d.Trace != "" && !slices.ContainsFunc(cs[:i], func(p claimed) bool { return p.d.Trace == c.d.Trace }) {
+				links = append(links, trace.Link{SpanContext: tracing.SpanContext(c.d.Trace)})
+			}
+		}
+		opts = append(opts, trace.WithNewRoot(), trace.WithLinks(links...))
+	}
+	return tracing.Start(ctx, "deliver "+kind, append(opts, trace.WithAttributes(attrs...))...)
+}
+
+// endAttempt adds what the attempt came to: the outcome (the verdict of
+// each of its deliveries when they agree, else mixed) and a webhook's
+// HTTP status; an attempt that did not deliver is an error.
+func endAttempt(span trace.Span, out []outcome) {
+	v := out[0].verdict
+	word := v.String()
+	for _, o := range out[1:] {
+		if o.verdict != v {
+			word = "mixed"
+		}
+	}
+	span.SetAttributes(tracing.Outcome.String(word))
+	if a := out[0].attempt; len(out) == 1 && a.Result == "" && a.StatusCode != 0 {
+		span.SetAttributes(semconv.HTTPResponseStatusCodeKey.Int(a.StatusCode))
+	}
+	if word != delivered.String() {
+		tracing.Fail(span, word)
+	}
+	sc := span.SpanContext()
+	for i := range out {
+		out[i].span = sc
+	}
 }
 
 // sign makes one signed request.
@@ -80,6 +176,11 @@ func post(ctx context.Context, client *http.Client, timeout time.Duration, url s
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "aivis-webhooks/1")
+	if tracing.Enabled() {
+		if tp := tracing.Parent(ctx); tp != "" {
+			req.Header.Set(tracing.Traceparent, tp) // the receiver may continue the trace
+		}
+	}
 	signer.Headers(req.Header, eventID, a.At, payload)
 	start := time.Now()
 	resp, err := client.Do(req)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aivis/aivis/core/store"
+	"github.com/aivis/aivis/core/tracing"
 )
 
 // The dispatcher: a queue in memory per target (endpoint), each within its
@@ -400,7 +401,7 @@ func (e *Engine) renew(ctx context.Context, cs []claimed) []claimed {
 			d.LeaseUntil = until
 			out = append(out, claimed{&d, c.w})
 		default:
-			e.log.Info("webhooks: delivery left: its lease ended and another claim took it", "delivery", c.d.ID)
+			e.log.InfoContext(tracing.FromParent(ctx, c.d.Trace), "webhooks: delivery left: its lease ended and another claim took it", "delivery", c.d.ID)
 		}
 	}
 	return out

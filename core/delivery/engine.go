@@ -158,7 +158,9 @@ func (e *Engine) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	router.AddConsumerHandler("webhook-fanout", events.Topic, e.sub, e.fanout)
+	// With tracing on, each event is handled in a span of the trace that
+	// published it, whose context its deliveries keep for their attempts.
+	router.AddConsumerHandler("webhook-fanout", events.Topic, e.sub, e.fanout).AddMiddleware(events.Consumed("webhooks"))
 
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)

@@ -330,7 +330,7 @@ func TestMinCitationChangeAtReceivers(t *testing.T) {
 			t.Fatal(err)
 		}
 		ev.CitationChange = change
-		if err := e.db.Update(ctx, func(tx store.Tx) error { return events.Publish(tx, ev) }); err != nil {
+		if err := e.db.Update(ctx, func(tx store.Tx) error { return events.Publish(ctx, tx, ev) }); err != nil {
 			t.Fatal(err)
 		}
 		return ev.ID

@@ -10,6 +10,7 @@ import (
 	"github.com/aivis/aivis/core/events"
 	"github.com/aivis/aivis/core/store"
 	"github.com/aivis/aivis/core/store/cache"
+	"github.com/aivis/aivis/core/tracing"
 )
 
 // The fan-out: the Watermill handler of the event topic (webhook-fanout)
@@ -23,7 +24,7 @@ import (
 func (e *Engine) fanout(msg *message.Message) error {
 	ev, err := events.FromMessage(msg)
 	if err != nil {
-		e.log.Error("webhooks: unreadable event dropped", "message", msg.UUID, "err", err)
+		e.log.ErrorContext(msg.Context(), "webhooks: unreadable event dropped", "message", msg.UUID, "err", err)
 		return nil // a malformed message would be redelivered forever
 	}
 	// The targets as of now, after the event's commit: a webhook or
@@ -57,11 +58,12 @@ func (e *Engine) fanout(msg *message.Message) error {
 		return nil
 	}
 	now := e.opt.Now()
+	trace := tracing.Parent(msg.Context()) // the fan-out's span, which each attempt continues
 	ds := make([]claimed, 0, len(targets))
 	for _, w := range targets {
 		d := &store.Delivery{ID: store.NewDeliveryID(now), WebhookID: w.ID, AccountID: w.AccountID,
 			EventID: ev.ID, Event: ev.Event, Payload: msg.Payload, Status: store.DeliveryPending,
-			NextAttemptAt: now, CreatedAt: now, UpdatedAt: now}
+			NextAttemptAt: now, CreatedAt: now, UpdatedAt: now, Trace: trace}
 		if !w.Enabled {
 			// Kept, not attempted: a replay after enabling sends it.
 			d.Status, d.NextAttemptAt, d.LastError = store.DeliveryFailed, time.Time{}, "the "+targetNoun(*w)+" was disabled"

@@ -53,6 +53,11 @@ const (
 	gone   // a 410, a connector's Gone: the destination no longer exists
 )
 
+var verdicts = [...]string{retry: "retry", delivered: "delivered", failed: "failed", gone: "gone"}
+
+// String is the verdict's word: retry, delivered, failed, gone.
+func (v verdict) String() string { return verdicts[v] }
+
 // What a connector answered, as an attempt records it.
 const (
 	ResultDelivered = "delivered"

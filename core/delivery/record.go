@@ -157,10 +157,10 @@ func (e *Engine) apply(tx store.Tx, batch []outcome, notes *healthNotes) error {
 			if err != nil && !errors.Is(err, store.ErrNotFound) {
 				return err
 			}
-			e.log.Info("connections: subscription deleted: the destination is gone", "connection", w.ID, "why", o.attempt.Error)
+			e.log.InfoContext(o.ctx(), "connections: subscription deleted: the destination is gone", "connection", w.ID, "why", o.attempt.Error)
 			w.ID = "" // its deliveries end
 		case dec.disable != "":
-			if err := e.disable(tx, w, at, dec.disable); err != nil {
+			if err := e.disable(o.ctx(), tx, w, at, dec.disable); err != nil {
 				return err
 			}
 			disabled[o.w.ID] = true
@@ -185,7 +185,7 @@ func (e *Engine) apply(tx store.Tx, batch []outcome, notes *healthNotes) error {
 	}
 	for i, l := range lost {
 		if l {
-			e.log.Info("webhooks: outcome of a lost lease dropped", "delivery", held[i].DeliveryID, "lease", held[i].Lease)
+			e.log.InfoContext(batch[i].ctx(), "webhooks: outcome of a lost lease dropped", "delivery", held[i].DeliveryID, "lease", held[i].Lease)
 		}
 	}
 	for id := range changed {
@@ -214,8 +214,9 @@ func targetOf(w *store.Webhook) target {
 
 // disable turns a webhook or connection off and emits webhook_disabled
 // (to the owner's webhooks of the domain) or connection_disabled (to the
-// owner's connections), in the same transaction.
-func (e *Engine) disable(tx store.Tx, w *store.Webhook, at time.Time, reason string) error {
+// owner's connections), in the same transaction; ctx is the attempt's
+// that disabled it, whose trace the event joins.
+func (e *Engine) disable(ctx context.Context, tx store.Tx, w *store.Webhook, at time.Time, reason string) error {
 	w.Enabled, w.DisabledReason, w.DisabledAt = false, reason, at
 	var failing *time.Time
 	if !w.FailingSince.IsZero() {
@@ -233,11 +234,11 @@ func (e *Engine) disable(tx store.Tx, w *store.Webhook, at time.Time, reason str
 			WebhookID: w.ID, Domain: w.Domain, URL: w.URL, Reason: reason, DisabledAt: at.UTC(), FailingSince: failing})
 	}
 	if err == nil {
-		err = events.Publish(tx, ev)
+		err = events.Publish(ctx, tx, ev)
 	}
 	if err != nil {
 		return err
 	}
-	e.log.Warn("deliveries: "+targetNoun(*w)+" disabled", "id", w.ID, "reason", reason)
+	e.log.WarnContext(ctx, "deliveries: "+targetNoun(*w)+" disabled", "id", w.ID, "reason", reason)
 	return nil
 }

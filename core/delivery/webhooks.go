@@ -502,7 +502,7 @@ func (s *Service) SendTest(ctx context.Context, p auth.Principal, id string) (st
 	if err != nil {
 		return "", err
 	}
-	if err := s.Store.Update(ctx, func(tx store.Tx) error { return events.Publish(tx, ev) }); err != nil {
+	if err := s.Store.Update(ctx, func(tx store.Tx) error { return events.Publish(ctx, tx, ev) }); err != nil {
 		return "", err
 	}
 	return ev.ID, nil

@@ -10,6 +10,7 @@ package events
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -17,8 +18,12 @@ import (
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
+	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/aivis/aivis/core/randid"
+	"github.com/aivis/aivis/core/tracing"
 	"github.com/aivis/aivis/internal/jsonstr"
 )
 
@@ -159,8 +164,11 @@ type Outbox interface {
 	Publish(topic string, msgs ...*message.Message) error
 }
 
-// Publish writes events to the outbox, on Topic.
-func Publish(tx Outbox, evs ...Event) error {
+// Publish writes events to the outbox, on Topic. ctx is what caused them
+// (a request, a scan, a delivery's outcome): when tracing is on, the
+// publish is a span of its trace, whose context the messages carry to
+// the spans that handle them (tracing.Inject).
+func Publish(ctx context.Context, tx Outbox, evs ...Event) error {
 	msgs := make([]*message.Message, len(evs))
 	for i, ev := range evs {
 		m, err := ev.Message()
@@ -169,7 +177,31 @@ func Publish(tx Outbox, evs ...Event) error {
 		}
 		msgs[i] = m
 	}
-	return tx.Publish(Topic, msgs...)
+	if !tracing.Enabled() {
+		return tx.Publish(Topic, msgs...)
+	}
+	attrs := []attribute.KeyValue{semconv.MessagingOperationTypeKey.String("send"),
+		semconv.MessagingDestinationNameKey.String(Topic), semconv.MessagingBatchMessageCountKey.Int(len(evs))}
+	if len(evs) == 1 {
+		attrs = append(attrs, semconv.MessagingMessageIDKey.String(evs[0].ID), tracing.EventKind.String(evs[0].Event))
+	}
+	ctx, span := tracing.Start(ctx, "publish "+Topic, trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(attrs...))
+	defer span.End()
+	for _, m := range msgs {
+		tracing.Inject(ctx, m)
+	}
+	err := tx.Publish(Topic, msgs...)
+	if err != nil {
+		tracing.Fail(span, "outbox")
+	}
+	return err
+}
+
+// Consumed is the Watermill middleware of a consumer group's handler of
+// Topic: with tracing on, each event is handled in a span of the trace
+// that published it (tracing.Consume).
+func Consumed(group string) message.HandlerMiddleware {
+	return tracing.Consume(Topic, group, metaEvent)
 }
 
 // FromMessage reads an event back from its message.

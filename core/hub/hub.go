@@ -21,9 +21,13 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/aivis/aivis/core/netguard"
 	"github.com/aivis/aivis/core/store"
 	"github.com/aivis/aivis/core/text"
+	"github.com/aivis/aivis/core/tracing"
 	"github.com/aivis/aivis/plugins/host"
 	"github.com/aivis/aivis/plugins/sdk"
 )
@@ -544,9 +548,11 @@ func (h *Hub) Info(ctx context.Context, name string) (sdk.Info, error) {
 }
 
 // ValidateSettings asks a connector what is wrong with settings.
-func (h *Hub) ValidateSettings(ctx context.Context, name string, settings json.RawMessage) ([]sdk.FieldError, error) {
+func (h *Hub) ValidateSettings(ctx context.Context, name string, settings json.RawMessage) (_ []sdk.FieldError, err error) {
+	ctx, span := startCall(ctx, name, "validate", 0)
+	defer func() { endCall(span, err) }()
 	var fes []sdk.FieldError
-	err := h.use(ctx, name, func(e *entry, info sdk.Info) error {
+	err = h.use(ctx, name, func(e *entry, info sdk.Info) error {
 		var err error
 		fes, err = e.sup.ValidateSettings(ctx, settings)
 		secrets := secretValues(settings, info.SecretFields)
@@ -560,7 +566,7 @@ func (h *Hub) ValidateSettings(ctx context.Context, name string, settings json.R
 
 // Test has a connector deliver one test event.
 func (h *Hub) Test(ctx context.Context, name string, settings json.RawMessage, ev sdk.Event) (sdk.Result, error) {
-	rs, err := h.results(ctx, name, settings, func(sup *host.Supervisor) ([]sdk.Result, error) {
+	rs, err := h.results(ctx, name, "test", settings, 1, func(ctx context.Context, sup *host.Supervisor) ([]sdk.Result, error) {
 		r, err := sup.Test(ctx, settings, ev)
 		return []sdk.Result{r}, err
 	})
@@ -572,7 +578,7 @@ func (h *Hub) Test(ctx context.Context, name string, settings json.RawMessage, e
 
 // Deliver has a connector deliver events; an error is the plugin's failure.
 func (h *Hub) Deliver(ctx context.Context, name string, settings json.RawMessage, evs []sdk.Event) ([]sdk.Result, error) {
-	return h.results(ctx, name, settings, func(sup *host.Supervisor) ([]sdk.Result, error) {
+	return h.results(ctx, name, "deliver", settings, len(evs), func(ctx context.Context, sup *host.Supervisor) ([]sdk.Result, error) {
 		return sup.Deliver(ctx, settings, evs)
 	})
 }
@@ -582,13 +588,15 @@ func (h *Hub) Deliver(ctx context.Context, name string, settings json.RawMessage
 // logs), no reason or error carries the value of a secret setting, a
 // secret URL's path, or any URL's query or user information
 // (sdk.Redact), whatever the connector wrote, nor an error the path of its
-// binary.
-func (h *Hub) results(ctx context.Context, name string, settings json.RawMessage,
-	call func(*host.Supervisor) ([]sdk.Result, error)) ([]sdk.Result, error) {
+// binary. With tracing on, the call is a span (startCall).
+func (h *Hub) results(ctx context.Context, name, method string, settings json.RawMessage, events int,
+	call func(context.Context, *host.Supervisor) ([]sdk.Result, error)) (_ []sdk.Result, err error) {
+	ctx, span := startCall(ctx, name, method, events)
+	defer func() { endCall(span, err) }()
 	var rs []sdk.Result
-	err := h.use(ctx, name, func(e *entry, info sdk.Info) error {
+	err = h.use(ctx, name, func(e *entry, info sdk.Info) error {
 		var err error
-		rs, err = call(e.sup)
+		rs, err = call(ctx, e.sup)
 		secrets := secretValues(settings, info.SecretFields)
 		for i := range rs {
 			rs[i].Reason = sdk.Redact(rs[i].Reason, secrets...)
@@ -630,6 +638,38 @@ func (e *entry) redact(err error, secrets []string) error {
 		return nil
 	}
 	return &redacted{msg: sdk.Redact(e.scrub(err.Error()), secrets...), err: err}
+}
+
+// startCall starts the span of a call of a connector when tracing is on:
+// "connector deliver", "connector test" or "connector validate", whose
+// attributes are the connector's name, the call and the events it
+// carries.
+func startCall(ctx context.Context, name, method string, events int) (context.Context, trace.Span) {
+	if !tracing.Enabled() {
+		return tracing.Start(ctx, "")
+	}
+	attrs := []attribute.KeyValue{tracing.Connector.String(name), tracing.ConnectorCall.String(method)}
+	if events > 0 {
+		attrs = append(attrs, tracing.Deliveries.Int(events))
+	}
+	return tracing.Start(ctx, "connector "+method, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+}
+
+// endCall ends a call's span: an error is the plugin's failure (not
+// registered, not running, crashed, past its deadline), said by kind.
+func endCall(span trace.Span, err error) {
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrUnknown):
+		tracing.Fail(span, "unknown")
+	case errors.Is(err, ErrUnavailable):
+		tracing.Fail(span, "unavailable")
+	case errors.Is(err, context.DeadlineExceeded):
+		tracing.Fail(span, "timeout")
+	default:
+		tracing.Fail(span, "plugin")
+	}
+	span.End()
 }
 
 // MaxBatch is how many events one Deliver of a connector may carry.

@@ -19,9 +19,13 @@ import (
 	"strings"
 	"time"
 
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/aivis/aivis/core/netguard"
 	"github.com/aivis/aivis/core/retryafter"
 	"github.com/aivis/aivis/core/text"
+	"github.com/aivis/aivis/core/tracing"
 	"github.com/aivis/aivis/plugins/sdk"
 )
 
@@ -111,8 +115,37 @@ func (c *Client) Ask(ctx context.Context, e Engine, prompt string) (Answer, erro
 	return c.Complete(ctx, e, Request{Prompt: prompt, Temperature: 0.7})
 }
 
-// Complete sends one request and returns the answer.
+// Complete sends one request and returns the answer; with tracing on, in
+// a span of its own ("engine call": the engine's label and kind, the
+// attempts it took, and a failure's category and status).
 func (c *Client) Complete(ctx context.Context, e Engine, r Request) (Answer, error) {
+	var span trace.Span
+	if tracing.Enabled() {
+		ctx, span = tracing.Start(ctx, "engine call", trace.WithSpanKind(trace.SpanKindClient),
+			trace.WithAttributes(tracing.EngineLabel.String(e.Label), tracing.EngineKind.String(e.kind())))
+		defer span.End()
+	}
+	a, tries, err := c.complete(ctx, e, r)
+	if span != nil {
+		span.SetAttributes(tracing.Attempts.Int(tries))
+		var f *Failure
+		switch {
+		case errors.As(err, &f):
+			if f.Status != 0 {
+				span.SetAttributes(semconv.HTTPResponseStatusCodeKey.Int(f.Status))
+			}
+			tracing.Fail(span, f.Category)
+		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+			tracing.Fail(span, "cancelled") // the scan or request stopped meanwhile
+		case err != nil:
+			tracing.Fail(span, "_OTHER")
+		}
+	}
+	return a, err
+}
+
+// complete is Complete, and how many attempts it made.
+func (c *Client) complete(ctx context.Context, e Engine, r Request) (Answer, int, error) {
 	attempts, backoff, maxWait := c.MaxAttempts, c.Backoff, c.MaxWait
 	if attempts <= 0 {
 		attempts = 4
@@ -125,14 +158,15 @@ func (c *Client) Complete(ctx context.Context, e Engine, r Request) (Answer, err
 	}
 	ad, err := adapterOf(e)
 	if err != nil {
-		return Answer{}, fmt.Errorf("%s: %w", e.Label, err)
+		return Answer{}, 0, fmt.Errorf("%s: %w", e.Label, err)
 	}
 	var last error
-	for i := 1; i <= attempts; i++ {
+	i := 1
+	for ; i <= attempts; i++ {
 		a, wait, err := c.once(ctx, e, ad, r)
 		if err == nil {
 			a.Attempts = i
-			return a, nil
+			return a, i, nil
 		}
 		last = err
 		if errors.Is(err, ErrPermanent) || i == attempts {
@@ -143,11 +177,11 @@ func (c *Client) Complete(ctx context.Context, e Engine, r Request) (Answer, err
 		}
 		select {
 		case <-ctx.Done():
-			return Answer{}, ctx.Err()
+			return Answer{}, i, ctx.Err()
 		case <-time.After(min(wait, maxWait)):
 		}
 	}
-	return Answer{}, fmt.Errorf("%s: %w", e.Label, last)
+	return Answer{}, i, fmt.Errorf("%s: %w", e.Label, last)
 }
 
 // once makes one attempt; wait is what the engine asked to wait.

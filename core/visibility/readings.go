@@ -99,7 +99,7 @@ func (r *Recorder) Record(ctx context.Context, p auth.Principal, in client.Recor
 // write goes on when ctx ends while it waits: Add returns at once, and the
 // reading may yet be stored.
 func (r *Recorder) Add(ctx context.Context, rd store.Reading) (store.Reading, *events.Event, error) {
-	a := &adding{rd: rd, done: make(chan struct{})}
+	a := &adding{ctx: ctx, rd: rd, done: make(chan struct{})}
 	r.mu.Lock()
 	r.queue = append(r.queue, a)
 	if !r.running {
@@ -120,6 +120,7 @@ const maxGroup = 64
 
 // adding is a reading waiting for its transaction, and what came of it.
 type adding struct {
+	ctx  context.Context // the caller's, whose trace the event joins
 	rd   store.Reading
 	ev   *events.Event
 	err  error
@@ -157,7 +158,7 @@ func (r *Recorder) write(group []*adding) error {
 	err := r.Store.Update(context.Background(), func(tx store.Tx) error {
 		for i, a := range group {
 			var err error
-			if rds[i], evs[i], err = r.AddTx(tx, a.rd); err != nil {
+			if rds[i], evs[i], err = r.AddTx(a.ctx, tx, a.rd); err != nil {
 				return err
 			}
 		}
@@ -171,8 +172,9 @@ func (r *Recorder) write(group []*adding) error {
 	return err
 }
 
-// AddTx is Add in the caller's transaction.
-func (r *Recorder) AddTx(tx store.Tx, rd store.Reading) (store.Reading, *events.Event, error) {
+// AddTx is Add in the caller's transaction; ctx is what made the reading
+// (a request, a scan), whose trace its event joins.
+func (r *Recorder) AddTx(ctx context.Context, tx store.Tx, rd store.Reading) (store.Reading, *events.Event, error) {
 	prev, err := tx.LatestReading(store.ReadingFilter{AccountID: rd.AccountID, ClientID: rd.ClientID, Domain: rd.Domain})
 	first := errors.Is(err, store.ErrNotFound)
 	if err != nil && !first {
@@ -201,7 +203,7 @@ func (r *Recorder) AddTx(tx store.Tx, rd store.Reading) (store.Reading, *events.
 		return rd, nil, err
 	}
 	e.ScoreChange = change
-	return rd, &e, events.Publish(tx, e)
+	return rd, &e, events.Publish(ctx, tx, e)
 }
 
 func abs(n int) int {

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/aivis/aivis/client"
 	"github.com/aivis/aivis/core/accounts"
 	"github.com/aivis/aivis/core/auth"
@@ -19,6 +21,7 @@ import (
 	"github.com/aivis/aivis/core/randid"
 	"github.com/aivis/aivis/core/store"
 	"github.com/aivis/aivis/core/text"
+	"github.com/aivis/aivis/core/tracing"
 )
 
 // SourceScan is the source of readings a scan records.
@@ -307,14 +310,18 @@ func (s *Scans) claim(ctx context.Context) (store.Scan, error) {
 	}
 }
 
-// run runs one leased scan, renewing its lease, and records its end.
+// run runs one leased scan, renewing its lease, and records its end: a
+// trace of its own when tracing is on, which its engine calls and its
+// events join.
 func (s *Scans) run(ctx context.Context, sc store.Scan) {
+	ctx, span := tracing.Start(ctx, "scan", trace.WithAttributes(tracing.AttemptNumber.Int(sc.Attempts)))
+	defer span.End()
 	md, err := s.Store.MonitoredDomain(ctx, sc.AccountID, sc.DomainID)
 	if errors.Is(err, store.ErrNotFound) {
-		s.finish(sc, nil, errors.New("the domain is no longer monitored"), true)
+		s.finish(ctx, sc, nil, errors.New("the domain is no longer monitored"), true)
 		return
 	} else if err != nil {
-		s.Log.Error("scans: read domain", "scan", sc.ID, "err", err)
+		s.Log.ErrorContext(ctx, "scans: read domain", "scan", sc.ID, "err", err)
 		return // its lease ends and it is claimed again
 	}
 	runCtx, cancel := context.WithCancel(ctx)
@@ -347,13 +354,16 @@ func (s *Scans) run(ctx context.Context, sc store.Scan) {
 	out, err := s.Scanner.Scan(runCtx, md)
 	cancel()
 	<-renewed
+	if err != nil {
+		tracing.Fail(span, "scan")
+	}
 	switch {
 	case lost:
-		s.Log.Info("scans: scan left", "scan", sc.ID, "reason", "its lease ended and another worker took it")
+		s.Log.InfoContext(ctx, "scans: scan left", "scan", sc.ID, "reason", "its lease ended and another worker took it")
 	case ctx.Err() != nil:
 		s.requeue(sc) // shutting down: the next start takes it again
 	default:
-		s.finish(sc, &out, err, sc.Attempts-sc.HandBacks >= s.MaxAttempts)
+		s.finish(ctx, sc, &out, err, sc.Attempts-sc.HandBacks >= s.MaxAttempts)
 	}
 }
 
@@ -376,9 +386,10 @@ var errUnrecorded = errors.New("the scan's result could not be recorded")
 // each engine whose citation rate moved since the previous scan, and
 // scan_completed, together; on failure, another attempt or, after the
 // last, the failure.
-func (s *Scans) finish(sc store.Scan, out *Outcome, scanErr error, last bool) {
+func (s *Scans) finish(ctx context.Context, sc store.Scan, out *Outcome, scanErr error, last bool) {
 	now := s.Now()
-	err := s.Store.Update(context.Background(), func(tx store.Tx) error {
+	ctx = context.WithoutCancel(ctx) // the end is recorded whatever stops meanwhile
+	err := s.Store.Update(ctx, func(tx store.Tx) error {
 		if scanErr != nil {
 			sc.Error, sc.LeaseUntil, sc.Holder = text.Clean(scanErr.Error(), 1024), time.Time{}, ""
 			sc.Status = store.ScanQueued
@@ -406,7 +417,7 @@ func (s *Scans) finish(sc store.Scan, out *Outcome, scanErr error, last bool) {
 		rd := store.Reading{AccountID: sc.AccountID, ClientID: sc.ClientID, Domain: sc.Domain, VisibilityScore: out.VisibilityScore,
 			Sentiment: out.Sentiment, SentimentScore: out.SentimentScore, Source: SourceScan, MeasuredAt: now.UTC(),
 			FormulaVersion: out.FormulaVersion}
-		if _, _, err := s.Recorder.AddTx(tx, rd); err != nil {
+		if _, _, err := s.Recorder.AddTx(ctx, tx, rd); err != nil {
 			return err
 		}
 		if md, err := tx.MonitoredDomain(sc.AccountID, sc.DomainID); err == nil {
@@ -421,24 +432,24 @@ func (s *Scans) finish(sc store.Scan, out *Outcome, scanErr error, last bool) {
 		if err != nil {
 			return err
 		}
-		return events.Publish(tx, evs...)
+		return events.Publish(ctx, tx, evs...)
 	})
 	switch {
 	case errors.Is(err, store.ErrLost):
-		s.Log.Info("scans: scan left", "scan", sc.ID, "reason", "its lease ended and another worker took it")
+		s.Log.InfoContext(ctx, "scans: scan left", "scan", sc.ID, "reason", "its lease ended and another worker took it")
 		return
 	case err != nil && scanErr == nil:
 		// What the scan found could not be kept: the attempt failed. Its
 		// failure is recorded instead (should that fail too, its lease ends,
 		// and its claims are counted).
-		s.Log.Error("scans: record the end", "scan", sc.ID, "err", err)
-		s.finish(sc, nil, errUnrecorded, last)
+		s.Log.ErrorContext(ctx, "scans: record the end", "scan", sc.ID, "err", err)
+		s.finish(ctx, sc, nil, errUnrecorded, last)
 		return
 	case err != nil:
-		s.Log.Error("scans: record the failure", "scan", sc.ID, "err", err)
+		s.Log.ErrorContext(ctx, "scans: record the failure", "scan", sc.ID, "err", err)
 		return // its lease ends and it is claimed again
 	}
 	if scanErr != nil {
-		s.Log.Warn("scans: attempt failed", "scan", sc.ID, "domain", sc.Domain, "attempt", sc.Attempts, "err", scanErr)
+		s.Log.WarnContext(ctx, "scans: attempt failed", "scan", sc.ID, "domain", sc.Domain, "attempt", sc.Attempts, "err", scanErr)
 	}
 }

@@ -73,6 +73,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/aivis/aivis/core/tracing"
 )
 
 // Name is the bus's name in the settings (bus: postgres).
@@ -507,11 +511,14 @@ func (f *Forwarder) forward(ctx context.Context) (int, error) {
 		ended = err == nil
 		return 0, err
 	}
+	end := traceForward(topics, runs, n)
 	for i, topic := range topics {
 		if err := f.to.Publish(topic, runs[i]...); err != nil {
+			end(err)
 			return 0, fmt.Errorf("publish to %s: %w", topic, err)
 		}
 	}
+	end(nil)
 	ack, err := offsets.AckMessageQuery(sql.AckMessageQueryParams{Topic: ForwarderTopic, LastRow: last, ConsumerGroup: forwarderGroup})
 	if err != nil {
 		return 0, err
@@ -524,6 +531,40 @@ func (f *Forwarder) forward(ctx context.Context) (int, error) {
 	}
 	ended = true
 	return n, nil
+}
+
+// traceForward starts, with tracing on, a span for each event that came
+// with a trace ("forward <topic>", a child of the span that published it)
+// and gives the event that span's context, so that the consumers' spans
+// follow it; end ends them, failed if the publish failed. Tracing off, it
+// does nothing.
+func traceForward(topics []string, runs [][]*message.Message, n int) (end func(error)) {
+	if !tracing.Enabled() {
+		return func(error) {}
+	}
+	var spans []trace.Span
+	for i, topic := range topics {
+		for _, m := range runs[i] {
+			tp := m.Metadata.Get(tracing.Traceparent)
+			if tp == "" {
+				continue
+			}
+			ctx, span := tracing.Start(tracing.FromParent(context.Background(), tp), "forward "+topic,
+				trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(semconv.MessagingOperationTypeKey.String("send"),
+					semconv.MessagingDestinationNameKey.String(topic), semconv.MessagingMessageIDKey.String(m.UUID),
+					semconv.MessagingBatchMessageCountKey.Int(n)))
+			tracing.Inject(ctx, m)
+			spans = append(spans, span)
+		}
+	}
+	return func(err error) {
+		for _, s := range spans {
+			if err != nil {
+				tracing.Fail(s, "publish")
+			}
+			s.End()
+		}
+	}
 }
 
 // read reads the results of the BEGIN, the lock and the read of forward:
