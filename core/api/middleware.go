@@ -19,6 +19,7 @@ import (
 	"github.com/aivis/aivis/core/limits"
 	"github.com/aivis/aivis/core/randid"
 	"github.com/aivis/aivis/core/store/cache"
+	"github.com/aivis/aivis/core/tracing"
 )
 
 type ctxKey int
@@ -72,10 +73,12 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 var incomingID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$`)
 
 // base gives every request an id (the caller's X-Request-Id, if it is one
-// incomingID takes), logs it, and turns a panic into a 500.
+// incomingID takes), a span when tracing is on (tracing.Request), logs it
+// (with its trace's id), and turns a panic into a 500.
 func (s *Server) base(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
+		r, traced := tracing.Request(r)
 		id := r.Header.Get("X-Request-Id")
 		if !incomingID.MatchString(id) {
 			id = "req_" + randid.String(20)
@@ -89,9 +92,10 @@ func (s *Server) base(next http.Handler) http.Handler {
 		defer func() {
 			if v := recover(); v != nil {
 				if v == http.ErrAbortHandler {
+					traced(sw.status)
 					panic(v)
 				}
-				s.log.Error("panic serving request", "request_id", id, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+				s.log.ErrorContext(r.Context(), "panic serving request", "request_id", id, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 				if sw.status == 0 {
 					writeError(sw, r, s.log, fault.New(fault.Internal, "an internal error occurred; quote request id %s when you contact support", id))
 				}
@@ -102,8 +106,9 @@ func (s *Server) base(next http.Handler) http.Handler {
 				if p := principal(r); p.Key.ID != "" {
 					attrs = append(attrs, "account", p.AccountID(), "key", p.Key.ID)
 				}
-				s.log.Info("request", attrs...)
+				s.log.InfoContext(r.Context(), "request", attrs...)
 			}
+			traced(sw.status)
 		}()
 		next.ServeHTTP(sw, r)
 	})

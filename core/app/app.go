@@ -34,6 +34,7 @@ import (
 	"github.com/aivis/aivis/core/secrets"
 	"github.com/aivis/aivis/core/store"
 	"github.com/aivis/aivis/core/tlsconf"
+	"github.com/aivis/aivis/core/tracing"
 	"github.com/aivis/aivis/core/visibility"
 	"github.com/aivis/aivis/internal/lockfile"
 )
@@ -72,11 +73,14 @@ func Open(ctx context.Context, cfg config.Config) (*Services, error) {
 		return nil, err
 	}
 	st := opened.Store
+	if tracing.Enabled() {
+		st = store.Traced(st, dbSystem(cfg.Store))
+	}
 	now := time.Now
 	accts := &accounts.Service{Store: st, Now: now}
 	return &Services{
 		MasterKeyCreated: created,
-		Store:            opened.Store,
+		Store:            st,
 		Outbox:           opened.Outbox,
 		Holder:           opened.Holder,
 		Auth:             &auth.Service{Keys: st, Accounts: st, Now: now},
@@ -84,6 +88,15 @@ func Open(ctx context.Context, cfg config.Config) (*Services, error) {
 		Content:          &content.Service{Store: st, Now: now},
 		People:           &people.Service{Store: st, Accounts: accts, Now: now},
 	}, nil
+}
+
+// dbSystem is a store engine's name as OpenTelemetry's db.system.name
+// says it.
+func dbSystem(engine string) string {
+	if engine == "postgres" {
+		return "postgresql"
+	}
+	return engine
 }
 
 // masterKey loads the master key: master_key_file, which must exist, or
@@ -130,6 +143,14 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 	if err := engines.CheckServe(cfg); err != nil {
 		return err
 	}
+	// Traces, when the OTEL_* variables ask for them: before anything
+	// traced is built, flushed once everything has stopped.
+	stopTracing, err := tracing.Setup(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
+	log = tracing.Logger(log)
 	svc, err := Open(ctx, cfg)
 	if err != nil {
 		return err
