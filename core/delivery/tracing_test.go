@@ -11,13 +11,13 @@ import (
 	"testing"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/aivis/aivis/client"
 	"github.com/aivis/aivis/core/delivery"
 	"github.com/aivis/aivis/core/events"
 	"github.com/aivis/aivis/core/store"
 	"github.com/aivis/aivis/core/tracing"
+	"github.com/aivis/aivis/core/tracing/tracingtest"
 	"github.com/aivis/aivis/internal/syncbuf"
 	"github.com/aivis/aivis/webhook"
 )
@@ -29,9 +29,7 @@ import (
 // is logged with that attempt's trace id, and its webhook_disabled is
 // published in that trace.
 func TestAttemptsJoinTheEventsTrace(t *testing.T) {
-	rec := tracetest.NewSpanRecorder()
-	tracing.Use(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
-	t.Cleanup(func() { tracing.Use(nil) })
+	rec := tracingtest.Record(t)
 	var logs syncbuf.Buffer
 	was := quiet
 	quiet = tracing.Logger(slog.New(slog.NewTextHandler(&logs, nil)))
@@ -93,7 +91,7 @@ func TestAttemptsJoinTheEventsTrace(t *testing.T) {
 	var flakyAttempts []sdktrace.ReadOnlySpan
 	for _, a := range attempts {
 		if a.Parent().SpanID() != process.SpanContext().SpanID() {
-			t.Errorf("attempt %v: parent %v, want the fan-out's span %v", attrs(a), a.Parent().SpanID(), process.SpanContext().SpanID())
+			t.Errorf("attempt %v: parent %v, want the fan-out's span %v", tracingtest.Attrs(a), a.Parent().SpanID(), process.SpanContext().SpanID())
 		}
 		if attr(a, "aivis.outcome") != "gone" {
 			flakyAttempts = append(flakyAttempts, a)
@@ -162,20 +160,12 @@ func (p *parentsReceiver) got() []string {
 	return slices.Clone(p.parents)
 }
 
-func attr(s sdktrace.ReadOnlySpan, key string) string { return attrs(s)[key] }
-
-func attrs(s sdktrace.ReadOnlySpan) map[string]string {
-	m := map[string]string{}
-	for _, kv := range s.Attributes() {
-		m[string(kv.Key)] = kv.Value.Emit()
-	}
-	return m
-}
+func attr(s sdktrace.ReadOnlySpan, key string) string { return tracingtest.Attrs(s)[key] }
 
 func spanAttrs(ss []sdktrace.ReadOnlySpan) []map[string]string {
 	var out []map[string]string
 	for _, s := range ss {
-		out = append(out, attrs(s))
+		out = append(out, tracingtest.Attrs(s))
 	}
 	return out
 }

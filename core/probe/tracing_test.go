@@ -7,20 +7,16 @@ import (
 	"testing"
 	"time"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-
 	"github.com/aivis/aivis/core/probe/probefake"
 	"github.com/aivis/aivis/core/tracing"
+	"github.com/aivis/aivis/core/tracing/tracingtest"
 )
 
 // With tracing on, an engine call is a client span of the caller's trace:
 // the engine's label and kind, the attempts it took and, when it failed,
 // its category and status, never the engine's URL, key, prompt or words.
 func TestEngineCallSpans(t *testing.T) {
-	rec := tracetest.NewSpanRecorder()
-	tracing.Use(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
-	defer tracing.Use(nil)
+	rec := tracingtest.Record(t)
 	f := probefake.New()
 	defer f.Close()
 	const key = "sk-operator-0123456789abcdef"
@@ -46,22 +42,15 @@ func TestEngineCallSpans(t *testing.T) {
 		{"aivis.engine.label": "Limited", "aivis.engine.kind": "openai-chat", "aivis.attempts": "2",
 			"error.type": FailRateLimited, "http.response.status_code": "429"},
 	}
-	var calls []sdktrace.ReadOnlySpan
-	for _, s := range rec.Ended() {
-		if s.Name() == "engine call" {
-			calls = append(calls, s)
-		}
-	}
+	calls := tracingtest.Named(rec, "engine call")
 	if len(calls) != len(want) {
 		t.Fatalf("%d engine calls, want %d", len(calls), len(want))
 	}
 	for i, s := range calls {
-		got := map[string]string{}
-		for _, kv := range s.Attributes() {
-			got[string(kv.Key)] = kv.Value.Emit()
-			if v := kv.Value.Emit(); strings.Contains(v, "sk-") || strings.Contains(v, "127.0.0.1") || strings.Contains(v, "Operator") ||
-				strings.Contains(v, "rocket") {
-				t.Errorf("%s: attribute %s=%q", want[i]["aivis.engine.label"], kv.Key, v)
+		got := tracingtest.Attrs(s)
+		for k, v := range got {
+			if strings.Contains(v, "sk-") || strings.Contains(v, "127.0.0.1") || strings.Contains(v, "Operator") || strings.Contains(v, "rocket") {
+				t.Errorf("%s: attribute %s=%q", want[i]["aivis.engine.label"], k, v)
 			}
 		}
 		for k, v := range want[i] {
