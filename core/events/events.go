@@ -204,6 +204,10 @@ func Consumed(group string) message.HandlerMiddleware {
 	return tracing.Consume(Topic, group, metaEvent)
 }
 
+// KindOf is the kind of the event a message carries, without reading its
+// body.
+func KindOf(m *message.Message) string { return m.Metadata.Get(metaEvent) }
+
 // FromMessage reads an event back from its message.
 func FromMessage(m *message.Message) (Event, error) {
 	var e Event

@@ -7,6 +7,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	buspg "github.com/aivis/aivis/core/bus/postgres"
+	"github.com/aivis/aivis/core/events"
 	"github.com/aivis/aivis/core/store"
 )
 
@@ -36,6 +37,9 @@ func (t *txn) Publish(topic string, msgs ...*message.Message) error {
 	}
 	if err := t.db.outbox.Publisher(t.tx).Publish(topic, msgs...); err != nil {
 		return fmt.Errorf("postgres: publish: %w", err)
+	}
+	for _, m := range msgs {
+		t.kinds = append(t.kinds, events.KindOf(m))
 	}
 	return nil
 }

@@ -40,6 +40,7 @@ import (
 	"math/rand/v2"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -47,6 +48,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	buspg "github.com/aivis/aivis/core/bus/postgres"
+	"github.com/aivis/aivis/core/metrics"
 	"github.com/aivis/aivis/core/secrets"
 	"github.com/aivis/aivis/core/store"
 )
@@ -58,9 +60,24 @@ type DB struct {
 	signal  *signal
 	holders *holders
 	outbox  *buspg.Outbox
+	metrics atomic.Pointer[metrics.Store] // see SetMetrics
 }
 
 var _ store.Store = (*DB)(nil)
+
+// SetMetrics gives the store what it counts in: the transactions run
+// again and the events its commits publish.
+func (db *DB) SetMetrics(m *metrics.Store) { db.metrics.Store(m) }
+
+// PoolStats are a pool's figures, for the metrics.
+func PoolStats(p *pgxpool.Pool) metrics.PoolStats {
+	s := p.Stat()
+	return metrics.PoolStats{Max: s.MaxConns(), Idle: s.IdleConns(), InUse: s.AcquiredConns(), Constructing: s.ConstructingConns(),
+		Acquires: s.AcquireCount(), EmptyAcquires: s.EmptyAcquireCount(), Cancel: s.CanceledAcquireCount(), AcquireWait: s.AcquireDuration()}
+}
+
+// Pool is the store's connection pool.
+func (db *DB) Pool() *pgxpool.Pool { return db.pool }
 
 // Open connects to the database at url (a postgres:// URL or key=value
 // settings), applies any pending migrations and starts this process's
@@ -127,7 +144,15 @@ func (db *DB) Close() error {
 
 // Update runs fn in a SERIALIZABLE transaction (see serializable).
 func (db *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
-	return db.serializable(ctx, func(ctx context.Context, tx pgx.Tx) error { return fn(&txn{db: db, tx: tx, ctx: ctx}) })
+	var last *txn
+	err := db.serializable(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		last = &txn{db: db, tx: tx, ctx: ctx}
+		return fn(last)
+	})
+	if err == nil && last != nil {
+		db.metrics.Load().Published(last.kinds)
+	}
+	return err
 }
 
 // serializable runs fn in a SERIALIZABLE transaction, again from the start
@@ -144,6 +169,7 @@ func (db *DB) serializable(ctx context.Context, fn func(context.Context, pgx.Tx)
 		if try == maxTries {
 			return fmt.Errorf("postgres: gave up after %d serialization failures: %w", try, err)
 		}
+		db.metrics.Load().Retry()
 		backoff(ctx, try)
 	}
 }
@@ -233,9 +259,10 @@ func retryable(err error) bool {
 
 // txn is a write transaction (store.Tx); its statements run under ctx.
 type txn struct {
-	db  *DB
-	tx  pgx.Tx
-	ctx context.Context
+	db    *DB
+	tx    pgx.Tx
+	ctx   context.Context
+	kinds []string // of the events published, counted once it commits
 }
 
 // querier is what the pool and a transaction share, so that reads are

@@ -193,6 +193,7 @@ type txn struct {
 	db     *DB
 	tx     *wtx
 	topics []string // published to: woken after the commit
+	kinds  []string // of the events published, counted after the commit
 	// The newest readings: this call's writes, its group's earlier calls'
 	// (committed with it), and the writer's cache of committed ones.
 	readings map[readingKey]latestEntry

@@ -9,6 +9,7 @@ import (
 	bus "github.com/aivis/aivis/core/bus/sqlite"
 
 	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/aivis/aivis/core/events"
 	"github.com/aivis/aivis/core/store"
 )
 
@@ -19,6 +20,9 @@ func (t *txn) Publish(topic string, msgs ...*message.Message) error {
 		return fmt.Errorf("sqlite: publish: %w", err)
 	}
 	t.topics = append(t.topics, topic)
+	for _, m := range msgs {
+		t.kinds = append(t.kinds, events.KindOf(m))
+	}
 	return nil
 }
 

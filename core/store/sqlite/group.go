@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"time"
 
 	bus "github.com/aivis/aivis/core/bus/sqlite"
 	"github.com/aivis/aivis/core/store"
@@ -141,7 +142,9 @@ func (wr *writer) group(batch []*write) (rest []*write) {
 	}
 	var w *wtx
 	if err == nil {
+		start := time.Now()
 		w, err = begin(conn)
+		wr.db.metrics.Load().LockWait(time.Since(start))
 	}
 	var version int64
 	if err == nil {
@@ -369,5 +372,6 @@ func (db *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
 	for _, topic := range r.t.topics {
 		bus.Notify(topic)
 	}
+	db.metrics.Load().Published(r.t.kinds)
 	return nil
 }

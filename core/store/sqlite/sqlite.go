@@ -16,11 +16,13 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	sqlite3 "github.com/mattn/go-sqlite3"
 
 	bus "github.com/aivis/aivis/core/bus/sqlite"
+	"github.com/aivis/aivis/core/metrics"
 	"github.com/aivis/aivis/core/secrets"
 	"github.com/aivis/aivis/core/store"
 	"github.com/aivis/aivis/core/text"
@@ -41,10 +43,15 @@ type DB struct {
 	writer      *writer
 	checkpoints *checkpointer
 	holders     *holders
-	box         *secrets.Box // seals stored secrets; see SetSecrets
+	box         *secrets.Box                  // seals stored secrets; see SetSecrets
+	metrics     atomic.Pointer[metrics.Store] // see SetMetrics
 }
 
 var _ store.Store = (*DB)(nil)
+
+// SetMetrics gives the store what it counts in: the waits for the write
+// lock and the events its commits publish.
+func (db *DB) SetMetrics(m *metrics.Store) { db.metrics.Store(m) }
 
 // driverName is go-sqlite3 with the settings its DSN cannot carry;
 // writerDriver is the same for the writer connection, which leaves the
