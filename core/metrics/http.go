@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -116,24 +117,14 @@ func class(status int) uint8 {
 	return 0
 }
 
-// Method is a request's method as a label: one of HTTP's own, else
-// Other (a client may send any word).
+// methods are HTTP's own, the values of the method label.
+var methods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions}
+
+// Method is a request's method as a label: one of HTTP's own, else Other
+// (a client may send any word).
 func Method(m string) string {
-	switch m {
-	case http.MethodGet:
-		return http.MethodGet
-	case http.MethodHead:
-		return http.MethodHead
-	case http.MethodPost:
-		return http.MethodPost
-	case http.MethodPut:
-		return http.MethodPut
-	case http.MethodPatch:
-		return http.MethodPatch
-	case http.MethodDelete:
-		return http.MethodDelete
-	case http.MethodOptions:
-		return http.MethodOptions
+	if i := slices.Index(methods, m); i >= 0 {
+		return methods[i]
 	}
 	return Other
 }
