@@ -3,6 +3,7 @@ package randid
 
 import (
 	"crypto/rand"
+	"strings"
 	"time"
 )
 
@@ -51,6 +52,24 @@ func SortedFloor(prefix string, t time.Time) string {
 	var b [9]byte
 	putTime(b[:], t)
 	return prefix + "_" + string(b[:])
+}
+
+// SortedTime is the time, to the microsecond, of an id Sorted made;
+// false for a string it did not make.
+func SortedTime(id string) (time.Time, bool) {
+	_, rest, ok := strings.Cut(id, "_")
+	if !ok || len(rest) != 20 {
+		return time.Time{}, false
+	}
+	var us int64
+	for _, c := range []byte(rest[:9]) {
+		d := strings.IndexByte(sortable, c)
+		if d < 0 {
+			return time.Time{}, false
+		}
+		us = us*62 + int64(d)
+	}
+	return time.UnixMicro(us), true
 }
 
 // putTime writes the microseconds since the Unix epoch in 9 characters.

@@ -42,3 +42,20 @@ func TestSortedFloorBoundsTime(t *testing.T) {
 		}
 	}
 }
+
+// SortedTime reads back the time of an id Sorted made, to the
+// microsecond, whatever its prefix; a string of another shape is refused.
+func TestSortedTime(t *testing.T) {
+	for _, at := range []time.Time{time.Date(2026, 11, 23, 10, 0, 0, 123456789, time.UTC), time.UnixMicro(0), time.Date(2398, 1, 1, 0, 0, 0, 0, time.UTC)} {
+		for _, prefix := range []string{"evt", "dlv"} {
+			if got, ok := SortedTime(Sorted(prefix, at)); !ok || !got.Equal(at.Truncate(time.Microsecond)) {
+				t.Errorf("SortedTime(Sorted(%q, %v)) = %v, %v", prefix, at, got, ok)
+			}
+		}
+	}
+	for _, id := range []string{"", "evt", "evt_short", New("evt")[:10], "evt_" + strings.Repeat("-", 20)} {
+		if got, ok := SortedTime(id); ok {
+			t.Errorf("SortedTime(%q) = %v, true; want false", id, got)
+		}
+	}
+}
