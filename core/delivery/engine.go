@@ -41,6 +41,7 @@ import (
 
 	"github.com/aivis/aivis/core/bus/buslog"
 	"github.com/aivis/aivis/core/events"
+	"github.com/aivis/aivis/core/metrics"
 	"github.com/aivis/aivis/core/randid"
 	"github.com/aivis/aivis/plugins/sdk"
 )
@@ -79,6 +80,8 @@ type Options struct {
 	// Holder names this process in the leases it takes (default: a new
 	// random one); each claim's lease is the holder and the claim's number.
 	Holder string
+	// Metrics counts the attempts and what they came to (nil: none).
+	Metrics *metrics.Delivery
 }
 
 // Engine runs the fan-out and the dispatcher.

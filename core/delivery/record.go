@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/aivis/aivis/core/events"
+	"github.com/aivis/aivis/core/metrics"
 	"github.com/aivis/aivis/core/store"
 )
 
@@ -59,6 +60,7 @@ func (e *Engine) writeOutcomes(batch []outcome, tries int) error {
 		})
 		if err == nil {
 			e.noteHealth(notes)
+			e.count(batch, notes.outcomes)
 			for _, o := range batch {
 				if o.verdict != delivered {
 					e.Wake() // a retry is scheduled: the dispatcher's timer learns when
@@ -79,8 +81,9 @@ func (e *Engine) writeOutcomes(batch []outcome, tries int) error {
 // the success times written (with the failures reset), and the targets
 // that failed.
 type healthNotes struct {
-	healthy map[string]time.Time
-	failed  map[string]bool
+	healthy  map[string]time.Time
+	failed   map[string]bool
+	outcomes []string // what each attempt of the batch came to, for the metrics
 }
 
 // noteHealth remembers, once their transaction committed, the successes
@@ -129,6 +132,7 @@ func (e *Engine) apply(tx store.Tx, batch []outcome, notes *healthNotes) error {
 			// target known healthy changes nothing of it (decide).
 			held = append(held, store.HeldOutcome{DeliveryID: o.d.ID, Lease: o.d.Lease,
 				DeliveryOutcome: store.DeliveryOutcome{Attempt: o.attempt, Step: o.d.Step + 1, Status: store.DeliverySucceeded}})
+			notes.outcomes = append(notes.outcomes, metrics.Delivered)
 			continue
 		}
 		if w == nil {
@@ -173,6 +177,7 @@ func (e *Engine) apply(tx store.Tx, batch []outcome, notes *healthNotes) error {
 		}
 		held = append(held, store.HeldOutcome{DeliveryID: o.d.ID, Lease: o.d.Lease,
 			DeliveryOutcome: store.DeliveryOutcome{Attempt: o.attempt, Step: step, Status: dec.status, Next: dec.next}})
+		notes.outcomes = append(notes.outcomes, dec.outcome())
 	}
 	// Each outcome under the lease its attempt was made under. A lease
 	// that ended and went to another claim (a stall past its end, another
