@@ -22,6 +22,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/aivis/aivis/core/metrics"
 	"github.com/aivis/aivis/core/netguard"
 	"github.com/aivis/aivis/core/retryafter"
 	"github.com/aivis/aivis/core/text"
@@ -68,6 +69,9 @@ type Client struct {
 	Backoff time.Duration
 	// MaxWait caps a wait the engine asks for (default 30 s).
 	MaxWait time.Duration
+	// Metrics counts each request, its time and its answer's cost (nil:
+	// none).
+	Metrics *metrics.Engines
 }
 
 // ErrPermanent marks an error retrying cannot mend (a bad key, an unknown
@@ -163,7 +167,9 @@ func (c *Client) complete(ctx context.Context, e Engine, r Request) (Answer, int
 	var last error
 	i := 1
 	for ; i <= attempts; i++ {
+		start := time.Now()
 		a, wait, err := c.once(ctx, e, ad, r)
+		c.count(e, a, err, time.Since(start))
 		if err == nil {
 			a.Attempts = i
 			return a, i, nil
