@@ -24,6 +24,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/aivis/aivis/core/metrics"
 	"github.com/aivis/aivis/core/netguard"
 	"github.com/aivis/aivis/core/store"
 	"github.com/aivis/aivis/core/text"
@@ -116,6 +117,8 @@ type Options struct {
 	// Refresh and Health replace RefreshInterval and HealthInterval
 	// (tests).
 	Refresh, Health time.Duration
+	// Metrics counts the plugins' calls (nil: none).
+	Metrics *metrics.Connectors
 }
 
 // Hub holds the supervised plugins.
@@ -554,7 +557,9 @@ func (h *Hub) ValidateSettings(ctx context.Context, name string, settings json.R
 	var fes []sdk.FieldError
 	err = h.use(ctx, name, func(e *entry, info sdk.Info) error {
 		var err error
+		start := time.Now()
 		fes, err = e.sup.ValidateSettings(ctx, settings)
+		h.opt.Metrics.Call(e.rec.Name, metrics.CallValidate, time.Since(start), err)
 		secrets := secretValues(settings, info.SecretFields)
 		for i := range fes {
 			fes[i].Message = sdk.Redact(fes[i].Message, secrets...)
@@ -596,7 +601,9 @@ func (h *Hub) results(ctx context.Context, name, method string, settings json.Ra
 	var rs []sdk.Result
 	err = h.use(ctx, name, func(e *entry, info sdk.Info) error {
 		var err error
+		start := time.Now()
 		rs, err = call(ctx, e.sup)
+		h.opt.Metrics.Call(e.rec.Name, method, time.Since(start), err)
 		secrets := secretValues(settings, info.SecretFields)
 		for i := range rs {
 			rs[i].Reason = sdk.Redact(rs[i].Reason, secrets...)
