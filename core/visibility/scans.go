@@ -18,6 +18,7 @@ import (
 	"github.com/aivis/aivis/core/events"
 	"github.com/aivis/aivis/core/fault"
 	"github.com/aivis/aivis/core/limits"
+	"github.com/aivis/aivis/core/metrics"
 	"github.com/aivis/aivis/core/randid"
 	"github.com/aivis/aivis/core/store"
 	"github.com/aivis/aivis/core/text"
@@ -86,6 +87,8 @@ type Scans struct {
 	// Holder names this process in the scans it claims (default: a new
 	// random one).
 	Holder string
+	// Metrics counts the scans' ends (nil: none).
+	Metrics *metrics.Scans
 
 	wake chan struct{}
 	once sync.Once
@@ -306,6 +309,7 @@ func (s *Scans) claim(ctx context.Context) (store.Scan, error) {
 		if err != nil || !exhausted {
 			return sc, err
 		}
+		s.Metrics.Ended(metrics.ScanFailed)
 		s.Log.Warn("scans: scan failed after its attempts", "scan", sc.ID, "domain", sc.Domain, "attempts", s.MaxAttempts)
 	}
 }
@@ -449,6 +453,7 @@ func (s *Scans) finish(ctx context.Context, sc store.Scan, out *Outcome, scanErr
 		s.Log.ErrorContext(ctx, "scans: record the failure", "scan", sc.ID, "err", err)
 		return // its lease ends and it is claimed again
 	}
+	s.Metrics.Ended(ended(sc.Status))
 	if scanErr != nil {
 		s.Log.WarnContext(ctx, "scans: attempt failed", "scan", sc.ID, "domain", sc.Domain, "attempt", sc.Attempts, "err", scanErr)
 	}
