@@ -24,6 +24,7 @@ import (
 	"github.com/aivis/aivis/core/events"
 	"github.com/aivis/aivis/core/fault"
 	"github.com/aivis/aivis/core/limits"
+	"github.com/aivis/aivis/core/metrics"
 	"github.com/aivis/aivis/core/randid"
 	"github.com/aivis/aivis/core/store"
 )
@@ -47,6 +48,9 @@ type Service struct {
 	// Queued, when set, is called after a request is queued (it wakes
 	// the workers).
 	Queued func()
+	// Metrics counts the requests queued and cancelled, and the budgets
+	// reserved (nil: none).
+	Metrics *metrics.Content
 }
 
 // Idempotency ties a create or cancel to an Idempotency-Key: Hash identifies
@@ -189,6 +193,10 @@ func (s *Service) Create(ctx context.Context, p auth.Principal, in client.Create
 		return store.ContentRequest{}, nil, err
 	}
 	cr, replay, err := s.create(ctx, p, in, idem)
+	if err == nil && replay == nil {
+		s.Metrics.State(client.StatusQueued)
+		s.Metrics.Reserved(cr.Budget)
+	}
 	if err == nil && replay == nil && s.Queued != nil {
 		s.Queued()
 	}
@@ -304,7 +312,7 @@ func Ended(status string) bool { return len(transitions[status]) == 0 }
 
 // Cancel ends a queued or processing request and releases its unspent budget.
 func (s *Service) Cancel(ctx context.Context, p auth.Principal, id string, idem *Idempotency) (store.ContentRequest, *Replay, error) {
-	return s.withIdempotency(ctx, p, idem, func(tx store.Tx) (store.ContentRequest, error) {
+	cr, replay, err := s.withIdempotency(ctx, p, idem, func(tx store.Tx) (store.ContentRequest, error) {
 		cr, err := tx.ContentRequest(p.AccountID(), id)
 		cr.ID = id
 		if cr, err = visible(p, cr, err); err != nil {
@@ -319,6 +327,10 @@ func (s *Service) Cancel(ctx context.Context, p auth.Principal, id string, idem 
 		}
 		return cr, Emit(ctx, tx, events.ContentRequestCancelled, now, cr)
 	})
+	if err == nil && replay == nil {
+		s.Metrics.State(client.StatusCancelled)
+	}
+	return cr, replay, err
 }
 
 // end moves a request to a final state in tx and releases what it did not

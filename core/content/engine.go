@@ -12,6 +12,7 @@ import (
 
 	"github.com/aivis/aivis/client"
 	"github.com/aivis/aivis/core/events"
+	"github.com/aivis/aivis/core/metrics"
 	"github.com/aivis/aivis/core/probe"
 	"github.com/aivis/aivis/core/randid"
 	"github.com/aivis/aivis/core/readiness"
@@ -58,6 +59,9 @@ type Engine struct {
 	// Holder names this process in the requests it claims (default: a
 	// new random one).
 	Holder string
+	// Metrics counts the requests' states and what their steps spent
+	// (nil: none).
+	Metrics *metrics.Content
 
 	wake chan struct{}
 	once sync.Once
@@ -166,8 +170,12 @@ func (e *Engine) claim(ctx context.Context) (store.ContentRequest, error) {
 			return Emit(ctx, tx, events.ContentRequestFailed, now, cr)
 		})
 		if err != nil || !exhausted {
+			if err == nil {
+				e.Metrics.State(client.StatusProcessing)
+			}
 			return cr, err
 		}
+		e.Metrics.State(client.StatusFailed)
 		e.Log.Warn("content: request failed after its attempts", "request", cr.ID, "attempts", e.MaxAttempts)
 	}
 }
@@ -198,7 +206,8 @@ func (e *Engine) run(ctx context.Context, cr store.ContentRequest) {
 		tracing.Fail(span, "content")
 	}
 	switch {
-	case err == nil:
+	case err == nil: // it ended, completed or failed
+		e.Metrics.State(cr.Status)
 	case errors.Is(err, store.ErrLost) || lost:
 		e.Log.InfoContext(ctx, "content: request left", "request", cr.ID, "reason", "cancelled or claimed again")
 	case ctx.Err() != nil:

@@ -211,7 +211,11 @@ func (e *Engine) save(ctx context.Context, cr *store.ContentRequest, step string
 	if err != nil {
 		return fmt.Errorf("content: save work: %w", err)
 	}
-	return e.charge(ctx, cr, step, cost, b)
+	if err := e.charge(ctx, cr, step, cost, b); err != nil {
+		return err
+	}
+	e.Metrics.Spent(cost)
+	return nil
 }
 
 // tokenBound is an upper bound of a text's tokens: tokenizers of the
