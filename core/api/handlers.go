@@ -133,6 +133,9 @@ func (s *Server) createContentRequest(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cr, replay, err := s.content.Create(r.Context(), principal(r), in, idem)
+	if refused := limitRefusal(err); refused != "" {
+		s.limits.Decision(refused, principal(r).Account.Tier)
+	}
 	switch {
 	case err != nil:
 		writeError(w, r, s.log, err)

@@ -17,6 +17,7 @@ import (
 	"github.com/aivis/aivis/core/auth"
 	"github.com/aivis/aivis/core/fault"
 	"github.com/aivis/aivis/core/limits"
+	"github.com/aivis/aivis/core/metrics"
 	"github.com/aivis/aivis/core/randid"
 	"github.com/aivis/aivis/core/store/cache"
 	"github.com/aivis/aivis/core/tracing"
@@ -232,6 +233,7 @@ func (s *Server) authenticate(withSecret bool) func(http.Handler) http.Handler {
 func (s *Server) admitted(w http.ResponseWriter, r *http.Request) func(limits.Tally, error) bool {
 	return func(t limits.Tally, err error) bool {
 		if err != nil {
+			s.limits.CounterError()
 			writeError(w, r, s.log, err)
 			return false
 		}
@@ -248,6 +250,7 @@ func (s *Server) admitted(w http.ResponseWriter, r *http.Request) func(limits.Ta
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, subject limits.Subject, now time.Time, policy string, err error, wwwAuth string) {
 	t, gerr := s.guard.Take(r.Context(), subject, now)
 	if gerr != nil {
+		s.limits.CounterError()
 		writeError(w, r, s.log, gerr)
 		return
 	}
@@ -272,6 +275,7 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, t limits.Tally, 
 	h.Set("RateLimit", fmt.Sprintf(`"%s";r=%d;t=%d`, policy, t.Remaining(), max(t.Reset-t.Now.Unix(), 0)))
 	if !t.Allowed {
 		err = t.Err()
+		s.limits.Decision(metrics.RefusedAddress, principal(r).Account.Tier)
 	} else {
 		h.Set("WWW-Authenticate", wwwAuth)
 	}
@@ -339,9 +343,11 @@ func (s *Server) rateLimit(next http.Handler) http.Handler {
 		b = strconv.AppendInt(b, max(reset-d.Now.Unix(), 0), 10)
 		h["Ratelimit"] = []string{string(b)}
 		if err := d.Err(); err != nil {
+			s.limits.Decision(metrics.RefusedWindow, t.Name)
 			writeError(w, r, s.log, err)
 			return
 		}
+		s.limits.Decision(metrics.Admitted, t.Name)
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyDecision, d)))
 	})
 }

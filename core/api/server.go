@@ -22,6 +22,7 @@ import (
 	"github.com/aivis/aivis/core/health"
 	"github.com/aivis/aivis/core/hub"
 	"github.com/aivis/aivis/core/limits"
+	"github.com/aivis/aivis/core/metrics"
 	"github.com/aivis/aivis/core/store"
 	"github.com/aivis/aivis/core/visibility"
 )
@@ -72,6 +73,8 @@ type Deps struct {
 	// Health answers /livez, /readyz and /healthz (nil: a process that
 	// needs nothing to be ready).
 	Health *health.Health
+	// Metrics counts the requests and the limits' decisions (nil: none).
+	Metrics *metrics.Metrics
 }
 
 // Server is the v1 API.
@@ -96,6 +99,8 @@ type Server struct {
 	router      chi.Router
 	handler     http.Handler
 	dashboard   http.Handler
+	httpMetrics *metrics.HTTP
+	limits      *metrics.Limits
 }
 
 // New builds the API.
@@ -111,6 +116,9 @@ func New(cfg Config, d Deps) *Server {
 	if s.now == nil {
 		s.now = time.Now
 	}
+	if d.Metrics != nil {
+		s.httpMetrics, s.limits = d.Metrics.HTTP, d.Metrics.Limits
+	}
 	s.router = s.Router()
 	s.handler = s.base(s.router)
 	return s
@@ -122,7 +130,7 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // Router is the route table, without the outer middleware.
 func (s *Server) Router() chi.Router {
 	r := chi.NewRouter()
-	r.Use(middleware.GetHead)
+	r.Use(s.observe, middleware.GetHead)
 	r.NotFound(s.notFound)
 	r.MethodNotAllowed(s.methodNotAllowed)
 	for path, h := range s.health.Paths() {
