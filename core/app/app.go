@@ -27,6 +27,7 @@ import (
 	"github.com/aivis/aivis/core/engines"
 	"github.com/aivis/aivis/core/health"
 	"github.com/aivis/aivis/core/hub"
+	"github.com/aivis/aivis/core/metrics"
 	"github.com/aivis/aivis/core/netguard"
 	"github.com/aivis/aivis/core/people"
 	"github.com/aivis/aivis/core/probe"
@@ -54,6 +55,10 @@ type Services struct {
 	Accounts *accounts.Service
 	Content  *content.Service
 	People   *people.Service
+	// Metrics is what a server counts in (measure); nil for the CLI.
+	Metrics *metrics.Metrics
+	// instrument gives the store the metrics it counts in, if it can.
+	instrument func(*metrics.Metrics)
 }
 
 // Open opens the configured store and builds the services on it.
@@ -83,6 +88,7 @@ func Open(ctx context.Context, cfg config.Config) (*Services, error) {
 		Store:            st,
 		Outbox:           opened.Outbox,
 		Holder:           opened.Holder,
+		instrument:       opened.Instrument,
 		Auth:             &auth.Service{Keys: st, Accounts: st, Now: now},
 		Accounts:         accts,
 		Content:          &content.Service{Store: st, Now: now},
@@ -156,11 +162,13 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 		return err
 	}
 	defer svc.Close()
+	svc.measure(cfg)
 	limiter, err := engines.Counters[cfg.Counter](ctx, cfg, svc.Store, log)
 	if err != nil {
 		return err
 	}
 	defer func() { limiter.Close() }() // the one serveAPI ran, once it returned
+	measureCounter(svc.Metrics, limiter)
 	turn, err := takeAPI(cfg, limiter.Counter.Shared())
 	if err != nil {
 		return err
@@ -184,13 +192,14 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 		checks = append(checks, health.Check{Part: "counter", Ping: limiter.Ping})
 	}
 	hc := health.New(log, 2*time.Second, checks...)
-	admin, stopAdmin, err := serveAdmin(cfg, hc, log)
+	watch(svc.Metrics, svc, w, hc, checks)
+	admin, stopAdmin, err := serveAdmin(cfg, hc, svc.Metrics, log)
 	if err != nil {
 		return err
 	}
 	defer stopAdmin()
 	if admin != "" {
-		fmt.Fprintf(out, "admin listener on http://%s: /livez, /readyz\n", admin)
+		fmt.Fprintf(out, "admin listener on http://%s: /livez, /readyz, /metrics\n", admin)
 	}
 	defer hc.Drain() // a process that stops is no longer ready, whatever stops it
 
@@ -217,15 +226,16 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 		}
 		limiter.Close()
 		limiter = next
+		measureCounter(svc.Metrics, limiter)
 		log.Info("the process that served the API stopped: this one serves it", "addr", cfg.Addr)
 	}
 	return serveAPI(ctx, cfg, svc, w, limiter, mat, turn, hc, log, out)
 }
 
 // serveAdmin serves the admin listener of admin_addr, if any, until the
-// function it returns is called: the probes, and pprof when admin_pprof
-// says.
-func serveAdmin(cfg config.Config, hc *health.Health, log *slog.Logger) (addr string, stop func(), err error) {
+// function it returns is called: the probes, the metrics, and pprof when
+// admin_pprof says.
+func serveAdmin(cfg config.Config, hc *health.Health, m *metrics.Metrics, log *slog.Logger) (addr string, stop func(), err error) {
 	if cfg.AdminAddr == "" {
 		return "", func() {}, nil
 	}
@@ -236,6 +246,9 @@ func serveAdmin(cfg config.Config, hc *health.Health, log *slog.Logger) (addr st
 	mux := http.NewServeMux()
 	for path, h := range hc.Paths() {
 		mux.HandleFunc("GET "+path, h)
+	}
+	if m.On() {
+		mux.Handle("GET /metrics", m.Handler())
 	}
 	if cfg.AdminPprof {
 		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
@@ -318,12 +331,13 @@ func startWorkers(ctx context.Context, cfg config.Config, svc *Services, log *sl
 			return nil, fmt.Errorf("trusted_plugins_dir: %w", err)
 		}
 	}
-	if w.connectors, err = hub.Open(ctx, svc.Store, hub.Options{Dir: hub.PluginsDir(cfg.DataDir), Policy: policy, Instance: svc.Holder, Log: log}); err != nil {
+	if w.connectors, err = hub.Open(ctx, svc.Store, hub.Options{Dir: hub.PluginsDir(cfg.DataDir), Policy: policy, Instance: svc.Holder, Log: log,
+		Metrics: svc.Metrics.Connectors}); err != nil {
 		return nil, fmt.Errorf("connectors: %w", err)
 	}
 	w.stops = append(w.stops, func() { w.connectors.Close() }) // after the engine has stopped
 	engine := delivery.New(svc.Store, sub, outbound, log, delivery.Options{Timeout: timeout, Connectors: w.connectors,
-		Retention: time.Duration(cfg.DeliveryRetention), Holder: svc.Holder,
+		Retention: time.Duration(cfg.DeliveryRetention), Holder: svc.Holder, Metrics: svc.Metrics.Delivery,
 		Prune: []delivery.Pruning{{What: "scan answers", Age: time.Duration(cfg.AnswerRetention), Prune: svc.Store.PruneScanAnswers}}})
 	background(func(c context.Context) {
 		if err := engine.Run(c); err != nil {
@@ -337,13 +351,13 @@ func startWorkers(ctx context.Context, cfg config.Config, svc *Services, log *sl
 	// the engines are the operator's own endpoints (local models included).
 	w.recorder = &visibility.Recorder{Store: svc.Store, Now: time.Now}
 	auditor := &readiness.Auditor{Client: policy.Client(0)}
-	w.scans = &visibility.Scans{Store: svc.Store, Recorder: w.recorder, Log: log, Now: time.Now, Workers: cfg.ScanWorkers, Holder: svc.Holder,
+	w.scans = &visibility.Scans{Store: svc.Store, Recorder: w.recorder, Log: log, Now: time.Now, Workers: cfg.ScanWorkers, Holder: svc.Holder, Metrics: svc.Metrics.Scans,
 		Scanner: &visibility.EngineScanner{
 			Readiness: func(ctx context.Context, domain string) (int, any, error) {
 				r, err := auditor.Audit(ctx, domain)
 				return r.Score, r, err
 			},
-			Prober: &probe.Prober{Client: &probe.Client{HTTP: &http.Client{}}, Engines: probeEngines(cfg.Engines), Log: log},
+			Prober: &probe.Prober{Client: &probe.Client{HTTP: &http.Client{}, Metrics: svc.Metrics.Engines}, Engines: probeEngines(cfg.Engines), Log: log},
 		}}
 	background(w.scans.Run)
 
@@ -353,6 +367,7 @@ func startWorkers(ctx context.Context, cfg config.Config, svc *Services, log *sl
 	if err != nil {
 		return nil, err
 	}
+	contents.Metrics, contents.Client.Metrics = svc.Metrics.Content, svc.Metrics.Engines
 	if cfg.ContentWorkers > 0 {
 		svc.Content.Queued = contents.Wake
 		background(contents.Run)
@@ -387,7 +402,7 @@ func serveAPI(ctx context.Context, cfg config.Config, svc *Services, w *workers,
 		Store: svc.Store, Auth: svc.Auth, Content: svc.Content, Counter: counter,
 		Guard: guard, Log: log,
 		Readings: w.recorder, Webhooks: w.webhooks, Scans: w.scans,
-		Domains: domainsSvc, Hub: w.connectors, Dashboard: dash, Health: hc,
+		Domains: domainsSvc, Hub: w.connectors, Dashboard: dash, Health: hc, Metrics: svc.Metrics,
 	})
 	dash.ClientAddr = srv.ClientAddr
 	// The first start without users prints a one-time link that creates

@@ -14,6 +14,8 @@ import (
 	"github.com/aivis/aivis/core/bus/buslog"
 	busnats "github.com/aivis/aivis/core/bus/nats"
 	buspg "github.com/aivis/aivis/core/bus/postgres"
+	"github.com/aivis/aivis/core/metrics"
+	"github.com/aivis/aivis/core/store/postgres"
 )
 
 // The buses of the PostgreSQL store's outbox (*buspg.Outbox): postgres
@@ -59,6 +61,15 @@ func (b *postgresBus) Subscriber(c Consumer) (message.Subscriber, error) {
 }
 
 func (b *postgresBus) Ping(ctx context.Context) error { return b.pool.Ping(ctx) }
+
+// Lag counts what follows the group's position in the topic's table.
+func (b *postgresBus) Lag(ctx context.Context, group, topic string) (int64, error) {
+	return buspg.Lag(ctx, b.pool, group, topic)
+}
+
+func (b *postgresBus) Instrument(m *metrics.Metrics) {
+	m.WatchPool("bus", func() metrics.PoolStats { return postgres.PoolStats(b.pool) })
+}
 
 func (b *postgresBus) Close() error {
 	b.pool.Close()
@@ -119,6 +130,21 @@ func (b *natsBus) Ping(ctx context.Context) error {
 		return err
 	}
 	return b.pool.Ping(ctx)
+}
+
+// Lag is what the group's consumer has yet to have acknowledged, and
+// what waits in the outbox for the forwarder.
+func (b *natsBus) Lag(ctx context.Context, group, topic string) (int64, error) {
+	n, err := b.bus.Lag(ctx, group, topic)
+	if err != nil {
+		return 0, err
+	}
+	waiting, err := buspg.ForwarderLag(ctx, b.pool)
+	return n + waiting, err
+}
+
+func (b *natsBus) Instrument(m *metrics.Metrics) {
+	m.WatchPool("forwarder", func() metrics.PoolStats { return postgres.PoolStats(b.pool) })
 }
 
 // Close stops the forwarder, then closes what it used.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/aivis/aivis/config"
 	"github.com/aivis/aivis/core/limits"
+	"github.com/aivis/aivis/core/metrics"
 	"github.com/aivis/aivis/core/store"
 )
 
@@ -55,7 +56,8 @@ func newRedisCounter(ctx context.Context, cfg config.Config, st store.Counters, 
 	}
 	c := limits.NewRedis(rdb, cfg.ClusterName, st, log)
 	c.Interval = time.Duration(cfg.CounterFlushInterval)
-	return Limiter{Counter: c, Guards: c.Guard, Close: rdb.Close, Ping: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }}, nil
+	return Limiter{Counter: c, Guards: c.Guard, Close: rdb.Close, Ping: func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
+		Instrument: func(m *metrics.Metrics) { rdb.AddHook(limits.RoundTrips(m.Redis.RoundTrip)) }}, nil
 }
 
 // checkRedis refuses counter redis without its server.

@@ -24,6 +24,7 @@ import (
 
 	"github.com/aivis/aivis/config"
 	"github.com/aivis/aivis/core/limits"
+	"github.com/aivis/aivis/core/metrics"
 	"github.com/aivis/aivis/core/secrets"
 	"github.com/aivis/aivis/core/store"
 )
@@ -43,6 +44,9 @@ type Opened struct {
 	// holder of its scans and content requests, the prefix of its
 	// deliveries' leases).
 	Holder string
+	// Instrument gives the store the metrics it counts in and reports
+	// (nil: it has none).
+	Instrument func(m *metrics.Metrics)
 }
 
 // Outbox says where a store's transactions write the events they publish
@@ -66,6 +70,12 @@ type Bus interface {
 	// Ping reaches what carries the events within ctx: an error says it
 	// does not answer now (readiness).
 	Ping(ctx context.Context) error
+	// Lag is how many events of topic the consumer group has yet to
+	// acknowledge, as the bus tells it (the metrics' consumer lag).
+	Lag(ctx context.Context, group, topic string) (int64, error)
+	// Instrument reports what the bus has of its own (a PostgreSQL pool)
+	// in m.
+	Instrument(m *metrics.Metrics)
 	// Close closes the bus; its subscribers are closed first.
 	Close() error
 }
@@ -101,6 +111,9 @@ type Limiter struct {
 	// Ping reaches where the counts are kept within ctx (nil: in this
 	// process, or in the store, which readiness asks already).
 	Ping func(ctx context.Context) error
+	// Instrument times the round trips to the counter's server in m
+	// (nil: it has none).
+	Instrument func(m *metrics.Metrics)
 }
 
 // The engines, by the name their setting takes.

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/aivis/aivis/config"
+	"github.com/aivis/aivis/core/metrics"
 	"github.com/aivis/aivis/core/secrets"
 	"github.com/aivis/aivis/core/store/cache"
 	"github.com/aivis/aivis/core/store/postgres"
@@ -19,7 +20,11 @@ func openPostgres(ctx context.Context, cfg config.Config, box *secrets.Box) (Ope
 		return Opened{}, err
 	}
 	db.ForBus(cfg.Bus)
-	return Opened{Store: cache.Wrap(db, db.Signal()), Outbox: db.Outbox(), Holder: db.Holder()}, nil
+	return Opened{Store: cache.Wrap(db, db.Signal()), Outbox: db.Outbox(), Holder: db.Holder(),
+		Instrument: func(m *metrics.Metrics) {
+			db.SetMetrics(m.Store)
+			m.WatchPool("store", func() metrics.PoolStats { return postgres.PoolStats(db.Pool()) })
+		}}, nil
 }
 
 // checkPostgres refuses store postgres without its database or without

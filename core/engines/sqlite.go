@@ -15,6 +15,7 @@ import (
 	"github.com/aivis/aivis/config"
 	"github.com/aivis/aivis/core/bus/buslog"
 	bus "github.com/aivis/aivis/core/bus/sqlite"
+	"github.com/aivis/aivis/core/metrics"
 	"github.com/aivis/aivis/core/secrets"
 	"github.com/aivis/aivis/core/store/cache"
 	"github.com/aivis/aivis/core/store/sqlite"
@@ -37,7 +38,8 @@ func openSQLite(ctx context.Context, cfg config.Config, box *secrets.Box) (Opene
 		return Opened{}, err
 	}
 	db.SetSecrets(box)
-	return Opened{Store: cache.Wrap(db, db.Signal()), Outbox: SQLiteOutbox{Path: path}, Holder: db.Holder()}, nil
+	return Opened{Store: cache.Wrap(db, db.Signal()), Outbox: SQLiteOutbox{Path: path}, Holder: db.Holder(),
+		Instrument: func(m *metrics.Metrics) { db.SetMetrics(m.Store) }}, nil
 }
 
 // How the SQLite bus keeps events, writes its consumer groups' offsets
@@ -89,5 +91,12 @@ func (b *sqliteBus) Ping(ctx context.Context) error {
 	var v int
 	return b.read.QueryRowContext(ctx, `SELECT 1`).Scan(&v)
 }
+
+// Lag counts what follows the group's offset in the bus's table.
+func (b *sqliteBus) Lag(ctx context.Context, group, topic string) (int64, error) {
+	return bus.Lag(ctx, b.read, group, topic)
+}
+
+func (b *sqliteBus) Instrument(*metrics.Metrics) {}
 
 func (b *sqliteBus) Close() error { return errors.Join(b.read.Close(), b.write.Close()) }
