@@ -4,7 +4,8 @@
 # `deps.sh cluster`: that, and what scripts/run-cluster.sh runs (psql, jq).
 # `deps.sh test`: a C compiler, git, Node.js and npm (tests check aivis
 # against the Standard Webhooks library and axe-core), Chromium (the
-# dashboard's browser tests), and jq and shellcheck (the scripts' tests).
+# dashboard's browser tests), jq and shellcheck (the scripts' tests), and
+# promtool (the alerts' tests: Debian's prometheus package).
 # As root it installs what is missing; otherwise it names the one command
 # that does and fails.
 set -eu
@@ -16,7 +17,7 @@ what="${1:-test}"
 case "$what" in
 build) pairs="gcc:gcc cc:libc6-dev" ;;
 cluster) pairs="gcc:gcc cc:libc6-dev psql:postgresql-client jq:jq" ;;
-test) pairs="gcc:gcc cc:libc6-dev git:git node:nodejs npm:npm chromium:chromium jq:jq shellcheck:shellcheck" ;;
+test) pairs="gcc:gcc cc:libc6-dev git:git node:nodejs npm:npm chromium:chromium jq:jq shellcheck:shellcheck promtool:prometheus" ;;
 *) echo "usage: $0 build|cluster|test" >&2; exit 2 ;;
 esac
 
