@@ -188,7 +188,7 @@ var errLost = fmt.Errorf("content: the request is no longer processed by this wo
 // the lease meanwhile: a trace of its own when tracing is on, which its
 // engine calls and its events join.
 func (e *Engine) run(ctx context.Context, cr store.ContentRequest) {
-	ctx, span := tracing.Start(ctx, "content request", trace.WithAttributes(tracing.AttemptNumber.Int(cr.Attempts)))
+	ctx, span := tracing.Start(ctx, "content request", trace.WithAttributes(tracing.Claim.Int(cr.Attempts)))
 	defer span.End()
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()

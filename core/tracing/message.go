@@ -96,6 +96,7 @@ const (
 	EngineKind      = attribute.Key("aivis.engine.kind")
 	Attempts        = attribute.Key("aivis.attempts")
 	AttemptNumber   = attribute.Key("aivis.delivery.attempt")
+	Claim           = attribute.Key("aivis.claim") // a scan's or content request's claim: 1 for the first
 	Deliveries      = attribute.Key("aivis.deliveries")
 	Outcome         = attribute.Key("aivis.outcome")
 	FailureCategory = attribute.Key("aivis.failure.category")

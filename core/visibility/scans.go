@@ -318,7 +318,7 @@ func (s *Scans) claim(ctx context.Context) (store.Scan, error) {
 // trace of its own when tracing is on, which its engine calls and its
 // events join.
 func (s *Scans) run(ctx context.Context, sc store.Scan) {
-	ctx, span := tracing.Start(ctx, "scan", trace.WithAttributes(tracing.AttemptNumber.Int(sc.Attempts)))
+	ctx, span := tracing.Start(ctx, "scan", trace.WithAttributes(tracing.Claim.Int(sc.Attempts)))
 	defer span.End()
 	md, err := s.Store.MonitoredDomain(ctx, sc.AccountID, sc.DomainID)
 	if errors.Is(err, store.ErrNotFound) {
