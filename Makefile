@@ -7,10 +7,31 @@ BIN     ?= bin
 DATA    ?= ./aivis-data
 ADDR    ?= 127.0.0.1:8443
 export CGO_ENABLED := 1
+# What a build says of itself (internal/buildinfo, `aivis version`): git's
+# description of the commit (else the VERSION file of a source tree without
+# git), the commit, and as its date the commit's time (SOURCE_DATE_EPOCH
+# when set), so that two builds of one commit are byte for byte the same.
+VERSION := $(or $(VERSION),$(shell git describe --tags --always --dirty 2>/dev/null || cat VERSION 2>/dev/null))
+COMMIT := $(or $(COMMIT),$(shell git rev-parse HEAD 2>/dev/null))
+SOURCE_DATE_EPOCH := $(or $(SOURCE_DATE_EPOCH),$(shell git log -1 --format=%ct 2>/dev/null || date +%s))
+BUILDINFO := github.com/aivis/aivis/internal/buildinfo
+LDFLAGS := -X $(BUILDINFO).version=$(VERSION) -X $(BUILDINFO).commit=$(COMMIT) \
+	-X $(BUILDINFO).date=$(shell date -u -d @$(SOURCE_DATE_EPOCH) +%Y-%m-%dT%H:%M:%SZ)
+export VERSION COMMIT SOURCE_DATE_EPOCH LDFLAGS
+# Tools built from the Go module proxy at pinned versions, once, outside
+# the repository.
+TOOLS ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/aivis-tools
+export CYCLONEDX := $(TOOLS)/cyclonedx-gomod-v1.10.0/cyclonedx-gomod
+# The container image: its name, and where make image lays out its files.
+IMAGE ?= aivis
+ROOTFS ?= $(BIN)/image
+# Where make release writes the tarballs, and for which architectures.
+RELEASE ?= $(BIN)/release
+export RELEASE_ARCHS ?= amd64 arm64
 # The official connectors: one plugin binary per folder of connectors/.
 CONNECTORS := $(patsubst connectors/%/main.go,%,$(wildcard connectors/*/main.go))
 
-.PHONY: proto all deps build run run-cluster test test-short bench fuzz lint fmt clean screenshots
+.PHONY: proto all deps build version rootfs image release run run-cluster test test-short bench fuzz lint fmt clean screenshots
 
 all: build
 
@@ -22,9 +43,34 @@ deps:
 
 build:
 	@./scripts/deps.sh build
-	$(GO) build -o $(BIN)/aivis ./cmd/aivis
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/aivis ./cmd/aivis
 	@for c in $(CONNECTORS); do \
-	  $(GO) build -o $(BIN)/connectors/$$c ./connectors/$$c || exit 1; done
+	  $(GO) build -trimpath -o $(BIN)/connectors/$$c ./connectors/$$c || exit 1; done
+
+# Prints the version make build stamps.
+version:
+	@echo '$(VERSION)'
+
+# The container image's files (the Dockerfile's build stage runs it too):
+# static binaries, CA certificates, the user aivis, in $(ROOTFS).
+rootfs:
+	@./scripts/deps.sh build
+	./scripts/dist.sh rootfs $(ROOTFS)
+
+# The container image $(IMAGE):$(VERSION) (and :latest), built by podman
+# with no registry (docs/operations.md#installing).
+image: rootfs
+	@./scripts/deps.sh image
+	./scripts/dist.sh image $(ROOTFS) $(IMAGE)
+
+# Tarballs of aivis and the connectors for linux/amd64 and linux/arm64,
+# with their SBOMs and SHA256SUMS, in $(RELEASE).
+release: $(CYCLONEDX)
+	@./scripts/deps.sh release
+	./scripts/dist.sh release $(RELEASE)
+
+$(CYCLONEDX):
+	GOBIN=$(dir $@) $(GO) install github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@v1.10.0
 
 run: build
 	@for c in $(CONNECTORS); do \

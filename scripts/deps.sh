@@ -2,9 +2,13 @@
 # Installs what building or testing aivis needs beyond Go, from Debian's
 # packages. `deps.sh build`: a C compiler (the SQLite driver uses cgo).
 # `deps.sh cluster`: that, and what scripts/run-cluster.sh runs (psql, jq).
+# `deps.sh image`: a C compiler, CA certificates and podman (make image).
+# `deps.sh release`: a C compiler and, for linux/arm64 (in RELEASE_ARCHS),
+# the cross compiler and its C library.
 # `deps.sh test`: a C compiler, git, Node.js and npm (tests check aivis
 # against the Standard Webhooks library and axe-core), Chromium (the
-# dashboard's browser tests), jq and shellcheck (the scripts' tests), and
+# dashboard's browser tests), jq and shellcheck (the scripts' tests),
+# podman and runc (the image's test), systemd-analyze (the unit's) and
 # promtool (the alerts' tests: Debian's prometheus package).
 # As root it installs what is missing; otherwise it names the one command
 # that does and fails.
@@ -13,12 +17,20 @@ set -eu
 need_go="1.26"
 what="${1:-test}"
 
-# command:package pairs; libc6-dev goes with gcc.
+# command:package pairs, or /file:package for a package of no command.
+cc="gcc:gcc /usr/include/stdio.h:libc6-dev"
 case "$what" in
-build) pairs="gcc:gcc cc:libc6-dev" ;;
-cluster) pairs="gcc:gcc cc:libc6-dev psql:postgresql-client jq:jq" ;;
-test) pairs="gcc:gcc cc:libc6-dev git:git node:nodejs npm:npm chromium:chromium jq:jq shellcheck:shellcheck promtool:prometheus" ;;
-*) echo "usage: $0 build|cluster|test" >&2; exit 2 ;;
+build) pairs=$cc ;;
+cluster) pairs="$cc psql:postgresql-client jq:jq" ;;
+image) pairs="$cc /etc/ssl/certs/ca-certificates.crt:ca-certificates podman:podman" ;;
+release)
+	pairs=$cc
+	case "${RELEASE_ARCHS:-arm64}" in
+	*arm64*) pairs="$pairs aarch64-linux-gnu-gcc:gcc-aarch64-linux-gnu /usr/aarch64-linux-gnu/lib/libc.a:libc6-dev-arm64-cross" ;;
+	esac
+	;;
+test) pairs="$cc git:git node:nodejs npm:npm chromium:chromium jq:jq shellcheck:shellcheck /etc/ssl/certs/ca-certificates.crt:ca-certificates podman:podman runc:runc systemd-analyze:systemd promtool:prometheus" ;;
+*) echo "usage: $0 build|cluster|image|release|test" >&2; exit 2 ;;
 esac
 
 if ! command -v go >/dev/null 2>&1; then
@@ -35,8 +47,8 @@ missing=""
 for p in $pairs; do
 	cmd=${p%%:*}
 	pkg=${p#*:}
-	case "$pkg" in
-	libc6-dev) [ -e /usr/include/stdio.h ] && continue ;;
+	case "$cmd" in
+	/*) [ -e "$cmd" ] && continue ;;
 	*) command -v "$cmd" >/dev/null 2>&1 && continue ;;
 	esac
 	# Chromium may be installed under another name or named by AIVIS_CHROMIUM.
