@@ -67,8 +67,8 @@ func TestImage(t *testing.T) {
 	start := time.Now()
 	run(t, root, p.env(), "make", "-s", "image", "IMAGE="+name, "ROOTFS="+filepath.Join(t.TempDir(), "image"))
 	t.Logf("make image: %s", time.Since(start).Round(time.Second))
-	p.cleanup("rmi", "-f", name+":latest")
 	var img struct {
+		ID     string `json:"Id"`
 		Size   int64
 		Config struct {
 			User       string
@@ -82,6 +82,7 @@ func TestImage(t *testing.T) {
 		t.Fatalf("podman image inspect: %v", err)
 	}
 	json.Unmarshal(imgs[0], &img)
+	p.cleanup("rmi", "-f", img.ID) // both its tags
 	t.Logf("image size: %.1f MB", float64(img.Size)/1e6)
 	if img.Config.User != "65532:65532" || !slices.Equal(img.Config.Entrypoint, []string{"/usr/bin/aivis", "serve"}) ||
 		img.Config.Volumes["/data"] == nil || !slices.Contains(img.Config.Env, "AIVIS_TRUSTED_PLUGINS_DIR=/usr/lib/aivis/connectors") {
