@@ -150,6 +150,14 @@ func TestTracesEndToEnd(t *testing.T) {
 	hooks, chat := newParentReceiver(t), newChatReceiver(t)
 	wh := hookTo(t, s, k, "acme.invalid", hooks.URL+"/hook?token=hook-query-secret", "ai_visibility_change", "scan_completed")
 	conn := connect(t, s, k, "partner-chat", `{"webhook_url":"`+chat.URL+`/chat?key=chat-query-secret"}`)
+	// A HEAD is served by its GET's route, and named after it.
+	if r := s.do(t, req{method: "HEAD", path: "/v1/webhooks/" + wh.ID, header: bearer(k)}); r.Status != 200 {
+		t.Fatalf("HEAD of the webhook: %d", r.Status)
+	}
+	rc.Wait(t, "the HEAD's span", 30*time.Second, func(spans []otlptest.Span) bool {
+		sp, ok := otlptest.Named(spans, "HEAD /v1/webhooks/{id}")
+		return ok && sp.Attributes["http.route"] == "/v1/webhooks/{id}" && sp.Attributes["http.response.status_code"] == "200"
+	})
 	event, traceID, callerSpan := tracedReading(t, s, k, `{"domain":"acme.invalid","visibility_score":61,"sentiment":"positive"}`)
 	waitFor(t, "the event at the webhook and the connection's destination", func() bool {
 		_, ok := hooks.parent(event)

@@ -24,6 +24,7 @@ import (
 	"github.com/aivis/aivis/core/limits"
 	"github.com/aivis/aivis/core/metrics"
 	"github.com/aivis/aivis/core/store"
+	"github.com/aivis/aivis/core/tracing"
 	"github.com/aivis/aivis/core/visibility"
 )
 
@@ -130,7 +131,7 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // Router is the route table, without the outer middleware.
 func (s *Server) Router() chi.Router {
 	r := chi.NewRouter()
-	r.Use(s.observe, middleware.GetHead)
+	r.Use(tracing.Route, s.observe, middleware.GetHead)
 	r.NotFound(s.notFound)
 	r.MethodNotAllowed(s.methodNotAllowed)
 	for path, h := range s.health.Paths() {

@@ -7,17 +7,22 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/grpc"
 
 	"github.com/aivis/aivis/internal/buildinfo"
 	"github.com/aivis/aivis/internal/otlptest"
@@ -128,6 +133,7 @@ func TestHandler(t *testing.T) {
 	var logs bytes.Buffer
 	log := Logger(slog.New(slog.NewTextHandler(&logs, nil)))
 	r := chi.NewRouter()
+	r.Use(Route, middleware.GetHead)
 	r.Get("/v1/webhooks/{id}", func(w http.ResponseWriter, r *http.Request) {
 		log.InfoContext(r.Context(), "handled")
 		w.WriteHeader(http.StatusTeapot)
@@ -151,10 +157,11 @@ func TestHandler(t *testing.T) {
 	serve("POST", "/boom", "")
 	serve("POST", "/nowhere", "")
 	serve("BREW", "/v1/webhooks/x", "")
+	serve("HEAD", "/v1/webhooks/wh_1", "")
 
 	spans := rec.Ended()
-	if len(spans) != 4 {
-		t.Fatalf("%d spans, want 4", len(spans))
+	if len(spans) != 5 {
+		t.Fatalf("%d spans, want 5", len(spans))
 	}
 	s := spans[0]
 	want := map[string]string{"http.request.method": "GET", "http.route": "/v1/webhooks/{id}", "http.response.status_code": "418",
@@ -178,6 +185,9 @@ func TestHandler(t *testing.T) {
 	}
 	if o := spans[3]; o.Name() != "_OTHER" && !strings.HasPrefix(o.Name(), "_OTHER ") {
 		t.Errorf("a method HTTP does not define is named %q, want _OTHER", o.Name())
+	}
+	if h := spans[4]; h.Name() != "HEAD /v1/webhooks/{id}" || attrsOf(h)["http.response.status_code"] != "418" {
+		t.Errorf("HEAD, served by GET's route: %q %v", h.Name(), attrsOf(h))
 	}
 	for _, s := range spans {
 		for k, v := range attrsOf(s) {
@@ -291,3 +301,45 @@ func TestDescribe(t *testing.T) {
 type netError struct{ s string }
 
 func (e *netError) Error() string { return e.s }
+
+// grpcCollector takes OTLP over gRPC and counts the spans.
+type grpcCollector struct {
+	coltrace.UnimplementedTraceServiceServer
+	spans atomic.Int64
+}
+
+func (c *grpcCollector) Export(_ context.Context, req *coltrace.ExportTraceServiceRequest) (*coltrace.ExportTraceServiceResponse, error) {
+	for _, rs := range req.ResourceSpans {
+		for _, ss := range rs.ScopeSpans {
+			c.spans.Add(int64(len(ss.Spans)))
+		}
+	}
+	return &coltrace.ExportTraceServiceResponse{}, nil
+}
+
+// OTEL_EXPORTER_OTLP_PROTOCOL=grpc sends the spans over gRPC.
+func TestSetupGRPC(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	c := &grpcCollector{}
+	coltrace.RegisterTraceServiceServer(srv, c)
+	go srv.Serve(ln)
+	defer srv.Stop()
+	t.Setenv(envEndpoint, "http://"+ln.Addr().String())
+	t.Setenv(envProtocol, "grpc")
+	stop, err := Setup(context.Background(), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		_, span := Start(context.Background(), "over grpc")
+		span.End()
+	}
+	stop()
+	if n := c.spans.Load(); n != 3 {
+		t.Errorf("the collector got %d spans over gRPC, want 3", n)
+	}
+}
