@@ -100,6 +100,7 @@ var listening = regexp.MustCompile(`aivis listening on https://localhost:(\d+)`)
 func startServer(tb testing.TB, bin, dataDir string, ready *regexp.Regexp, args ...string) *child {
 	args = append([]string{"serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0", "--log-level", "error"}, args...)
 	c := &child{cmd: exec.Command(bin, args...)}
+	c.cmd.Env = serverEnv(tb)
 	c.cmd.Stderr = &c.stderr
 	out, err := c.cmd.StdoutPipe()
 	if err != nil {
