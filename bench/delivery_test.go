@@ -218,15 +218,16 @@ type deliveryRun struct {
 
 // deliverOn runs the 1-endpoint phase on a new deployment of engine whose
 // events n processes of the binary deliver (`aivis serve --api=false`,
-// the workers alone), this process recording the readings through a
-// store of its own, as an instance serving the API would, and receiving
-// the deliveries; then the open loop at half the rate.
-func deliverOn(b *testing.B, bin string, sink *hookSink, domains []string, engine string, n int) deliveryRun {
+// the workers alone; args added to their settings), this process
+// recording the readings through a store of its own, as an instance
+// serving the API would, and receiving the deliveries; then the open loop
+// at half the rate.
+func deliverOn(b *testing.B, bin string, sink *hookSink, domains []string, engine string, n int, args ...string) deliveryRun {
 	d := newDeployment(b, engine)
 	s, _ := newRecordingStack(b, d.cfg)
 	v := s.hooks(b, sink, domains, 1)
 	sink.reset(v)
-	is := d.start(b, bin, n, workersOnly, "--api=false", "--allowed-targets", "127.0.0.1/32", "--allow-http-targets")
+	is := d.start(b, bin, n, workersOnly, append([]string{"--api=false", "--allowed-targets", "127.0.0.1/32", "--allow-http-targets"}, args...)...)
 	r := deliveryRun{label: d.label(n), engine: engine, instances: n}
 	r.rate, r.cpu = s.burst(b, sink, domains, *deliveryEvents, 1, d.meter(is))
 	r.deliveries = int(sink.count.Load())
@@ -488,12 +489,16 @@ func BenchmarkDelivery(b *testing.B) {
 	}
 
 	var runs []deliveryRun
+	var costs []metricsCost
 	if len(engineNames()) > 0 {
 		bin := buildServer(b, b.TempDir())
 		for _, engine := range engineNames() {
 			for _, n := range deliveryCounts(engine) {
 				runs = append(runs, deliverOn(b, bin, sink, oneDomains, engine, n))
 			}
+		}
+		if *metricsRounds > 0 {
+			costs = append(costs, deliveryMetrics(b, bin, sink, oneDomains))
 		}
 	}
 
@@ -510,6 +515,7 @@ func BenchmarkDelivery(b *testing.B) {
 	fmt.Printf("| >= 25%% of the raw ceiling | %.0f%% and %.0f%% | %s |\n", 100*one/raw, 100*fifty/raw, yes(one >= raw/4 && fifty >= raw/4))
 	fmt.Printf("| p99 commit to delivery < 250 ms at 50%% load | %.1f ms | %s |\n\n", msf(p99), yes(p99 < 250*time.Millisecond))
 	reportDeliveries(b, runs, one)
+	reportMetrics(b, costs...)
 	b.ReportMetric(raw, "raw-req/s")
 	b.ReportMetric(one, "deliveries-1/s")
 	b.ReportMetric(fifty, "deliveries-50/s")

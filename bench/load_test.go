@@ -263,6 +263,7 @@ func BenchmarkLoad(b *testing.B) {
 		var out strings.Builder
 		reportEngines(b, &out, budgetOnEngines(b, run))
 		fmt.Fprintln(os.Stdout, out.String())
+		reportMetrics(b, budgetMetrics(b, buildServer(b, b.TempDir()), run))
 		return
 	}
 	f := newLoadFixture(b)
@@ -303,6 +304,10 @@ func BenchmarkLoad(b *testing.B) {
 		h2budget.Client.CloseIdleConnections()
 	}
 	onEngines := budgetOnEngines(b, run)
+	var costs []metricsCost
+	if *metricsRounds > 0 {
+		costs = append(costs, budgetMetrics(b, buildServer(b, b.TempDir()), run))
+	}
 	b.StopTimer()
 
 	for _, r := range rs {
@@ -350,6 +355,7 @@ func BenchmarkLoad(b *testing.B) {
 		100*noFlushClosed.Rate()/bareClosed.Rate(), ms(noFlushOpen.P99))
 	reportEngines(b, &out, onEngines)
 	fmt.Fprintln(os.Stdout, out.String())
+	reportMetrics(b, costs...)
 }
 
 // engineRun is budget-status on the `aivis serve` processes of a
