@@ -4,11 +4,12 @@
 // tracer provider stays OpenTelemetry's no-op one, no span is started and
 // nothing is added to a request, a message or a log record.
 //
-// The spans: a server span per HTTP request (Handler), a transaction of
-// the store inside traced work (StartChild), an event's publish, its
-// forward to another bus and its handling by a consumer group, the trace
-// context carried from one to the next in the message's metadata
-// (Inject, Extract, Consume), each attempt of a delivery, each call of an
+// The spans: a server span per HTTP request (Request, named by Route), a
+// transaction of the store inside traced work (StartChild), an event's
+// publish, its forward to another bus and its handling by a consumer
+// group, the trace context carried from one to the next in the message's
+// metadata (Inject, FromParent, Consume), each attempt of a delivery (its
+// context kept with the delivery: Parent), each call of an
 // AI engine and of a connector. Their attributes are kinds, labels,
 // names an operator chose, statuses and counts: never a secret, a URL, a
 // domain, an account or anything else a tenant sent.
