@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/go-logr/logr"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -33,3 +34,26 @@ func (h traceHandler) WithAttrs(as []slog.Attr) slog.Handler {
 func (h traceHandler) WithGroup(name string) slog.Handler {
 	return traceHandler{h.Handler.WithGroup(name)}
 }
+
+// otelLog is OpenTelemetry's own logger for aivis: what it says of its
+// settings (a header it cannot parse, a URL, a certificate's file) goes to
+// log by its words alone, an error as a warning and the rest at debug,
+// without the error's text or the values it would add: those quote the
+// setting, and OTEL_EXPORTER_OTLP_HEADERS holds a vendor's key.
+func otelLog(log *slog.Logger) logr.Logger { return logr.New(otelSink{log}) }
+
+type otelSink struct{ log *slog.Logger }
+
+func (otelSink) Init(logr.RuntimeInfo) {}
+
+func (s otelSink) Enabled(int) bool { return s.log.Enabled(context.Background(), slog.LevelDebug) }
+
+func (s otelSink) Info(_ int, msg string, _ ...any) { s.log.Debug("traces: OpenTelemetry: " + msg) }
+
+func (s otelSink) Error(_ error, msg string, _ ...any) {
+	s.log.Warn("traces: OpenTelemetry: "+msg, "note", "the value is not shown: it may hold a secret")
+}
+
+func (s otelSink) WithValues(...any) logr.LogSink { return s }
+
+func (s otelSink) WithName(string) logr.LogSink { return s }

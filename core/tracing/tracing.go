@@ -127,6 +127,7 @@ func Setup(ctx context.Context, log *slog.Logger) (stop func(), err error) {
 	if err != nil || !on {
 		return func() {}, err
 	}
+	otel.SetLogger(otelLog(log)) // before the exporter reads its settings
 	var exp sdktrace.SpanExporter
 	switch protocol {
 	case "grpc":

@@ -285,6 +285,25 @@ func TestSetup(t *testing.T) {
 	}
 }
 
+// What OpenTelemetry says of a setting it cannot read goes to aivis's
+// log without the setting's value: a header written with ':' for '='
+// (a common slip) would otherwise print a vendor's key.
+func TestSettingsNotLogged(t *testing.T) {
+	rc := otlptest.New(t)
+	t.Setenv(envEndpoint, rc.URL)
+	t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "authorization:Bearer sekrit-123,x-team=%zzsekrit-456")
+	var logs syncbuf.Buffer
+	stop, err := Setup(context.Background(), slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	out := logs.String()
+	if !strings.Contains(out, "parse headers") || !strings.Contains(out, "escape header value") || strings.Contains(out, "sekrit") {
+		t.Errorf("log: want what could not be read, without the headers' values:\n%s", out)
+	}
+}
+
 // describe names no URL and no address.
 func TestDescribe(t *testing.T) {
 	for _, err := range []error{
