@@ -239,19 +239,29 @@ func TestConsume(t *testing.T) {
 	}
 }
 
+// setUp sets tracing up with the environment's endpoint a receiver of the
+// test's, and more variables (name, value, ...); its log is kept.
+func setUp(t *testing.T, env ...string) (*otlptest.Receiver, *syncbuf.Buffer, func()) {
+	t.Helper()
+	rc := otlptest.New(t)
+	t.Setenv(envEndpoint, rc.URL)
+	for i := 0; i+1 < len(env); i += 2 {
+		t.Setenv(env[i], env[i+1])
+	}
+	logs := &syncbuf.Buffer{}
+	stop, err := Setup(context.Background(), slog.New(slog.NewTextHandler(logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { Use(nil) })
+	return rc, logs, stop
+}
+
 // Spans go to the OTLP endpoint of the environment, as aivis of this
 // version; a collector that refuses them is logged once, without its
 // URL, and its return once; stop sends what is left.
 func TestSetup(t *testing.T) {
-	rc := otlptest.New(t)
-	t.Setenv(envEndpoint, rc.URL)
-	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
-	var logs syncbuf.Buffer
-	stop, err := Setup(context.Background(), slog.New(slog.NewTextHandler(&logs, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer Use(nil)
+	rc, logs, stop := setUp(t, "OTEL_BSP_SCHEDULE_DELAY", "50")
 	_, span := Start(context.Background(), "first")
 	span.End()
 	spans := rc.Wait(t, "the first span", 10*time.Second, func(s []otlptest.Span) bool { return len(s) > 0 })
@@ -289,14 +299,7 @@ func TestSetup(t *testing.T) {
 // log without the setting's value: a header written with ':' for '='
 // (a common slip) would otherwise print a vendor's key.
 func TestSettingsNotLogged(t *testing.T) {
-	rc := otlptest.New(t)
-	t.Setenv(envEndpoint, rc.URL)
-	t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "authorization:Bearer sekrit-123,x-team=%zzsekrit-456")
-	var logs syncbuf.Buffer
-	stop, err := Setup(context.Background(), slog.New(slog.NewTextHandler(&logs, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, logs, stop := setUp(t, "OTEL_EXPORTER_OTLP_HEADERS", "authorization:Bearer sekrit-123,x-team=%zzsekrit-456")
 	stop()
 	out := logs.String()
 	if !strings.Contains(out, "parse headers") || !strings.Contains(out, "escape header value") || strings.Contains(out, "sekrit") {
