@@ -239,12 +239,20 @@ func TestTracesEndToEnd(t *testing.T) {
 		"rocket", "Globex", "Acme")
 }
 
-// TestTracesOnNATS: on a cluster (PostgreSQL, NATS, Redis), one trace
-// runs from the reading's request on one instance through the publish in
-// its transaction, the forwarder's forward to NATS and the fan-out, on
-// whichever instance, to the webhook's attempt.
-func TestTracesOnNATS(t *testing.T) {
+// TestTracesOnTheClusterBuses: on a cluster (PostgreSQL, NATS, Redis;
+// two instances), one trace runs from the reading's request on one
+// instance through the publish in its transaction and, on bus nats, the
+// forwarder's forward to NATS, or, on bus postgres, the outbox's table
+// itself, to the fan-out and the webhook's attempt, on whichever instance.
+func TestTracesOnTheClusterBuses(t *testing.T) {
+	for _, bus := range []string{"nats", "postgres"} {
+		t.Run(bus, func(t *testing.T) { tracesOnCluster(t, bus) })
+	}
+}
+
+func tracesOnCluster(t *testing.T, bus string) {
 	c := newCluster(t)
+	t.Setenv("AIVIS_BUS", bus)
 	rc := tracedTo(t)
 	k := newKey(t, c.dir, newAccount(t, c.dir, "professional", false).ID)
 	args := []string{"--allowed-targets", "127.0.0.1/32", "--allow-http-targets"}
@@ -256,9 +264,13 @@ func TestTracesOnNATS(t *testing.T) {
 
 	server := childOf(t, rc, traceID, "POST /v1/visibility", callerSpan)
 	publish := childOf(t, rc, traceID, "publish aivis.events", server.ID)
-	forward := childOf(t, rc, traceID, "forward aivis.events", publish.ID)
-	hasAttrs(t, forward, map[string]string{"messaging.message.id": event, "messaging.destination.name": "aivis.events"})
-	process := childOf(t, rc, traceID, "process aivis.events", forward.ID)
+	parent := publish.ID
+	if bus == "nats" {
+		forward := childOf(t, rc, traceID, "forward aivis.events", publish.ID)
+		hasAttrs(t, forward, map[string]string{"messaging.message.id": event, "messaging.destination.name": "aivis.events"})
+		parent = forward.ID
+	}
+	process := childOf(t, rc, traceID, "process aivis.events", parent)
 	attempt := childOf(t, rc, traceID, "deliver webhook", process.ID)
 	if got, _ := hooks.parent(event); got != "00-"+traceID+"-"+attempt.ID+"-01" {
 		t.Errorf("the webhook's POST came with traceparent %q, want the attempt's span %s of trace %s", got, attempt.ID, traceID)
