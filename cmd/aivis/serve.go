@@ -38,10 +38,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if fs.NArg() > 0 {
 		return usageError("serve takes no arguments, got %q", fs.Args())
 	}
-	log := app.Logger(cfg, stderr)
-	bi := buildinfo.Get()
-	log.Info("aivis starting", "version", bi.Version, "commit", bi.Commit, "go", bi.GoVersion)
-	return app.Run(ctx, cfg, log, stdout)
+	return app.Run(ctx, cfg, app.Logger(cfg, stderr), stdout)
 }
 
 func printFlags(w io.Writer, serve bool) {

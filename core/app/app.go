@@ -37,6 +37,7 @@ import (
 	"github.com/aivis/aivis/core/tlsconf"
 	"github.com/aivis/aivis/core/tracing"
 	"github.com/aivis/aivis/core/visibility"
+	"github.com/aivis/aivis/internal/buildinfo"
 	"github.com/aivis/aivis/internal/lockfile"
 )
 
@@ -162,6 +163,10 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 		return err
 	}
 	defer svc.Close()
+	// Once the settings and the engines they name are known good: what
+	// refuses to start says only why.
+	bi := buildinfo.Get()
+	log.Info("aivis starting", "version", bi.Version, "commit", bi.Commit, "go", bi.GoVersion)
 	svc.measure(cfg)
 	limiter, err := engines.Counters[cfg.Counter](ctx, cfg, svc.Store, log)
 	if err != nil {
