@@ -1,10 +1,15 @@
 package secrets_test
 
 import (
+	"bytes"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
 	"encoding/base64"
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,7 +23,7 @@ func TestSealOpen(t *testing.T) {
 		t.Fatal(err, created)
 	}
 	s1, s2 := box.Seal("whsec_abc"), box.Seal("whsec_abc")
-	if s1 == s2 || strings.Contains(s1, "whsec_abc") || !strings.HasPrefix(s1, "sealed:v1:") {
+	if s1 == s2 || strings.Contains(s1, "whsec_abc") || !strings.HasPrefix(s1, "sealed:v2:"+box.ID()+":") {
 		t.Fatalf("sealed %q, %q", s1, s2)
 	}
 	if got, err := box.Open(s1); err != nil || got != "whsec_abc" {
@@ -32,8 +37,13 @@ func TestSealOpen(t *testing.T) {
 		t.Fatal("a tampered value opened")
 	}
 	other, _ := secrets.New(make([]byte, 32))
-	if _, err := other.Open(s1); err == nil {
-		t.Fatal("opened under another key")
+	if _, err := other.Open(s1); err == nil || !strings.Contains(err.Error(), "needs master key "+box.ID()) {
+		t.Fatalf("opened under another key, or said not which key it needs: %v", err)
+	}
+	// A value that claims the other's id but was sealed under box's key.
+	forged := strings.Replace(s1, box.ID(), other.ID(), 1)
+	if _, err := other.Open(forged); err == nil {
+		t.Fatal("a value under another key opened by its id alone")
 	}
 }
 
@@ -101,4 +111,141 @@ func TestKeyMadeOnceForProcessesStartingAtOnce(t *testing.T) {
 			t.Fatalf("the directory holds %v, want the key file alone", ents)
 		}
 	}
+}
+
+// sealV1 seals as aivis did before key ids: "sealed:v1:" + base64(nonce
+// + ciphertext), under key k.
+func sealV1(t *testing.T, k []byte, plain string) string {
+	t.Helper()
+	block, _ := aes.NewCipher(k)
+	aead, _ := cipher.NewGCM(block)
+	nonce := make([]byte, aead.NonceSize())
+	rand.Read(nonce)
+	return "sealed:v1:" + base64.RawStdEncoding.EncodeToString(aead.Seal(nonce, nonce, []byte(plain), nil))
+}
+
+func key(b byte) []byte { return bytes.Repeat([]byte{b}, 32) }
+
+func b64(k []byte) string { return base64.StdEncoding.EncodeToString(k) }
+
+// TestSeveralKeys: the first key of the file seals, every key opens, a
+// value of version 1 opens with whichever key sealed it, and KeyOf tells
+// which key a value needs without opening it.
+func TestSeveralKeys(t *testing.T) {
+	k1, k2, k3 := key(1), key(2), key(3)
+	path := filepath.Join(t.TempDir(), secrets.KeyFile)
+	content := "# the new key\n" + b64(k2) + "\n\n  # the old one, until aivis secrets status shows no value on it\n" + b64(k1) + "  \n"
+	os.WriteFile(path, []byte(content), 0o600)
+	box, created, err := secrets.Load(path, true)
+	if err != nil || created {
+		t.Fatal(err, created)
+	}
+	if box.ID() != secrets.KeyID(k2) || !slices.Equal(box.IDs(), []string{secrets.KeyID(k2), secrets.KeyID(k1)}) {
+		t.Fatalf("ids %v, want %s first", box.IDs(), secrets.KeyID(k2))
+	}
+	if id := secrets.KeyID(k1); len(id) != 16 || strings.Contains(id, b64(k1)[:8]) {
+		t.Fatalf("key id %q", id)
+	}
+	old, _ := secrets.New(k1)
+	third, _ := secrets.New(k3)
+	for name, sealed := range map[string]string{
+		"v2 under the new key": box.Seal("a"),
+		"v2 under the old key": old.Seal("a"),
+		"v1 under the new key": sealV1(t, k2, "a"),
+		"v1 under the old key": sealV1(t, k1, "a"),
+	} {
+		if got, err := box.Open(sealed); err != nil || got != "a" {
+			t.Errorf("%s: Open = %q, %v", name, got, err)
+		}
+	}
+	if id, err := secrets.KeyOf(old.Seal("a")); err != nil || id != secrets.KeyID(k1) {
+		t.Fatalf("KeyOf = %q, %v", id, err)
+	}
+	if id, err := secrets.KeyOf(sealV1(t, k1, "a")); err != nil || id != secrets.V1 {
+		t.Fatalf("KeyOf(v1) = %q, %v", id, err)
+	}
+	if _, err := secrets.KeyOf("whsec_plain"); !errors.Is(err, secrets.ErrNotSealed) {
+		t.Fatalf("KeyOf(plain) = %v", err)
+	}
+	if !box.Sealed(box.Seal("a")) || box.Sealed(old.Seal("a")) || box.Sealed(sealV1(t, k2, "a")) {
+		t.Fatal("Sealed tells wrong which values need re-sealing")
+	}
+	_, err = box.Open(third.Seal("a"))
+	if err == nil || !strings.Contains(err.Error(), secrets.KeyID(k3)) || strings.Contains(err.Error(), b64(k3)) {
+		t.Fatalf("a value under a key not in the file: %v", err)
+	}
+	if _, err := box.Open(sealV1(t, k3, "a")); err == nil {
+		t.Fatal("a v1 value under a key not in the file opened")
+	}
+}
+
+func TestKeyFileRefusals(t *testing.T) {
+	path := filepath.Join(t.TempDir(), secrets.KeyFile)
+	for content, want := range map[string]string{
+		"":                                         "holds no key",
+		"# a comment alone\n\n":                    "holds no key",
+		b64(key(1)) + "\nnot base64!\n":            "line 2: not the base64 of 32 bytes",
+		b64(key(1)) + "\n" + b64(key(1)[:16]):      "line 2: not the base64 of 32 bytes",
+		b64(key(1)) + "\n" + b64(key(1)) + "\n":    "given twice",
+		"#" + b64(key(1)) + "\n" + b64(key(2)[:8]): "line 2",
+	} {
+		os.WriteFile(path, []byte(content), 0o600)
+		_, _, err := secrets.Load(path, true)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", content, err, want)
+		}
+		if err != nil && strings.Contains(err.Error(), b64(key(1))) {
+			t.Errorf("%q: the error gives a key away: %v", content, err)
+		}
+	}
+}
+
+// TestAddKey: AddKey puts a new key first, keeps the others and their
+// comments, replaces the file whole with mode 0600 and leaves nothing
+// beside it; a file it cannot read stays as it was.
+func TestAddKey(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, secrets.KeyFile)
+	if _, err := secrets.AddKey(path); err == nil {
+		t.Fatal("AddKey made a key file")
+	}
+	first, _, err := secrets.Load(path, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealed := first.Seal("x")
+	os.WriteFile(path, append([]byte("# kept\n"), must(os.ReadFile(path))...), 0o644)
+	id, err := secrets.AddKey(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	box, _, err := secrets.Load(path, false)
+	if err != nil || box.ID() != id || !slices.Equal(box.IDs(), []string{id, first.ID()}) {
+		t.Fatalf("after AddKey: %v %v, want %s then %s", box.IDs(), err, id, first.ID())
+	}
+	if got, err := box.Open(sealed); err != nil || got != "x" {
+		t.Fatalf("the old key does not open: %v", err)
+	}
+	text := string(must(os.ReadFile(path)))
+	if !strings.Contains(text, "# kept\n") {
+		t.Fatalf("the comment went: %q", text)
+	}
+	st, _ := os.Stat(path)
+	if st.Mode().Perm() != 0o600 {
+		t.Fatalf("mode %v", st.Mode())
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Fatalf("the directory holds %v", ents)
+	}
+	os.WriteFile(path, []byte("garbage\n"), 0o600)
+	if _, err := secrets.AddKey(path); err == nil || string(must(os.ReadFile(path))) != "garbage\n" {
+		t.Fatalf("AddKey on a bad file: %v", err)
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

@@ -334,7 +334,7 @@ func TestSecretsSealedAtRest(t *testing.T) {
 	var secret, prev, settings string
 	must(t, conn(t, dsn).QueryRow(ctx, `SELECT secret, prev_secret, settings FROM webhooks`).Scan(&secret, &prev, &settings))
 	for _, v := range []string{secret, prev, settings} {
-		if !strings.HasPrefix(v, "sealed:v1:") || strings.Contains(v, "plain") || strings.Contains(v, "older") {
+		if !strings.HasPrefix(v, "sealed:v2:") || strings.Contains(v, "plain") || strings.Contains(v, "older") {
 			t.Errorf("stored %q, want it sealed", v)
 		}
 	}
