@@ -7,17 +7,13 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
+	"net/url"
 	"runtime"
-	"sort"
-	"strconv"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	sqlite3 "github.com/mattn/go-sqlite3"
 
@@ -25,12 +21,10 @@ import (
 	"github.com/aivis/aivis/core/metrics"
 	"github.com/aivis/aivis/core/secrets"
 	"github.com/aivis/aivis/core/store"
+	"github.com/aivis/aivis/core/store/schema"
 	"github.com/aivis/aivis/core/text"
 	"github.com/aivis/aivis/internal/sqlitefile"
 )
-
-//go:embed migrations/*.sql
-var migrations embed.FS
 
 // DB is the SQLite implementation of store.Store.
 type DB struct {
@@ -114,21 +108,19 @@ func rawConn(dc any) (*sqlite3.SQLiteConn, error) {
 // Open opens (creating if needed) the database file at path and applies any
 // pending migrations.
 func Open(ctx context.Context, path string) (*DB, error) {
-	q := sqlitefile.Params()
-	q.Set("_foreign_keys", "on")
-	q.Set("_txlock", "immediate")
-	// Statements are prepared once per connection and kept: preparing
-	// costs more than running most of them.
-	q.Set("_stmt_cache_size", "256")
-	w, err := sql.Open(writerDriver, sqlitefile.DSN(path, q))
+	return OpenWith(ctx, path, schema.Apply)
+}
+
+// OpenWith opens the database file at path, doing with its schema what
+// policy allows (schema.Runner.Prepare): a schema newer than the binary is
+// always refused.
+func OpenWith(ctx context.Context, path string, policy schema.Policy) (*DB, error) {
+	q := writerParams()
+	w, err := openWriter(path)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+		return nil, err
 	}
-	w.SetMaxOpenConns(1)
-	w.SetMaxIdleConns(1)
-	w.SetConnMaxLifetime(0)
-	w.SetConnMaxIdleTime(0)
-	if err := migrate(ctx, w); err != nil {
+	if err := migrate(ctx, w, path, policy); err != nil {
 		w.Close()
 		return nil, err
 	}
@@ -182,10 +174,34 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	return db, nil
 }
 
+// writerParams are the writer connection's settings.
+func writerParams() url.Values {
+	q := sqlitefile.Params()
+	q.Set("_foreign_keys", "on")
+	q.Set("_txlock", "immediate")
+	// Statements are prepared once per connection and kept: preparing
+	// costs more than running most of them.
+	q.Set("_stmt_cache_size", "256")
+	return q
+}
+
+// openWriter opens the writer connection of the file at path.
+func openWriter(path string) (*sql.DB, error) {
+	w, err := sql.Open(writerDriver, sqlitefile.DSN(path, writerParams()))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+	return w, nil
+}
+
 // Ping reads the file, as every request's reads do.
 func (db *DB) Ping(ctx context.Context) error {
 	var v int
-	return db.r.QueryRowContext(ctx, `SELECT 1 FROM schema_migrations LIMIT 1`).Scan(&v)
+	return db.r.QueryRowContext(ctx, `SELECT 1 FROM `+schema.Table+` LIMIT 1`).Scan(&v)
 }
 
 // Close closes both pools.
@@ -209,70 +225,6 @@ func (db *DB) Close() error {
 	err := errors.Join(db.r.Close(), db.w.Close())
 	c.close()
 	return err
-}
-
-func migrate(ctx context.Context, w *sql.DB) error {
-	// Several processes may open the same new file at once. Turning it to
-	// WAL on the first connection takes a lock for which SQLite does not
-	// always wait (busy timeout or not), so the first statement is retried
-	// on SQLITE_BUSY for a while. It runs in a transaction begun IMMEDIATE,
-	// which waits for the write lock instead of upgrading a stale snapshot.
-	var err error
-	for attempt, wait := 1, 10*time.Millisecond; ; attempt, wait = attempt+1, min(2*wait, 500*time.Millisecond) {
-		err = inTx(ctx, w, func(tx *sql.Tx) error {
-			_, err := tx.Exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
-				version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL) STRICT`)
-			return err
-		})
-		var se sqlite3.Error
-		if err == nil || !errors.As(err, &se) || se.Code != sqlite3.ErrBusy || attempt == 20 {
-			break
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(wait):
-		}
-		if ctx.Err() != nil {
-			break
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("sqlite: migrations table: %w", err)
-	}
-	files, err := fs.Glob(migrations, "migrations/*.sql")
-	if err != nil {
-		return err
-	}
-	sort.Strings(files)
-	for _, f := range files {
-		base := strings.TrimPrefix(f, "migrations/")
-		v, err := strconv.Atoi(strings.SplitN(base, "_", 2)[0])
-		if err != nil {
-			return fmt.Errorf("sqlite: migration %s: bad version", base)
-		}
-		body, err := migrations.ReadFile(f)
-		if err != nil {
-			return err
-		}
-		err = inTx(ctx, w, func(tx *sql.Tx) error {
-			var n int
-			if err := tx.QueryRow(`SELECT count(*) FROM schema_migrations WHERE version = ?`, v).Scan(&n); err != nil {
-				return err
-			}
-			if n > 0 {
-				return nil
-			}
-			if _, err := tx.Exec(string(body)); err != nil {
-				return err
-			}
-			_, err := tx.Exec(`INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, v, time.Now().Unix())
-			return err
-		})
-		if err != nil {
-			return fmt.Errorf("sqlite: migration %s: %w", base, err)
-		}
-	}
-	return nil
 }
 
 func inTx(ctx context.Context, db *sql.DB, fn func(*sql.Tx) error) error {

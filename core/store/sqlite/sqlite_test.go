@@ -99,7 +99,7 @@ func TestMigrationsApplyOnce(t *testing.T) {
 	r := raw(t, path)
 	var applied []int64
 	readApplied := func() []int64 {
-		rows, err := r.Query(`SELECT version, applied_at FROM schema_migrations ORDER BY version`)
+		rows, err := r.Query(`SELECT version_id, id FROM goose_db_version WHERE version_id > 0 ORDER BY id`)
 		must(t, err)
 		defer rows.Close()
 		var vs, ats []int64
@@ -113,7 +113,7 @@ func TestMigrationsApplyOnce(t *testing.T) {
 	applied = readApplied()
 	files := migrationFiles(t)
 	if len(applied) != 2*len(files) {
-		t.Fatalf("schema_migrations %v, want %d versions (%v)", applied, len(files), files)
+		t.Fatalf("goose_db_version %v, want %d versions (%v)", applied, len(files), files)
 	}
 	for i, f := range files {
 		// A version is its file's number; numbers may skip (0009 can be
@@ -134,7 +134,7 @@ func TestMigrationsApplyOnce(t *testing.T) {
 		}
 		must(t, db.Close())
 		if again := readApplied(); !slices.Equal(again, applied) {
-			t.Fatalf("reopening changed schema_migrations: %v -> %v", applied, again)
+			t.Fatalf("reopening changed goose_db_version: %v -> %v", applied, again)
 		}
 	}
 	var journal string
@@ -308,7 +308,7 @@ func TestConcurrentOpenOfANewFile(t *testing.T) {
 		t.Cleanup(func() { dbs[i].Close() })
 	}
 	var versions int
-	must(t, raw(t, path).QueryRow(`SELECT count(*) FROM schema_migrations`).Scan(&versions))
+	must(t, raw(t, path).QueryRow(`SELECT count(*) FROM goose_db_version WHERE version_id > 0`).Scan(&versions))
 	if versions != len(migrationFiles(t)) {
 		t.Fatalf("%d migrations recorded, want %d", versions, len(migrationFiles(t)))
 	}

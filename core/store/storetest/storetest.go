@@ -109,6 +109,8 @@ var groups = []struct {
 		{"PruneDeletedInBoundedBatchesOldestFirst", testPruneDeleted},
 		{"WebhookCapUnderConcurrency", testWebhookCapUnderConcurrency},
 		{"ConnectionCapUnderConcurrency", testConnectionCapUnderConcurrency},
+		{"SealedValuesListedAsStored", testSealedValuesListed},
+		{"ReplaceSealedOnlyIfUnchanged", testReplaceSealed},
 	}},
 	{"Deliveries", []test{
 		{"RoundTripOncePerWebhookAndEvent", testDeliveries},

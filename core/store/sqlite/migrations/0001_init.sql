@@ -1,3 +1,4 @@
+-- +goose Up
 CREATE TABLE accounts (
   id         TEXT PRIMARY KEY,
   name       TEXT NOT NULL,
@@ -106,3 +107,6 @@ CREATE TABLE visibility_readings (
   measured_at      INTEGER NOT NULL
 ) STRICT;
 CREATE INDEX visibility_readings_latest ON visibility_readings(account_id, domain, measured_at DESC);
+
+-- +goose Down
+-- Irreversible: it makes the schema: undoing it would empty the database

@@ -1,3 +1,4 @@
+-- +goose Up
 -- cache_epoch moves on every change to what the server caches (keys,
 -- accounts, clients, budgets, active requests), and not on the writes of
 -- request counts, so those do not empty the caches every second.
@@ -21,3 +22,19 @@ CREATE TRIGGER budget_months_epoch_u AFTER UPDATE ON budget_months BEGIN UPDATE 
 CREATE TRIGGER content_requests_epoch_i AFTER INSERT ON content_requests BEGIN UPDATE cache_epoch SET n = n + 1; END;
 CREATE TRIGGER content_requests_epoch_u AFTER UPDATE OF status, account_id ON content_requests BEGIN UPDATE cache_epoch SET n = n + 1; END;
 CREATE TRIGGER content_requests_epoch_d AFTER DELETE ON content_requests BEGIN UPDATE cache_epoch SET n = n + 1; END;
+
+-- +goose Down
+DROP TRIGGER accounts_epoch_i;
+DROP TRIGGER accounts_epoch_u;
+DROP TRIGGER accounts_epoch_d;
+DROP TRIGGER clients_epoch_u;
+DROP TRIGGER clients_epoch_d;
+DROP TRIGGER api_keys_epoch_i;
+DROP TRIGGER api_keys_epoch_u;
+DROP TRIGGER api_keys_epoch_d;
+DROP TRIGGER budget_months_epoch_i;
+DROP TRIGGER budget_months_epoch_u;
+DROP TRIGGER content_requests_epoch_i;
+DROP TRIGGER content_requests_epoch_u;
+DROP TRIGGER content_requests_epoch_d;
+DROP TABLE cache_epoch;

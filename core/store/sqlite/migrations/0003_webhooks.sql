@@ -1,3 +1,4 @@
+-- +goose Up
 -- Webhooks, their deliveries and attempts. The event bus's own tables are
 -- created by core/bus/sqlite (InitializeSchema) in the same file.
 ALTER TABLE accounts ADD COLUMN default_webhook_url TEXT;
@@ -59,3 +60,11 @@ CREATE TABLE webhook_attempts (
 ) STRICT, WITHOUT ROWID;
 
 CREATE INDEX visibility_readings_owner ON visibility_readings(account_id, client_id, domain, measured_at DESC, id DESC);
+
+-- +goose Down
+DROP INDEX visibility_readings_owner;
+DROP TABLE webhook_attempts;
+DROP TABLE webhook_deliveries;
+DROP TABLE webhooks;
+ALTER TABLE clients DROP COLUMN default_webhook_url;
+ALTER TABLE accounts DROP COLUMN default_webhook_url;

@@ -1,3 +1,4 @@
+-- +goose Up
 -- Connector plugins an operator registered: the binary is started only if
 -- its SHA-256 still matches.
 CREATE TABLE plugins (
@@ -9,3 +10,6 @@ CREATE TABLE plugins (
   display_name  TEXT NOT NULL,
   registered_at INTEGER NOT NULL
 ) STRICT;
+
+-- +goose Down
+DROP TABLE plugins;

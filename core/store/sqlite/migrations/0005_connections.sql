@@ -1,3 +1,4 @@
+-- +goose Up
 -- Connections: an owner's configured connector (a plugin) with its
 -- settings, kept in the webhooks table beside signed webhooks so that both
 -- share one delivery log, one retry schedule and one dispatcher. A row with
@@ -31,3 +32,15 @@ CREATE TABLE event_log (
 ) STRICT;
 CREATE INDEX event_log_owner ON event_log(account_id, client_id, event, created_at DESC);
 CREATE INDEX event_log_age ON event_log(created_at);
+
+-- +goose Down
+DROP TABLE event_log;
+ALTER TABLE webhook_attempts DROP COLUMN result;
+DROP INDEX webhooks_connections;
+ALTER TABLE webhooks DROP COLUMN subscription;
+ALTER TABLE webhooks DROP COLUMN secret_fields;
+ALTER TABLE webhooks DROP COLUMN public_settings;
+ALTER TABLE webhooks DROP COLUMN settings;
+ALTER TABLE webhooks DROP COLUMN domains;
+ALTER TABLE webhooks DROP COLUMN name;
+ALTER TABLE webhooks DROP COLUMN connector;

@@ -1,3 +1,4 @@
+-- +goose Up
 -- Monitored domains: what the visibility engine scans for an owner (an
 -- account, or one agency client), with the brand names, competitors,
 -- topics and prompts its probes use. JSON arrays of strings.
@@ -19,3 +20,6 @@ CREATE TABLE monitored_domains (
 CREATE UNIQUE INDEX monitored_domains_owner_domain ON monitored_domains(account_id, coalesce(client_id, ''), domain);
 CREATE INDEX monitored_domains_list ON monitored_domains(account_id, client_id, created_at DESC, id DESC);
 CREATE INDEX monitored_domains_due ON monitored_domains(next_scan_at);
+
+-- +goose Down
+DROP TABLE monitored_domains;

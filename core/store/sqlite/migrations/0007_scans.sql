@@ -1,3 +1,4 @@
+-- +goose Up
 -- Scans of monitored domains: a durable job queue. A running scan holds a
 -- lease; one whose lease ended (its process died) is claimed again.
 CREATE TABLE scans (
@@ -19,3 +20,6 @@ CREATE TABLE scans (
 CREATE INDEX scans_queue ON scans(status, created_at);
 CREATE INDEX scans_domain ON scans(domain_id, status);
 CREATE INDEX scans_owner ON scans(account_id, created_at DESC, id DESC);
+
+-- +goose Down
+DROP TABLE scans;

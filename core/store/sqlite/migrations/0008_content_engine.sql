@@ -1,3 +1,4 @@
+-- +goose Up
 -- The content engine. A processing request holds a lease, renewed while it
 -- runs; one whose process died is claimed again when the lease ends, and
 -- its attempts count the claims. step is the step it is at; work holds
@@ -9,3 +10,11 @@ ALTER TABLE content_requests ADD COLUMN work TEXT;
 CREATE INDEX content_requests_queue ON content_requests(status, created_at)
   WHERE status IN ('queued', 'processing');
 CREATE INDEX content_requests_owner ON content_requests(account_id, client_id, started_at);
+
+-- +goose Down
+DROP INDEX content_requests_owner;
+DROP INDEX content_requests_queue;
+ALTER TABLE content_requests DROP COLUMN work;
+ALTER TABLE content_requests DROP COLUMN lease_until;
+ALTER TABLE content_requests DROP COLUMN attempts;
+ALTER TABLE content_requests DROP COLUMN step;

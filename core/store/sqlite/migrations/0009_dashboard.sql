@@ -1,3 +1,4 @@
+-- +goose Up
 -- The dashboard's people: users of an account with a role, their sessions
 -- (only a hash of each token is kept) and invitations (one-time tokens,
 -- hashed). An invitation without an account is the bootstrap owner's: its
@@ -32,3 +33,8 @@ CREATE TABLE invitations (
   expires_at  INTEGER NOT NULL
 ) STRICT;
 CREATE INDEX invitations_account ON invitations(account_id, created_at);
+
+-- +goose Down
+DROP TABLE invitations;
+DROP TABLE sessions;
+DROP TABLE users;

@@ -1,3 +1,4 @@
+-- +goose Up
 -- The store writes every column of a content request on each update, so
 -- "UPDATE OF status" fired on every lease renewal, step and charge of a
 -- processing request and emptied the server's read caches (keys, budgets)
@@ -8,3 +9,7 @@ DROP TRIGGER content_requests_epoch_u;
 CREATE TRIGGER content_requests_epoch_u AFTER UPDATE OF status, account_id ON content_requests
   WHEN OLD.status IS NOT NEW.status OR OLD.account_id IS NOT NEW.account_id
   BEGIN UPDATE cache_epoch SET n = n + 1; END;
+
+-- +goose Down
+DROP TRIGGER content_requests_epoch_u;
+CREATE TRIGGER content_requests_epoch_u AFTER UPDATE OF status, account_id ON content_requests BEGIN UPDATE cache_epoch SET n = n + 1; END;

@@ -1,3 +1,4 @@
+-- +goose Up
 -- The claim of the next content request (content_queue.go) ranks the
 -- accounts, then the clients, with queued requests: by their requests
 -- processing, their last start and their oldest queued request. The
@@ -8,3 +9,7 @@
 -- owner in queue order, and an account's last start.
 CREATE INDEX content_requests_waiting ON content_requests(status, account_id, client_id, created_at, id);
 CREATE INDEX content_requests_account_start ON content_requests(account_id, started_at);
+
+-- +goose Down
+DROP INDEX content_requests_account_start;
+DROP INDEX content_requests_waiting;

@@ -1,3 +1,4 @@
+-- +goose Up
 -- cache_epoch gets a counter for webhooks and connections, which the
 -- fan-out's match of an event's targets is cached under. It moves when a
 -- target is added or removed, or when what matching and delivering read
@@ -16,3 +17,9 @@ CREATE TRIGGER webhooks_epoch_u AFTER UPDATE ON webhooks
     OR OLD.settings IS NOT NEW.settings OR OLD.public_settings IS NOT NEW.public_settings
     OR OLD.secret_fields IS NOT NEW.secret_fields OR OLD.subscription IS NOT NEW.subscription
   BEGIN UPDATE cache_epoch SET webhooks = webhooks + 1; END;
+
+-- +goose Down
+DROP TRIGGER webhooks_epoch_i;
+DROP TRIGGER webhooks_epoch_d;
+DROP TRIGGER webhooks_epoch_u;
+ALTER TABLE cache_epoch DROP COLUMN webhooks;

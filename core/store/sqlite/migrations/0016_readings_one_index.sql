@@ -1,3 +1,4 @@
+-- +goose Up
 -- One index serves every read of the readings, in place of two: recording
 -- a reading writes each of its indexes at its domain's place, a page of
 -- its own per domain, so each index costs the hot path dearly. Leading
@@ -7,3 +8,8 @@
 DROP INDEX visibility_readings_latest;
 DROP INDEX visibility_readings_owner;
 CREATE INDEX visibility_readings_owner ON visibility_readings(account_id, domain, client_id, measured_at DESC, id DESC);
+
+-- +goose Down
+DROP INDEX visibility_readings_owner;
+CREATE INDEX visibility_readings_latest ON visibility_readings(account_id, domain, measured_at DESC);
+CREATE INDEX visibility_readings_owner ON visibility_readings(account_id, client_id, domain, measured_at DESC, id DESC);

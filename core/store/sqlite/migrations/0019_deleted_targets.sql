@@ -1,3 +1,4 @@
+-- +goose Up
 -- A deleted webhook or connection stays, without its secrets, as long as
 -- its deliveries: its delivery log is readable until retention removes it
 -- (then the row goes too). deleted_at marks it; it is neither matched,
@@ -18,3 +19,6 @@ CREATE TRIGGER webhooks_epoch_u AFTER UPDATE ON webhooks
     OR OLD.secret_fields IS NOT NEW.secret_fields OR OLD.subscription IS NOT NEW.subscription
     OR OLD.deleted_at IS NOT NEW.deleted_at
   BEGIN UPDATE cache_epoch SET webhooks = webhooks + 1; END;
+
+-- +goose Down
+-- Irreversible: webhooks and connections deleted since are rows marked deleted_at, which the schema before it would take for live ones

@@ -1,3 +1,4 @@
+-- +goose Up
 -- Work is claimed in the store, so that several processes on one database
 -- never hold one item at once. A delivery's lease is the claim that holds
 -- it (a token unique per claim) and when the lease ends; its outcome is
@@ -18,3 +19,6 @@ UPDATE scans SET status = 'failed', error = 'superseded by an earlier scan of th
     SELECT 1 FROM scans o WHERE o.domain_id = scans.domain_id AND o.status IN ('queued', 'running')
       AND (o.created_at < scans.created_at OR (o.created_at = scans.created_at AND o.id < scans.id)));
 CREATE UNIQUE INDEX scans_active ON scans(domain_id) WHERE status IN ('queued', 'running');
+
+-- +goose Down
+-- Irreversible: it failed every queued or running scan superseded by an earlier one of its domain, and what they were is not kept

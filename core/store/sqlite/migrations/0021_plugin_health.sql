@@ -1,3 +1,4 @@
+-- +goose Up
 -- The health of the registered plugins as each instance of the server
 -- found them at its last check; rows of an instance that stopped
 -- reporting are pruned.
@@ -10,3 +11,6 @@ CREATE TABLE plugin_health (
   checked_at INTEGER NOT NULL,
   PRIMARY KEY (plugin, instance)
 ) STRICT;
+
+-- +goose Down
+DROP TABLE plugin_health;

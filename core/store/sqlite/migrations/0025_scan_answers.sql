@@ -1,3 +1,4 @@
+-- +goose Up
 -- The answers of completed scans, the evidence of their figures, each
 -- written with its scan's end and kept until the retention of answers
 -- (answer_retention) forgets it: what the list filters on as columns, the
@@ -23,3 +24,6 @@ CREATE TABLE scan_answers (
   PRIMARY KEY (scan_id, seq)
 ) STRICT;
 CREATE INDEX scan_answers_recorded ON scan_answers(recorded_at);
+
+-- +goose Down
+DROP TABLE scan_answers;

@@ -1,3 +1,4 @@
+-- +goose Up
 -- The guards of failed authentications of the store counter (counter:
 -- store), shared by every process on the file: a subject's window of a
 -- guard (its start and end, Unix seconds) and the failures it counted.
@@ -11,3 +12,6 @@ CREATE TABLE guard_windows (
   PRIMARY KEY (guard, subject)
 ) STRICT, WITHOUT ROWID;
 CREATE INDEX guard_windows_ends ON guard_windows (ends);
+
+-- +goose Down
+DROP TABLE guard_windows;

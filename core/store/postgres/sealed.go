@@ -1,0 +1,68 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/aivis/aivis/core/store"
+)
+
+// SealedValues reads the sealed values of up to limit webhooks after
+// cursor, by id, as stored.
+func (db *DB) SealedValues(ctx context.Context, cursor string, limit int) ([]store.SealedValue, string, error) {
+	if limit <= 0 {
+		limit = 20
+	}
+	rows, err := db.pool.Query(ctx, `SELECT id, secret, COALESCE(prev_secret, ''), settings FROM webhooks
+		WHERE id > $1 ORDER BY id LIMIT $2`, cursor, limit)
+	if err != nil {
+		return nil, "", fmt.Errorf("postgres: sealed values: %w", err)
+	}
+	defer rows.Close()
+	var out []store.SealedValue
+	n, last := 0, ""
+	for rows.Next() {
+		var id, secret, prev, settings string
+		if err := rows.Scan(&id, &secret, &prev, &settings); err != nil {
+			return nil, "", fmt.Errorf("postgres: sealed values: %w", err)
+		}
+		out = store.AppendSealed(out, id, secret, prev, settings)
+		n, last = n+1, id
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", fmt.Errorf("postgres: sealed values: %w", err)
+	}
+	if n < limit {
+		last = ""
+	}
+	return out, last, nil
+}
+
+// ReplaceSealed replaces each value of rs still stored, in one
+// transaction: each UPDATE compares with the value read and takes the
+// row's lock, so a concurrent change of the secret either commits first
+// (and this one replaces nothing) or waits for this transaction.
+func (db *DB) ReplaceSealed(ctx context.Context, rs []store.Resealed) (int, error) {
+	replaced := 0
+	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		replaced = 0
+		for _, r := range rs {
+			col, err := store.SealedColumn(r.Field)
+			if err != nil {
+				return err
+			}
+			tag, err := tx.Exec(ctx, `UPDATE webhooks SET `+col+` = $1 WHERE id = $2 AND `+col+` = $3`, r.With, r.WebhookID, r.Value)
+			if err != nil {
+				return err
+			}
+			replaced += int(tag.RowsAffected())
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("postgres: replace sealed values: %w", err)
+	}
+	return replaced, nil
+}

@@ -1,0 +1,66 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/aivis/aivis/core/store"
+)
+
+// SealedValues reads the sealed values of up to limit webhooks after
+// cursor, by id, as stored.
+func (db *DB) SealedValues(ctx context.Context, cursor string, limit int) ([]store.SealedValue, string, error) {
+	if limit <= 0 {
+		limit = 20
+	}
+	rows, err := db.r.QueryContext(ctx, `SELECT id, secret, COALESCE(prev_secret, ''), settings FROM webhooks
+		WHERE id > ? ORDER BY id LIMIT ?`, cursor, limit)
+	if err != nil {
+		return nil, "", fmt.Errorf("sqlite: sealed values: %w", err)
+	}
+	defer rows.Close()
+	var out []store.SealedValue
+	n, last := 0, ""
+	for rows.Next() {
+		var id, secret, prev, settings string
+		if err := rows.Scan(&id, &secret, &prev, &settings); err != nil {
+			return nil, "", fmt.Errorf("sqlite: sealed values: %w", err)
+		}
+		out = store.AppendSealed(out, id, secret, prev, settings)
+		n, last = n+1, id
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", fmt.Errorf("sqlite: sealed values: %w", err)
+	}
+	if n < limit {
+		last = ""
+	}
+	return out, last, nil
+}
+
+// ReplaceSealed replaces each value of rs still stored, in one write
+// transaction.
+func (db *DB) ReplaceSealed(ctx context.Context, rs []store.Resealed) (int, error) {
+	replaced := 0
+	err := inTx(ctx, db.w, func(tx *sql.Tx) error {
+		replaced = 0
+		for _, r := range rs {
+			col, err := store.SealedColumn(r.Field)
+			if err != nil {
+				return err
+			}
+			res, err := tx.ExecContext(ctx, `UPDATE webhooks SET `+col+` = ? WHERE id = ? AND `+col+` = ?`, r.With, r.WebhookID, r.Value)
+			if err != nil {
+				return err
+			}
+			n, _ := res.RowsAffected()
+			replaced += int(n)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: replace sealed values: %w", err)
+	}
+	return replaced, nil
+}
