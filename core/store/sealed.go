@@ -53,13 +53,38 @@ func SealedColumn(field string) (string, error) {
 	return "", fmt.Errorf("store: %q holds no sealed value", field)
 }
 
-// AppendSealed appends to vs the values of one webhook's fields that
-// are set, in the order of SealedValues.
-func AppendSealed(vs []SealedValue, webhookID, secret, prevSecret, settings string) []SealedValue {
-	for _, v := range []SealedValue{{webhookID, SealedPrevSecret, prevSecret}, {webhookID, SealedSecret, secret}, {webhookID, SealedSettings, settings}} {
-		if v.Value != "" {
-			vs = append(vs, v)
+// SealedRows are the rows an engine's query of SealedValues gives: the
+// id, secret, prev_secret and settings of webhooks, by id (database/sql's
+// and pgx's rows both are).
+type SealedRows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// ScanSealed reads the page of SealedValues from rows of at most limit
+// webhooks: their set fields, and the next cursor ("" when fewer than
+// limit came).
+func ScanSealed(rows SealedRows, limit int) ([]SealedValue, string, error) {
+	var out []SealedValue
+	n, last := 0, ""
+	for rows.Next() {
+		var id, secret, prev, settings string
+		if err := rows.Scan(&id, &secret, &prev, &settings); err != nil {
+			return nil, "", err
 		}
+		for _, v := range []SealedValue{{id, SealedPrevSecret, prev}, {id, SealedSecret, secret}, {id, SealedSettings, settings}} {
+			if v.Value != "" {
+				out = append(out, v)
+			}
+		}
+		n, last = n+1, id
 	}
-	return vs
+	if err := rows.Err(); err != nil {
+		return nil, "", err
+	}
+	if n < limit {
+		last = ""
+	}
+	return out, last, nil
 }

@@ -20,23 +20,11 @@ func (db *DB) SealedValues(ctx context.Context, cursor string, limit int) ([]sto
 		return nil, "", fmt.Errorf("sqlite: sealed values: %w", err)
 	}
 	defer rows.Close()
-	var out []store.SealedValue
-	n, last := 0, ""
-	for rows.Next() {
-		var id, secret, prev, settings string
-		if err := rows.Scan(&id, &secret, &prev, &settings); err != nil {
-			return nil, "", fmt.Errorf("sqlite: sealed values: %w", err)
-		}
-		out = store.AppendSealed(out, id, secret, prev, settings)
-		n, last = n+1, id
-	}
-	if err := rows.Err(); err != nil {
+	vs, next, err := store.ScanSealed(rows, limit)
+	if err != nil {
 		return nil, "", fmt.Errorf("sqlite: sealed values: %w", err)
 	}
-	if n < limit {
-		last = ""
-	}
-	return out, last, nil
+	return vs, next, nil
 }
 
 // ReplaceSealed replaces each value of rs still stored, in one write
