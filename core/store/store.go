@@ -105,6 +105,7 @@ type Store interface {
 	Events
 	Plugins
 	People
+	Erasure
 	Sealed
 	Updater
 	// Ping reads from the engine within ctx: an error says it does not
