@@ -47,7 +47,10 @@ type Services struct {
 	// master_key_file is set) was made by this Open: secrets stored from
 	// now on need that file.
 	MasterKeyCreated bool
-	Store            store.Store
+	// Box holds the master key file's keys, which seal and open the
+	// secrets Store keeps.
+	Box   *secrets.Box
+	Store store.Store
 	// Outbox is where Store's transactions publish events, for the bus.
 	Outbox engines.Outbox
 	// Holder names this process in the work it claims in the store.
@@ -86,6 +89,7 @@ func Open(ctx context.Context, cfg config.Config) (*Services, error) {
 	accts := &accounts.Service{Store: st, Now: now}
 	return &Services{
 		MasterKeyCreated: created,
+		Box:              box,
 		Store:            st,
 		Outbox:           opened.Outbox,
 		Holder:           opened.Holder,
@@ -106,8 +110,9 @@ func dbSystem(engine string) string {
 	return engine
 }
 
-// masterKey loads the master key: master_key_file, which must exist, or
-// data_dir's master.key, made on the first start (created says it was).
+// masterKey loads the master key file (MasterKeyPath): master_key_file,
+// which must exist, or data_dir's master.key, made on the first start
+// (created says it was).
 func masterKey(cfg config.Config) (box *secrets.Box, created bool, err error) {
 	if cfg.MasterKeyFile != "" {
 		box, _, err := secrets.Load(cfg.MasterKeyFile, false)
@@ -116,7 +121,16 @@ func masterKey(cfg config.Config) (box *secrets.Box, created bool, err error) {
 		}
 		return box, false, nil
 	}
-	return secrets.Load(filepath.Join(cfg.DataDir, secrets.KeyFile), true)
+	return secrets.Load(MasterKeyPath(cfg), true)
+}
+
+// MasterKeyPath is the master key file of cfg: master_key_file, else
+// master.key in the data directory.
+func MasterKeyPath(cfg config.Config) string {
+	if cfg.MasterKeyFile != "" {
+		return cfg.MasterKeyFile
+	}
+	return filepath.Join(cfg.DataDir, secrets.KeyFile)
 }
 
 // Close closes the store.
