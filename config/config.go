@@ -315,50 +315,115 @@ func EnvNames() []string {
 	return names
 }
 
-// Bind registers the settings' flags on fs, writing into c: every setting
-// for serve; for the other commands, those of where the data is and which
-// engines hold it.
-func (c *Config) Bind(fs *flag.FlagSet, serve bool) {
-	for _, f := range c.fields() {
-		if serve || f.shared {
-			fs.Var(f.value, f.flag, f.usage+" (env "+EnvName(f.flag)+")")
-		}
-	}
+// Flags are the settings bound as flags on a command line (Bind's), and
+// what the command line set, in order: Load builds the configuration
+// from them.
+type Flags struct {
+	scratch Config // what the flags write, to find --config
+	sets    []flagSet
 }
 
-// Load builds the configuration for args: defaults, the file named by
-// --config or AIVIS_CONFIG, the environment, then the flags, and validates
-// it. Every command reads the same file and environment, so that the CLI
-// acts on the data and the engines the server uses; serve takes every
-// setting as a flag, the other commands those Bind gives them.
-func Load(args []string, getenv func(string) string, serve bool, extra func(*flag.FlagSet)) (Config, *flag.FlagSet, error) {
-	scratch := Default()
-	if err := newFlagSet(&scratch, serve, extra).Parse(args); err != nil {
-		return Config{}, nil, err
+type flagSet struct{ name, value string }
+
+// Bind registers the settings' flags on fs: every setting for serve; for
+// the other commands, those of where the data is and which engines hold
+// it. Its flags, once fs has parsed a command line, go to Load.
+func Bind(fs *flag.FlagSet, serve bool) *Flags {
+	f := &Flags{scratch: Default()}
+	for _, d := range f.scratch.fields() {
+		if serve || d.shared {
+			fs.Var(recorded{d.value, d.flag, f}, d.flag, d.usage+" (env "+EnvName(d.flag)+")")
+		}
 	}
+	return f
+}
+
+// recorded is a setting's flag that notes each value the command line
+// gives it.
+type recorded struct {
+	flag.Value
+	name string
+	f    *Flags
+}
+
+func (r recorded) Set(v string) error {
+	if err := r.Value.Set(v); err != nil {
+		return err
+	}
+	r.f.sets = append(r.f.sets, flagSet{r.name, v})
+	return nil
+}
+
+func (r recorded) IsBoolFlag() bool {
+	b, ok := r.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
+// Type names the value's kind in a command's usage.
+func (r recorded) Type() string {
+	switch r.Value.(type) {
+	case *boolean:
+		return "bool"
+	case *integer:
+		return "int"
+	case *list:
+		return "strings"
+	case *Duration:
+		return "duration"
+	}
+	return "string"
+}
+
+// Load builds the configuration: defaults, the file named by --config or
+// AIVIS_CONFIG, the environment, then the flags the command line set, and
+// validates it. Every command reads the same file and environment, so
+// that the CLI acts on the data and the engines the server uses.
+func (f *Flags) Load(getenv func(string) string) (Config, error) {
 	cfg := Default()
-	path := scratch.ConfigFile
+	path := f.scratch.ConfigFile
 	if path == "" {
 		path = getenv("AIVIS_CONFIG")
 	}
 	if path != "" {
 		if err := cfg.readFile(path); err != nil {
-			return Config{}, nil, err
+			return Config{}, err
 		}
 		cfg.ConfigFile = path
 	}
-	for _, f := range cfg.fields() {
-		if v, ok := lookup(getenv, EnvName(f.flag)); ok && f.flag != "config" {
-			if err := f.value.Set(v); err != nil {
-				return Config{}, nil, fmt.Errorf("%w: %s: %w", ErrInvalid, EnvName(f.flag), err)
+	byName := map[string]flag.Value{}
+	for _, d := range cfg.fields() {
+		byName[d.flag] = d.value
+		if v, ok := lookup(getenv, EnvName(d.flag)); ok && d.flag != "config" {
+			if err := d.value.Set(v); err != nil {
+				return Config{}, fmt.Errorf("%w: %s: %w", ErrInvalid, EnvName(d.flag), err)
 			}
 		}
 	}
-	fs := newFlagSet(&cfg, serve, extra)
+	for _, s := range f.sets {
+		if err := byName[s.name].Set(s.value); err != nil {
+			return Config{}, err // Bind's flag took it
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// Load parses args with the settings' flags (Bind's; extra adds a
+// command's own) and builds the configuration (Flags.Load).
+func Load(args []string, getenv func(string) string, serve bool, extra func(*flag.FlagSet)) (Config, *flag.FlagSet, error) {
+	fs := flag.NewFlagSet("aivis", flag.ContinueOnError)
+	fs.SetOutput(new(bytes.Buffer))
+	f := Bind(fs, serve)
+	if extra != nil {
+		extra(fs)
+	}
 	if err := fs.Parse(args); err != nil {
 		return Config{}, nil, err
 	}
-	if err := cfg.Validate(); err != nil {
+	cfg, err := f.Load(getenv)
+	if err != nil {
 		return Config{}, nil, err
 	}
 	return cfg, fs, nil
@@ -367,16 +432,6 @@ func Load(args []string, getenv func(string) string, serve bool, extra func(*fla
 func lookup(getenv func(string) string, name string) (string, bool) {
 	v := getenv(name)
 	return v, v != ""
-}
-
-func newFlagSet(c *Config, serve bool, extra func(*flag.FlagSet)) *flag.FlagSet {
-	fs := flag.NewFlagSet("aivis", flag.ContinueOnError)
-	fs.SetOutput(new(bytes.Buffer))
-	c.Bind(fs, serve)
-	if extra != nil {
-		extra(fs)
-	}
-	return fs
 }
 
 func (c *Config) readFile(path string) error {

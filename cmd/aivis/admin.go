@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -12,7 +11,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/aivis/aivis/config"
+	"github.com/spf13/cobra"
+
 	"github.com/aivis/aivis/core/app"
 	"github.com/aivis/aivis/core/auth"
 	"github.com/aivis/aivis/core/fault"
@@ -20,216 +20,209 @@ import (
 	"github.com/aivis/aivis/core/store"
 )
 
-// adminFlags are the flags of one administrative subcommand.
-type adminFlags struct {
-	json                                 bool
-	name, tier, account, client, expires string
-	scopes                               string
-	agency                               bool
-	email, role, url                     string
+func accountCreateCmd() *cobra.Command {
+	var name, tier string
+	var agency bool
+	c := &cobra.Command{Use: "create", Short: "Create an account", Args: takes(0, "no arguments")}
+	c.Flags().StringVar(&name, "name", "", "the account's name")
+	c.Flags().StringVar(&tier, "tier", "", "tier: starter, professional or enterprise")
+	c.Flags().BoolVar(&agency, "agency", false, "an agency account, whose keys may act for its clients")
+	required(c, "name", "tier")
+	return withServices(c, func(ctx context.Context, in *invocation, _ []string) error {
+		a, err := in.svc.Accounts.Create(ctx, name, tier, agency)
+		if err != nil {
+			return explain(err)
+		}
+		return in.out.account(a)
+	})
 }
 
-// parse reads flags and positional arguments in any order.
-func (f *adminFlags) parse(args []string, getenv func(string) string) (config.Config, []string, error) {
-	var pos []string
-	extra := func(fs *flag.FlagSet) {
-		fs.BoolVar(&f.json, "json", false, "print JSON")
-		fs.StringVar(&f.name, "name", "", "name")
-		fs.StringVar(&f.tier, "tier", "", "tier")
-		fs.StringVar(&f.account, "account", "", "account id")
-		fs.StringVar(&f.client, "client", "", "client id")
-		fs.StringVar(&f.expires, "expires", "", "expiry date")
-		fs.StringVar(&f.scopes, "scopes", "", "scopes")
-		fs.BoolVar(&f.agency, "agency", false, "agency account")
-		fs.StringVar(&f.email, "email", "", "email address")
-		fs.StringVar(&f.role, "role", "owner", "role: owner, admin, developer or viewer")
-		fs.StringVar(&f.url, "url", "", "the dashboard's address in invitation links (default the public URL, else https://<addr>)")
-	}
-	// Flags may follow positional arguments: parse, take one positional, repeat.
-	var rest []string
-	for {
-		cfg, fs, err := config.Load(args, getenv, false, extra)
-		if errors.Is(err, config.ErrInvalid) {
-			return cfg, nil, err // the settings', as serve would say
-		} else if err != nil {
-			return cfg, nil, usageError("%v", err)
+func accountSetTierCmd() *cobra.Command {
+	c := &cobra.Command{Use: "set-tier ACCOUNT_ID TIER", Short: "Change an account's tier", Args: takes(2, "ACCOUNT_ID TIER")}
+	return withServices(c, func(ctx context.Context, in *invocation, args []string) error {
+		a, err := in.svc.Accounts.SetTier(ctx, args[0], args[1])
+		if err != nil {
+			return explain(err)
 		}
-		rest = fs.Args()
-		if len(rest) == 0 {
-			return cfg, pos, nil
-		}
-		pos = append(pos, rest[0])
-		args = append(flagsOnly(args, rest), rest[1:]...)
-	}
+		return in.out.account(a)
+	})
 }
 
-// flagsOnly is args without the unparsed tail rest.
-func flagsOnly(args, rest []string) []string {
-	return append([]string{}, args[:len(args)-len(rest)]...)
+func accountListCmd() *cobra.Command {
+	c := &cobra.Command{Use: "list", Short: "List the accounts", Args: takes(0, "no arguments")}
+	return withServices(c, func(ctx context.Context, in *invocation, _ []string) error {
+		as, err := in.svc.Store.ListAccounts(ctx)
+		if err != nil {
+			return err
+		}
+		return in.out.table("ID\tNAME\tTIER\tTYPE\tCREATED", len(as), func(i int) (any, string) {
+			a := as[i]
+			return accountJSON(a), fmt.Sprintf("%s\t%s\t%s\t%s\t%s\n", a.ID, a.Name, a.Tier, a.Type, a.CreatedAt.Format(time.RFC3339))
+		})
+	})
 }
 
-func admin(ctx context.Context, noun, verb string, args []string, getenv func(string) string, stdout io.Writer) error {
-	var f adminFlags
-	cfg, pos, err := f.parse(args, getenv)
-	if err != nil {
-		return err
-	}
-	need := func(n int, what string) error {
-		if len(pos) != n {
-			return usageError("%s %s takes %s", noun, verb, what)
+func clientCreateCmd() *cobra.Command {
+	var account, name string
+	c := &cobra.Command{Use: "create", Short: "Create a client of an agency account", Args: takes(0, "no arguments")}
+	c.Flags().StringVar(&account, "account", "", "the agency account's id")
+	c.Flags().StringVar(&name, "name", "", "the client's name")
+	required(c, "account", "name")
+	return withServices(c, func(ctx context.Context, in *invocation, _ []string) error {
+		cl, err := in.svc.Accounts.CreateClient(ctx, account, name)
+		if err != nil {
+			return explain(err)
 		}
-		return nil
-	}
-	svc, err := app.Open(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	defer svc.Close()
-	out := printer{w: stdout, json: f.json}
+		return in.out.value(clientJSON(cl), fmt.Sprintf("client %s %q in account %s\n", cl.ID, cl.Name, cl.AccountID))
+	})
+}
 
-	switch noun + " " + verb {
-	case "account create":
-		if err := need(0, "no arguments"); err != nil {
+func clientListCmd() *cobra.Command {
+	var account string
+	c := &cobra.Command{Use: "list", Short: "List an agency account's clients", Args: takes(0, "no arguments")}
+	c.Flags().StringVar(&account, "account", "", "the agency account's id")
+	required(c, "account")
+	return withServices(c, func(ctx context.Context, in *invocation, _ []string) error {
+		cs, err := in.svc.Store.ListClients(ctx, account)
+		if err != nil {
 			return err
 		}
-		a, err := svc.Accounts.Create(ctx, f.name, f.tier, f.agency)
+		return in.out.table("ID\tNAME\tCREATED", len(cs), func(i int) (any, string) {
+			cl := cs[i]
+			return clientJSON(cl), fmt.Sprintf("%s\t%s\t%s\n", cl.ID, cl.Name, cl.CreatedAt.Format(time.RFC3339))
+		})
+	})
+}
+
+func keyCreateCmd() *cobra.Command {
+	var n auth.NewKey
+	var expires, scopes string
+	c := &cobra.Command{Use: "create", Short: "Create an API key (its secret is shown only now)", Args: takes(0, "no arguments")}
+	c.Flags().StringVar(&n.AccountID, "account", "", "the account's id")
+	c.Flags().StringVar(&n.ClientID, "client", "", "the agency client's id the key acts for")
+	c.Flags().StringVar(&n.Name, "name", "", "the key's name")
+	c.Flags().StringVar(&expires, "expires", "", "expiry: YYYY-MM-DD or RFC 3339 (default: never)")
+	c.Flags().StringVar(&scopes, "scopes", "", "comma-separated scopes (default: all)")
+	required(c, "account", "name")
+	return withServices(c, func(ctx context.Context, in *invocation, _ []string) error {
+		if expires != "" {
+			var err error
+			if n.ExpiresAt, err = parseExpiry(expires); err != nil {
+				return err
+			}
+		}
+		if scopes != "" {
+			var err error
+			if n.Scopes, err = auth.ParseScopes(scopes); err != nil {
+				return err
+			}
+		}
+		k, err := in.svc.Auth.CreateKey(ctx, n)
 		if err != nil {
 			return explain(err)
 		}
-		return out.account(a)
-	case "account set-tier":
-		if err := need(2, "ACCOUNT_ID TIER"); err != nil {
-			return err
-		}
-		a, err := svc.Accounts.SetTier(ctx, pos[0], pos[1])
+		j := keyJSON(k.Key)
+		j["key"], j["secret"] = k.APIKey, k.Secret
+		return in.out.value(j, fmt.Sprintf("id:     %s\nkey:    %s\nsecret: %s\nThe secret is shown only now: store it safely.\n", k.Key.ID, k.APIKey, k.Secret))
+	})
+}
+
+func keyRevokeCmd() *cobra.Command {
+	c := &cobra.Command{Use: "revoke KEY_ID", Short: "Revoke an API key", Args: takes(1, "KEY_ID")}
+	return withServices(c, func(ctx context.Context, in *invocation, args []string) error {
+		k, err := in.svc.Auth.Revoke(ctx, args[0])
 		if err != nil {
 			return explain(err)
 		}
-		return out.account(a)
-	case "account list":
-		as, err := svc.Store.ListAccounts(ctx)
+		return in.out.value(keyJSON(k), fmt.Sprintf("key %s (%s) revoked at %s\n", k.ID, k.Hint, k.RevokedAt.Format(time.RFC3339)))
+	})
+}
+
+func keyListCmd() *cobra.Command {
+	var account string
+	c := &cobra.Command{Use: "list", Short: "List an account's API keys", Args: takes(0, "no arguments")}
+	c.Flags().StringVar(&account, "account", "", "the account's id")
+	required(c, "account")
+	return withServices(c, func(ctx context.Context, in *invocation, _ []string) error {
+		ks, err := in.svc.Store.ListKeys(ctx, account)
 		if err != nil {
 			return err
 		}
-		rows := make([]any, len(as))
-		var b strings.Builder
-		tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tNAME\tTIER\tTYPE\tCREATED")
-		for i, a := range as {
-			rows[i] = accountJSON(a)
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.ID, a.Name, a.Tier, a.Type, a.CreatedAt.Format(time.RFC3339))
-		}
-		tw.Flush()
-		return out.value(rows, b.String())
-	case "client create":
-		if err := need(0, "no arguments"); err != nil {
-			return err
-		}
-		c, err := svc.Accounts.CreateClient(ctx, f.account, f.name)
-		if err != nil {
-			return explain(err)
-		}
-		return out.value(clientJSON(c), fmt.Sprintf("client %s %q in account %s\n", c.ID, c.Name, c.AccountID))
-	case "client list":
-		cs, err := svc.Store.ListClients(ctx, f.account)
-		if err != nil {
-			return err
-		}
-		rows := make([]any, len(cs))
-		var b strings.Builder
-		tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tNAME\tCREATED")
-		for i, c := range cs {
-			rows[i] = clientJSON(c)
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", c.ID, c.Name, c.CreatedAt.Format(time.RFC3339))
-		}
-		tw.Flush()
-		return out.value(rows, b.String())
-	case "key create":
-		if err := need(0, "no arguments"); err != nil {
-			return err
-		}
-		return createKey(ctx, svc, f, out)
-	case "key revoke":
-		if err := need(1, "KEY_ID"); err != nil {
-			return err
-		}
-		k, err := svc.Auth.Revoke(ctx, pos[0])
-		if err != nil {
-			return explain(err)
-		}
-		return out.value(keyJSON(k), fmt.Sprintf("key %s (%s) revoked at %s\n", k.ID, k.Hint, k.RevokedAt.Format(time.RFC3339)))
-	case "key list":
-		ks, err := svc.Store.ListKeys(ctx, f.account)
-		if err != nil {
-			return err
-		}
-		rows := make([]any, len(ks))
-		var b strings.Builder
-		tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tKEY\tNAME\tCLIENT\tSTATE\tEXPIRES\tLAST USED")
-		for i, k := range ks {
-			rows[i] = keyJSON(k)
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Hint, k.Name, dash(k.ClientID), keyState(k, time.Now()),
+		return in.out.table("ID\tKEY\tNAME\tCLIENT\tSTATE\tEXPIRES\tLAST USED", len(ks), func(i int) (any, string) {
+			k := ks[i]
+			return keyJSON(k), fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Hint, k.Name, dash(k.ClientID), keyState(k, time.Now()),
 				dashTime(k.ExpiresAt), dashTime(k.LastUsedAt))
-		}
-		tw.Flush()
-		return out.value(rows, b.String())
-	case "user invite":
-		if err := need(0, "no arguments"); err != nil {
-			return err
-		}
-		token, err := svc.People.OperatorInvite(ctx, f.account, f.email, f.role)
+		})
+	})
+}
+
+func userInviteCmd() *cobra.Command {
+	var account, email, role, url string
+	c := &cobra.Command{Use: "invite", Short: "Invite a user to an account's dashboard (a one-time link)", Args: takes(0, "no arguments")}
+	c.Flags().StringVar(&account, "account", "", "the account's id")
+	c.Flags().StringVar(&email, "email", "", "the user's email address")
+	c.Flags().StringVar(&role, "role", "owner", "role: owner, admin, developer or viewer")
+	c.Flags().StringVar(&url, "url", "", "the dashboard's address in invitation links (default the public URL, else https://<addr>)")
+	required(c, "account", "email")
+	return withServices(c, func(ctx context.Context, in *invocation, _ []string) error {
+		token, err := in.svc.People.OperatorInvite(ctx, account, email, role)
 		if err != nil {
 			return explain(err)
 		}
-		base := strings.TrimSuffix(f.url, "/")
+		base := strings.TrimSuffix(url, "/")
 		if base == "" {
-			base = cfg.PublicURL
+			base = in.cfg.PublicURL
 		}
 		if base == "" {
-			base = "https://" + app.DisplayAddr(cfg.Addr)
+			base = "https://" + app.DisplayAddr(in.cfg.Addr)
 		}
 		link := base + "/join?token=" + token
-		return out.value(map[string]any{"account_id": f.account, "email": strings.ToLower(f.email), "role": f.role, "link": link},
-			fmt.Sprintf("Send this one-time link to %s (it works for 7 days):\n  %s\n", f.email, link))
-	case "user list":
-		us, err := svc.Store.ListUsers(ctx, f.account)
+		return in.out.value(map[string]any{"account_id": account, "email": strings.ToLower(email), "role": role, "link": link},
+			fmt.Sprintf("Send this one-time link to %s (it works for 7 days):\n  %s\n", email, link))
+	})
+}
+
+func userListCmd() *cobra.Command {
+	var account string
+	c := &cobra.Command{Use: "list", Short: "List an account's dashboard users", Args: takes(0, "no arguments")}
+	c.Flags().StringVar(&account, "account", "", "the account's id")
+	required(c, "account")
+	return withServices(c, func(ctx context.Context, in *invocation, _ []string) error {
+		us, err := in.svc.Store.ListUsers(ctx, account)
 		if err != nil {
 			return err
 		}
-		rows := make([]any, len(us))
-		var b strings.Builder
-		tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tEMAIL\tROLE\tCREATED")
-		for i, u := range us {
-			rows[i] = map[string]any{"id": u.ID, "account_id": u.AccountID, "email": u.Email, "role": u.Role, "created_at": u.CreatedAt}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", u.ID, u.Email, u.Role, u.CreatedAt.Format(time.RFC3339))
-		}
-		tw.Flush()
-		return out.value(rows, b.String())
-	case "plugin register":
-		if err := need(1, "the path of a plugin binary"); err != nil {
-			return err
-		}
-		return registerPlugin(ctx, svc, pos[0], out)
-	case "plugin list":
-		if err := need(0, "no arguments"); err != nil {
-			return err
-		}
-		return listPlugins(ctx, svc, hub.PluginsDir(cfg.DataDir), out)
-	case "plugin remove":
-		if err := need(1, "a plugin name"); err != nil {
-			return err
-		}
-		if err := svc.Store.RemovePlugin(ctx, pos[0]); errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("no plugin %q is registered", pos[0])
+		return in.out.table("ID\tEMAIL\tROLE\tCREATED", len(us), func(i int) (any, string) {
+			u := us[i]
+			return map[string]any{"id": u.ID, "account_id": u.AccountID, "email": u.Email, "role": u.Role, "created_at": u.CreatedAt}, fmt.Sprintf("%s\t%s\t%s\t%s\n", u.ID, u.Email, u.Role, u.CreatedAt.Format(time.RFC3339))
+		})
+	})
+}
+
+func pluginRegisterCmd() *cobra.Command {
+	c := &cobra.Command{Use: "register PATH", Short: "Register a connector plugin binary and its SHA-256", Args: takes(1, "the path of a plugin binary")}
+	return withServices(c, func(ctx context.Context, in *invocation, args []string) error {
+		return registerPlugin(ctx, in.svc, args[0], in.out)
+	})
+}
+
+func pluginListCmd() *cobra.Command {
+	c := &cobra.Command{Use: "list", Short: "List the registered connector plugins", Args: takes(0, "no arguments")}
+	return withServices(c, func(ctx context.Context, in *invocation, _ []string) error {
+		return listPlugins(ctx, in.svc, hub.PluginsDir(in.cfg.DataDir), in.out)
+	})
+}
+
+func pluginRemoveCmd() *cobra.Command {
+	c := &cobra.Command{Use: "remove NAME", Short: "Remove a registered connector plugin", Args: takes(1, "a plugin name")}
+	return withServices(c, func(ctx context.Context, in *invocation, args []string) error {
+		if err := in.svc.Store.RemovePlugin(ctx, args[0]); errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("no plugin %q is registered", args[0])
 		} else if err != nil {
 			return err
 		}
-		return out.value(map[string]any{"name": pos[0], "removed": true}, fmt.Sprintf("plugin %s removed\n", pos[0]))
-	}
-	return usageError("unknown command %q", noun+" "+verb)
+		return in.out.value(map[string]any{"name": args[0], "removed": true}, fmt.Sprintf("plugin %s removed\n", args[0]))
+	})
 }
 
 // registerPlugin records a plugin binary and its SHA-256 after asking it
@@ -266,46 +259,16 @@ func listPlugins(ctx context.Context, svc *app.Services, dir string, out printer
 	if err != nil {
 		return err
 	}
-	rows := make([]any, len(ps))
-	var b strings.Builder
-	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tKIND\tVERSION\tSTATE\tSHA256\tPATH")
-	for i, p := range ps {
+	return out.table("NAME\tKIND\tVERSION\tSTATE\tSHA256\tPATH", len(ps), func(i int) (any, string) {
+		p := ps[i]
 		state := pluginState(p, dir)
-		rows[i] = pluginJSON(p, state)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%x\t%s\n", p.Name, p.Kind, p.Version, state, p.SHA256[:8], p.Path)
-	}
-	tw.Flush()
-	return out.value(rows, b.String())
+		return pluginJSON(p, state), fmt.Sprintf("%s\t%s\t%s\t%s\t%x\t%s\n", p.Name, p.Kind, p.Version, state, p.SHA256[:8], p.Path)
+	})
 }
 
 func pluginJSON(p store.PluginRecord, state string) map[string]any {
 	return map[string]any{"name": p.Name, "kind": p.Kind, "version": p.Version, "display_name": p.DisplayName,
 		"path": p.Path, "sha256": fmt.Sprintf("%x", p.SHA256), "state": state, "registered_at": p.RegisteredAt}
-}
-
-func createKey(ctx context.Context, svc *app.Services, f adminFlags, out printer) error {
-	var exp time.Time
-	if f.expires != "" {
-		var err error
-		if exp, err = parseExpiry(f.expires); err != nil {
-			return err
-		}
-	}
-	var scopes []string
-	if f.scopes != "" {
-		var err error
-		if scopes, err = auth.ParseScopes(f.scopes); err != nil {
-			return err
-		}
-	}
-	c, err := svc.Auth.CreateKey(ctx, auth.NewKey{AccountID: f.account, ClientID: f.client, Name: f.name, ExpiresAt: exp, Scopes: scopes})
-	if err != nil {
-		return explain(err)
-	}
-	j := keyJSON(c.Key)
-	j["key"], j["secret"] = c.APIKey, c.Secret
-	return out.value(j, fmt.Sprintf("id:     %s\nkey:    %s\nsecret: %s\nThe secret is shown only now: store it safely.\n", c.Key.ID, c.APIKey, c.Secret))
 }
 
 // parseExpiry reads --expires as the dashboard's form does.
@@ -382,6 +345,22 @@ func nilIfEmpty(s string) any {
 type printer struct {
 	w    io.Writer
 	json bool
+}
+
+// table prints n rows: as a JSON array with --json, else as a table under
+// header (columns separated by tabs); row gives the i-th's JSON and line.
+func (p printer) table(header string, n int, row func(i int) (any, string)) error {
+	rows := make([]any, n)
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	for i := range n {
+		var line string
+		rows[i], line = row(i)
+		fmt.Fprint(tw, line)
+	}
+	tw.Flush()
+	return p.value(rows, b.String())
 }
 
 func (p printer) value(v any, text string) error {

@@ -1,51 +1,47 @@
 package main
 
 import (
-	"context"
-	"errors"
-	"flag"
-	"fmt"
-	"io"
+	"github.com/spf13/cobra"
 
-	"github.com/aivis/aivis/config"
 	"github.com/aivis/aivis/core/app"
 	"github.com/aivis/aivis/internal/buildinfo"
 )
 
-// printVersion prints what this build says of itself: one line, or the
+func serveCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the API, the dashboard and the workers",
+		Long: `Serve the API, the dashboard and the workers.
+
+Settings: each flag below, then its environment variable; a JSON file given
+with --config sets the same by their snake_case names (docs/configuration.md).`,
+		Args: takes(0, "no arguments"),
+	}
+	settings := bindSettings(c, true)
+	c.RunE = func(c *cobra.Command, _ []string) error {
+		cfg, err := settings.Load(c.Context().Value(getenvKey{}).(func(string) string))
+		if err != nil {
+			return err
+		}
+		return app.Run(c.Context(), cfg, app.Logger(cfg, c.ErrOrStderr()), c.OutOrStdout())
+	}
+	return c
+}
+
+// versionCmd prints what this build says of itself: one line, or the
 // fields as JSON with --json.
-func printVersion(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("version", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	asJSON := fs.Bool("json", false, "print JSON")
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		return usageError("version takes only --json")
+func versionCmd() *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "version",
+		Short: "Print the version (also aivis --version)",
+		Args:  takes(0, "only --json"),
+		RunE: func(c *cobra.Command, _ []string) error {
+			i := buildinfo.Get()
+			return printer{w: c.OutOrStdout(), json: asJSON}.value(map[string]string{"version": i.Version, "commit": i.Commit,
+				"date": i.Date, "go_version": i.GoVersion}, i.String()+"\n")
+		},
 	}
-	i := buildinfo.Get()
-	return printer{w: stdout, json: *asJSON}.value(map[string]string{"version": i.Version, "commit": i.Commit,
-		"date": i.Date, "go_version": i.GoVersion}, i.String()+"\n")
-}
-
-func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	cfg, fs, err := config.Load(args, getenv, true, nil)
-	if errors.Is(err, flag.ErrHelp) {
-		printFlags(stdout, true)
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return usageError("serve takes no arguments, got %q", fs.Args())
-	}
-	return app.Run(ctx, cfg, app.Logger(cfg, stderr), stdout)
-}
-
-func printFlags(w io.Writer, serve bool) {
-	c := config.Default()
-	fs := flag.NewFlagSet("aivis", flag.ContinueOnError)
-	c.Bind(fs, serve)
-	fs.SetOutput(w)
-	fmt.Fprintln(w, "Settings (flag, then environment variable; a JSON file given with --config sets the same by their snake_case names):")
-	fs.PrintDefaults()
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
 }
