@@ -151,6 +151,7 @@ var groups = []struct {
 	}},
 	{"Plugins", []test{
 		{"RegistryRoundTrip", testPlugins},
+		{"RegistryBuilds", testPluginBuilds},
 		{"HealthPerInstance", testPluginHealth},
 		{"HealthPerInstanceUnderConcurrency", testPluginHealthUnderConcurrency},
 	}},
