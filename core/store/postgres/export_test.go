@@ -6,12 +6,13 @@ import (
 	"time"
 
 	"github.com/aivis/aivis/core/secrets"
+	"github.com/aivis/aivis/core/store/schema"
 )
 
 // OpenBeating opens a handle whose holder beats every beat and takes
 // another unseen for timeout for dead.
 func OpenBeating(ctx context.Context, url string, box *secrets.Box, beat, timeout time.Duration) (*DB, error) {
-	return open(ctx, url, box, holderTimes{beat: beat, timeout: timeout})
+	return open(ctx, url, box, holderTimes{beat: beat, timeout: timeout}, schema.Apply)
 }
 
 // Crash stops db as a process that dies does: its holder beats no more and

@@ -10,6 +10,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
+
+	"github.com/aivis/aivis/core/store/schema"
 )
 
 //go:embed migrations/*.sql
@@ -20,21 +22,52 @@ var migrations embed.FS
 // them and the others find them applied: hash("aivis migrations").
 const migrationLock int64 = 0x61697669736d6967
 
-// migrate applies the pending migrations (goose, its versions in
-// goose_db_version), each in a transaction of its own, under the lock.
-func migrate(ctx context.Context, pool *pgxpool.Pool) error {
+// Migrations is the runner of the migrations (goose, its versions in
+// goose_db_version), each in a transaction of its own, under the lock, on
+// db (which the runner does not close).
+func Migrations(db *sql.DB) (*schema.Runner, error) {
 	dir, err := fs.Sub(migrations, "migrations")
 	if err != nil {
-		return err
+		return nil, err
+	}
+	return schema.New(db, schema.Engine{
+		Dialect: goose.DialectPostgres,
+		Files:   dir,
+		Locker:  sessionLock{},
+		TableExists: func(ctx context.Context, db *sql.DB, table string) (bool, error) {
+			var ok bool
+			err := db.QueryRowContext(ctx, `SELECT to_regclass($1) IS NOT NULL`, table).Scan(&ok)
+			return ok, err
+		},
+	})
+}
+
+// OpenMigrations connects to the database at url for its migrations
+// alone: the migrate command's. close closes the connection.
+func OpenMigrations(ctx context.Context, url string) (r *schema.Runner, close func() error, err error) {
+	pool, err := connect(ctx, url)
+	if err != nil {
+		return nil, nil, err
 	}
 	db := stdlib.OpenDBFromPool(pool)
-	defer db.Close()
-	p, err := goose.NewProvider(goose.DialectPostgres, db, dir, goose.WithSessionLocker(sessionLock{}))
-	if err != nil {
-		return fmt.Errorf("postgres: migrations: %w", err)
+	if r, err = Migrations(db); err != nil {
+		db.Close()
+		pool.Close()
+		return nil, nil, err
 	}
-	if _, err := p.Up(ctx); err != nil {
-		return fmt.Errorf("postgres: migrations: %w", err)
+	return r, func() error { err := db.Close(); pool.Close(); return err }, nil
+}
+
+// migrate does with the schema what policy allows (schema.Runner.Prepare).
+func migrate(ctx context.Context, pool *pgxpool.Pool, policy schema.Policy) error {
+	db := stdlib.OpenDBFromPool(pool)
+	defer db.Close()
+	r, err := Migrations(db)
+	if err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
+	if err := r.Prepare(ctx, policy); err != nil {
+		return fmt.Errorf("postgres: %w", err)
 	}
 	return nil
 }

@@ -51,6 +51,7 @@ import (
 	"github.com/aivis/aivis/core/metrics"
 	"github.com/aivis/aivis/core/secrets"
 	"github.com/aivis/aivis/core/store"
+	"github.com/aivis/aivis/core/store/schema"
 )
 
 // DB is the PostgreSQL implementation of store.Store.
@@ -84,13 +85,38 @@ func (db *DB) Pool() *pgxpool.Pool { return db.pool }
 // holder. box seals the secrets the store keeps; every instance on the
 // database must be given the same master key.
 func Open(ctx context.Context, url string, box *secrets.Box) (*DB, error) {
-	return open(ctx, url, box, defaultHolderTimes)
+	return open(ctx, url, box, defaultHolderTimes, schema.Apply)
 }
 
-func open(ctx context.Context, connString string, box *secrets.Box, ht holderTimes) (*DB, error) {
+// OpenWith is Open doing with the schema what policy allows
+// (schema.Runner.Prepare): a schema newer than the binary is always
+// refused.
+func OpenWith(ctx context.Context, url string, box *secrets.Box, policy schema.Policy) (*DB, error) {
+	return open(ctx, url, box, defaultHolderTimes, policy)
+}
+
+func open(ctx context.Context, connString string, box *secrets.Box, ht holderTimes, policy schema.Policy) (*DB, error) {
 	if box == nil {
 		return nil, errors.New("postgres: no master key to seal secrets with")
 	}
+	pool, err := connect(ctx, connString)
+	if err != nil {
+		return nil, err
+	}
+	if err := migrate(ctx, pool, policy); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	db := &DB{pool: pool, box: box, signal: &signal{pool: pool}, outbox: buspg.NewOutbox(pool, buspg.Name)}
+	if db.holders, err = startHolder(ctx, db, ht); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: holders: %w", err)
+	}
+	return db, nil
+}
+
+// connect opens a pool on the database of connString and reaches it.
+func connect(ctx context.Context, connString string) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(connString)
 	if err != nil {
 		// pgx's message names what is wrong with the URL, its password
@@ -113,16 +139,7 @@ func open(ctx context.Context, connString string, box *secrets.Box, ht holderTim
 		pool.Close()
 		return nil, fmt.Errorf("postgres: %s: %w", where, err)
 	}
-	if err := migrate(ctx, pool); err != nil {
-		pool.Close()
-		return nil, err
-	}
-	db := &DB{pool: pool, box: box, signal: &signal{pool: pool}, outbox: buspg.NewOutbox(pool, buspg.Name)}
-	if db.holders, err = startHolder(ctx, db, ht); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("postgres: holders: %w", err)
-	}
-	return db, nil
+	return pool, nil
 }
 
 // describe names a database without its password: user, host, port and

@@ -390,6 +390,7 @@ CREATE INDEX invitations_account ON invitations (account_id, created_at, created
 CREATE INDEX invitations_expiry ON invitations (expires_at, expires_at_ns);
 
 -- +goose Down
+-- Irreversible: it makes the schema: undoing it would empty the database
 DROP TABLE invitations, sessions, users, plugins, event_log, webhook_attempts, webhook_deliveries, webhooks,
   scans, monitored_domains, visibility_readings, idempotency_keys, budget_months, content_requests,
   usage_hourly, rate_windows, api_keys, clients, accounts;

@@ -1,0 +1,161 @@
+package postgres_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/aivis/aivis/core/store/postgres"
+	"github.com/aivis/aivis/core/store/schema"
+	"github.com/aivis/aivis/internal/testsvc"
+)
+
+func runner(t *testing.T, dsn string) *schema.Runner {
+	t.Helper()
+	r, closeRunner, err := postgres.OpenMigrations(ctx, dsn)
+	must(t, err)
+	t.Cleanup(func() { closeRunner() })
+	return r
+}
+
+// schemaOf is the database's schema, but for goose's table: each column,
+// index, constraint, trigger and function, as the catalog prints it.
+func schemaOf(t *testing.T, dsn string) map[string]string {
+	t.Helper()
+	rows, err := conn(t, dsn).Query(ctx, `
+		SELECT 'column ' || table_name || '.' || column_name, data_type || ' ' || is_nullable || ' ' || coalesce(column_default, '')
+			FROM information_schema.columns WHERE table_schema = current_schema() AND table_name <> 'goose_db_version'
+		UNION ALL SELECT 'index ' || indexname, indexdef FROM pg_indexes
+			WHERE schemaname = current_schema() AND tablename <> 'goose_db_version'
+		UNION ALL SELECT 'constraint ' || conrelid::regclass || '.' || conname, pg_get_constraintdef(oid) FROM pg_constraint
+			WHERE connamespace = current_schema()::regnamespace AND conrelid::regclass::text <> 'goose_db_version'
+		UNION ALL SELECT 'trigger ' || tgname, pg_get_triggerdef(oid) FROM pg_trigger WHERE NOT tgisinternal
+		UNION ALL SELECT 'function ' || proname, pg_get_functiondef(oid) FROM pg_proc
+			WHERE pronamespace = current_schema()::regnamespace`)
+	must(t, err)
+	out := map[string]string{}
+	var n, def string
+	_, err = pgx.ForEachRow(rows, []any{&n, &def}, func() error {
+		out[n] = def
+		return nil
+	})
+	must(t, err)
+	return out
+}
+
+// TestNewerSchemaIsRefused: a database with a version this binary has no
+// migration for is refused by every open, whatever it may migrate, and
+// the message names both versions.
+func TestNewerSchemaIsRefused(t *testing.T) {
+	dsn, key := testsvc.Postgres(t), box(t)
+	open(t, dsn, key)
+	known := runner(t, dsn).Known()
+	_, err := conn(t, dsn).Exec(ctx, `INSERT INTO goose_db_version (version_id, is_applied) VALUES ($1, true)`, known+6)
+	must(t, err)
+	want := fmt.Sprintf("the database is at schema %d, this aivis knows up to %d: run a newer aivis, or restore a backup", known+6, known)
+	for _, p := range []schema.Policy{schema.Apply, schema.ApplyNew, schema.Refuse, schema.Leave} {
+		db, err := postgres.OpenWith(ctx, dsn, key, p)
+		if err == nil {
+			db.Close()
+			t.Fatalf("policy %d opened a newer schema", p)
+		}
+		if !errors.Is(err, schema.ErrNewer) || !strings.Contains(err.Error(), want) {
+			t.Errorf("policy %d: %v, want %q", p, err, want)
+		}
+	}
+}
+
+// TestPoliciesAtOpen: ApplyNew migrates a new database and refuses an
+// older one, naming the command and applying nothing; Refuse refuses a
+// new one too; Apply migrates the older one.
+func TestPoliciesAtOpen(t *testing.T) {
+	key := box(t)
+	other := testsvc.Postgres(t)
+	if _, err := postgres.OpenWith(ctx, other, key, schema.Refuse); !errors.Is(err, schema.ErrPending) || !strings.Contains(err.Error(), "aivis migrate up") {
+		t.Fatalf("Refuse on a new database: %v", err)
+	}
+	dsn := testsvc.Postgres(t)
+	db, err := postgres.OpenWith(ctx, dsn, key, schema.ApplyNew)
+	must(t, err)
+	db.Close()
+	r := runner(t, dsn)
+	st, err := r.Status(ctx)
+	must(t, err)
+	last, prev := st[len(st)-1].Version, st[len(st)-2].Version
+	if _, err := r.DownTo(ctx, prev); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("the database is at schema %d, this aivis needs %d (1 pending): run `aivis migrate up`", prev, last)
+	for _, p := range []schema.Policy{schema.ApplyNew, schema.Refuse} {
+		if _, err := postgres.OpenWith(ctx, dsn, key, p); !errors.Is(err, schema.ErrPending) || !strings.Contains(err.Error(), want) {
+			t.Fatalf("policy %d on an older database: %v, want %q", p, err, want)
+		}
+	}
+	if v, err := r.Version(ctx); err != nil || v != prev {
+		t.Fatalf("a refused open moved the schema to %d (%v)", v, err)
+	}
+	open(t, dsn, key)
+	if v, err := r.Version(ctx); err != nil || v != last {
+		t.Fatalf("Apply left the schema at %d (%v)", v, err)
+	}
+}
+
+// TestEveryDownUndoesItsUp: for each migration with a down step, applying
+// it and undoing it gives back the schema before it, and applying it
+// again works; a down past one that cannot be undone is refused before
+// anything is undone, naming it.
+func TestEveryDownUndoesItsUp(t *testing.T) {
+	dsn := testsvc.Postgres(t)
+	r := runner(t, dsn)
+	st, err := r.Status(ctx)
+	must(t, err)
+	var lastIrreversible int64
+	for i, m := range st {
+		before := schemaOf(t, dsn)
+		if _, err := r.UpTo(ctx, m.Version); err != nil {
+			t.Fatalf("up to %d: %v", m.Version, err)
+		}
+		if m.Irreversible != "" {
+			lastIrreversible = m.Version
+			continue
+		}
+		prev := int64(0)
+		if i > 0 {
+			prev = st[i-1].Version
+		}
+		if _, err := r.DownTo(ctx, prev); err != nil {
+			t.Fatalf("down %05d %s: %v", m.Version, m.Name, err)
+		}
+		after := schemaOf(t, dsn)
+		for n, s := range before {
+			if after[n] != s {
+				t.Errorf("down %05d %s: %s is\n%s\nwas\n%s", m.Version, m.Name, n, after[n], s)
+			}
+		}
+		for n := range after {
+			if _, ok := before[n]; !ok {
+				t.Errorf("down %05d %s left %s", m.Version, m.Name, n)
+			}
+		}
+		if _, err := r.UpTo(ctx, m.Version); err != nil {
+			t.Fatalf("up to %d again: %v", m.Version, err)
+		}
+	}
+	if lastIrreversible == 0 {
+		t.Fatal("no migration marked irreversible")
+	}
+	if n := len(schemaOf(t, dsn)); n < 100 {
+		t.Fatalf("the schema read as %d objects", n)
+	}
+	before, _ := r.Version(ctx)
+	_, err = r.DownTo(ctx, lastIrreversible-1)
+	if !errors.Is(err, schema.ErrIrreversible) || !strings.Contains(err.Error(), fmt.Sprintf("migration %04d", lastIrreversible)) {
+		t.Fatalf("down past %d: %v", lastIrreversible, err)
+	}
+	if v, _ := r.Version(ctx); v != before {
+		t.Fatalf("a refused down moved the schema from %d to %d", before, v)
+	}
+}
