@@ -71,6 +71,7 @@ func commands() []*cobra.Command {
 			pluginListCmd(),
 			pluginRemoveCmd(),
 		),
+		secretsCmd(),
 		versionCmd(),
 	}
 }
