@@ -683,3 +683,42 @@ func (i *integer) Set(v string) error {
 	*i = integer(x)
 	return err
 }
+
+// Masked is c with its secrets masked, to be shown: the passwords of its
+// URLs (postgres_url's password setting too) and the engines' keys.
+func (c Config) Masked() Config {
+	c.PostgresURL = MaskURL(c.PostgresURL)
+	c.RedisURL = MaskURL(c.RedisURL)
+	urls := strings.Split(c.NATSURL, ",")
+	for i, u := range urls {
+		urls[i] = MaskURL(u)
+	}
+	c.NATSURL = strings.Join(urls, ",")
+	c.Engines = slices.Clone(c.Engines)
+	for i := range c.Engines {
+		if c.Engines[i].APIKey != "" {
+			c.Engines[i].APIKey = masked
+		}
+		c.Engines[i].BaseURL = MaskURL(c.Engines[i].BaseURL)
+	}
+	return c
+}
+
+const masked = "xxxxx"
+
+// passwordSetting is a password in key=value settings (libpq's form).
+var passwordSetting = regexp.MustCompile(`(?i)(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S*)`)
+
+// MaskURL is s with the password of its user, and of a password query
+// parameter or key=value setting, masked.
+func MaskURL(s string) string {
+	u, err := url.Parse(strings.TrimSpace(s))
+	if err != nil || u.Scheme == "" {
+		return passwordSetting.ReplaceAllString(s, "${1}"+masked)
+	}
+	if q := u.Query(); q.Has("password") {
+		q.Set("password", masked)
+		u.RawQuery = q.Encode()
+	}
+	return u.Redacted()
+}

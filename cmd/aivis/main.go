@@ -52,6 +52,8 @@ func commands() []*cobra.Command {
 			accountCreateCmd(),
 			accountSetTierCmd(),
 			accountListCmd(),
+			accountExportCmd(),
+			accountDeleteCmd(),
 		),
 		group("client", "Create and list an agency's clients",
 			clientCreateCmd(),
@@ -72,6 +74,7 @@ func commands() []*cobra.Command {
 			pluginRemoveCmd(),
 		),
 		secretsCmd(),
+		configCmd(),
 		versionCmd(),
 	}
 }
@@ -138,6 +141,11 @@ func usageError(format string, args ...any) error { return usageErr(fmt.Sprintf(
 
 type getenvKey struct{}
 
+// envOf is the environment run gave the command line.
+func envOf(c *cobra.Command) func(string) string {
+	return c.Context().Value(getenvKey{}).(func(string) string)
+}
+
 // invocation is what a command's run gets: the configuration, the
 // services (withServices) and where to print.
 type invocation struct {
@@ -155,7 +163,7 @@ func withConfig(c *cobra.Command, run func(ctx context.Context, in *invocation, 
 	var asJSON bool
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	c.RunE = func(c *cobra.Command, args []string) error {
-		getenv := c.Context().Value(getenvKey{}).(func(string) string)
+		getenv := envOf(c)
 		cfg, err := settings.Load(getenv)
 		if err != nil {
 			return err

@@ -142,10 +142,14 @@ func responseSchema(method, path string, status int) (*jsonschema.Schema, error)
 	if content == nil && status == http.StatusNoContent {
 		return nil, nil // no body to check
 	}
-	if _, ok := content["application/json"]; !ok {
+	media := "application/json"
+	if _, ok := content[media]; !ok {
+		media = "application/x-ndjson" // JSON lines: the schema is a line's
+	}
+	if _, ok := content[media]; !ok {
 		return nil, fmt.Errorf("response %s of %s %s has no application/json content", code, method, template)
 	}
-	sptr := rptr + "/content/application~1json/schema"
+	sptr := rptr + "/content/" + escapePointer(media) + "/schema"
 	if s, ok := openapi.schemas.Load(sptr); ok {
 		return s.(*jsonschema.Schema), nil
 	}
@@ -174,12 +178,18 @@ func validate(t *testing.T, method, rawPath string, r resp) {
 	if s == nil {
 		return
 	}
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(r.Body))
-	if err != nil {
-		t.Errorf("openapi: %s %s %d: body is not JSON: %s", method, u.Path, r.Status, r.Body)
-		return
+	bodies := [][]byte{r.Body}
+	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/x-ndjson") {
+		bodies = bytes.Split(bytes.TrimSuffix(r.Body, []byte("\n")), []byte("\n"))
 	}
-	if err := s.Validate(v); err != nil {
-		t.Errorf("openapi: %s %s %d: the body does not match the document: %v\nbody: %s", method, u.Path, r.Status, err, r.Body)
+	for _, b := range bodies {
+		v, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+		if err != nil {
+			t.Errorf("openapi: %s %s %d: body is not JSON: %s", method, u.Path, r.Status, b)
+			return
+		}
+		if err := s.Validate(v); err != nil {
+			t.Errorf("openapi: %s %s %d: the body does not match the document: %v\nbody: %s", method, u.Path, r.Status, err, b)
+		}
 	}
 }

@@ -17,9 +17,9 @@ Settings: each flag below, then its environment variable; a JSON file given
 with --config sets the same by their snake_case names (docs/configuration.md).`,
 		Args: takes(0, "no arguments"),
 	}
-	settings := bindSettings(c, true)
+	load := serveSettings(c)
 	c.RunE = func(c *cobra.Command, _ []string) error {
-		cfg, err := settings.Load(c.Context().Value(getenvKey{}).(func(string) string))
+		cfg, err := load(c)
 		if err != nil {
 			return err
 		}

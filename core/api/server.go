@@ -39,13 +39,14 @@ type Config struct {
 	TrustedProxies []netip.Prefix
 }
 
-// Store is what the API reads directly: an account's budget, and the
-// readings and scans behind GET /v1/visibility.
+// Store is what the API reads directly: an account's budget, the
+// readings and scans behind GET /v1/visibility, and an account's export.
 type Store interface {
 	Budget(ctx context.Context, accountID, month string) (store.BudgetMonth, int, error)
 	LatestReading(ctx context.Context, f store.ReadingFilter) (store.Reading, error)
 	ListReadings(ctx context.Context, f store.ReadingFilter, cursor string, limit int) ([]store.Reading, string, error)
 	LatestScan(ctx context.Context, accountID, clientID, domain string) (store.Scan, error)
+	ExportAccount(ctx context.Context, accountID string, emit func(store.Record) error) error
 }
 
 // Deps are the services the API adapts to HTTP.
@@ -155,6 +156,7 @@ func (s *Server) Router() chi.Router {
 		r.Use(s.authenticate(false), s.rateLimit)
 		r.NotFound(s.notFound)
 		r.MethodNotAllowed(s.methodNotAllowed)
+		r.Get("/account/export", s.exportAccount)
 		r.Get("/visibility", s.scope("visibility:read", s.getVisibility))
 		r.Post("/visibility", s.scope("visibility:write", s.recordReading))
 		r.Get("/visibility/history", s.scope("visibility:read", s.visibilityHistory))

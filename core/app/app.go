@@ -161,7 +161,7 @@ func prefixes(ss []string) []netip.Prefix {
 // API, until ctx ends; then it shuts down gracefully. It writes the startup
 // banner to out when it starts to serve the API.
 func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer) error {
-	if err := engines.CheckServe(cfg); err != nil {
+	if err := Check(cfg, os.Getenv); err != nil {
 		return err
 	}
 	// Traces, when the OTEL_* variables ask for them: before anything

@@ -100,6 +100,17 @@ func (p Principal) Require(scope string) error {
 	return fault.New(fault.InsufficientScope, "this API key lacks the %s scope", scope)
 }
 
+// RequireOwner fails with INSUFFICIENT_SCOPE unless the key is an owner
+// key: an account-level key (no client's) that holds every scope, as a
+// key made without --scopes does. What only the account's owner may do
+// through the API (export everything the account owns) asks for one.
+func (p Principal) RequireOwner() error {
+	if p.Key.ClientID == "" && !slices.ContainsFunc(Scopes, func(s string) bool { return !slices.Contains(p.Key.Scopes, s) }) {
+		return nil
+	}
+	return fault.New(fault.InsufficientScope, "only an owner key (an account-level key that holds every scope) may do this")
+}
+
 // Service authenticates requests and manages keys.
 type Service struct {
 	Keys     store.Keys

@@ -162,6 +162,13 @@ func Setup(ctx context.Context, log *slog.Logger) (stop func(), err error) {
 	}, nil
 }
 
+// Check is the error Setup would return for the OTEL_* variables of
+// getenv, without setting anything up.
+func Check(getenv func(string) string) error {
+	_, _, err := wanted(getenv)
+	return err
+}
+
 // wanted reads whether the environment turns tracing on, and over which
 // OTLP protocol.
 func wanted(getenv func(string) string) (on bool, protocol string, err error) {

@@ -1,0 +1,47 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/aivis/aivis/core/accounts"
+)
+
+// exportAccount streams everything the key's account owns as JSON lines
+// (accounts.Export), to an owner key only. An error before the first line
+// is an error envelope; one after it cuts the response short, without
+// its end line.
+func (s *Server) exportAccount(w http.ResponseWriter, r *http.Request) {
+	p := principal(r)
+	if err := p.RequireOwner(); err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	sw := &streamStart{w: w, name: "aivis-export-" + p.AccountID() + ".jsonl"}
+	if err := accounts.Export(r.Context(), s.store, p.AccountID(), sw); err != nil {
+		if !sw.started {
+			writeError(w, r, s.log, err)
+			return
+		}
+		s.log.ErrorContext(r.Context(), "account export cut short", "request_id", requestID(r), "account", p.AccountID(), "err", err)
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// streamStart writes an export's headers at its first line.
+type streamStart struct {
+	w       http.ResponseWriter
+	name    string
+	started bool
+}
+
+func (s *streamStart) Write(b []byte) (int, error) {
+	if !s.started {
+		s.started = true
+		h := s.w.Header()
+		h.Set("Content-Type", "application/x-ndjson")
+		h.Set("Content-Disposition", `attachment; filename="`+s.name+`"`)
+		h.Set("Cache-Control", "no-store")
+		s.w.WriteHeader(http.StatusOK)
+	}
+	return s.w.Write(b)
+}
