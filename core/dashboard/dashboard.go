@@ -70,6 +70,7 @@ type Store interface {
 	LatestScans(ctx context.Context, accountID string, domainIDs []string) (map[string]store.Scan, error)
 	ListScanAnswers(ctx context.Context, f store.AnswerFilter) ([]store.ScanAnswer, string, error)
 	DefaultWebhookURL(ctx context.Context, accountID, clientID string) (string, error)
+	DeleteAccount(ctx context.Context, accountID string, batch int) error
 }
 
 // Peeker reads an account's rate-limit windows without counting a request.
@@ -191,6 +192,7 @@ func (s *Dashboard) pageRoutes(r chi.Router) {
 		r.Get("/", s.overview)
 		r.Get("/account", s.accountPage)
 		r.Post("/account/password", s.changePassword)
+		r.Post("/account/delete", s.need(people.Own, s.deleteAccount))
 		r.Get("/members", s.membersPage)
 		r.Post("/members/invite", s.need(people.Manage, s.invite))
 		r.Post("/members/{id}/role", s.need(people.Manage, s.setRole))
@@ -461,6 +463,7 @@ var notices = map[string]string{
 	"client":    "The client is created.",
 	"domain":    "The domain is monitored.",
 	"scan":      "A scan is queued.",
+	"account":   "The account is deleted, with everything it owned.",
 }
 
 func (s *Dashboard) fail(w http.ResponseWriter, r *http.Request, status int, msg string) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/aivis/aivis/core/accounts"
 	"github.com/aivis/aivis/core/fault"
 	"github.com/aivis/aivis/core/limits"
 	"github.com/aivis/aivis/core/people"
@@ -180,6 +181,26 @@ func (s *Dashboard) changePassword(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	redirect(w, r, "/account", "password")
+}
+
+// deleteAccount deletes the viewer's account with everything it owns,
+// once the owner has typed its name: the users and their sessions go with
+// it, so the browser is signed out.
+func (s *Dashboard) deleteAccount(w http.ResponseWriter, r *http.Request) {
+	a := viewerOf(r).Account
+	if strings.TrimSpace(r.PostFormValue("confirm_name")) != a.Name {
+		s.render(w, r, http.StatusUnprocessableEntity, "account", page{Title: "Your account", Nav: "account",
+			Problem: &problem{Message: "The name typed is not the account's name: nothing is deleted."}})
+		return
+	}
+	if err := accounts.Delete(r.Context(), s.Store, a.ID); err != nil {
+		p, status := s.problemOf(r, err)
+		s.render(w, r, status, "account", page{Title: "Your account", Nav: "account", Problem: p})
+		return
+	}
+	s.Log.InfoContext(r.Context(), "account deleted from the dashboard", "account", a.ID, "user", viewerOf(r).User.ID)
+	setSession(w, "", -1)
+	http.Redirect(w, r, "/signin?done=account", http.StatusSeeOther)
 }
 
 type membersData struct {
