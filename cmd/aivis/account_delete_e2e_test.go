@@ -37,14 +37,7 @@ func TestDashboardDeletesTheAccountInBrowser(t *testing.T) {
 	defer cancel()
 	ctx, cancelTimeout := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancelTimeout()
-	run := func(what string, actions ...chromedp.Action) {
-		t.Helper()
-		if err := chromedp.Run(ctx, actions...); err != nil {
-			var html string
-			_ = chromedp.Run(ctx, chromedp.OuterHTML("main", &html, chromedp.ByQuery))
-			t.Fatalf("%s: %v\npage:\n%s\nserver:\n%s", what, err, html, s.Stderr)
-		}
-	}
+	run := browserRun(t, ctx, s)
 	text := func(sel string) string {
 		t.Helper()
 		var v string
@@ -109,6 +102,19 @@ func TestDashboardDeletesTheAccountInBrowser(t *testing.T) {
 	cli(t, dir, &left, "account", "list")
 	if len(left) != 1 || left[0].ID != other.ID {
 		t.Errorf("accounts left: %+v; want %s", left, other.ID)
+	}
+}
+
+// browserRun runs a browser's actions, stopping the test with the page
+// and the server's log when one fails.
+func browserRun(t *testing.T, ctx context.Context, s *server) func(what string, actions ...chromedp.Action) {
+	return func(what string, actions ...chromedp.Action) {
+		t.Helper()
+		if err := chromedp.Run(ctx, actions...); err != nil {
+			var html string
+			_ = chromedp.Run(ctx, chromedp.OuterHTML("main", &html, chromedp.ByQuery))
+			t.Fatalf("%s: %v\npage:\n%s\nserver:\n%s", what, err, html, s.Stderr)
+		}
 	}
 }
 

@@ -174,14 +174,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		}
 	})
 
-	run := func(what string, actions ...chromedp.Action) {
-		t.Helper()
-		if err := chromedp.Run(ctx, actions...); err != nil {
-			var html string
-			_ = chromedp.Run(ctx, chromedp.OuterHTML("main", &html, chromedp.ByQuery))
-			t.Fatalf("%s: %v\npage:\n%s\nserver:\n%s", what, err, html, s.Stderr)
-		}
-	}
+	run := browserRun(t, ctx, s)
 	// shot saves a screenshot of the whole page, or of what the element
 	// sel shows.
 	shot := func(name string, sel ...string) chromedp.Action {
