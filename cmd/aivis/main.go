@@ -74,6 +74,8 @@ func commands() []*cobra.Command {
 			pluginRemoveCmd(),
 		),
 		secretsCmd(),
+		backupCmd(),
+		restoreCmd(),
 		configCmd(),
 		versionCmd(),
 	}
