@@ -149,9 +149,16 @@ type ConnectorKind struct {
 
 // ConnectorHealth is the state of a connector's plugin process.
 type ConnectorHealth struct {
-	State    string  `json:"state"` // starting, running, restarting, stopped
-	Restarts int     `json:"restarts"`
-	Problem  *string `json:"problem"`
+	// State is starting, running, restarting (it exited or does not
+	// start, and is tried again), unavailable (no binary of a registered
+	// build here) or stopped; but when running, its deliveries wait.
+	State    string `json:"state"`
+	Restarts int    `json:"restarts"`
+	// Problem says why it does not run, naming no path.
+	Problem *string `json:"problem"`
+	// Build is the first 8 hex digits of the SHA-256 of the build the
+	// instance has of it; nil when it has none.
+	Build *string `json:"build"`
 }
 
 // ConnectorInstance is a connector's health on one instance of the

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -16,7 +15,6 @@ import (
 	"github.com/aivis/aivis/core/app"
 	"github.com/aivis/aivis/core/auth"
 	"github.com/aivis/aivis/core/fault"
-	"github.com/aivis/aivis/core/hub"
 	"github.com/aivis/aivis/core/store"
 )
 
@@ -197,78 +195,6 @@ func userListCmd() *cobra.Command {
 			return map[string]any{"id": u.ID, "account_id": u.AccountID, "email": u.Email, "role": u.Role, "created_at": u.CreatedAt}, fmt.Sprintf("%s\t%s\t%s\t%s\n", u.ID, u.Email, u.Role, u.CreatedAt.Format(time.RFC3339))
 		})
 	})
-}
-
-func pluginRegisterCmd() *cobra.Command {
-	c := &cobra.Command{Use: "register PATH", Short: "Register a connector plugin binary and its SHA-256", Args: takes(1, "the path of a plugin binary")}
-	return withServices(c, func(ctx context.Context, in *invocation, args []string) error {
-		return registerPlugin(ctx, in.svc, args[0], in.out)
-	})
-}
-
-func pluginListCmd() *cobra.Command {
-	c := &cobra.Command{Use: "list", Short: "List the registered connector plugins", Args: takes(0, "no arguments")}
-	return withServices(c, func(ctx context.Context, in *invocation, _ []string) error {
-		return listPlugins(ctx, in.svc, hub.PluginsDir(in.cfg.DataDir), in.out)
-	})
-}
-
-func pluginRemoveCmd() *cobra.Command {
-	c := &cobra.Command{Use: "remove NAME", Short: "Remove a registered connector plugin", Args: takes(1, "a plugin name")}
-	return withServices(c, func(ctx context.Context, in *invocation, args []string) error {
-		if err := in.svc.Store.RemovePlugin(ctx, args[0]); errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("no plugin %q is registered", args[0])
-		} else if err != nil {
-			return err
-		}
-		return in.out.value(map[string]any{"name": args[0], "removed": true}, fmt.Sprintf("plugin %s removed\n", args[0]))
-	})
-}
-
-// registerPlugin records a plugin binary and its SHA-256 after asking it
-// what it is: the server starts it only while the file is unchanged.
-func registerPlugin(ctx context.Context, svc *app.Services, path string, out printer) error {
-	rec, err := hub.Register(ctx, svc.Store, path)
-	if err != nil {
-		return err
-	}
-	return out.value(pluginJSON(rec, "ok"), fmt.Sprintf("plugin %s %s (%s) registered from %s\nsha256 %x\n",
-		rec.Name, rec.Version, rec.Kind, rec.Path, rec.SHA256))
-}
-
-// pluginState says whether this machine has the registered binary (at its
-// path or, with its SHA-256, in the plugins directory dir, as the server
-// looks for it), and if not, whether the file at its path changed.
-func pluginState(p store.PluginRecord, dir string) string {
-	switch path, _ := hub.Locate(p, dir); {
-	case path != "":
-		return "ok"
-	case fileExists(p.Path):
-		return "changed"
-	}
-	return "missing"
-}
-
-func fileExists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
-}
-
-func listPlugins(ctx context.Context, svc *app.Services, dir string, out printer) error {
-	ps, err := svc.Store.ListPlugins(ctx)
-	if err != nil {
-		return err
-	}
-	return out.table("NAME\tKIND\tVERSION\tSTATE\tSHA256\tPATH", len(ps), func(i int) (any, string) {
-		p := ps[i]
-		state := pluginState(p, dir)
-		return pluginJSON(p, state), fmt.Sprintf("%s\t%s\t%s\t%s\t%x\t%s\n", p.Name, p.Kind, p.Version, state, p.SHA256[:8], p.Path)
-	})
-}
-
-func pluginJSON(p store.PluginRecord, state string) map[string]any {
-	return map[string]any{"name": p.Name, "kind": p.Kind, "version": p.Version, "display_name": p.DisplayName,
-		"path": p.Path, "sha256": fmt.Sprintf("%x", p.SHA256), "state": state, "registered_at": p.RegisteredAt}
 }
 
 // parseExpiry reads --expires as the dashboard's form does.

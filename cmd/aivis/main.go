@@ -71,6 +71,7 @@ func commands() []*cobra.Command {
 		group("plugin", "Register, list and remove connector plugins",
 			pluginRegisterCmd(),
 			pluginListCmd(),
+			pluginPruneCmd(),
 			pluginRemoveCmd(),
 		),
 		secretsCmd(),

@@ -130,7 +130,7 @@ func TestServeRunsRegisteredConnectors(t *testing.T) {
 	s = start(t, dir)
 	r = s.do(t, req{method: "GET", path: "/v1/connectors", header: bearer(k)})
 	r.decode(t, &page)
-	if len(page.Items) != 1 || page.Items[0].Health.State != "stopped" || page.Items[0].Health.Problem == nil ||
+	if len(page.Items) != 1 || page.Items[0].Health.State != "unavailable" || page.Items[0].Health.Problem == nil ||
 		!strings.Contains(*page.Items[0].Health.Problem, "changed") {
 		t.Fatalf("a changed binary: %s", r.Body)
 	}

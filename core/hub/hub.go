@@ -1,10 +1,12 @@
 // Package hub runs the connector plugins an operator registered, on every
 // instance of the server: one supervised process each, from the binary
-// this instance finds with the registered SHA-256 (Locate). It reads the
-// registry again every RefreshInterval, so that a plugin registered,
-// registered again or removed is started, swapped or stopped without a
-// restart, and it reports the health of its connectors under this
-// instance's name every HealthInterval, beside every other instance's.
+// this instance finds whose SHA-256 is one of the plugin's registered
+// builds (Locate), so that instances of two versions of a cluster each run
+// their own. It reads the registry again every RefreshInterval, so that a
+// plugin registered, registered again or removed is started, swapped or
+// stopped without a restart, and it reports the health of its connectors
+// (with the build each runs) under this instance's name every
+// HealthInterval, beside every other instance's.
 package hub
 
 import (
@@ -16,6 +18,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -52,6 +55,11 @@ const (
 	infoTimeout = 10 * time.Second
 )
 
+// ReportedSince is how old, at now, the oldest report of an instance
+// still taken as current is: an instance that did not report since
+// stopped.
+func ReportedSince(now time.Time) time.Time { return now.Add(-staleReports * HealthInterval) }
+
 // PluginsDir is the plugins directory of an instance whose data
 // directory is dataDir: where it looks for the binaries of registered
 // plugins not at their registered path.
@@ -61,7 +69,11 @@ func PluginsDir(dataDir string) string { return filepath.Join(dataDir, "plugins"
 type Connector struct {
 	Record store.PluginRecord
 	Info   sdk.Info // as the plugin described itself; zero if it never started
+	// Health is the connector's here: its State is unavailable when this
+	// instance found no binary of a registered build to start.
 	Health host.Health
+	// SHA256 is the build this instance found and starts; nil when none.
+	SHA256 []byte
 	// Problem says why the connector is unavailable ("" when it runs).
 	Problem string
 	// Instances is the health of the connector on every instance that
@@ -71,29 +83,55 @@ type Connector struct {
 }
 
 type entry struct {
-	rec   store.PluginRecord
+	name  string
 	path  string           // where this instance found the binary; "" when nowhere
+	sum   []byte           // its SHA-256, one of the registered builds'
 	sup   *host.Supervisor // nil when the binary was not found
 	calls sync.WaitGroup   // calls in flight, waited for when it is retired
 
 	mu      sync.Mutex
+	rec     store.PluginRecord // as last read: its builds may change while it runs
 	info    sdk.Info
 	problem string
 }
 
+// record is the registration as last read.
+func (e *entry) record() store.PluginRecord {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.rec
+}
+
 // scrub replaces the paths of the connector's binary in a text by the
-// binary's name: what the hub says of a connector reaches accounts, who
-// are told nothing of the server's file system. The text, which may hold
+// binary's name, any other path by its last element, and an IP address by
+// "[address]": what the hub says of a connector reaches accounts, who are
+// told nothing of the server's file system or network. The text, which may hold
 // what the plugin printed, is cleaned and cut to 1,024 bytes: it is kept
 // in the store.
 func (e *entry) scrub(s string) string {
-	for _, p := range []string{e.path, e.rec.Path} {
+	paths := []string{e.path}
+	for _, b := range e.record().Builds {
+		paths = append(paths, b.Path)
+	}
+	for _, p := range paths {
 		if p != "" {
 			s = strings.ReplaceAll(s, p, filepath.Base(p))
 		}
 	}
+	// Any other path (a socket's, what the plugin printed) by its name
+	// alone, and no address.
+	s = otherPath.ReplaceAllStringFunc(s, func(m string) string {
+		i := strings.IndexByte(m, '/')
+		return m[:i] + filepath.Base(m[i:])
+	})
+	s = address.ReplaceAllString(s, "[address]")
 	return text.Clean(s, 1024)
 }
+
+var (
+	otherPath = regexp.MustCompile(`(?:^|[\s"'(=])/[^\s"'():,]+`)
+	address   = regexp.MustCompile(`\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b|\[[0-9a-fA-F:]*:[0-9a-fA-F:.]*\](?::\d+)?`)
+)
 
 // Registry is what the hub reads and writes of the store: the registered
 // plugins and the health each instance reports of them.
@@ -195,9 +233,12 @@ func (h *Hub) every(interval time.Duration, f func()) {
 
 // refresh reads the registry and follows it: a registration that is new,
 // or whose binary this instance had not found, is started; one removed
-// is retired; one registered again (another SHA-256, path or anything)
-// is started anew and the old one retired once its new one runs, so
-// that calls never find it missing. changed says whether any was.
+// is retired; one that runs a build no longer registered, or for which
+// this instance finds another registered build (a newer one registered),
+// is started anew and the old one retired once its new one runs, so that
+// calls never find it missing. One that runs a registered build runs on
+// even if its file changed meanwhile: what runs is what was registered.
+// changed says whether any was.
 func (h *Hub) refresh(ctx context.Context) (changed bool, err error) {
 	rctx, cancel := context.WithTimeout(ctx, infoTimeout)
 	recs, err := h.reg.ListPlugins(rctx)
@@ -211,27 +252,32 @@ func (h *Hub) refresh(ctx context.Context) (changed bool, err error) {
 	next := make([]*entry, 0, len(recs))
 	var retired []*entry
 	for _, rec := range recs {
-		i := slices.IndexFunc(cur, func(e *entry) bool { return e.rec.Name == rec.Name })
-		same := i >= 0 && sameRecord(cur[i].rec, rec)
-		if same && (cur[i].sup != nil || h.stillMissing(cur[i])) {
-			next = append(next, cur[i])
+		i := slices.IndexFunc(cur, func(e *entry) bool { return e.name == rec.Name })
+		if i < 0 {
+			next = append(next, h.start(ctx, rec))
+			changed = true
 			continue
 		}
+		e := cur[i]
+		path, sum, problem := h.sums.locate(rec, h.opt.Dir)
 		switch {
-		case same:
+		case e.sup != nil && rec.Trusts(e.sum) && (path == "" || path == e.path && bytes.Equal(sum, e.sum)),
+			e.sup == nil && path == "":
+			changed = e.update(rec, path, problem) || changed
+			next = append(next, e)
+			continue
+		case e.sup == nil:
 			h.log.Info("connector binary found: starting it", "connector", rec.Name)
-		case i >= 0:
+		default:
 			h.log.Info("connector registered again: starting it anew", "connector", rec.Name)
 		}
-		if i >= 0 {
-			retired = append(retired, cur[i])
-		}
-		next = append(next, h.start(ctx, rec))
+		retired = append(retired, e)
+		next = append(next, h.startFrom(ctx, rec, path, sum, problem))
 		changed = true
 	}
 	for _, e := range cur {
-		if !slices.ContainsFunc(recs, func(r store.PluginRecord) bool { return r.Name == e.rec.Name }) {
-			h.log.Info("connector no longer registered: stopping it", "connector", e.rec.Name)
+		if !slices.ContainsFunc(recs, func(r store.PluginRecord) bool { return r.Name == e.name }) {
+			h.log.Info("connector no longer registered: stopping it", "connector", e.name)
 			retired = append(retired, e)
 			changed = true
 		}
@@ -245,33 +291,36 @@ func (h *Hub) refresh(ctx context.Context) (changed bool, err error) {
 	return changed, nil
 }
 
-func sameRecord(a, b store.PluginRecord) bool {
-	return a.Name == b.Name && a.Path == b.Path && bytes.Equal(a.SHA256, b.SHA256) && a.Kind == b.Kind &&
-		a.Version == b.Version && a.DisplayName == b.DisplayName && a.RegisteredAt.Equal(b.RegisteredAt)
-}
-
-// stillMissing says whether the binary of a connector not started is
-// still nowhere on this instance, keeping why.
-func (h *Hub) stillMissing(e *entry) bool {
-	path, problem := h.sums.locate(e.rec, h.opt.Dir)
-	if path != "" {
-		return false
-	}
+// update keeps a registration read again for a connector that runs on as
+// it was, or is still found nowhere (why, when path is ""); changed says
+// whether what it reports changed.
+func (e *entry) update(rec store.PluginRecord, path, problem string) (changed bool) {
 	e.mu.Lock()
-	e.problem = problem
-	e.mu.Unlock()
-	return true
+	defer e.mu.Unlock()
+	changed = len(rec.Builds) != len(e.rec.Builds) || rec.Version != e.rec.Version
+	e.rec = rec
+	if path == "" && e.sup == nil {
+		changed = changed || e.problem != problem
+		e.problem = problem
+	}
+	return changed
 }
 
 // start starts a registered plugin from the binary this instance has.
 func (h *Hub) start(ctx context.Context, rec store.PluginRecord) *entry {
-	e := &entry{rec: rec}
-	e.path, e.problem = h.sums.locate(rec, h.opt.Dir)
+	path, sum, problem := h.sums.locate(rec, h.opt.Dir)
+	return h.startFrom(ctx, rec, path, sum, problem)
+}
+
+// startFrom starts a registered plugin from the binary at path, whose
+// SHA-256 is sum; with none (path ""), it is unavailable for problem.
+func (h *Hub) startFrom(ctx context.Context, rec store.PluginRecord, path string, sum []byte, problem string) *entry {
+	e := &entry{name: rec.Name, rec: rec, path: path, sum: sum, problem: problem}
 	if e.path == "" {
 		h.log.Warn("connector not started", "connector", rec.Name, "path", rec.Path, "why", e.problem)
 		return e
 	}
-	e.sup = host.Supervise(host.Options{Path: e.path, Checksum: rec.SHA256, Env: h.env,
+	e.sup = host.Supervise(host.Options{Path: e.path, Checksum: sum, Env: h.env,
 		Log: h.log.With("connector", rec.Name)}, callDeadline)
 	e.sup.Watch(h.opt.Health)
 	ictx, cancel := context.WithTimeout(ctx, infoTimeout)
@@ -283,7 +332,7 @@ func (h *Hub) start(ctx context.Context, rec store.PluginRecord) *entry {
 		return e
 	}
 	e.info = info
-	h.log.Info("connector started", "connector", rec.Name, "version", info.Version, "path", e.path)
+	h.log.Info("connector started", "connector", rec.Name, "version", info.Version, "path", e.path, "sha256", fmt.Sprintf("%x", sum))
 	return e
 }
 
@@ -302,7 +351,7 @@ func (h *Hub) retire(e *entry) {
 		select {
 		case <-drained:
 		case <-t.C:
-			h.log.Warn("connector stopped with calls in flight", "connector", e.rec.Name)
+			h.log.Warn("connector stopped with calls in flight", "connector", e.name)
 		case <-h.quit:
 		}
 		e.sup.Stop()
@@ -359,7 +408,7 @@ func (h *Hub) discover() {
 		if !executable(path) {
 			continue
 		}
-		if !slices.ContainsFunc(h.entries, func(e *entry) bool { return e.path == path || e.rec.Path == path }) {
+		if !slices.ContainsFunc(h.entries, func(e *entry) bool { return e.path == path || e.record().Path == path }) {
 			h.log.Warn("connector plugin found but not registered", "path", path, "register", "aivis plugin register "+path)
 		}
 	}
@@ -371,11 +420,12 @@ func executable(path string) bool {
 }
 
 // Locate finds where this instance has the binary of a registered plugin:
-// the registered path if the file there has the registered SHA-256, else
-// in dir (this instance's plugins directory) the file named as the
-// registered one, else any executable file there, with that SHA-256.
-// Found nowhere, problem says why, naming no path.
-func Locate(rec store.PluginRecord, dir string) (path, problem string) {
+// of the plugin's builds, newest first, the path it was registered from
+// if the file there has one of the registered SHA-256; else in dir (this
+// instance's plugins directory) a file named as a registered one, else any
+// executable file there, with one of them. Found nowhere, problem says
+// why, naming no path.
+func Locate(rec store.PluginRecord, dir string) (path string, sum []byte, problem string) {
 	var c checksums
 	return c.locate(rec, dir)
 }
@@ -414,29 +464,44 @@ func (c *checksums) of(path string) ([]byte, error) {
 	return sum, nil
 }
 
-func (c *checksums) locate(rec store.PluginRecord, dir string) (string, string) {
-	problem := "the binary is not on this instance: not at its registered path, nor with the registered SHA-256 in the plugins directory"
-	if sum, err := c.of(rec.Path); err == nil {
-		if bytes.Equal(sum, rec.SHA256) {
-			return rec.Path, ""
-		}
-		problem = "the binary changed since it was registered; register it again"
+func (c *checksums) locate(rec store.PluginRecord, dir string) (string, []byte, string) {
+	problem := "the binary is not on this instance: not where it was registered from, nor with a registered SHA-256 in the plugins directory"
+	builds := rec.Builds
+	if len(builds) == 0 {
+		builds = []store.PluginBuild{{SHA256: rec.SHA256, Path: rec.Path}}
 	}
-	named := filepath.Join(dir, filepath.Base(rec.Path))
-	candidates := []string{named}
+	var candidates []string
+	add := func(p string) {
+		if !slices.Contains(candidates, p) {
+			candidates = append(candidates, p)
+		}
+	}
+	for i := len(builds) - 1; i >= 0; i-- {
+		add(builds[i].Path)
+	}
+	registered := len(candidates)
+	for i := len(builds) - 1; i >= 0; i-- {
+		add(filepath.Join(dir, filepath.Base(builds[i].Path)))
+	}
 	if ents, err := os.ReadDir(dir); err == nil {
 		for _, de := range ents {
-			if p := filepath.Join(dir, de.Name()); p != named && executable(p) {
-				candidates = append(candidates, p)
+			if p := filepath.Join(dir, de.Name()); executable(p) {
+				add(p)
 			}
 		}
 	}
-	for _, p := range candidates {
-		if sum, err := c.of(p); err == nil && p != rec.Path && bytes.Equal(sum, rec.SHA256) {
-			return p, ""
+	for i, p := range candidates {
+		sum, err := c.of(p)
+		switch {
+		case err != nil:
+		case rec.Trusts(sum):
+			return p, sum, ""
+		case i < registered:
+			problem = fmt.Sprintf("the binary changed since it was registered: its SHA-256 %x… is not one of a registered build; "+
+				"register it (aivis plugin register)", sum[:4])
 		}
 	}
-	return "", problem
+	return "", nil, problem
 }
 
 // PolicyEnv is the environment that passes an outbound policy to plugins.
@@ -469,7 +534,7 @@ func (h *Hub) Connectors() []Connector {
 			c.Instances = append(c.Instances, h.own(c, now))
 		}
 		for _, r := range reported {
-			if r.Plugin == e.rec.Name && now.Sub(r.CheckedAt) < staleReports*h.opt.Health {
+			if r.Plugin == e.name && now.Sub(r.CheckedAt) < staleReports*h.opt.Health {
 				c.Instances = append(c.Instances, r)
 			}
 		}
@@ -479,11 +544,27 @@ func (h *Hub) Connectors() []Connector {
 	return out
 }
 
+// Unavailable lists by name the registered connectors that do not run on
+// this instance: its binary not found, or not started, or not running at
+// the moment (its deliveries wait meanwhile).
+func (h *Hub) Unavailable() []string {
+	h.mu.RLock()
+	entries := h.entries
+	h.mu.RUnlock()
+	var out []string
+	for _, e := range entries {
+		if e.sup == nil || e.sup.Health().State != "running" {
+			out = append(out, e.name)
+		}
+	}
+	return out
+}
+
 // connector is the connector as it runs here.
 func (e *entry) connector() Connector {
-	c := Connector{Record: e.rec, Health: host.Health{State: "stopped"}}
+	c := Connector{Health: host.Health{State: "unavailable"}, SHA256: e.sum}
 	e.mu.Lock()
-	c.Info, c.Problem = e.info, e.problem
+	c.Record, c.Info, c.Problem = e.rec, e.info, e.problem
 	e.mu.Unlock()
 	if e.sup != nil {
 		c.Health = e.sup.Health()
@@ -498,11 +579,13 @@ func (e *entry) connector() Connector {
 // own is a connector's health on this instance, checked at now.
 func (h *Hub) own(c Connector, now time.Time) store.PluginHealth {
 	return store.PluginHealth{Instance: h.opt.Instance, Plugin: c.Record.Name, State: c.Health.State,
-		Restarts: c.Health.Restarts, Problem: c.Problem, CheckedAt: now}
+		Restarts: c.Health.Restarts, Problem: c.Problem, SHA256: c.SHA256, CheckedAt: now}
 }
 
 // ErrUnknown is the error of a call to a connector that is not
-// registered; ErrUnavailable, to one that is but does not run.
+// registered; ErrUnavailable, to one that is but does not run here (no
+// binary of a registered build, or one that does not start): no call of
+// the plugin was made.
 var (
 	ErrUnknown     = errors.New("connector not registered")
 	ErrUnavailable = errors.New("connector unavailable")
@@ -514,7 +597,7 @@ var (
 // has returned.
 func (h *Hub) use(ctx context.Context, name string, f func(e *entry, info sdk.Info) error) error {
 	h.mu.RLock()
-	i := slices.IndexFunc(h.entries, func(e *entry) bool { return e.rec.Name == name })
+	i := slices.IndexFunc(h.entries, func(e *entry) bool { return e.name == name })
 	var e *entry
 	if i >= 0 {
 		e = h.entries[i]
@@ -540,7 +623,13 @@ func (h *Hub) use(ctx context.Context, name string, f func(e *entry, info sdk.In
 		e.info, e.problem, info = got, "", got
 		e.mu.Unlock()
 	}
-	return f(e, info)
+	if err := f(e, info); errors.Is(err, host.ErrUnavailable) {
+		// Not running, and not started: no call of it was made.
+		return fmt.Errorf("%w: %s: %w", ErrUnavailable, name, err)
+	} else if err != nil {
+		return err
+	}
+	return nil
 }
 
 // Info is how a running connector describes itself.
@@ -559,7 +648,7 @@ func (h *Hub) ValidateSettings(ctx context.Context, name string, settings json.R
 		var err error
 		start := time.Now()
 		fes, err = e.sup.ValidateSettings(ctx, settings)
-		h.opt.Metrics.Call(e.rec.Name, metrics.CallValidate, time.Since(start), err)
+		h.opt.Metrics.Call(e.name, metrics.CallValidate, time.Since(start), err)
 		secrets := secretValues(settings, info.SecretFields)
 		for i := range fes {
 			fes[i].Message = sdk.Redact(fes[i].Message, secrets...)
@@ -603,7 +692,7 @@ func (h *Hub) results(ctx context.Context, name, method string, settings json.Ra
 		var err error
 		start := time.Now()
 		rs, err = call(ctx, e.sup)
-		h.opt.Metrics.Call(e.rec.Name, method, time.Since(start), err)
+		h.opt.Metrics.Call(e.name, method, time.Since(start), err)
 		secrets := secretValues(settings, info.SecretFields)
 		for i := range rs {
 			rs[i].Reason = sdk.Redact(rs[i].Reason, secrets...)
@@ -684,7 +773,7 @@ func (h *Hub) MaxBatch(name string) int {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	for _, e := range h.entries {
-		if e.rec.Name == name {
+		if e.name == name {
 			e.mu.Lock()
 			defer e.mu.Unlock()
 			return max(e.info.MaxBatch, 1)

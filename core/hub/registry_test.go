@@ -160,7 +160,7 @@ func TestBinaryFoundInPluginsDir(t *testing.T) {
 	h := openHub(t, db, hub.Options{Dir: dir})
 
 	cs := h.Connectors()
-	if len(cs) != 1 || cs[0].Health.State != "stopped" || !strings.Contains(cs[0].Problem, "not on this instance") {
+	if len(cs) != 1 || cs[0].Health.State != "unavailable" || !strings.Contains(cs[0].Problem, "not on this instance") {
 		t.Fatalf("a binary found nowhere: %+v", cs)
 	}
 	_, err = deliver(h, `{"mode":"ok"}`)
@@ -287,5 +287,27 @@ func TestStartFailureReportedAsText(t *testing.T) {
 	})
 	if p := got[0].Problem; !utf8.ValidString(p) || strings.ContainsRune(p, 0) || !strings.Contains(p, "garbled \uFFFD words") {
 		t.Errorf("the problem reported: %q", p)
+	}
+}
+
+// TestStartFailureNamesNoAddress: what a binary that does not start
+// printed is reported without the paths and addresses it holds.
+func TestStartFailureNamesNoAddress(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "chatty")
+	script := "#!/bin/sh\necho 'listening on 10.1.2.3:7000 and [fd00::7]:80 at /var/lib/aivis/secret.sock (unix=/run/x/y)'\nexit 1\n"
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	db := newStore(t)
+	register(t, db, bin)
+	h := openHub(t, db, hub.Options{Dir: t.TempDir()})
+	cs := h.Connectors()
+	if len(cs) != 1 || !strings.Contains(cs[0].Problem, "listening on [address] and [address] at secret.sock") {
+		t.Fatalf("a binary that does not start: %+v", cs)
+	}
+	for _, f := range []string{"10.1.2.3", "fd00", "/var/lib", "/run/x"} {
+		if strings.Contains(cs[0].Problem, f) {
+			t.Errorf("the problem carries %q: %s", f, cs[0].Problem)
+		}
 	}
 }

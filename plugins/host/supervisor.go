@@ -94,8 +94,9 @@ func Backoff(n int) time.Duration {
 	return min(d, 30*time.Second)
 }
 
-// ErrUnavailable is returned while the plugin cannot be started (its
-// backoff has not passed); the caller retries later.
+// ErrUnavailable is wrapped by the error of a call made while the plugin
+// cannot be started (its backoff has not passed, or it failed to start):
+// no call of it was made, and the caller retries later.
 var ErrUnavailable = errors.New("host: plugin unavailable")
 
 // plugin returns a running plugin, starting or restarting it if needed.
@@ -127,7 +128,7 @@ func (s *Supervisor) plugin() (*Plugin, error) {
 		s.health.LastError = err.Error()
 		s.next = time.Now().Add(s.backoff(s.crashes))
 		s.health.State, s.health.Since = "restarting", time.Now()
-		return nil, err
+		return nil, &startError{err}
 	}
 	s.cur = p
 	s.health.State, s.health.Since = "running", time.Now()
@@ -182,6 +183,13 @@ func (e *backoffError) Error() string {
 }
 
 func (e *backoffError) Unwrap() error { return ErrUnavailable }
+
+// startError is a call that found the plugin not running and could not
+// start it: the plugin is unavailable, and no call of it was made.
+type startError struct{ err error }
+
+func (e *startError) Error() string   { return e.err.Error() }
+func (e *startError) Unwrap() []error { return []error{ErrUnavailable, e.err} }
 
 // call runs f on the running plugin. A call made while the plugin waits to
 // be restarted waits for it, as long as its context allows.
