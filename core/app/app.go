@@ -211,6 +211,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 		checks = append(checks, health.Check{Part: "counter", Ping: limiter.Ping})
 	}
 	hc := health.New(log, 2*time.Second, checks...)
+	hc.Degraded(func() []string { return connectorsDown(w.connectors) })
 	watch(svc.Metrics, svc, w, hc, checks)
 	admin, stopAdmin, err := serveAdmin(cfg, hc, svc.Metrics, log)
 	if err != nil {

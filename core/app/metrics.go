@@ -8,6 +8,7 @@ import (
 	"github.com/aivis/aivis/core/engines"
 	"github.com/aivis/aivis/core/events"
 	"github.com/aivis/aivis/core/health"
+	"github.com/aivis/aivis/core/hub"
 	"github.com/aivis/aivis/core/limits"
 	"github.com/aivis/aivis/core/metrics"
 )
@@ -77,4 +78,14 @@ func backlog(pending int, first, now time.Time) metrics.Backlog {
 		b.OldestDue = now.Sub(first)
 	}
 	return b
+}
+
+// connectorsDown is what /readyz says is degraded: the registered
+// connectors that do not run on this instance (their deliveries wait).
+func connectorsDown(h *hub.Hub) []string {
+	var out []string
+	for _, name := range h.Unavailable() {
+		out = append(out, "connector:"+name)
+	}
+	return out
 }

@@ -17,6 +17,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/aivis/aivis/core/hub"
 	"github.com/aivis/aivis/core/netguard"
 	"github.com/aivis/aivis/core/store"
 	"github.com/aivis/aivis/core/text"
@@ -36,7 +37,10 @@ type outcome struct {
 	w       *store.Webhook
 	attempt store.Attempt
 	verdict verdict
-	retryIn time.Duration // what a Retry-After asked for
+	// unavailable: no attempt was made, the connection's connector not
+	// running (hold.go); the delivery waits, and nothing is recorded.
+	unavailable bool
+	retryIn     time.Duration // what a Retry-After asked for
 	// span is the attempt's span (invalid when tracing is off), which what
 	// the recorder logs and publishes of the outcome joins.
 	span trace.SpanContext
@@ -237,7 +241,8 @@ func (e *Engine) connect(ctx context.Context, cs []claimed) []outcome {
 	latency := time.Since(start)
 	out := make([]outcome, len(cs))
 	for i, c := range cs {
-		o := outcome{d: c.d, w: c.w, attempt: store.Attempt{DeliveryID: c.d.ID, N: c.d.Attempts + 1, At: now, Latency: latency}}
+		o := outcome{d: c.d, w: c.w, attempt: store.Attempt{DeliveryID: c.d.ID, N: c.d.Attempts + 1, At: now, Latency: latency},
+			unavailable: errors.Is(err, hub.ErrUnavailable)}
 		if err != nil {
 			o.attempt.Result, o.attempt.Error = ResultError, reason("connector "+w.Connector+": "+err.Error())
 		} else {

@@ -163,7 +163,7 @@ func (e *Engine) refillOne(ctx context.Context, ep *endpoint, sends *sync.WaitGr
 	more := false
 	// The target is read afresh (a new secret, URL or disabling counts).
 	w, err := e.store.Webhook(ctx, ep.account, ep.id)
-	if err == nil && w.Enabled {
+	if err == nil && w.Enabled && !e.isHeld(ep.id, e.opt.Now()) {
 		e.mu.Lock()
 		room := held(ep.limit) - ep.inflight - ep.reserved - len(ep.queue)
 		e.mu.Unlock()
@@ -208,6 +208,7 @@ func (e *Engine) claim(ctx context.Context, sends *sync.WaitGroup) (n int, full 
 		}
 	}
 	e.mu.Unlock()
+	skip = append(skip, e.holding(e.opt.Now())...) // their connector does not run
 	if free <= 0 {
 		return 0, true, nil
 	}
@@ -261,7 +262,11 @@ func (e *Engine) reserve(cs []claimed) []claimed {
 	}
 	var take []claimed
 	lease, until := e.newLease(), e.opt.Now().Add(e.lease)
+	now := e.opt.Now()
 	for _, c := range cs {
+		if e.isHeld(c.w.ID, now) {
+			continue // its connector does not run: a claim takes them once it may again
+		}
 		ep := e.endpoints[c.w.ID]
 		if ep == nil {
 			ep = e.newEndpoint(c.w)
@@ -331,8 +336,16 @@ func (e *Engine) startLocked(ctx context.Context, ep *endpoint, sends *sync.Wait
 		sends.Go(func() {
 			// An attempt started before shutdown runs to its own timeout.
 			if cs := e.renew(ctx, cs); len(cs) > 0 {
-				for _, o := range e.attempt(context.WithoutCancel(ctx), cs) {
-					e.outcomes <- o
+				out := e.attempt(context.WithoutCancel(ctx), cs)
+				if out[0].unavailable {
+					e.hold(ctx, cs)
+				} else {
+					if cs[0].w.IsConnection() {
+						e.release(cs[0].w.ID)
+					}
+					for _, o := range out {
+						e.outcomes <- o
+					}
 				}
 			}
 			e.mu.Lock()

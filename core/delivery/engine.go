@@ -17,6 +17,8 @@
 //     connection's connector.
 //   - policy.go: what an attempt comes to, a pure function: the next
 //     attempt on the schedule, giving up, disabling the target.
+//   - hold.go: the deliveries of a connection whose connector does not
+//     run wait, consuming no attempt, until it runs again.
 //   - record.go: writes each attempt and what the policy decided.
 //   - retention.go: prunes what is older than the retention.
 //
@@ -65,7 +67,12 @@ type Options struct {
 	// Connectors delivers connections' events; without it they fail and
 	// are retried like any failure.
 	Connectors Connectors
-	Now        func() time.Time
+	// ConnectorWait is how long the deliveries of a connection whose
+	// connector is unavailable (hub.ErrUnavailable: registered, but not
+	// running here) wait before they are tried again (default
+	// DefaultConnectorWait); they consume no attempt meanwhile.
+	ConnectorWait time.Duration
+	Now           func() time.Time
 	// Idle is the longest the dispatcher sleeps without looking for due
 	// deliveries that another process wrote (default 1 s).
 	Idle time.Duration
@@ -112,6 +119,11 @@ type Engine struct {
 
 	healthMu sync.Mutex
 	healthy  map[string]time.Time // see knownHealthy
+
+	// held are the connections whose connector was unavailable: until
+	// when their deliveries wait (hold.go).
+	heldMu sync.Mutex
+	held   map[string]time.Time
 }
 
 // New builds an engine. client makes the attempts (a netguard client: it
@@ -141,6 +153,9 @@ func New(st Store, sub message.Subscriber, client *http.Client, log *slog.Logger
 	if opt.Holder == "" {
 		opt.Holder = randid.New("proc")
 	}
+	if opt.ConnectorWait <= 0 {
+		opt.ConnectorWait = DefaultConnectorWait
+	}
 	return &Engine{store: st, sub: sub, client: client, log: log, opt: opt,
 		// A claimed delivery may wait behind a full endpoint for as long
 		// as its queued rounds of attempts, then take its own.
@@ -151,7 +166,7 @@ func New(st Store, sub message.Subscriber, client *http.Client, log *slog.Logger
 		stopped:   make(chan struct{}),
 		refills:   make(chan struct{}, 1),
 		endpoints: make(map[string]*endpoint), waiting: make(map[*endpoint]struct{}), refill: make(map[*endpoint]struct{}),
-		healthy: make(map[string]time.Time)}
+		healthy: make(map[string]time.Time), held: make(map[string]time.Time)}
 }
 
 // Run runs the fan-out and the dispatcher until ctx ends; attempts in

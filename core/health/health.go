@@ -2,7 +2,9 @@
 // to serve: /livez (the process answers), /readyz (the parts it needs, the
 // store, the bus and the counter, answer within a short deadline; 503
 // naming those that did not, by kind, and 503 while it drains at
-// shutdown), and /healthz, which is /livez.
+// shutdown; 200 naming what is degraded, a registered connector that does
+// not run, which a ready process does without), and /healthz, which is
+// /livez.
 package health
 
 import (
@@ -29,8 +31,55 @@ type Health struct {
 	timeout  time.Duration
 	log      *slog.Logger
 	draining atomic.Bool
+	degraded atomic.Pointer[func() []string]
 	mu       sync.Mutex
 	failing  string // what the last answer of Ready found failing, for the log's changes
+	lessened string // what the last answer found degraded, likewise
+}
+
+// Degraded has /readyz name, while the process is ready, what f lists:
+// what it does without, as "kind:name" (connector:slack, a registered
+// connector that does not run here, whose deliveries wait). A process so
+// degraded is still ready: it serves, and another instance could not do
+// better with the same binaries.
+func (h *Health) Degraded(f func() []string) { h.degraded.Store(&f) }
+
+// lacking is what is degraded, once more said in the log when it changes.
+func (h *Health) lacking() []string {
+	f := h.degraded.Load()
+	if f == nil {
+		return nil
+	}
+	out := (*f)()
+	switch h.changed(&h.lessened, out) {
+	case "became":
+		h.log.Warn("ready, but degraded", "degraded", out)
+	case "ended":
+		h.log.Info("no longer degraded")
+	}
+	return out
+}
+
+// changed notes what a probe found (failing or degraded, in *last) and
+// says how it changed since the last probe: "became" (something now, and
+// not the same), "ended" (nothing now, something before), or "".
+func (h *Health) changed(last *string, found []string) string {
+	now := ""
+	if len(found) > 0 {
+		b, _ := json.Marshal(found)
+		now = string(b)
+	}
+	h.mu.Lock()
+	before := *last
+	*last = now
+	h.mu.Unlock()
+	switch {
+	case now == before:
+		return ""
+	case now != "":
+		return "became"
+	}
+	return "ended"
 }
 
 // New asks checks within timeout (at most 2 s when 0).
@@ -72,19 +121,10 @@ func (h *Health) Ready(ctx context.Context) []string {
 			why = append(why, h.checks[i].Part, err.Error())
 		}
 	}
-	now := ""
-	if failing != nil {
-		b, _ := json.Marshal(failing)
-		now = string(b)
-	}
-	h.mu.Lock()
-	changed := now != h.failing
-	h.failing = now
-	h.mu.Unlock()
-	switch {
-	case changed && now != "":
+	switch h.changed(&h.failing, failing) {
+	case "became":
 		h.log.Warn("not ready: a part does not answer", append([]any{"failing", failing}, why...)...)
-	case changed:
+	case "ended":
 		h.log.Info("ready again: every part answers")
 	}
 	return failing
@@ -95,9 +135,9 @@ func (h *Health) Live(w http.ResponseWriter, _ *http.Request) {
 	write(w, http.StatusOK, map[string]any{"status": "ok"})
 }
 
-// ServeReady answers /readyz: 200 when every part answers, else 503 with
-// the parts that did not (by kind, never an address), or while the
-// process drains.
+// ServeReady answers /readyz: 200 when every part answers (naming what is
+// degraded, if anything), else 503 with the parts that did not (by kind,
+// never an address), or while the process drains.
 func (h *Health) ServeReady(w http.ResponseWriter, r *http.Request) {
 	if h.Draining() {
 		write(w, http.StatusServiceUnavailable, map[string]any{"status": "draining"})
@@ -105,6 +145,10 @@ func (h *Health) ServeReady(w http.ResponseWriter, r *http.Request) {
 	}
 	if failing := h.Ready(r.Context()); failing != nil {
 		write(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "failing": failing})
+		return
+	}
+	if d := h.lacking(); len(d) > 0 {
+		write(w, http.StatusOK, map[string]any{"status": "ready", "degraded": d})
 		return
 	}
 	write(w, http.StatusOK, map[string]any{"status": "ready"})

@@ -84,3 +84,48 @@ func TestReadiness(t *testing.T) {
 		t.Errorf("/healthz drained: %d %v", code, body)
 	}
 }
+
+// A ready process that lacks something it does without (a connector that
+// does not run) answers /readyz 200, naming it, and says so in the log
+// once, and once more when it is whole again; a part that fails still
+// makes it 503, whatever is degraded.
+func TestDegradedIsReady(t *testing.T) {
+	var storeDown atomic.Bool
+	var lacking atomic.Pointer[[]string]
+	var log bytes.Buffer
+	h := New(slog.New(slog.NewTextHandler(&log, nil)), 50*time.Millisecond, Check{"store", func(context.Context) error {
+		if storeDown.Load() {
+			return errors.New("down")
+		}
+		return nil
+	}})
+	h.Degraded(func() []string {
+		if p := lacking.Load(); p != nil {
+			return *p
+		}
+		return nil
+	})
+	ready := func() (int, map[string]any) { return get(h.ServeReady) }
+	if code, body := ready(); code != 200 || body["status"] != "ready" || body["degraded"] != nil {
+		t.Fatalf("whole: %d %v", code, body)
+	}
+	lacking.Store(&[]string{"connector:slack", "connector:ga4"})
+	code, body := ready()
+	degraded, _ := json.Marshal(body["degraded"])
+	if code != 200 || body["status"] != "ready" || string(degraded) != `["connector:slack","connector:ga4"]` {
+		t.Fatalf("degraded: %d %v", code, body)
+	}
+	ready()
+	if n := strings.Count(log.String(), "ready, but degraded"); n != 1 {
+		t.Errorf("the log of two degraded probes:\n%s", log.String())
+	}
+	storeDown.Store(true)
+	if code, body := ready(); code != 503 || body["status"] != "unavailable" {
+		t.Errorf("degraded and the store down: %d %v", code, body)
+	}
+	storeDown.Store(false)
+	lacking.Store(nil)
+	if code, body := ready(); code != 200 || body["degraded"] != nil || !strings.Contains(log.String(), "no longer degraded") {
+		t.Errorf("whole again: %d %v\n%s", code, body, log.String())
+	}
+}

@@ -1,0 +1,230 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aivis/aivis/client"
+	"github.com/aivis/aivis/plugins/host"
+)
+
+// waitLong is waitFor with a deadline of its own.
+func waitLong(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %s: %s", within, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// connector is what GET /v1/connectors says of one connector.
+func connector(t *testing.T, s *server, k key, name string) client.ConnectorKind {
+	t.Helper()
+	var page client.List[client.ConnectorKind]
+	r := s.do(t, req{method: "GET", path: "/v1/connectors", header: bearer(k)})
+	r.decode(t, &page)
+	for _, c := range page.Items {
+		if c.Name == name {
+			return c
+		}
+	}
+	t.Fatalf("GET /v1/connectors: no %s: %d %s", name, r.Status, r.Body)
+	return client.ConnectorKind{}
+}
+
+// TestConnectorUpgradeDeliveriesWait: a connector's binary replaced by a
+// rebuilt one (another SHA-256, not registered) is not started by the
+// server that restarts on it: /v1/connectors says it is unavailable and
+// why, /readyz answers 200 and names it degraded, and the deliveries of
+// its connection wait, pending with no attempt consumed; once the new
+// binary is registered (no restart), each is delivered, once.
+func TestConnectorUpgradeDeliveriesWait(t *testing.T) {
+	dir := t.TempDir()
+	binDir := filepath.Join(t.TempDir(), "secret-place")
+	if err := os.Mkdir(binDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(binDir, "partner-connector")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../examples/partner-connector").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	cli(t, dir, nil, "plugin", "register", bin)
+	a := newAccount(t, dir, "enterprise", false)
+	k := newKey(t, dir, a.ID)
+	args := []string{"--allowed-targets", "127.0.0.1/32", "--allow-http-targets"}
+	s := start(t, dir, args...)
+	rc := newChatReceiver(t)
+	con := connect(t, s, k, "partner-chat", `{"webhook_url":"`+rc.URL+`/hook"}`)
+	first := recordEvent(t, s, k, `{"domain":"before.example.com","visibility_score":50,"sentiment":"positive"}`)
+	waitFor(t, "the first event delivered", func() bool { return rc.text(first) != "" })
+
+	// The upgrade: a rebuilt binary in place of the registered one, and a
+	// restart.
+	s.stop()
+	rebuilt := bin + ".new"
+	if out, err := exec.Command("go", "build", "-ldflags=-s -w", "-o", rebuilt, "../../examples/partner-connector").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	if err := os.Rename(rebuilt, bin); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := host.Checksum(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = start(t, dir, args...)
+	c := connector(t, s, k, "partner-chat")
+	if c.Health.State != "unavailable" || c.Health.Problem == nil || c.Health.Build != nil ||
+		!strings.Contains(*c.Health.Problem, fmt.Sprintf("SHA-256 %x…", sum[:4])) || !strings.Contains(*c.Health.Problem, "aivis plugin register") {
+		t.Fatalf("the connector whose binary was rebuilt: %+v", c.Health)
+	}
+	if strings.Contains(*c.Health.Problem, binDir) {
+		t.Errorf("the problem names the binary's path: %s", *c.Health.Problem)
+	}
+	r := s.do(t, req{method: "GET", path: "/readyz"})
+	var ready struct {
+		Status   string   `json:"status"`
+		Degraded []string `json:"degraded"`
+	}
+	r.decode(t, &ready)
+	if r.Status != 200 || ready.Status != "ready" || len(ready.Degraded) != 1 || ready.Degraded[0] != "connector:partner-chat" {
+		t.Fatalf("/readyz with a connector that does not run: %d %s", r.Status, r.Body)
+	}
+
+	const n = 8
+	ids := []string{first}
+	for i := range n {
+		ids = append(ids, recordEvent(t, s, k, fmt.Sprintf(`{"domain":"d%d.example.com","visibility_score":%d,"sentiment":"neutral"}`, i, 40+i)))
+	}
+	// The fence: the server tried them and found the connector not
+	// running; then they are pending, no attempt consumed.
+	waitLong(t, 30*time.Second, "the deliveries held for their connector", func() bool {
+		return s.logged("connections: the connector does not run: the connection's deliveries wait for it, consuming no attempt", "connector=partner-chat")
+	})
+	for _, id := range ids[1:] {
+		fannedOut(t, s, k, id)
+	}
+	var dl client.List[client.Delivery]
+	s.do(t, req{method: "GET", path: "/v1/connections/" + con.ID + "/deliveries?limit=100", header: bearer(k)}).decode(t, &dl)
+	if len(dl.Items) != n+1 {
+		t.Fatalf("%d deliveries, want %d", len(dl.Items), n+1)
+	}
+	for _, d := range dl.Items {
+		if d.EventID == first {
+			continue
+		}
+		if d.Status != "pending" || d.Attempts != 0 {
+			t.Errorf("a delivery waiting for its connector: %+v", d)
+		}
+	}
+	if rc.count() != 1 {
+		t.Fatalf("delivered while the connector does not run: %d", rc.count())
+	}
+
+	// The rebuilt binary registered: it starts within a refresh, and every
+	// waiting delivery arrives.
+	var reg map[string]any
+	cli(t, dir, &reg, "plugin", "register", bin)
+	if reg["builds"] != float64(2) {
+		t.Errorf("register: %v", reg)
+	}
+	waitLong(t, 60*time.Second, "every waiting delivery delivered", func() bool { return rc.count() == n+1 })
+	waitLong(t, 15*time.Second, "every delivery succeeded", func() bool {
+		s.do(t, req{method: "GET", path: "/v1/connections/" + con.ID + "/deliveries?limit=100", header: bearer(k)}).decode(t, &dl)
+		for _, d := range dl.Items {
+			if d.Status != "succeeded" {
+				return false
+			}
+		}
+		return len(dl.Items) == n+1
+	})
+	rc.mu.Lock()
+	for _, id := range ids {
+		if rc.got[id] != 1 {
+			t.Errorf("event %s arrived %d times", id, rc.got[id])
+		}
+	}
+	rc.mu.Unlock()
+	for _, d := range dl.Items {
+		if d.Attempts != 1 {
+			t.Errorf("delivery %s: %d attempts, want 1", d.ID, d.Attempts)
+		}
+	}
+	c = connector(t, s, k, "partner-chat")
+	if c.Health.State != "running" || c.Health.Build == nil || *c.Health.Build != fmt.Sprintf("%x", sum[:4]) {
+		t.Errorf("the connector once registered: %+v", c.Health)
+	}
+	r = s.do(t, req{method: "GET", path: "/readyz"})
+	ready.Degraded = nil
+	r.decode(t, &ready)
+	if r.Status != 200 || ready.Degraded != nil {
+		t.Errorf("/readyz once the connector runs: %d %s", r.Status, r.Body)
+	}
+}
+
+// TestPluginBuildsPruned: registering a second build keeps the first;
+// list shows each build and the instances that run it; prune with no
+// server running prunes nothing, and with one running drops the build it
+// does not run, never the one it runs.
+func TestPluginBuildsPruned(t *testing.T) {
+	dir := t.TempDir()
+	v1 := buildPlugin(t, "../../examples/partner-connector", "partner-connector")
+	v2 := filepath.Join(t.TempDir(), "partner-connector")
+	if out, err := exec.Command("go", "build", "-ldflags=-s -w", "-o", v2, "../../examples/partner-connector").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	cli(t, dir, nil, "plugin", "register", v1)
+	cli(t, dir, nil, "plugin", "register", v2)
+	sum1, _ := host.Checksum(v1)
+	sum2, _ := host.Checksum(v2)
+	type build struct {
+		SHA256    string   `json:"sha256"`
+		Path      string   `json:"path"`
+		Instances []string `json:"instances"`
+	}
+	var list []struct {
+		Name   string  `json:"name"`
+		SHA256 string  `json:"sha256"`
+		Builds []build `json:"builds"`
+	}
+	cli(t, dir, &list, "plugin", "list")
+	if len(list) != 1 || len(list[0].Builds) != 2 || list[0].Builds[0].SHA256 != fmt.Sprintf("%x", sum2) ||
+		list[0].Builds[1].SHA256 != fmt.Sprintf("%x", sum1) || len(list[0].Builds[0].Instances) != 0 {
+		t.Fatalf("list of two builds: %+v", list)
+	}
+	var pruned []map[string]any
+	cli(t, dir, &pruned, "plugin", "prune")
+	if len(pruned) != 0 {
+		t.Fatalf("pruned with no server running: %v", pruned)
+	}
+	if msg := cliFails(t, dir, "plugin", "prune", "nope"); !strings.Contains(msg, `no plugin "nope"`) {
+		t.Errorf("prune of a plugin not registered: %s", msg)
+	}
+
+	s := start(t, dir)
+	waitFor(t, "the server reporting the build it runs", func() bool {
+		cli(t, dir, &list, "plugin", "list")
+		return len(list[0].Builds) == 2 && len(list[0].Builds[0].Instances) == 1
+	})
+	cli(t, dir, &pruned, "plugin", "prune", "partner-chat")
+	if len(pruned) != 1 || pruned[0]["sha256"] != fmt.Sprintf("%x", sum1) {
+		t.Fatalf("prune: %v", pruned)
+	}
+	cli(t, dir, &list, "plugin", "list")
+	if len(list[0].Builds) != 1 || list[0].Builds[0].SHA256 != fmt.Sprintf("%x", sum2) || len(list[0].Builds[0].Instances) != 1 {
+		t.Fatalf("list after the prune: %+v", list)
+	}
+	cli(t, dir, &pruned, "plugin", "prune")
+	if len(pruned) != 0 {
+		t.Fatalf("pruned the build the server runs: %v", pruned)
+	}
+	s.stop()
+}
