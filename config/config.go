@@ -42,8 +42,9 @@ type Config struct {
 	// PostgresURL is the database of store postgres: a postgres:// URL or
 	// key=value settings, as libpq takes them.
 	PostgresURL string `json:"postgres_url"`
-	// MasterKeyFile holds the master key that seals the secrets the store
-	// keeps, the base64 of 32 bytes; "": data_dir's master.key, made on
+	// MasterKeyFile holds the master keys that seal the secrets the store
+	// keeps, one a line, each the base64 of 32 bytes (the first seals,
+	// every one opens; core/secrets); "": data_dir's master.key, made on
 	// the first start. Instances that share a store are each given the
 	// same file.
 	MasterKeyFile string `json:"master_key_file"`
@@ -266,7 +267,7 @@ func (c *Config) fields() []field {
 		{"bus", "event bus: what carries events from the store to the delivery engine", (*str)(&c.Bus), true},
 		{"counter", "rate-limit counter: what counts requests against the tiers' windows", (*str)(&c.Counter), true},
 		{"postgres-url", "database of store postgres: a postgres:// URL or key=value settings", (*str)(&c.PostgresURL), true},
-		{"master-key-file", "file of the master key that seals stored secrets, the base64 of 32 bytes (default: master.key in data-dir, made on first start; store postgres needs it)", (*str)(&c.MasterKeyFile), true},
+		{"master-key-file", "file of the master keys that seal stored secrets, one a line, each the base64 of 32 bytes, the first sealing (default: master.key in data-dir, made on first start; store postgres needs it)", (*str)(&c.MasterKeyFile), true},
 		{"redis-url", "Redis server of counter redis: redis://[user:password@]host:port/db (rediss:// for TLS)", (*str)(&c.RedisURL), true},
 		{"api", "serve the API and the dashboard (--api=false: run the workers alone: deliveries, scans, content requests; serve no API, only the admin listener)", (*boolean)(&c.API), false},
 		{"cluster-name", "prefix of this deployment's NATS streams, subjects and consumers and Redis keys", (*str)(&c.ClusterName), true},
