@@ -51,6 +51,25 @@ type Erasure interface {
 	DeleteAccount(ctx context.Context, accountID string, batch int) error
 }
 
+type deleteStepKey struct{}
+
+// WithDeleteSteps returns a context under which DeleteAccount calls step
+// after each of its transactions commits, with what it deleted: "stop"
+// (the first), a big kind's name (each of its batches) and "account" (the
+// last). It is for watching a delete's progress, and for tests that stop
+// one midway.
+func WithDeleteSteps(ctx context.Context, step func(what string)) context.Context {
+	return context.WithValue(ctx, deleteStepKey{}, step)
+}
+
+// DeleteStep is what an engine's DeleteAccount calls after each of its
+// transactions commits (WithDeleteSteps).
+func DeleteStep(ctx context.Context, what string) {
+	if step, ok := ctx.Value(deleteStepKey{}).(func(string)); ok {
+		step(what)
+	}
+}
+
 // DeleteBatch is DeleteAccount's default batch: the rows of one kind one
 // of its transactions deletes.
 const DeleteBatch = 5000

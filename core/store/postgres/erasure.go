@@ -125,6 +125,7 @@ func (db *DB) DeleteAccount(ctx context.Context, accountID string, batch int) er
 	if err != nil {
 		return fmt.Errorf("postgres: delete account: %w", err)
 	}
+	store.DeleteStep(ctx, "stop")
 	for _, kind := range store.BigKinds {
 		cond, args := owned(kind, accountID)
 		q := `DELETE FROM ` + kind + ` WHERE ctid IN (SELECT ctid FROM ` + kind + ` WHERE ` + cond +
@@ -138,6 +139,10 @@ func (db *DB) DeleteAccount(ctx context.Context, accountID string, batch int) er
 			})
 			if err != nil {
 				return fmt.Errorf("postgres: delete account's %s: %w", kind, err)
+			}
+			store.DeleteStep(ctx, kind)
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("postgres: delete account: %w", err)
 			}
 			if gone < int64(batch) {
 				break
@@ -161,6 +166,7 @@ func (db *DB) DeleteAccount(ctx context.Context, accountID string, batch int) er
 	if err != nil {
 		return fmt.Errorf("postgres: delete account: %w", err)
 	}
+	store.DeleteStep(ctx, "account")
 	return nil
 }
 

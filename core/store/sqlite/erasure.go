@@ -138,6 +138,7 @@ func (db *DB) DeleteAccount(ctx context.Context, accountID string, batch int) er
 	if err != nil {
 		return fmt.Errorf("sqlite: delete account: %w", err)
 	}
+	store.DeleteStep(ctx, "stop")
 	for _, kind := range store.BigKinds {
 		cond, args := owned(kind, accountID)
 		key := keyOf[kind]
@@ -158,6 +159,10 @@ func (db *DB) DeleteAccount(ctx context.Context, accountID string, batch int) er
 			})
 			if err != nil {
 				return fmt.Errorf("sqlite: delete account's %s: %w", kind, err)
+			}
+			store.DeleteStep(ctx, kind)
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("sqlite: delete account: %w", err)
 			}
 			if gone < int64(batch) {
 				break
@@ -181,6 +186,7 @@ func (db *DB) DeleteAccount(ctx context.Context, accountID string, batch int) er
 	if err != nil {
 		return fmt.Errorf("sqlite: delete account: %w", err)
 	}
+	store.DeleteStep(ctx, "account")
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -100,22 +101,12 @@ func RunErasure(t *testing.T, newStore func(t *testing.T) (store.Store, Catalog)
 		}
 
 		// Batches of 2 rows: each big kind takes several.
-		must(t, s.DeleteAccount(ctx, "acct_gone", 2), "DeleteAccount")
-		after := catalog(t)
-		for table, rows := range after {
-			for _, row := range rows {
-				if gone.in(row) {
-					t.Errorf("%s still holds a row of the deleted account: %s", table, row)
-				}
-			}
-			keptBefore := slices.DeleteFunc(slices.Clone(before[table]), func(r string) bool { return !kept.in(r) })
-			keptAfter := slices.DeleteFunc(slices.Clone(rows), func(r string) bool { return !kept.in(r) })
-			slices.Sort(keptBefore)
-			slices.Sort(keptAfter)
-			if !slices.Equal(keptBefore, keptAfter) {
-				t.Errorf("%s: the other account's rows changed:\nbefore %q\nafter  %q", table, keptBefore, keptAfter)
-			}
+		var steps []string
+		must(t, s.DeleteAccount(store.WithDeleteSteps(ctx, func(what string) { steps = append(steps, what) }), "acct_gone", 2), "DeleteAccount")
+		if len(steps) < 2+len(store.BigKinds) || steps[0] != "stop" || steps[len(steps)-1] != "account" {
+			t.Errorf("DeleteAccount's steps %v: want stop, each big kind's batches, account", steps)
 		}
+		noneLeft(t, before, catalog(t), gone, kept)
 		if _, err := s.Account(ctx, "acct_gone"); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("Account after DeleteAccount: %v, want ErrNotFound", err)
 		}
@@ -129,6 +120,50 @@ func RunErasure(t *testing.T, newStore func(t *testing.T) (store.Store, Catalog)
 			t.Errorf("DeleteAccount again: %v, want ErrNotFound", err)
 		}
 	})
+	t.Run("Erasure/DeleteStoppedMidwayIsFinishedByAnother", func(t *testing.T) {
+		s, catalog := newStore(t)
+		gone, kept := fillAccount(t, s, "gone"), fillAccount(t, s, "kept")
+		before := catalog(t)
+		stopped, stop := context.WithCancel(ctx)
+		defer stop()
+		steps := 0
+		err := s.DeleteAccount(store.WithDeleteSteps(stopped, func(what string) {
+			if steps++; what == store.BigKinds[1] {
+				stop() // a crash, an operator's Ctrl-C
+			}
+		}), "acct_gone", 2)
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("DeleteAccount stopped after %d steps: %v, want context.Canceled", steps, err)
+		}
+		if _, err := s.PrincipalByKeyHash(ctx, []byte("kh-key_gone")); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("PrincipalByKeyHash of the key of an account whose delete stopped: %v, want ErrNotFound", err)
+		}
+		if _, err := s.Account(ctx, "acct_gone"); err != nil {
+			t.Fatalf("the account whose delete stopped: %v; want it still there, to be deleted again", err)
+		}
+		must(t, s.DeleteAccount(ctx, "acct_gone", 0), "DeleteAccount again")
+		noneLeft(t, before, catalog(t), gone, kept)
+	})
+}
+
+// noneLeft checks that no row of gone is left in any table and that the
+// rows of kept are those there were before.
+func noneLeft(t *testing.T, before, after map[string][]string, gone, kept filled) {
+	t.Helper()
+	for table, rows := range after {
+		for _, row := range rows {
+			if gone.in(row) {
+				t.Errorf("%s still holds a row of the deleted account: %s", table, row)
+			}
+		}
+		keptBefore := slices.DeleteFunc(slices.Clone(before[table]), func(r string) bool { return !kept.in(r) })
+		keptAfter := slices.DeleteFunc(slices.Clone(rows), func(r string) bool { return !kept.in(r) })
+		slices.Sort(keptBefore)
+		slices.Sort(keptAfter)
+		if !slices.Equal(keptBefore, keptAfter) {
+			t.Errorf("%s: the other account's rows changed:\nbefore %q\nafter  %q", table, keptBefore, keptAfter)
+		}
+	}
 }
 
 // filled is what fillAccount made: the account's marks (a row that holds
