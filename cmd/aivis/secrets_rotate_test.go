@@ -13,10 +13,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/aivis/aivis/core/secrets"
 	"github.com/aivis/aivis/core/store"
+	"github.com/aivis/aivis/core/store/postgres"
 	"github.com/aivis/aivis/core/store/sqlite"
 	"github.com/aivis/aivis/internal/sqlitefile"
+	"github.com/aivis/aivis/internal/testsvc"
 )
 
 // sealV1 seals as aivis did before sealed values named their key.
@@ -28,21 +32,95 @@ func sealV1(k []byte, plain string) string {
 	return "sealed:v1:" + base64.RawStdEncoding.EncodeToString(aead.Seal(nonce, nonce, []byte(plain), nil))
 }
 
-// TestRotateSecrets: on a SQLite store, rotate re-seals with the first
-// key the values of version 1 and those of the older key, leaves those
-// sealed with the first key as they are, and leaves a value whose key the
-// file lacks as it was, naming the key; status counts each.
+// rotateEngine opens stores of one database with the keys given, and
+// runs SQL on it behind the store's back.
+type rotateEngine struct {
+	name string
+	open func(t *testing.T, box *secrets.Box) store.Store
+	exec func(t *testing.T, q string, args ...any)
+	one  func(t *testing.T, q string, args ...any) string
+}
+
+func rotateEngines(t *testing.T) []rotateEngine {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "aivis.db")
+	var raw *sql.DB
+	lite := rotateEngine{name: "sqlite",
+		open: func(t *testing.T, box *secrets.Box) store.Store {
+			db, err := sqlite.Open(ctx, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.Close() })
+			db.SetSecrets(box)
+			if raw == nil {
+				raw, _ = sql.Open("sqlite3", sqlitefile.DSN(path, sqlitefile.Params()))
+				t.Cleanup(func() { raw.Close() })
+			}
+			return db
+		},
+		exec: func(t *testing.T, q string, args ...any) {
+			if _, err := raw.Exec(q, args...); err != nil {
+				t.Fatal(err)
+			}
+		},
+		one: func(t *testing.T, q string, args ...any) (v string) {
+			if err := raw.QueryRow(q, args...).Scan(&v); err != nil {
+				t.Fatal(err)
+			}
+			return v
+		},
+	}
+	url := ""
+	var conn *pgx.Conn
+	pg := rotateEngine{name: "postgres",
+		open: func(t *testing.T, box *secrets.Box) store.Store {
+			if url == "" {
+				url = testsvc.Postgres(t)
+			}
+			db, err := postgres.Open(ctx, url, box)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.Close() })
+			if conn == nil {
+				if conn, err = pgx.Connect(ctx, url); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { conn.Close(ctx) })
+			}
+			return db
+		},
+		exec: func(t *testing.T, q string, args ...any) {
+			if _, err := conn.Exec(ctx, q, args...); err != nil {
+				t.Fatal(err)
+			}
+		},
+		one: func(t *testing.T, q string, args ...any) (v string) {
+			if err := conn.QueryRow(ctx, q, args...).Scan(&v); err != nil {
+				t.Fatal(err)
+			}
+			return v
+		},
+	}
+	return []rotateEngine{lite, pg}
+}
+
+// TestRotateSecrets: on each engine, rotate re-seals with the first key
+// the values of version 1 and those of the older key, leaves those sealed
+// with the first key as they are, and leaves a value whose key the file
+// lacks as it was, naming the key; status counts each.
 func TestRotateSecrets(t *testing.T) {
+	for _, e := range rotateEngines(t) {
+		t.Run(e.name, func(t *testing.T) { testRotateSecrets(t, e) })
+	}
+}
+
+func testRotateSecrets(t *testing.T, e rotateEngine) {
 	ctx := context.Background()
 	newK, oldK, goneK := bytes.Repeat([]byte{1}, 32), bytes.Repeat([]byte{2}, 32), bytes.Repeat([]byte{3}, 32)
-	path := filepath.Join(t.TempDir(), "aivis.db")
-	db, err := sqlite.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	oldBox, _ := secrets.New(oldK)
-	db.SetSecrets(oldBox)
+	db := e.open(t, oldBox)
 	now := time.Now()
 	must := func(err error) {
 		t.Helper()
@@ -66,21 +144,14 @@ func TestRotateSecrets(t *testing.T) {
 	// new key already, wh_4's under a key the file no longer holds.
 	newBox, _ := secrets.New(newK)
 	goneBox, _ := secrets.New(goneK)
-	raw, err := sql.Open("sqlite3", sqlitefile.DSN(path, sqlitefile.Params()))
-	must(err)
-	defer raw.Close()
 	for id, v := range map[string]string{"wh_2": sealV1(oldK, hooks["wh_2"]), "wh_3": newBox.Seal(hooks["wh_3"]), "wh_4": goneBox.Seal(hooks["wh_4"])} {
-		_, err := raw.Exec(`UPDATE webhooks SET secret = ? WHERE id = ?`, v, id)
-		must(err)
+		e.exec(t, `UPDATE webhooks SET secret = $1 WHERE id = $2`, v, id)
 	}
-	sealedAs := func(id string) string {
-		var v string
-		must(raw.QueryRow(`SELECT secret FROM webhooks WHERE id = ?`, id).Scan(&v))
-		return v
-	}
+	sealedAs := func(id string) string { return e.one(t, `SELECT secret FROM webhooks WHERE id = $1`, id) }
 	wh3, wh4 := sealedAs("wh_3"), sealedAs("wh_4")
 
 	box, _ := secrets.New(newK, oldK)
+	db = e.open(t, box)
 	status := func() map[string]int {
 		counts, err := secretsStatus(ctx, db, box)
 		must(err)
@@ -107,7 +178,6 @@ func TestRotateSecrets(t *testing.T) {
 	if sealedAs("wh_3") != wh3 || sealedAs("wh_4") != wh4 {
 		t.Fatal("rotate rewrote a value sealed with the first key, or one it could not open")
 	}
-	db.SetSecrets(box)
 	for _, id := range []string{"wh_1", "wh_2", "wh_3"} {
 		if w, err := db.Webhook(ctx, "acct_1", id); err != nil || w.Secret != hooks[id] {
 			t.Errorf("%s after the rotation: %q, %v", id, w.Secret, err)
