@@ -67,6 +67,7 @@ type Config struct {
 	TLSCert               string   `json:"tls_cert"`
 	TLSKey                string   `json:"tls_key"`
 	TrustedProxies        []string `json:"trusted_proxies"`
+	CORSAllowedOrigins    []string `json:"cors_allowed_origins"` // origins whose pages may call the API (CORS)
 	AllowPrivateTargets   bool     `json:"allow_private_targets"`
 	AllowedTargets        []string `json:"allowed_targets"`
 	AllowHTTPTargets      bool     `json:"allow_http_targets"`
@@ -278,6 +279,7 @@ func (c *Config) fields() []field {
 		{"tls-cert", "TLS certificate PEM file (default: self-signed, made in the data directory)", (*str)(&c.TLSCert), false},
 		{"tls-key", "TLS private key PEM file", (*str)(&c.TLSKey), false},
 		{"trusted-proxies", "comma-separated CIDRs whose X-Forwarded-Proto/-For are believed", (*list)(&c.TrustedProxies), false},
+		{"cors-allowed-origins", "comma-separated origins (https://app.example.com) whose browser pages may call the API (CORS; default none)", (*list)(&c.CORSAllowedOrigins), false},
 		{"allow-private-targets", "let outbound deliveries reach loopback, private and link-local addresses", (*boolean)(&c.AllowPrivateTargets), false},
 		{"allowed-targets", "comma-separated CIDRs outbound deliveries may reach despite the guard", (*list)(&c.AllowedTargets), false},
 		{"allow-http-targets", "accept webhook endpoints on plain http:// (default: https:// only)", (*boolean)(&c.AllowHTTPTargets), false},
@@ -468,6 +470,11 @@ func (c *Config) Validate() error {
 			errs = append(errs, err)
 		}
 	}
+	for _, o := range c.CORSAllowedOrigins {
+		if err := checkOrigin(o); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if err := checkPostgresURL(c.PostgresURL); err != nil {
 		errs = append(errs, err)
 	}
@@ -578,6 +585,18 @@ func (c *Config) Validate() error {
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%w: %w", ErrInvalid, errors.Join(errs...))
+	}
+	return nil
+}
+
+// checkOrigin checks an origin of cors_allowed_origins: scheme://host
+// with an optional port, as a browser sends it in Origin, and nothing
+// else.
+func checkOrigin(o string) error {
+	u, err := url.Parse(o)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil ||
+		u.Path != "" || u.RawQuery != "" || u.Fragment != "" || o != strings.ToLower(u.Scheme)+"://"+strings.ToLower(u.Host) {
+		return fmt.Errorf("cors_allowed_origins: %q is not an origin: scheme://host[:port] in lower case, without a path, such as https://app.example.com", o)
 	}
 	return nil
 }

@@ -161,16 +161,17 @@ func (s *Server) trusted(a netip.Addr) bool {
 // 403 HTTPS_REQUIRED unless a trusted proxy says the client used HTTPS.
 func (s *Server) RequireHTTPS() http.Handler {
 	probes := s.health.Paths()
+	behindProxy := s.edges(false, s.router) // the proxy's HTTPS says HSTS if it would
 	return s.base(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.trusted(remoteAddr(r)) && strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https") {
-			s.router.ServeHTTP(w, r)
+			behindProxy.ServeHTTP(w, r)
 			return
 		}
 		if h, ok := probes[r.URL.Path]; ok && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
 			h(w, r) // a probe carries nothing to protect
 			return
 		}
-		writeError(w, r, s.log, fault.New(fault.HTTPSRequired, "aivis accepts only HTTPS; send this request to https://%s%s", r.Host, r.URL.Path))
+		writeError(w, r, s.log, fault.New(fault.HTTPSRequired, "aivis accepts only HTTPS; send this request to %s", s.httpsURL(r)))
 	}))
 }
 

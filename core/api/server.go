@@ -37,6 +37,15 @@ func OpenAPI() []byte { return openAPI }
 // Config is what the API needs to know of the deployment.
 type Config struct {
 	TrustedProxies []netip.Prefix
+	// CORSAllowedOrigins are the origins whose pages may call the API.
+	CORSAllowedOrigins []string
+	// HSTS: the HTTPS listener serves a configured certificate, and its
+	// answers carry Strict-Transport-Security (never over the
+	// self-signed one, which a browser would then refuse to pass).
+	HSTS bool
+	// PublicURL and HTTPSPort say where HTTPS is served, for the plain
+	// HTTP listener's answer.
+	PublicURL, HTTPSPort string
 }
 
 // Store is what the API reads directly: an account's budget, the
@@ -122,7 +131,7 @@ func New(cfg Config, d Deps) *Server {
 		s.httpMetrics, s.limits = d.Metrics.HTTP, d.Metrics.Limits
 	}
 	s.router = s.Router()
-	s.handler = s.base(s.router)
+	s.handler = s.base(s.edges(s.cfg.HSTS, s.router))
 	return s
 }
 

@@ -418,7 +418,13 @@ func serveAPI(ctx context.Context, cfg config.Config, svc *Services, w *workers,
 	if err != nil {
 		return err
 	}
-	srv := api.New(api.Config{TrustedProxies: prefixes(cfg.TrustedProxies)}, api.Deps{
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return err
+	}
+	_, httpsPort, _ := net.SplitHostPort(ln.Addr().String())
+	srv := api.New(api.Config{TrustedProxies: prefixes(cfg.TrustedProxies), CORSAllowedOrigins: cfg.CORSAllowedOrigins,
+		HSTS: !mat.SelfSigned, PublicURL: cfg.PublicURL, HTTPSPort: httpsPort}, api.Deps{
 		Store: svc.Store, Auth: svc.Auth, Content: svc.Content, Counter: counter,
 		Guard: guard, Log: log,
 		Readings: w.recorder, Webhooks: w.webhooks, Scans: w.scans,
@@ -429,13 +435,10 @@ func serveAPI(ctx context.Context, cfg config.Config, svc *Services, w *workers,
 	// the first owner.
 	bootstrap, err := svc.People.Bootstrap(ctx)
 	if err != nil {
+		ln.Close()
 		return fmt.Errorf("bootstrap owner: %w", err)
 	}
 
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return err
-	}
 	servers := []*http.Server{NewHTTPServer(srv.Handler(), log)}
 	servers[0].TLSConfig = mat.Config()
 	listeners := []net.Listener{tls.NewListener(ln, servers[0].TLSConfig)}
