@@ -117,6 +117,8 @@ var DeleteOrder = []string{"sessions", "scan_answers", "webhook_attempts", "webh
 	"rate_windows", "budget_months", "idempotency_keys", "invitations", "users", "api_keys", "clients", "accounts"}
 
 // BigKinds are the kinds DeleteAccount deletes in batches before its
-// last transaction, each before what it references.
-var BigKinds = []string{"scan_answers", "webhook_attempts", "webhook_deliveries", "event_log",
-	"visibility_readings", "usage_hourly"}
+// last transaction, each before what it references. A delivery's
+// attempts go with it (ON DELETE CASCADE): a batch of deliveries finds
+// them by their key, where a batch of attempts would look through every
+// delivery of the account for those that have some left.
+var BigKinds = []string{"scan_answers", "webhook_deliveries", "event_log", "visibility_readings", "usage_hourly"}

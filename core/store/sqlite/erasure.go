@@ -35,7 +35,7 @@ func owned(kind, accountID string) (string, []any) {
 }
 
 // keyOf is the kind's primary key, which a batch deletes by.
-var keyOf = map[string]string{"webhook_attempts": "(delivery_id, n)", "usage_hourly": "(key_id, hour)"}
+var keyOf = map[string]string{"usage_hourly": "(key_id, hour)"}
 
 // exportTime says whether a column holds a time (Unix nanoseconds).
 func exportTime(column string) bool {
