@@ -1,7 +1,8 @@
 // Package store states what aivis needs from a storage engine: its
 // records and, per domain, a small interface with its contract (one file
 // each: accounts and keys, usage, content, readings and domains, scans,
-// webhooks and deliveries, connections, events, plugins, people). An
+// webhooks and deliveries, connections, events, plugins, people, an
+// account's export and erasure). An
 // engine implements all of them (Store); a consumer declares, beside
 // itself, the few methods it calls. store/sqlite is the embedded engine;
 // store/storetest is the suite that every engine passes.
