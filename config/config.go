@@ -432,6 +432,37 @@ func Load(args []string, getenv func(string) string, serve bool, extra func(*fla
 	return cfg, fs, nil
 }
 
+// Sources says where each setting Load would not leave at its default
+// comes from, by its name in the file: "file", "env" or "flag", the last
+// that sets it.
+func (f *Flags) Sources(getenv func(string) string) map[string]string {
+	src := map[string]string{}
+	path := f.scratch.ConfigFile
+	if path == "" {
+		path = getenv("AIVIS_CONFIG")
+	}
+	if b, err := os.ReadFile(path); path != "" && err == nil {
+		var keys map[string]json.RawMessage
+		if json.Unmarshal(b, &keys) == nil {
+			for k := range keys {
+				src[k] = "file"
+			}
+		}
+	}
+	var c Config
+	for _, d := range c.fields() {
+		if _, ok := lookup(getenv, EnvName(d.flag)); ok && d.flag != "config" {
+			src[strings.ReplaceAll(d.flag, "-", "_")] = "env"
+		}
+	}
+	for _, s := range f.sets {
+		if s.name != "config" {
+			src[strings.ReplaceAll(s.name, "-", "_")] = "flag"
+		}
+	}
+	return src
+}
+
 func lookup(getenv func(string) string, name string) (string, bool) {
 	v := getenv(name)
 	return v, v != ""

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -282,6 +283,7 @@ func TestConfigShow(t *testing.T) {
 	var shown struct {
 		ConfigFile  string            `json:"config_file"`
 		Settings    map[string]any    `json:"settings"`
+		Sources     map[string]string `json:"sources"`
 		Environment map[string]string `json:"environment"`
 	}
 	if err := json.Unmarshal([]byte(out), &shown); err != nil {
@@ -304,6 +306,11 @@ func TestConfigShow(t *testing.T) {
 	}
 	if e := s["engines"].([]any)[0].(map[string]any); e["api_key"] != "xxxxx" || e["model"] != "m" {
 		t.Errorf("config show: engine %v, want its api_key masked", e)
+	}
+	wantSources := map[string]string{"store": "file", "postgres_url": "file", "scan_workers": "file", "engines": "file",
+		"log_level": "flag", "redis_url": "env", "nats_url": "env"}
+	if !maps.Equal(shown.Sources, wantSources) {
+		t.Errorf("config show: sources %v, want %v", shown.Sources, wantSources)
 	}
 	if shown.ConfigFile != file || shown.Environment["OTEL_EXPORTER_OTLP_HEADERS"] != "authorization=xxxxx,x-team=xxxxx" ||
 		shown.Environment["OTEL_EXPORTER_OTLP_ENDPOINT"] != "https://otlp.example" {

@@ -15,15 +15,6 @@ func configCmd() *cobra.Command {
 	return group("config", "Check and show the configuration serve reads", configCheckCmd(), configShowCmd())
 }
 
-// serveSettings gives c serve's settings as flags and returns what loads
-// them, with the file and the environment, as serve does.
-func serveSettings(c *cobra.Command) func(c *cobra.Command) (config.Config, error) {
-	settings := bindSettings(c, true)
-	return func(c *cobra.Command) (config.Config, error) {
-		return settings.Load(envOf(c))
-	}
-}
-
 func configCheckCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "check",
@@ -34,9 +25,9 @@ ok, or the errors serve would refuse to start with (exit 1). It opens nothing:
 the databases and servers the settings name are not reached.`,
 		Args: takes(0, "no arguments"),
 	}
-	load := serveSettings(c)
+	settings := bindSettings(c, true)
 	c.RunE = func(c *cobra.Command, _ []string) error {
-		cfg, err := load(c)
+		cfg, err := settings.Load(envOf(c))
 		if err != nil {
 			return err
 		}
@@ -62,13 +53,15 @@ func configShowCmd() *cobra.Command {
 		Short: "Print the effective settings (file, environment, flags) with secrets masked",
 		Long: `Print the settings serve would run with, as JSON: defaults, then the file
 named by --config or AIVIS_CONFIG, the AIVIS_* variables and the flags
-(serve's), by their names in the file; and the OTEL_* variables set. The
+(serve's), by their names in the file, with where each that is not its
+default comes from (sources: file, env or flag); and the OTEL_* variables
+set. The
 passwords of URLs, engines' keys and OTLP headers' values are masked.`,
 		Args: takes(0, "no arguments"),
 	}
-	load := serveSettings(c)
+	settings := bindSettings(c, true)
 	c.RunE = func(c *cobra.Command, _ []string) error {
-		cfg, err := load(c)
+		cfg, err := settings.Load(envOf(c))
 		if err != nil {
 			return err
 		}
@@ -87,7 +80,7 @@ passwords of URLs, engines' keys and OTLP headers' values are masked.`,
 		}
 		enc := json.NewEncoder(c.OutOrStdout())
 		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"config_file": cfg.ConfigFile, "settings": cfg.Masked(), "environment": env})
+		return enc.Encode(map[string]any{"config_file": cfg.ConfigFile, "settings": cfg.Masked(), "sources": settings.Sources(envOf(c)), "environment": env})
 	}
 	return c
 }

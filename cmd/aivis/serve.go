@@ -17,9 +17,9 @@ Settings: each flag below, then its environment variable; a JSON file given
 with --config sets the same by their snake_case names (docs/configuration.md).`,
 		Args: takes(0, "no arguments"),
 	}
-	load := serveSettings(c)
+	settings := bindSettings(c, true)
 	c.RunE = func(c *cobra.Command, _ []string) error {
-		cfg, err := load(c)
+		cfg, err := settings.Load(envOf(c))
 		if err != nil {
 			return err
 		}
