@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -54,7 +55,9 @@ func startWriters(s *server, k key, domains []string, pause time.Duration) *writ
 				body := fmt.Sprintf(`{"domain":%q,"visibility_score":%d,"sentiment":"neutral"}`, d, 20+40*(n%2))
 				id, err := w.record(body)
 				w.mu.Lock()
-				if err != nil {
+				if errors.Is(err, errLimited) {
+					// over the tier's minute: not what the test is about
+				} else if err != nil {
 					w.refused = append(w.refused, err.Error())
 				} else if id != "" {
 					w.events[d] = append(w.events[d], id)
@@ -65,6 +68,9 @@ func startWriters(s *server, k key, domains []string, pause time.Duration) *writ
 	}
 	return w
 }
+
+// errLimited is a reading refused by the rate limits (429).
+var errLimited = errors.New("rate limited")
 
 // record posts one reading and returns its event's id.
 func (w *writers) record(body string) (string, error) {
@@ -79,6 +85,9 @@ func (w *writers) record(body string) (string, error) {
 	var rec client.RecordedReading
 	var b bytes.Buffer
 	b.ReadFrom(res.Body)
+	if res.StatusCode == http.StatusTooManyRequests {
+		return "", errLimited
+	}
 	if res.StatusCode != 201 || json.Unmarshal(b.Bytes(), &rec) != nil {
 		return "", fmt.Errorf("%d %s", res.StatusCode, b.String())
 	}
@@ -210,7 +219,7 @@ func TestMasterKeyRotation(t *testing.T) {
 	}
 
 	// The rotation, one webhook a batch, while readings are recorded.
-	w = startWriters(s, k, domains, 5*time.Millisecond)
+	w = startWriters(s, k, domains, 20*time.Millisecond)
 	waitFor(t, "readings flowing", func() bool { return w.count() >= 6 })
 	var rot rotation
 	cli(t, dir, &rot, "secrets", "rotate", "--batch", "1")
