@@ -100,11 +100,17 @@ it.`,
 				where = "yes"
 			case c.Key == secrets.V1:
 				where = "(version 1, names no key)"
+			case c.Key == notSealed:
+				where = "(stored in clear)"
 			}
 			return c, fmt.Sprintf("%s\t%d\t%s\n", c.Key, c.Values, where)
 		})
 	})
 }
+
+// notSealed is what status counts a stored value under that is not a
+// sealed value at all.
+const notSealed = "not-sealed"
 
 // keyCount is how many stored values name one key.
 type keyCount struct {
@@ -123,7 +129,7 @@ func secretsStatus(ctx context.Context, st store.Sealed, box *secrets.Box) ([]ke
 		for _, v := range vs {
 			id, err := secrets.KeyOf(v.Value)
 			if err != nil {
-				id = "not sealed"
+				id = notSealed
 			}
 			n[id]++
 		}

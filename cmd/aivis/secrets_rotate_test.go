@@ -129,7 +129,7 @@ func testRotateSecrets(t *testing.T, e rotateEngine) {
 		}
 	}
 	must(db.CreateAccount(ctx, store.Account{ID: "acct_1", Name: "A", Tier: "starter", Type: store.AccountStandard, CreatedAt: now}))
-	hooks := map[string]string{"wh_1": "whsec_one", "wh_2": "whsec_two", "wh_3": "whsec_three", "wh_4": "whsec_four"}
+	hooks := map[string]string{"wh_1": "whsec_one", "wh_2": "whsec_two", "wh_3": "whsec_three", "wh_4": "whsec_four", "wh_5": "whsec_five"}
 	must(db.Update(ctx, func(tx store.Tx) error {
 		for id, secret := range hooks {
 			err := tx.InsertWebhook(store.Webhook{ID: id, AccountID: "acct_1", Domain: "example.com", URL: "https://example.com/" + id,
@@ -141,10 +141,11 @@ func testRotateSecrets(t *testing.T, e rotateEngine) {
 		return nil
 	}))
 	// wh_2's secret as an earlier aivis sealed it (v1), wh_3's under the
-	// new key already, wh_4's under a key the file no longer holds.
+	// new key already, wh_4's under a key the file no longer holds, wh_5's
+	// in clear (which no aivis writes: status shows it, rotate leaves it).
 	newBox, _ := secrets.New(newK)
 	goneBox, _ := secrets.New(goneK)
-	for id, v := range map[string]string{"wh_2": sealV1(oldK, hooks["wh_2"]), "wh_3": newBox.Seal(hooks["wh_3"]), "wh_4": goneBox.Seal(hooks["wh_4"])} {
+	for id, v := range map[string]string{"wh_2": sealV1(oldK, hooks["wh_2"]), "wh_3": newBox.Seal(hooks["wh_3"]), "wh_4": goneBox.Seal(hooks["wh_4"]), "wh_5": hooks["wh_5"]} {
 		e.exec(t, `UPDATE webhooks SET secret = $1 WHERE id = $2`, v, id)
 	}
 	sealedAs := func(id string) string { return e.one(t, `SELECT secret FROM webhooks WHERE id = $1`, id) }
@@ -161,7 +162,7 @@ func testRotateSecrets(t *testing.T, e rotateEngine) {
 		}
 		return n
 	}
-	if got := status(); got[newBox.ID()] != 1 || got[oldBox.ID()] != 1 || got[secrets.V1] != 1 || got[goneBox.ID()] != 1 {
+	if got := status(); got[newBox.ID()] != 1 || got[oldBox.ID()] != 1 || got[secrets.V1] != 1 || got[goneBox.ID()] != 1 || got[notSealed] != 1 {
 		t.Fatalf("status before: %v", got)
 	}
 	r, err := rotateSecrets(ctx, db, box, 1)
@@ -172,10 +173,10 @@ func testRotateSecrets(t *testing.T, e rotateEngine) {
 	if err := r.unopened(); err == nil || !strings.Contains(err.Error(), "1 need master key "+goneBox.ID()) {
 		t.Fatalf("the rotation's error: %v", err)
 	}
-	if got := status(); got[newBox.ID()] != 3 || got[oldBox.ID()] != 0 || got[secrets.V1] != 0 || got[goneBox.ID()] != 1 {
+	if got := status(); got[newBox.ID()] != 3 || got[oldBox.ID()] != 0 || got[secrets.V1] != 0 || got[goneBox.ID()] != 1 || got[notSealed] != 1 {
 		t.Fatalf("status after: %v", got)
 	}
-	if sealedAs("wh_3") != wh3 || sealedAs("wh_4") != wh4 {
+	if sealedAs("wh_3") != wh3 || sealedAs("wh_4") != wh4 || sealedAs("wh_5") != hooks["wh_5"] {
 		t.Fatal("rotate rewrote a value sealed with the first key, or one it could not open")
 	}
 	for _, id := range []string{"wh_1", "wh_2", "wh_3"} {
