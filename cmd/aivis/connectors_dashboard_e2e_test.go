@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/aivis/aivis/plugins/host"
+)
+
+// TestDashboardSaysWhyAConnectorDoesNotRun: in headless Chromium, the
+// connectors page of a server whose partner connector was rebuilt (a
+// SHA-256 not registered) shows it unavailable, why (the new SHA-256's
+// prefix, no path), and that its deliveries wait; once the rebuilt binary
+// is registered, the page shows it running, with that build.
+func TestDashboardSaysWhyAConnectorDoesNotRun(t *testing.T) {
+	browser := chromium(t)
+	dir := t.TempDir()
+	binDir := filepath.Join(t.TempDir(), "secret-place")
+	if err := os.Mkdir(binDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(binDir, "partner-connector")
+	for i, flags := range []string{"", "-s -w"} {
+		if out, err := exec.Command("go", "build", "-ldflags="+flags, "-o", bin, "../../examples/partner-connector").CombinedOutput(); err != nil {
+			t.Fatalf("go build: %v\n%s", err, out)
+		}
+		if i == 0 {
+			cli(t, dir, nil, "plugin", "register", bin)
+		}
+	}
+	sum, err := host.Checksum(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, dir)
+	m := bootstrapLink.FindStringSubmatch(s.Stdout.String())
+	if m == nil {
+		t.Fatalf("the banner prints no one-time sign-in link:\n%s", s.Stdout)
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser), chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("ignore-certificate-errors", true))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	ctx, cancelTimeout := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancelTimeout()
+	run := browserRun(t, ctx, s)
+	text := func(sel string) string {
+		t.Helper()
+		var v string
+		run("read "+sel, chromedp.Text(sel, &v, chromedp.ByQuery))
+		return v
+	}
+	run("join", chromedp.Navigate(m[1]), chromedp.WaitVisible(`#account_name`, chromedp.ByQuery),
+		chromedp.SendKeys(`#account_name`, "Acme", chromedp.ByQuery),
+		chromedp.SendKeys(`#email`, "owner@acme.example", chromedp.ByQuery),
+		chromedp.SendKeys(`#password`, "a long owner password", chromedp.ByQuery),
+		chromedp.SendKeys(`#password_again`, "a long owner password", chromedp.ByQuery),
+		chromedp.Submit(`#password_again`, chromedp.ByQuery), chromedp.WaitVisible(`nav`, chromedp.ByQuery))
+
+	card := `#connector-partner-chat`
+	run("connectors page", chromedp.Navigate(s.URL+"/connectors"), chromedp.WaitVisible(card, chromedp.ByQuery))
+	if st := text(card + ` .state`); st != "unavailable" {
+		t.Errorf("the state shown: %q", st)
+	}
+	why := text(card + ` .why`)
+	if !strings.Contains(why, fmt.Sprintf("SHA-256 %x…", sum[:4])) || !strings.Contains(why, "aivis plugin register") || strings.Contains(why, binDir) {
+		t.Errorf("why it does not run: %q", why)
+	}
+	if w := text(card + ` .waiting`); !strings.Contains(w, "deliveries wait") {
+		t.Errorf("what becomes of its deliveries: %q", w)
+	}
+
+	cli(t, dir, nil, "plugin", "register", bin)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		run("connectors page again", chromedp.Navigate(s.URL+"/connectors"), chromedp.WaitVisible(card, chromedp.ByQuery))
+		if text(card+` .state`) == "running" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the connector not shown running within 30 s of its registration: %q", text(card))
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if got := text(card + ` code`); got != fmt.Sprintf("%x", sum[:4]) {
+		t.Errorf("the build shown: %q", got)
+	}
+	var waiting int
+	run("no wait shown", chromedp.Evaluate(`document.querySelectorAll("#connector-partner-chat .waiting").length`, &waiting))
+	if waiting != 0 {
+		t.Error("a running connector is said to make its deliveries wait")
+	}
+}
