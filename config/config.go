@@ -54,6 +54,10 @@ type Config struct {
 	// API: this process serves the API and the dashboard (while its rate
 	// limits are exact: core/app); false, it runs the workers alone.
 	API bool `json:"api"`
+	// AutoMigrate: serve applies pending migrations at start; false, it
+	// refuses a database with pending ones (aivis migrate up applies
+	// them).
+	AutoMigrate bool `json:"auto_migrate"`
 	// ClusterName prefixes the names a deployment takes in shared engines
 	// (NATS streams, subjects and consumers; Redis keys), so that several
 	// deployments can share one NATS and one Redis.
@@ -231,6 +235,7 @@ func Default() Config {
 		Bus:                   "sqlite",
 		Counter:               "memory",
 		API:                   true,
+		AutoMigrate:           true,
 		ClusterName:           "aivis",
 		Addr:                  "127.0.0.1:8443",
 		LogLevel:              "info",
@@ -271,6 +276,7 @@ func (c *Config) fields() []field {
 		{"master-key-file", "file of the master keys that seal stored secrets, one a line, each the base64 of 32 bytes, the first sealing (default: master.key in data-dir, made on first start; store postgres needs it)", (*str)(&c.MasterKeyFile), true},
 		{"redis-url", "Redis server of counter redis: redis://[user:password@]host:port/db (rediss:// for TLS)", (*str)(&c.RedisURL), true},
 		{"api", "serve the API and the dashboard (--api=false: run the workers alone: deliveries, scans, content requests; serve no API, only the admin listener)", (*boolean)(&c.API), false},
+		{"auto-migrate", "apply pending schema migrations at start (--auto-migrate=false: refuse to start with pending ones; aivis migrate up applies them)", (*boolean)(&c.AutoMigrate), false},
 		{"cluster-name", "prefix of this deployment's NATS streams, subjects and consumers and Redis keys", (*str)(&c.ClusterName), true},
 		{"nats-url", "NATS server of bus nats: nats://[user:password@]host:port, several comma-separated", (*str)(&c.NATSURL), true},
 		{"addr", "HTTPS listen address", (*str)(&c.Addr), false},

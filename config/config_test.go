@@ -663,6 +663,32 @@ func TestAPISetting(t *testing.T) {
 	}
 }
 
+// The auto_migrate setting is read as every setting is, true by default;
+// it is a setting of serve alone.
+func TestAutoMigrateSetting(t *testing.T) {
+	off := writeFile(t, `{"auto_migrate": false}`)
+	for _, tc := range []struct {
+		env  map[string]string
+		args []string
+		want bool
+	}{
+		{nil, nil, true},
+		{map[string]string{"AIVIS_CONFIG": off}, nil, false},
+		{map[string]string{"AIVIS_AUTO_MIGRATE": "false"}, nil, false},
+		{nil, []string{"--auto-migrate=false"}, false},
+		{map[string]string{"AIVIS_CONFIG": off, "AIVIS_AUTO_MIGRATE": "true"}, nil, true},
+		{map[string]string{"AIVIS_CONFIG": off}, []string{"--auto-migrate"}, true},
+	} {
+		got, _, err := config.Load(tc.args, env(tc.env), true, nil)
+		if err != nil || got.AutoMigrate != tc.want {
+			t.Errorf("%v %v: auto_migrate %v, %v; want %v", tc.env, tc.args, got.AutoMigrate, err, tc.want)
+		}
+	}
+	if _, _, err := config.Load([]string{"--auto-migrate=false"}, env(nil), false, nil); err == nil {
+		t.Error("a command other than serve took --auto-migrate")
+	}
+}
+
 // TestNATSURLErrorHidesCredentials: a refused nats_url is not repeated in
 // the error, since it may carry a password or a token.
 func TestNATSURLErrorHidesCredentials(t *testing.T) {

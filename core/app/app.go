@@ -34,6 +34,7 @@ import (
 	"github.com/aivis/aivis/core/readiness"
 	"github.com/aivis/aivis/core/secrets"
 	"github.com/aivis/aivis/core/store"
+	"github.com/aivis/aivis/core/store/schema"
 	"github.com/aivis/aivis/core/tlsconf"
 	"github.com/aivis/aivis/core/tracing"
 	"github.com/aivis/aivis/core/visibility"
@@ -65,8 +66,33 @@ type Services struct {
 	instrument func(*metrics.Metrics)
 }
 
-// Open opens the configured store and builds the services on it.
-func Open(ctx context.Context, cfg config.Config) (*Services, error) {
+// OpenOption is an option of Open.
+type OpenOption func(*openOptions)
+
+type openOptions struct{ policy schema.Policy }
+
+// Migrate says what Open may do with the store's schema (schema.Policy).
+// Without it Open applies the migrations to a new database alone and
+// refuses one with pending migrations, naming aivis migrate up
+// (schema.ApplyNew): what every command but serve and migrate does.
+func Migrate(p schema.Policy) OpenOption { return func(o *openOptions) { o.policy = p } }
+
+// MigratePolicy is serve's policy: apply at start (auto_migrate), or
+// refuse a database with pending migrations.
+func MigratePolicy(cfg config.Config) schema.Policy {
+	if cfg.AutoMigrate {
+		return schema.Apply
+	}
+	return schema.Refuse
+}
+
+// Open opens the configured store and builds the services on it. A schema
+// newer than this aivis is always refused.
+func Open(ctx context.Context, cfg config.Config, opts ...OpenOption) (*Services, error) {
+	o := openOptions{policy: schema.ApplyNew}
+	for _, f := range opts {
+		f(&o)
+	}
 	if err := engines.Check(cfg); err != nil {
 		return nil, err
 	}
@@ -77,7 +103,7 @@ func Open(ctx context.Context, cfg config.Config) (*Services, error) {
 	if err != nil {
 		return nil, err
 	}
-	opened, err := engines.Stores[cfg.Store](ctx, cfg, box)
+	opened, err := engines.Stores[cfg.Store](ctx, cfg, box, o.policy)
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +198,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 	}
 	defer stopTracing()
 	log = tracing.Logger(log)
-	svc, err := Open(ctx, cfg)
+	svc, err := Open(ctx, cfg, Migrate(MigratePolicy(cfg)))
 	if err != nil {
 		return err
 	}

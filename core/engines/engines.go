@@ -27,11 +27,13 @@ import (
 	"github.com/aivis/aivis/core/metrics"
 	"github.com/aivis/aivis/core/secrets"
 	"github.com/aivis/aivis/core/store"
+	"github.com/aivis/aivis/core/store/schema"
 )
 
 // StoreFactory opens a store. box seals the secrets the store keeps (webhook
-// signing secrets, connections' secret settings).
-type StoreFactory func(ctx context.Context, cfg config.Config, box *secrets.Box) (Opened, error)
+// signing secrets, connections' secret settings). policy is what opening
+// may do with the schema (none: schema.Apply, apply what is pending).
+type StoreFactory func(ctx context.Context, cfg config.Config, box *secrets.Box, policy ...schema.Policy) (Opened, error)
 
 // Opened is an opened store.
 type Opened struct {

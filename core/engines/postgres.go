@@ -9,13 +9,14 @@ import (
 	"github.com/aivis/aivis/core/secrets"
 	"github.com/aivis/aivis/core/store/cache"
 	"github.com/aivis/aivis/core/store/postgres"
+	"github.com/aivis/aivis/core/store/schema"
 )
 
-// openPostgres opens the database of postgres_url, migrating it, its reads
-// cached under its signal; this process is one of its holders. Its outbox
-// is a *buspg.Outbox, for the bus of the settings.
-func openPostgres(ctx context.Context, cfg config.Config, box *secrets.Box) (Opened, error) {
-	db, err := postgres.Open(ctx, cfg.PostgresURL, box)
+// openPostgres opens the database of postgres_url, migrating it as policy
+// allows, its reads cached under its signal; this process is one of its
+// holders. Its outbox is a *buspg.Outbox, for the bus of the settings.
+func openPostgres(ctx context.Context, cfg config.Config, box *secrets.Box, policy ...schema.Policy) (Opened, error) {
+	db, err := postgres.OpenWith(ctx, cfg.PostgresURL, box, schema.Of(policy))
 	if err != nil {
 		return Opened{}, err
 	}

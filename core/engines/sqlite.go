@@ -18,6 +18,7 @@ import (
 	"github.com/aivis/aivis/core/metrics"
 	"github.com/aivis/aivis/core/secrets"
 	"github.com/aivis/aivis/core/store/cache"
+	"github.com/aivis/aivis/core/store/schema"
 	"github.com/aivis/aivis/core/store/sqlite"
 )
 
@@ -31,9 +32,9 @@ type SQLiteOutbox struct{ Path string }
 
 // openSQLite opens the data directory's database file, its reads cached
 // under the file's signal; this process is one of the file's holders.
-func openSQLite(ctx context.Context, cfg config.Config, box *secrets.Box) (Opened, error) {
+func openSQLite(ctx context.Context, cfg config.Config, box *secrets.Box, policy ...schema.Policy) (Opened, error) {
 	path := filepath.Join(cfg.DataDir, DBFile)
-	db, err := sqlite.Open(ctx, path)
+	db, err := sqlite.OpenWith(ctx, path, schema.Of(policy))
 	if err != nil {
 		return Opened{}, err
 	}

@@ -46,6 +46,14 @@ const (
 	Leave
 )
 
+// Of is the policy of an optional argument: Apply when there is none.
+func Of(p []Policy) Policy {
+	if len(p) == 0 {
+		return Apply
+	}
+	return p[0]
+}
+
 // ErrNewer is a database whose schema is newer than the binary: it has a
 // version this binary has no migration for.
 var ErrNewer = errors.New("schema newer than this aivis")
