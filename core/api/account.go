@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/aivis/aivis/core/accounts"
 )
@@ -27,14 +28,25 @@ func (s *Server) exportAccount(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// streamStart writes an export's headers at its first line.
+// exportWindow is how long a write of an export may wait for the client:
+// the export's writes move the connection's write deadline that far on,
+// where the server's WriteTimeout would cut an export that takes longer.
+var exportWindow = time.Minute
+
+// streamStart writes an export's headers at its first line, and keeps the
+// write deadline exportWindow ahead.
 type streamStart struct {
-	w       http.ResponseWriter
-	name    string
-	started bool
+	w        http.ResponseWriter
+	name     string
+	started  bool
+	extended time.Time
 }
 
 func (s *streamStart) Write(b []byte) (int, error) {
+	if now := time.Now(); now.Sub(s.extended) > exportWindow/4 {
+		http.NewResponseController(s.w).SetWriteDeadline(now.Add(exportWindow))
+		s.extended = now
+	}
 	if !s.started {
 		s.started = true
 		h := s.w.Header()
