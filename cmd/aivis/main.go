@@ -77,6 +77,7 @@ func commands() []*cobra.Command {
 		secretsCmd(),
 		backupCmd(),
 		restoreCmd(),
+		migrateCmd(),
 		configCmd(),
 		versionCmd(),
 	}

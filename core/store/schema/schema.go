@@ -63,7 +63,7 @@ var ErrNewer = errors.New("schema newer than this aivis")
 var ErrPending = errors.New("schema older than this aivis")
 
 // ErrIrreversible is a down past a migration that cannot be undone.
-var ErrIrreversible = errors.New("migration cannot be undone")
+var ErrIrreversible = errors.New("cannot be undone")
 
 // Engine is what the runner needs of a store engine.
 type Engine struct {
@@ -290,12 +290,12 @@ func (r *Runner) DownTo(ctx context.Context, version int64) ([]Migration, error)
 			continue
 		}
 		if m.Unknown {
-			return nil, fmt.Errorf("%w: the database has migration %d, which this aivis does not know: undo it with the aivis that applied it",
-				ErrIrreversible, m.Version)
+			return nil, fmt.Errorf("migration %d %w by this aivis, which does not know it: undo it with the aivis that applied it",
+				m.Version, ErrIrreversible)
 		}
 		if m.Irreversible != "" {
-			return nil, fmt.Errorf("%w: migration %04d (%s) cannot be undone: %s; restore a backup taken before it instead",
-				ErrIrreversible, m.Version, m.Name, m.Irreversible)
+			return nil, fmt.Errorf("migration %04d (%s) %w: %s; restore a backup taken before it instead",
+				m.Version, m.Name, ErrIrreversible, m.Irreversible)
 		}
 	}
 	res, err := r.p.DownTo(ctx, version)
