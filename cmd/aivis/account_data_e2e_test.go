@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -196,5 +197,38 @@ func TestAccountExportAndDelete(t *testing.T) {
 			}
 		}
 		rows.Close()
+	}
+}
+
+// TestAccountDeleteAsksOnATerminal: on a terminal (script(1) gives the
+// command one), aivis account delete shows the account and asks for its
+// id: another answer deletes nothing, the id deletes it.
+func TestAccountDeleteAsksOnATerminal(t *testing.T) {
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Fatal("the terminal's test needs script(1) (util-linux)")
+	}
+	dir := t.TempDir()
+	a := newAccount(t, dir, "starter", false)
+	onTerminal := func(typed string) (string, error) {
+		cmd := exec.Command("script", "-qec", binary+" account delete "+a.ID+" --data-dir "+dir, "/dev/null")
+		cmd.Stdin = strings.NewReader(typed + "\n")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := onTerminal("yes")
+	if err == nil || !strings.Contains(out, "Type the account's id to confirm") || !strings.Contains(out, "not deleted") {
+		t.Errorf("answered yes: %v\n%s", err, out)
+	}
+	var left []account
+	cli(t, dir, &left, "account", "list")
+	if len(left) != 1 {
+		t.Fatalf("accounts after a wrong answer: %+v", left)
+	}
+	if out, err := onTerminal(a.ID); err != nil || !strings.Contains(out, "deleted, with everything it owned") {
+		t.Errorf("answered the id: %v\n%s", err, out)
+	}
+	cli(t, dir, &left, "account", "list")
+	if len(left) != 0 {
+		t.Errorf("accounts after the confirmed delete: %+v", left)
 	}
 }
