@@ -22,9 +22,8 @@ import (
 var migrations embed.FS
 
 // legacyTable is where aivis kept the applied versions before goose ran
-// SQLite's migrations. It stays, as the earlier aivis left it, so that an
-// earlier aivis opening the database finds what it applied; the versions
-// undone since are taken out of it.
+// SQLite's migrations. It stays, in step with goose's table (legacySync),
+// for the previous aivis, which reads it.
 const legacyTable = "schema_migrations"
 
 // Migrations is the runner of the migrations of the database file at
@@ -57,7 +56,7 @@ func OpenMigrations(ctx context.Context, path string) (r *schema.Runner, close f
 		w.Close()
 		return nil, nil, err
 	}
-	return r, func() error { return errors.Join(legacyDown(context.WithoutCancel(ctx), w, r), w.Close()) }, nil
+	return r, func() error { return errors.Join(legacySync(context.WithoutCancel(ctx), w), w.Close()) }, nil
 }
 
 // migrate carries the earlier bookkeeping over (carryLegacy), then does
@@ -73,7 +72,7 @@ func migrate(ctx context.Context, w *sql.DB, path string, policy schema.Policy) 
 	if err := r.Prepare(ctx, policy); err != nil {
 		return fmt.Errorf("sqlite: %w", err)
 	}
-	return nil
+	return legacySync(ctx, w)
 }
 
 // carryLegacy copies the versions of schema_migrations, the table of
@@ -129,23 +128,20 @@ func carryLegacy(ctx context.Context, w *sql.DB) error {
 	return nil
 }
 
-// legacyDown takes the versions undone out of schema_migrations, where an
-// earlier aivis would take them for applied.
-func legacyDown(ctx context.Context, w *sql.DB, r *schema.Runner) error {
-	ok, err := tableExists(ctx, w, legacyTable)
-	if err != nil || !ok {
-		return err
-	}
-	st, err := r.Status(ctx)
+// legacySync keeps schema_migrations in step with goose's table: the
+// versions applied in it, the ones undone out of it. An earlier aivis,
+// whose runner applies each of its files it does not find there, then
+// opens a database this one made or migrated (expand/contract: the
+// previous version runs on the new schema), and does not take an undone
+// migration for applied.
+func legacySync(ctx context.Context, w *sql.DB) error {
+	_, err := w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+legacyTable+` (
+			version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL) STRICT;
+		DELETE FROM `+legacyTable+` WHERE version NOT IN (SELECT version_id FROM `+schema.Table+` WHERE is_applied);
+		INSERT OR IGNORE INTO `+legacyTable+` (version, applied_at)
+			SELECT version_id, coalesce(unixepoch(tstamp), unixepoch()) FROM `+schema.Table+` WHERE version_id > 0 AND is_applied`)
 	if err != nil {
-		return err
-	}
-	for _, m := range st {
-		if !m.Applied {
-			if _, err := w.ExecContext(ctx, `DELETE FROM `+legacyTable+` WHERE version = ?`, m.Version); err != nil {
-				return err
-			}
-		}
+		return fmt.Errorf("sqlite: %s: %w", legacyTable, err)
 	}
 	return nil
 }

@@ -17,12 +17,13 @@ import (
 )
 
 // legacyMigrate applies the migrations as aivis's own runner did before
-// goose: each file's statements (its up section: the runner knew no
-// other) in a transaction, its version in schema_migrations.
+// goose, as the previous aivis does: each file whose version is not in
+// schema_migrations, its statements (its up section: the runner knew no
+// other) in a transaction, its version recorded there.
 func legacyMigrate(t *testing.T, path string) {
 	t.Helper()
 	db := raw(t, path)
-	_, err := db.Exec(`PRAGMA journal_mode = WAL; CREATE TABLE schema_migrations (
+	_, err := db.Exec(`PRAGMA journal_mode = WAL; CREATE TABLE IF NOT EXISTS schema_migrations (
 		version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL) STRICT`)
 	must(t, err)
 	for _, f := range migrationFiles(t) {
@@ -30,6 +31,11 @@ func legacyMigrate(t *testing.T, path string) {
 		must(t, err)
 		v, err := strconv.Atoi(strings.SplitN(f, "_", 2)[0])
 		must(t, err)
+		var n int
+		must(t, db.QueryRow(`SELECT count(*) FROM schema_migrations WHERE version = ?`, v).Scan(&n))
+		if n > 0 {
+			continue
+		}
 		up, _, _ := strings.Cut(string(body), "-- +goose Down")
 		tx, err := db.Begin()
 		must(t, err)
@@ -263,22 +269,34 @@ func TestEveryDownUndoesItsUp(t *testing.T) {
 	}
 }
 
-// TestDownTakesVersionsOutOfTheLegacyTable: versions undone leave
-// schema_migrations too, where an earlier aivis would take them for
-// applied.
-func TestDownTakesVersionsOutOfTheLegacyTable(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "aivis.db")
-	legacyMigrate(t, path)
+// TestLegacyTableFollowsGoose: schema_migrations lists what goose
+// applied, on a file goose made too, so that the earlier runner (the
+// previous aivis's) finds nothing to apply on it; versions undone leave it,
+// where the earlier runner would take them for applied.
+func TestLegacyTableFollowsGoose(t *testing.T) {
+	_, path := newDB(t)
+	legacyMigrate(t, path) // fails on a file whose versions it does not find
+	r := raw(t, path)
+	top := func() int64 {
+		var v int64
+		must(t, r.QueryRow(`SELECT max(version) FROM schema_migrations`).Scan(&v))
+		return v
+	}
 	vs := fileVersions(t)
-	r, closeRunner, err := sqlite.OpenMigrations(ctx, path)
+	if top() != vs[len(vs)-1] {
+		t.Fatalf("schema_migrations reaches %d on a new file, want %d", top(), vs[len(vs)-1])
+	}
+	m, closeRunner, err := sqlite.OpenMigrations(ctx, path)
 	must(t, err)
-	if _, err := r.DownTo(ctx, vs[len(vs)-3]); err != nil {
+	if _, err := m.DownTo(ctx, vs[len(vs)-3]); err != nil {
 		t.Fatal(err)
 	}
 	must(t, closeRunner())
-	var top int64
-	must(t, raw(t, path).QueryRow(`SELECT max(version) FROM schema_migrations`).Scan(&top))
-	if top != vs[len(vs)-3] {
-		t.Fatalf("schema_migrations reaches %d after a down to %d", top, vs[len(vs)-3])
+	if top() != vs[len(vs)-3] {
+		t.Fatalf("schema_migrations reaches %d after a down to %d", top(), vs[len(vs)-3])
+	}
+	open(t, path)
+	if top() != vs[len(vs)-1] {
+		t.Fatalf("schema_migrations reaches %d after migrating again", top())
 	}
 }
