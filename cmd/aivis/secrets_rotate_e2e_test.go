@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/aivis/aivis/client"
 	"github.com/aivis/aivis/connectors/segment/segmentfake"
 	"github.com/aivis/aivis/core/secrets"
+	"github.com/aivis/aivis/internal/testsvc"
 )
 
 // keyStatus runs aivis secrets status and gives the values per key id.
@@ -252,4 +254,89 @@ func TestMasterKeyRotation(t *testing.T) {
 	waitFor(t, "readings with the old key gone", func() bool { return w.count() >= 6 })
 	w.halt()
 	verified("with the old key gone", w)
+}
+
+// TestMasterKeyRotationOnPostgres: the same rotation on PostgreSQL with
+// master_key_file, a signed webhook checked by a verifying receiver: a
+// key added to the file, the server restarted, rotate re-seals the
+// webhook's secret, status shows it on the new key, and with the old key
+// taken out of the file and the server restarted the deliveries still
+// verify.
+func TestMasterKeyRotationOnPostgres(t *testing.T) {
+	dir := t.TempDir()
+	keyFile := masterKeyFile(t)
+	pg := []string{"--store", "postgres", "--postgres-url", testsvc.Postgres(t), "--master-key-file", keyFile}
+	var a account
+	cli(t, dir, &a, append([]string{"account", "create", "--name", "On PostgreSQL", "--tier", "enterprise"}, pg...)...)
+	var k key
+	cli(t, dir, &k, append([]string{"key", "create", "--account", a.ID, "--name", "pg"}, pg...)...)
+	serve := append(slices.Clone(pg), "--bus", "postgres", "--counter", "store", "--allowed-targets", "127.0.0.1/32", "--allow-http-targets")
+	s := start(t, dir, serve...)
+	rc := newHookReceiver(t)
+	r := s.do(t, req{method: "POST", path: "/v1/webhooks", header: bearer(k),
+		body: jsonBody(client.CreateWebhook{Domain: "example.com", Events: []string{"ai_visibility_change"}, URL: rc.URL})})
+	var wh client.Webhook
+	r.decode(t, &wh)
+	if r.Status != 201 {
+		t.Fatalf("create webhook: %d %s", r.Status, r.Body)
+	}
+	rc.mu.Lock()
+	rc.secrets = []string{wh.Secret}
+	rc.mu.Unlock()
+	score := 10
+	delivered := func(phase string) {
+		t.Helper()
+		score = 110 - score // 10, 100, 10, ...: each reading an event
+		ev := recordEvent(t, s, k, fmt.Sprintf(`{"domain":"example.com","visibility_score":%d,"sentiment":"neutral"}`, score))
+		waitFor(t, phase+": the event at the webhook", func() bool { return rc.got(ev) })
+		rc.mu.Lock()
+		defer rc.mu.Unlock()
+		if rc.invalid != 0 {
+			t.Fatalf("%s: %d deliveries did not verify", phase, rc.invalid)
+		}
+	}
+	status := func() map[string]keyCount {
+		t.Helper()
+		var counts []keyCount
+		cli(t, dir, &counts, append([]string{"secrets", "status"}, pg...)...)
+		out := map[string]keyCount{}
+		for _, c := range counts {
+			out[c.Key] = c
+		}
+		return out
+	}
+	delivered("before the rotation")
+	old, _, err := secrets.Load(keyFile, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var added struct{ Key, File string }
+	cli(t, dir, &added, append([]string{"secrets", "new-key"}, pg...)...)
+	if added.File != keyFile {
+		t.Fatalf("new-key wrote %s, want master_key_file %s", added.File, keyFile)
+	}
+	s.stop()
+	s = start(t, dir, serve...)
+	var rot rotation
+	cli(t, dir, &rot, append([]string{"secrets", "rotate", "--batch", "1"}, pg...)...)
+	if rot.Key != added.Key || rot.Resealed != 1 {
+		t.Fatalf("rotate: %+v, want the secret re-sealed with %s", rot, added.Key)
+	}
+	if st := status(); st[added.Key].Values != 1 || st[old.ID()].Values != 0 {
+		t.Fatalf("status after the rotation: %+v", st)
+	}
+	delivered("after the rotation")
+
+	text, err := os.ReadFile(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(string(text), "\n")
+	if err := os.WriteFile(keyFile, []byte(first+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.stop()
+	s = start(t, dir, serve...)
+	delivered("with the old key gone")
 }
