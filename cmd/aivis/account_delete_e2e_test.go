@@ -197,10 +197,10 @@ func TestClusterAccountDelete(t *testing.T) {
 		}
 	}
 
-	// The other account's first attempt comes a second or more after the
-	// deleted one's, so its retry (5 s ± 10% later) comes after the
-	// deleted one's would have.
-	time.Sleep(time.Until(first.Add(1100 * time.Millisecond)))
+	// The other account's first attempt comes 2 s or more after the
+	// deleted one's, so its retry (5 s ± 10% later) comes a second or more
+	// after the deleted one's would have.
+	time.Sleep(time.Until(first.Add(2 * time.Second)))
 	recordEvent(t, b.server, kk, `{"domain":"example.com","visibility_score":70,"sentiment":"positive"}`)
 	waitFor(t, "the other account's retry", func() bool { return hooks.count("/kept") == 2 })
 	if n := hooks.count("/gone"); n != 1 {
