@@ -106,17 +106,23 @@ func (m *errorMessages) namingGo() []string {
 // cli runs an administrative subcommand with --json and decodes its output.
 func cli(t *testing.T, dataDir string, out any, args ...string) {
 	t.Helper()
+	cliOf(t, binary, dataDir, out, args...)
+}
+
+// cliOf is cli of the aivis binary at bin (an earlier build's).
+func cliOf(t *testing.T, bin, dataDir string, out any, args ...string) {
+	t.Helper()
 	args = append(args, "--data-dir", dataDir, "--json")
-	cmd := exec.Command(binary, args...)
+	cmd := exec.Command(bin, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	b, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("aivis %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+		t.Fatalf("%s %s: %v\n%s", filepath.Base(bin), strings.Join(args, " "), err, stderr.String())
 	}
 	if out != nil {
 		if err := json.Unmarshal(b, out); err != nil {
-			t.Fatalf("aivis %s: output is not JSON: %v\n%s", strings.Join(args, " "), err, b)
+			t.Fatalf("%s %s: output is not JSON: %v\n%s", filepath.Base(bin), strings.Join(args, " "), err, b)
 		}
 	}
 }
@@ -197,8 +203,15 @@ func start(t *testing.T, dataDir string, args ...string) *server {
 // launch runs the server on a free loopback port without waiting for it.
 func launch(t *testing.T, dataDir string, args ...string) *server {
 	t.Helper()
-	args = append([]string{"serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0", "--log-level", "warn"}, args...)
-	cmd := exec.Command(binary, args...)
+	return launchBinary(t, binary, dataDir, append([]string{"--admin-addr", "127.0.0.1:0"}, args...)...)
+}
+
+// launchBinary is launch of the aivis binary at bin (an earlier build's,
+// which may lack the admin listener).
+func launchBinary(t *testing.T, bin, dataDir string, args ...string) *server {
+	t.Helper()
+	args = append([]string{"serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0", "--log-level", "warn"}, args...)
+	cmd := exec.Command(bin, args...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
