@@ -2,9 +2,11 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -227,4 +229,102 @@ func TestPluginBuildsPruned(t *testing.T) {
 		t.Fatalf("pruned the build the server runs: %v", pruned)
 	}
 	s.stop()
+}
+
+// TestRollingConnectorUpgradeOnACluster: two instances of a cluster, the
+// old one with the first build of the partner connector in its plugins
+// directory and the new one with a rebuilt one, both builds registered
+// (neither at its registered path any more): each runs its own, both
+// deliver, each instance's build is listed by the API and by plugin list;
+// once the old instance is gone, prune drops its build alone.
+func TestRollingConnectorUpgradeOnACluster(t *testing.T) {
+	c := newCluster(t)
+	old, fresh := filepath.Join(t.TempDir(), "partner-connector"), filepath.Join(t.TempDir(), "partner-connector")
+	for bin, flags := range map[string]string{old: "", fresh: "-s -w"} {
+		if out, err := exec.Command("go", "build", "-ldflags="+flags, "-o", bin, "../../examples/partner-connector").CombinedOutput(); err != nil {
+			t.Fatalf("go build: %v\n%s", err, out)
+		}
+	}
+	sumOld, _ := host.Checksum(old)
+	sumNew, _ := host.Checksum(fresh)
+	cli(t, c.dir, nil, "plugin", "register", old)
+	cli(t, c.dir, nil, "plugin", "register", fresh)
+	// Each machine has its own build alone, in its plugins directory.
+	dirs := map[string]string{}
+	for name, bin := range map[string]string{"old": old, "new": fresh} {
+		dirs[name] = t.TempDir()
+		if err := os.MkdirAll(filepath.Join(dirs[name], "plugins"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(bin, filepath.Join(dirs[name], "plugins", "partner-connector")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := newAccount(t, c.dir, "enterprise", false)
+	k := newKey(t, c.dir, a.ID)
+	args := []string{"--allowed-targets", "127.0.0.1/32", "--allow-http-targets"}
+	servers := map[string]*server{}
+	holders := map[string]string{}
+	for _, name := range []string{"old", "new"} {
+		before := c.holders(t)
+		servers[name] = start(t, dirs[name], args...)
+		for _, h := range c.holders(t) {
+			if !slices.Contains(before, h) {
+				holders[name] = h
+			}
+		}
+	}
+	rc := newChatReceiver(t)
+	connect(t, servers["old"], k, "partner-chat", `{"webhook_url":"`+rc.URL+`/hook"}`)
+	var ids []string
+	for i := range 6 {
+		s := servers[[]string{"old", "new"}[i%2]]
+		ids = append(ids, recordEvent(t, s, k, fmt.Sprintf(`{"domain":"r%d.example.com","visibility_score":%d,"sentiment":"neutral"}`, i, 30+i)))
+	}
+	waitLong(t, 60*time.Second, "every event delivered", func() bool { return rc.count() == len(ids) })
+
+	want := map[string]string{holders["old"]: fmt.Sprintf("%x", sumOld[:4]), holders["new"]: fmt.Sprintf("%x", sumNew[:4])}
+	waitLong(t, 40*time.Second, "each instance's build listed by the other", func() bool {
+		for _, s := range servers {
+			got := map[string]string{}
+			for _, i := range connector(t, s, k, "partner-chat").Instances {
+				if i.State == "running" && i.Build != nil {
+					got[i.Instance] = *i.Build
+				}
+			}
+			if !maps.Equal(got, want) {
+				return false
+			}
+		}
+		return true
+	})
+	type build struct {
+		SHA256    string   `json:"sha256"`
+		Instances []string `json:"instances"`
+	}
+	var list []struct {
+		Builds []build `json:"builds"`
+	}
+	cli(t, c.dir, &list, "plugin", "list")
+	if len(list) != 1 || len(list[0].Builds) != 2 ||
+		!slices.Equal(list[0].Builds[0].Instances, []string{holders["new"]}) || !slices.Equal(list[0].Builds[1].Instances, []string{holders["old"]}) {
+		t.Fatalf("plugin list on the cluster: %+v (old %s, new %s)", list, holders["old"], holders["new"])
+	}
+
+	// The old instance gone, its build is pruned, and the new one runs on.
+	servers["old"].stop()
+	var pruned []map[string]any
+	cli(t, c.dir, &pruned, "plugin", "prune")
+	if len(pruned) != 1 || pruned[0]["sha256"] != fmt.Sprintf("%x", sumOld) {
+		t.Fatalf("prune once the old instance is gone: %v", pruned)
+	}
+	last := recordEvent(t, servers["new"], k, `{"domain":"after.example.com","visibility_score":70,"sentiment":"positive"}`)
+	waitFor(t, "the event after the prune delivered", func() bool { return rc.text(last) != "" })
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	for _, id := range append(ids, last) {
+		if rc.got[id] != 1 {
+			t.Errorf("event %s arrived %d times", id, rc.got[id])
+		}
+	}
 }
