@@ -31,7 +31,7 @@ func writeFile(t *testing.T, body string) string {
 func TestDefaults(t *testing.T) {
 	d := config.Default()
 	want := config.Config{
-		DataDir: "./aivis-data", Store: "sqlite", Bus: "sqlite", Counter: "memory", API: true, ClusterName: "aivis", Addr: "127.0.0.1:8443",
+		DataDir: "./aivis-data", Store: "sqlite", Bus: "sqlite", Counter: "memory", API: true, AutoMigrate: true, ClusterName: "aivis", Addr: "127.0.0.1:8443",
 		AdminAddr: "127.0.0.1:9464", LogLevel: "info", LogFormat: "text",
 		AuthFailuresPerMinute: 20, CounterFlushInterval: config.Duration(time.Second),
 		ShutdownTimeout: config.Duration(30 * time.Second), WebhookTimeout: config.Duration(15 * time.Second), ScanWorkers: 2,
@@ -132,6 +132,7 @@ func TestPrecedence(t *testing.T) {
 		MasterKeyFile:         "/env/master.key",                           // file, env
 		RedisURL:              "redis://env.example:6379/0",                // env only
 		API:                   true,                                        // default
+		AutoMigrate:           true,                                        // default
 		ClusterName:           "env-cluster",                               // file, env
 		NATSURL:               "nats://flag:4222",                          // file, env, flag
 		Addr:                  "flag:1",                                    // file, env, flag
