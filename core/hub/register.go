@@ -53,8 +53,9 @@ func inspect(ctx context.Context, path string) (store.PluginRecord, error) {
 // RegisterDir registers every executable file of dir, a directory of
 // plugins as trusted as the server itself (trusted_plugins_dir: the
 // container image's connectors), as Register does, at each start: a file
-// registered from there before is registered again only if it changed
-// (no binary is run when none did); a plugin of the same name registered
+// registered from there before is registered again only if it changed (a
+// new image: its build is added beside the others, so that the previous
+// image's instances run on; no binary is run when none did); a plugin of the same name registered
 // from elsewhere by the operator is kept. A file that is not a working
 // plugin is logged and passed over; a directory that cannot be read is an
 // error.
@@ -101,12 +102,23 @@ func RegisterDir(ctx context.Context, reg Registrar, dir string, log *slog.Logge
 }
 
 // unchanged says whether the plugin at path is registered from there with
-// the SHA-256 it has.
+// the SHA-256 it has, as any of its builds.
 func unchanged(recs []store.PluginRecord, path string) bool {
+	var sum []byte
 	for _, r := range recs {
-		if r.Path == path {
-			sum, err := host.Checksum(path)
-			return err == nil && bytes.Equal(sum, r.SHA256)
+		for _, b := range r.Builds {
+			if b.Path != path {
+				continue
+			}
+			if sum == nil {
+				var err error
+				if sum, err = host.Checksum(path); err != nil {
+					return false
+				}
+			}
+			if bytes.Equal(sum, b.SHA256) {
+				return true
+			}
 		}
 	}
 	return false

@@ -68,16 +68,33 @@ func TestRegisterDir(t *testing.T) {
 		t.Errorf("an unchanged plugin was registered again: %v, then %v", first.RegisteredAt, again.RegisteredAt)
 	}
 
-	// Changed (a new image), it is.
+	// Changed (a new image), it is, beside the first build.
+	v1, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
 	build(t, bin, "2")
 	if err := hub.RegisterDir(ctx, db, dir, log); err != nil {
 		t.Fatal(err)
 	}
-	if second := only(t, db); second.Version != "2" || bytes.Equal(second.SHA256, first.SHA256) {
+	if second := only(t, db); second.Version != "2" || bytes.Equal(second.SHA256, first.SHA256) || len(second.Builds) != 2 {
 		t.Errorf("after the binary changed: %+v", second)
 	}
+	// The first image back (a rollback): its build is registered still,
+	// and not again.
+	if err := os.WriteFile(bin, v1, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := hub.RegisterDir(ctx, db, dir, log); err != nil {
+		t.Fatal(err)
+	}
+	if back := only(t, db); back.Version != "2" || len(back.Builds) != 2 || !back.Builds[0].RegisteredAt.Equal(first.RegisteredAt) {
+		t.Errorf("after the first build came back: %+v", back)
+	}
+	build(t, bin, "3") // a build not registered yet
 
-	// The operator's own registration of the plugin is kept.
+	// The operator's own registration of the plugin is kept, and a new
+	// build of the directory is not added to it.
 	own := filepath.Join(t.TempDir(), "testplugin")
 	build(t, own, "9")
 	if _, err := hub.Register(ctx, db, own); err != nil {
