@@ -182,6 +182,9 @@ type server struct {
 	HTTPURL string
 	// AdminURL is the admin listener's (http://host:port), "" when off.
 	AdminURL string
+	// earlier: an earlier build, whose answers follow its own
+	// openapi.json, not this one's, and are not checked against it.
+	earlier bool
 
 	banner   chan [3]string // the URL, plain-HTTP URL and admin URL of the banner, once printed
 	closed   chan struct{}  // its standard output ended: it exited
@@ -217,7 +220,7 @@ func launchBinary(t *testing.T, bin, dataDir string, args ...string) *server {
 		t.Fatal(err)
 	}
 	s := &server{t: t, cmd: cmd, DataDir: dataDir, Stdout: &syncbuf.Buffer{}, Stderr: &syncbuf.Buffer{},
-		banner: make(chan [3]string, 1), closed: make(chan struct{})}
+		banner: make(chan [3]string, 1), closed: make(chan struct{}), earlier: bin != binary}
 	cmd.Stderr = s.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -420,7 +423,9 @@ func (s *server) do(t *testing.T, r req) resp {
 			}
 		}
 	}
-	validate(t, r.method, r.path, out)
+	if !s.earlier {
+		validate(t, r.method, r.path, out)
+	}
 	return out
 }
 

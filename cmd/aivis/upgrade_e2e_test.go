@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/aivis/aivis/client"
+	"github.com/aivis/aivis/core/probe/probefake"
 )
 
 // upgradeFrom is the earlier commit the upgrade tests build aivis at and
@@ -20,63 +21,77 @@ import (
 const upgradeFrom = "bc684f8"
 
 var earlier struct {
-	once sync.Once
-	path string
-	err  error
+	once      sync.Once
+	path      string // aivis
+	connector string // the partner connector (examples/partner-connector)
+	err       error
 }
 
 // earlierBinary is aivis built at upgradeFrom from this repository's
 // history, once, kept in the user's cache (~/.cache/aivis-tools) by
-// commit. It fails the test when it cannot be built: a clone without that
-// commit (a shallow one) is fetched nothing, and says so.
-func earlierBinary(t *testing.T) string {
+// commit, with the partner connector of that commit. It fails the test
+// when it cannot be built: a clone without that commit (a shallow one) is
+// fetched nothing, and says so.
+func earlierBinary(t *testing.T) (aivis, connector string) {
 	t.Helper()
-	earlier.once.Do(func() { earlier.path, earlier.err = buildEarlier() })
+	earlier.once.Do(func() { earlier.path, earlier.connector, earlier.err = buildEarlier() })
 	if earlier.err != nil {
 		t.Fatalf("aivis at %s, for the upgrade: %v", upgradeFrom, earlier.err)
 	}
-	return earlier.path
+	return earlier.path, earlier.connector
 }
 
-func buildEarlier() (string, error) {
+func buildEarlier() (aivis, connector string, err error) {
 	cache, err := os.UserCacheDir()
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	dir := filepath.Join(cache, "aivis-tools")
-	bin := filepath.Join(dir, "aivis-"+upgradeFrom)
-	if _, err := os.Stat(bin); err == nil {
-		return bin, nil
+	bin, conn := filepath.Join(dir, "aivis-"+upgradeFrom), filepath.Join(dir, "partner-connector-"+upgradeFrom)
+	_, err1 := os.Stat(bin)
+	_, err2 := os.Stat(conn)
+	if err1 == nil && err2 == nil {
+		return bin, conn, nil
 	}
+	return bin, conn, buildAt(dir, map[string]string{bin: "./cmd/aivis", conn: "./examples/partner-connector"})
+}
+
+// buildAt builds each package of upgradeFrom into its path (in dir).
+func buildAt(dir string, builds map[string]string) error {
 	top, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
 	if err != nil {
-		return "", fmt.Errorf("not in a git checkout (%v): the test builds aivis from the repository's history", err)
+		return fmt.Errorf("not in a git checkout (%v): the test builds aivis from the repository's history", err)
 	}
 	repo := strings.TrimSpace(string(top))
 	if err := exec.Command("git", "-C", repo, "cat-file", "-e", upgradeFrom+"^{commit}").Run(); err != nil {
-		return "", fmt.Errorf("the repository has no commit %s (a shallow clone?): clone it with its history (git fetch --unshallow)", upgradeFrom)
+		return fmt.Errorf("the repository has no commit %s (a shallow clone?): clone it with its history (git fetch --unshallow)", upgradeFrom)
 	}
 	src, err := os.MkdirTemp("", "aivis-"+upgradeFrom)
 	if err != nil {
-		return "", err
+		return err
 	}
 	defer os.RemoveAll(src)
 	var stderr bytes.Buffer
 	archive := exec.Command("sh", "-c", `git -C "$1" archive "$2" | tar -x -C "$3"`, "sh", repo, upgradeFrom, src)
 	archive.Stderr = &stderr
 	if err := archive.Run(); err != nil {
-		return "", fmt.Errorf("git archive %s: %v\n%s", upgradeFrom, err, stderr.String())
+		return fmt.Errorf("git archive %s: %v\n%s", upgradeFrom, err, stderr.String())
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
+		return err
 	}
-	tmp := bin + fmt.Sprintf(".%d", os.Getpid())
-	build := exec.Command("go", "build", "-trimpath", "-o", tmp, "./cmd/aivis")
-	build.Dir, build.Env, build.Stderr = src, append(os.Environ(), "CGO_ENABLED=1"), &stderr
-	if err := build.Run(); err != nil {
-		return "", fmt.Errorf("go build at %s: %v\n%s", upgradeFrom, err, stderr.String())
+	for bin, pkg := range builds {
+		tmp := bin + fmt.Sprintf(".%d", os.Getpid())
+		build := exec.Command("go", "build", "-trimpath", "-o", tmp, pkg)
+		build.Dir, build.Env, build.Stderr = src, append(os.Environ(), "CGO_ENABLED=1"), &stderr
+		if err := build.Run(); err != nil {
+			return fmt.Errorf("go build %s at %s: %v\n%s", pkg, upgradeFrom, err, stderr.String())
+		}
+		if err := os.Rename(tmp, bin); err != nil {
+			return err
+		}
 	}
-	return bin, os.Rename(tmp, bin)
+	return nil
 }
 
 // scheduled are the fields the scheduler moves whichever aivis serves: a
@@ -158,12 +173,15 @@ func decodeAny(t *testing.T, b []byte) any {
 // their receivers, the events whose deliveries it left pending, and what
 // its lists read.
 type earlierData struct {
+	serve    []string // serve's arguments, the earlier aivis's and the new one's
 	keys     []key
 	owner    key           // the standard account's key
 	agency   key           // the agency's own key
 	live     *hookReceiver // receives the standard account's webhook, verifying its secret
 	down     *hookReceiver // the agency's, down (503) while the earlier aivis ran
 	pending  []string      // events whose deliveries to down it left pending
+	chat     *chatReceiver // the destination of the standard account's connection, a sealed setting
+	scan     string        // a scan it completed, with answers
 	lists    map[string]any
 	cliLists map[string]any
 }
@@ -183,8 +201,8 @@ func (l listRead) header() map[string]string {
 
 func (d *earlierData) reads() []listRead {
 	var out []listRead
-	for _, p := range []string{"/v1/webhooks", "/v1/domains", "/v1/visibility?domain=example.com", "/v1/events?limit=100",
-		"/api/v1/ai/content-requests"} {
+	for _, p := range []string{"/v1/webhooks", "/v1/connections", "/v1/domains", "/v1/visibility?domain=example.com",
+		"/v1/events?limit=100", "/api/v1/ai/content-requests", "/v1/visibility/scans/" + d.scan, "/v1/visibility/scans/" + d.scan + "/answers"} {
 		out = append(out, listRead{&d.owner, p})
 	}
 	// The agency's webhooks are left out: its deliveries, once its
@@ -196,13 +214,22 @@ func (d *earlierData) reads() []listRead {
 }
 
 // fillEarlier fills dataDir (and the store the environment names) with
-// the aivis at bin: accounts, an agency with a client, keys, users, a
-// domain, content requests queued and cancelled, webhooks with secrets
-// (one whose receiver answers, one down with deliveries pending, one gone
-// with its delivery failed) and readings with their events.
-func fillEarlier(t *testing.T, bin, dataDir string, serveArgs ...string) *earlierData {
+// the aivis at bin: accounts, an agency with a client, keys, users, the
+// connector plugin, a domain and a scan of it with answers (a fake engine),
+// content requests queued and cancelled, webhooks with secrets (one whose
+// receiver answers, one down with deliveries pending, one gone with its
+// delivery failed), a connection whose destination is a secret setting,
+// and readings with their events.
+func fillEarlier(t *testing.T, bin, connector, dataDir string, serveArgs ...string) *earlierData {
 	t.Helper()
-	d := &earlierData{lists: map[string]any{}, cliLists: map[string]any{}}
+	engine := probefake.New()
+	t.Cleanup(engine.Close)
+	engine.Answer("fake-model", "I would pick Example (https://scanned.invalid/).", "Example or Globex.")
+	cfg := writeConfig(t, t.TempDir(), map[string]any{"engines": []map[string]any{
+		{"label": "Plain", "base_url": engine.URL(), "model": "fake-model", "concurrency": 2}}})
+	d := &earlierData{lists: map[string]any{}, cliLists: map[string]any{}, serve: append([]string{"--config", cfg}, serveArgs...)}
+	serveArgs = d.serve
+	cliOf(t, bin, dataDir, nil, "plugin", "register", connector)
 	var std, ag account
 	cliOf(t, bin, dataDir, &std, "account", "create", "--name", "Standard", "--tier", "enterprise")
 	cliOf(t, bin, dataDir, &ag, "account", "create", "--name", "Agency", "--tier", "enterprise", "--agency")
@@ -247,8 +274,17 @@ func fillEarlier(t *testing.T, bin, dataDir string, serveArgs ...string) *earlie
 	gone.status = 410
 	gone.mu.Unlock()
 
+	d.chat = newChatReceiver(t)
+	connect(t, s, d.owner, "partner-chat", `{"webhook_url":"`+d.chat.URL+`"}`)
+
 	if r := s.do(t, req{method: "POST", path: "/v1/domains", header: bearer(d.owner), body: `{"domain":"scanned.invalid","brands":["Example"]}`}); r.Status != 201 {
 		t.Fatalf("domain: %d %s", r.Status, r.Body)
+	}
+	d.scan = completedScan(t, s, d.owner, "scanned.invalid").ID
+	var answers client.List[json.RawMessage]
+	s.do(t, req{method: "GET", path: "/v1/visibility/scans/" + d.scan + "/answers", header: bearer(d.owner)}).decode(t, &answers)
+	if len(answers.Items) == 0 {
+		t.Fatal("the earlier aivis's scan recorded no answers")
 	}
 	for i := range 2 {
 		var cr struct {
@@ -273,6 +309,7 @@ func fillEarlier(t *testing.T, bin, dataDir string, serveArgs ...string) *earlie
 	}
 	first := reading(d.owner, "example.com", 40)
 	waitFor(t, "the live webhook's delivery", func() bool { return d.live.got(first) })
+	waitFor(t, "the connection's delivery", func() bool { return d.chat.text(first) != "" })
 	goneEvent := reading(ck, "client.example", 40)
 	for _, score := range []int{30, 60, 90} {
 		d.pending = append(d.pending, reading(d.agency, "agency.example", score))
@@ -368,6 +405,9 @@ func checkUpgraded(t *testing.T, s *server, d *earlierData, cliLists func(args .
 	waitFor(t, "the fence event", func() bool { return d.down.got(fence) })
 	live := recordEvent(t, s, d.owner, `{"domain":"example.com","visibility_score":75,"sentiment":"positive"}`)
 	waitFor(t, "a new event to the live webhook", func() bool { return d.live.got(live) })
+	// The connection's destination is a secret setting the earlier aivis
+	// sealed: the message reaching it unsealed it.
+	waitFor(t, "a new event to the connection", func() bool { return d.chat.text(live) != "" })
 	for _, rc := range []*hookReceiver{d.down, d.live} {
 		rc.mu.Lock()
 		for _, id := range d.pending {
@@ -389,16 +429,16 @@ var upgradeServe = []string{"--allowed-targets", "127.0.0.1/32", "--allow-http-t
 // carried into goose's table); every command first refuses it, naming
 // aivis migrate up.
 func TestUpgradeSQLite(t *testing.T) {
-	old := earlierBinary(t)
+	old, connector := earlierBinary(t)
 	dir := t.TempDir()
-	d := fillEarlier(t, old, dir, upgradeServe...)
+	d := fillEarlier(t, old, connector, dir, upgradeServe...)
 	if msg := cliFails(t, dir, "account", "list"); !strings.Contains(msg, "run `aivis migrate up`") {
 		t.Fatalf("a command on the earlier schema: %s", msg)
 	}
 	d.down.mu.Lock()
 	d.down.status = 0
 	d.down.mu.Unlock()
-	s := start(t, dir, upgradeServe...)
+	s := start(t, dir, d.serve...)
 	checkUpgraded(t, s, d, func(args ...string) any {
 		var v any
 		cli(t, dir, &v, args...)
@@ -406,7 +446,7 @@ func TestUpgradeSQLite(t *testing.T) {
 	})
 	s.stop()
 	// The earlier aivis still runs on the migrated schema (expand/contract).
-	s = startOf(t, old, dir, upgradeServe...)
+	s = startOf(t, old, dir, d.serve...)
 	if r := s.do(t, req{method: "GET", path: "/v1/webhooks", header: bearer(d.owner)}); r.Status != 200 {
 		t.Fatalf("the earlier aivis on the migrated schema: %d %s", r.Status, r.Body)
 	}
@@ -420,9 +460,9 @@ func TestUpgradeSQLite(t *testing.T) {
 // the earlier instance stopped, the new one reads what the earlier aivis
 // made as the SQLite test checks.
 func TestUpgradePostgresRolling(t *testing.T) {
-	old := earlierBinary(t)
+	old, connector := earlierBinary(t)
 	c := newCluster(t)
-	d := fillEarlier(t, old, c.dir, upgradeServe...)
+	d := fillEarlier(t, old, connector, c.dir, upgradeServe...)
 	if msg := cliFails(t, c.dir, "account", "list"); !strings.Contains(msg, "run `aivis migrate up`") {
 		t.Fatalf("a command on the earlier schema: %s", msg)
 	}
@@ -431,7 +471,7 @@ func TestUpgradePostgresRolling(t *testing.T) {
 	cliOf(t, old, c.dir, &flowAcct, "account", "create", "--name", "Flow", "--tier", "enterprise")
 	var fk key
 	cliOf(t, old, c.dir, &fk, "key", "create", "--account", flowAcct.ID, "--name", "flow")
-	a := startOf(t, old, t.TempDir(), upgradeServe...)
+	a := startOf(t, old, t.TempDir(), d.serve...)
 	flow := newHookReceiver(t)
 	var wh client.Webhook
 	a.do(t, req{method: "POST", path: "/v1/webhooks", header: bearer(fk),
@@ -454,7 +494,7 @@ func TestUpgradePostgresRolling(t *testing.T) {
 	d.down.mu.Unlock()
 	// The new instance starts, migrating the schema, while the earlier one
 	// serves and readings flow through it.
-	b := launch(t, t.TempDir(), upgradeServe...)
+	b := launch(t, t.TempDir(), d.serve...)
 	for range 10 {
 		read(a)
 	}
