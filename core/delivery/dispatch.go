@@ -208,6 +208,7 @@ func (e *Engine) claim(ctx context.Context, sends *sync.WaitGroup) (n int, full 
 		}
 	}
 	e.mu.Unlock()
+	shares := len(skip)
 	skip = append(skip, e.holding(e.opt.Now())...) // their connector does not run
 	if free <= 0 {
 		return 0, true, nil
@@ -238,9 +239,11 @@ func (e *Engine) claim(ctx context.Context, sends *sync.WaitGroup) (n int, full 
 		e.startLocked(ctx, e.endpoints[c.w.ID], sends)
 	}
 	e.mu.Unlock()
-	if len(got) == 0 && len(skip) == 0 {
-		// Nothing due is left in the store. (A claim that took some may
-		// have left more: it takes at most an endpoint's share of a target.)
+	if len(got) == 0 && shares == 0 {
+		// Nothing due is left in the store but what waits for a connector
+		// that does not run, which the next poll finds once its wait ends.
+		// (A claim that took some may have left more: it takes at most an
+		// endpoint's share of a target.)
 		e.backlog.Store(false)
 	}
 	return len(got), len(got) >= free, nil

@@ -67,6 +67,13 @@ func fastSchedule(t *testing.T) {
 
 func newEnv(t *testing.T, opt delivery.Options) *env {
 	t.Helper()
+	return newEnvOn(t, opt, nil)
+}
+
+// newEnvOn is newEnv with the engine on what wrap makes of the store (nil:
+// the store itself).
+func newEnvOn(t *testing.T, opt delivery.Options, wrap func(*sqlite.DB) delivery.Store) *env {
+	t.Helper()
 	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "aivis.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +100,11 @@ func newEnv(t *testing.T, opt delivery.Options) *env {
 	}
 	hc := policy.Client(opt.Timeout)
 	e := &env{db: db, p: auth.Principal{Principal: store.Principal{Key: store.Key{ID: "key_1", AccountID: a.ID}, Account: a}}}
-	e.engine = delivery.New(db, sub, hc, quiet, opt)
+	var st delivery.Store = db
+	if wrap != nil {
+		st = wrap(db)
+	}
+	e.engine = delivery.New(st, sub, hc, quiet, opt)
 	e.svc = &delivery.Service{Store: db, Client: hc, AllowHTTP: true, Wake: e.engine.Wake, VerifyTimeout: 2 * time.Second,
 		CheckURL: func(raw string, allowHTTP bool) error { _, err := policy.CheckURL(raw, allowHTTP); return err }}
 	e.readings = &visibility.Recorder{Store: db, Now: time.Now}

@@ -1,17 +1,22 @@
 package delivery_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/aivis/aivis/client"
 	"github.com/aivis/aivis/core/delivery"
+	"github.com/aivis/aivis/core/events"
 	"github.com/aivis/aivis/core/hub"
 	"github.com/aivis/aivis/core/store"
+	"github.com/aivis/aivis/core/store/sqlite"
 	"github.com/aivis/aivis/plugins/sdk"
+	"github.com/aivis/aivis/webhook"
 )
 
 // TestDeliveriesWaitForAnUnavailableConnector: while a connection's
@@ -101,6 +106,79 @@ func TestDeliveriesWaitForAnUnavailableConnector(t *testing.T) {
 	for _, d := range deliveries(t, e, c.ID) {
 		if d.Attempts != 1 {
 			t.Errorf("a delivery made once its connector ran: %d attempts", d.Attempts)
+		}
+	}
+}
+
+// claimCounter counts the store-wide claims of the engine.
+type claimCounter struct {
+	*sqlite.DB
+	claims atomic.Int64
+}
+
+func (c *claimCounter) ClaimDeliveries(ctx context.Context, lease string, now, leaseEnd time.Time, limit, perWebhook int,
+	skip []string) ([]store.Delivery, map[string]store.Webhook, error) {
+	c.claims.Add(1)
+	return c.DB.ClaimDeliveries(ctx, lease, now, leaseEnd, limit, perWebhook, skip)
+}
+
+// TestWaitingDeliveriesCostNoClaims: while a connection's deliveries wait
+// for their connector, they are not a backlog that wants room: once the
+// webhooks that filled their shares have drained, the attempts of other
+// deliveries do not each make a claim of the store.
+func TestWaitingDeliveriesCostNoClaims(t *testing.T) {
+	h := &fakeHub{batch: 5, broken: fmt.Errorf("%w: fake: the binary is not on this instance", hub.ErrUnavailable),
+		answer: func(sdk.Event, json.RawMessage) sdk.Result { return sdk.DeliveredResult() }}
+	var counter *claimCounter
+	e := newEnvOn(t, delivery.Options{Connectors: h, ConnectorWait: time.Hour, Workers: 1, PerEndpoint: 1},
+		func(db *sqlite.DB) delivery.Store { counter = &claimCounter{DB: db}; return counter })
+	e.svc.Hub = h
+	svc := e.svc.Connections()
+	c, err := svc.CreateConnection(ctx, e.p, client.CreateConnection{Connector: "fake", Settings: json.RawMessage(`{"token":"s3cret"}`),
+		Events: []string{events.VisibilityChange}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Five slow webhooks fill their shares and the engine's: deliveries
+	// wait in the store for room (a backlog).
+	var slow atomic.Bool
+	slow.Store(true)
+	var rcs []*receiver
+	for range 5 {
+		rc := newReceiver(t, func(int, webhook.Event) int {
+			if slow.Load() {
+				time.Sleep(5 * time.Millisecond)
+			}
+			return 200
+		})
+		e.create(t, rc, client.CreateWebhook{Events: []string{events.VisibilityChange}})
+		rcs = append(rcs, rc)
+	}
+	got := func() int {
+		n := 0
+		for _, rc := range rcs {
+			n += len(rc.events())
+		}
+		return n
+	}
+	const n = 20
+	for i := range n {
+		e.reading(t, "example.com", 1+i)
+	}
+	eventually(t, "the backlog delivered", func() bool { return got() == 5*n })
+	slow.Store(false)
+	// Then one event at a time, each delivered before the next.
+	before := counter.claims.Load()
+	for i := range n {
+		e.reading(t, "example.com", 50+i)
+		eventually(t, "an event delivered", func() bool { return got() == 5*(n+i+1) })
+	}
+	if claims := counter.claims.Load() - before; claims > n/2 {
+		t.Errorf("%d claims for %d events delivered one at a time while a connection waits", claims, n)
+	}
+	for _, d := range deliveries(t, e, c.ID) {
+		if d.Status != store.DeliveryPending || d.Attempts != 0 {
+			t.Errorf("a delivery of the waiting connection: %+v", d)
 		}
 	}
 }
