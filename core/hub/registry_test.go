@@ -242,8 +242,8 @@ func TestHealthOfEveryInstance(t *testing.T) {
 }
 
 // TestStartFailureNamesNoPath: a registered binary that fails to start is
-// reported, by the problem and by the error of a call, without the path
-// where this instance keeps it.
+// unavailable, reported by the problem and by the error of a call (as
+// ErrUnavailable), without the path where this instance keeps it.
 func TestStartFailureNamesNoPath(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "secret-place")
 	if err := os.Mkdir(dir, 0o700); err != nil {
@@ -258,8 +258,11 @@ func TestStartFailureNamesNoPath(t *testing.T) {
 	h := openHub(t, db, hub.Options{Dir: t.TempDir()})
 	cs := h.Connectors()
 	_, err := deliver(h, `{"mode":"ok"}`)
-	if len(cs) != 1 || cs[0].Problem == "" || err == nil {
-		t.Fatalf("a binary that does not start: %+v, %v", cs, err)
+	if len(cs) != 1 || cs[0].Problem == "" || !errors.Is(err, hub.ErrUnavailable) {
+		t.Fatalf("a binary that does not start: %+v, %v (want ErrUnavailable)", cs, err)
+	}
+	if got := h.Unavailable(); !slices.Equal(got, []string{"test"}) {
+		t.Errorf("Unavailable with a binary that does not start: %v", got)
 	}
 	for _, said := range []string{cs[0].Problem, cs[0].Health.LastError, err.Error()} {
 		if strings.Contains(said, dir) {
