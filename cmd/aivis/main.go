@@ -68,7 +68,7 @@ func commands() []*cobra.Command {
 			userInviteCmd(),
 			userListCmd(),
 		),
-		group("plugin", "Register, list and remove connector plugins",
+		group("plugin", "Register, list, prune and remove connector plugins and their builds",
 			pluginRegisterCmd(),
 			pluginListCmd(),
 			pluginPruneCmd(),
