@@ -173,17 +173,21 @@ func decodeAny(t *testing.T, b []byte) any {
 // their receivers, the events whose deliveries it left pending, and what
 // its lists read.
 type earlierData struct {
-	serve    []string // serve's arguments, the earlier aivis's and the new one's
-	keys     []key
-	owner    key           // the standard account's key
-	agency   key           // the agency's own key
-	live     *hookReceiver // receives the standard account's webhook, verifying its secret
-	down     *hookReceiver // the agency's, down (503) while the earlier aivis ran
-	pending  []string      // events whose deliveries to down it left pending
-	chat     *chatReceiver // the destination of the standard account's connection, a sealed setting
-	scan     string        // a scan it completed, with answers
-	lists    map[string]any
-	cliLists map[string]any
+	serve   []string // serve's arguments, the earlier aivis's and the new one's
+	keys    []key
+	owner   key           // the standard account's key
+	agency  key           // the agency's own key
+	live    *hookReceiver // receives the standard account's webhook, verifying its secret
+	down    *hookReceiver // the agency's, down (503) while the earlier aivis ran
+	pending []string      // events whose deliveries to down it left pending
+	chat    *chatReceiver // the destination of the standard account's connection, a sealed setting
+	scan    string        // a scan it completed, with answers
+	client  key           // the agency client's key
+	// The webhooks of the standard account (live) and of the client
+	// (gone), and the standard account's connection.
+	liveID, goneID, connID string
+	lists                  map[string]any
+	cliLists               map[string]any
 }
 
 type listRead struct {
@@ -202,8 +206,13 @@ func (l listRead) header() map[string]string {
 func (d *earlierData) reads() []listRead {
 	var out []listRead
 	for _, p := range []string{"/v1/webhooks", "/v1/connections", "/v1/domains", "/v1/visibility?domain=example.com",
-		"/v1/events?limit=100", "/api/v1/ai/content-requests", "/v1/visibility/scans/" + d.scan, "/v1/visibility/scans/" + d.scan + "/answers"} {
+		"/v1/events?limit=100", "/api/v1/ai/content-requests", "/v1/visibility/scans/" + d.scan, "/v1/visibility/scans/" + d.scan + "/answers",
+		"/v1/visibility/history?domain=example.com", "/v1/webhooks/" + d.liveID + "/deliveries?limit=100",
+		"/v1/connections/" + d.connID + "/deliveries?limit=100"} {
 		out = append(out, listRead{&d.owner, p})
+	}
+	for _, p := range []string{"/v1/webhooks", "/v1/webhooks/" + d.goneID + "/deliveries?limit=100"} {
+		out = append(out, listRead{&d.client, p})
 	}
 	// The agency's webhooks are left out: its deliveries, once its
 	// receiver is back, change what they say of its failures.
@@ -244,7 +253,8 @@ func fillEarlier(t *testing.T, bin, connector, dataDir string, serveArgs ...stri
 		return k
 	}
 	d.owner, d.agency = newKeyOf("--account", std.ID), newKeyOf("--account", ag.ID)
-	ck := newKeyOf("--account", ag.ID, "--client", cl.ID)
+	d.client = newKeyOf("--account", ag.ID, "--client", cl.ID)
+	ck := d.client
 	newKeyOf("--account", std.ID, "--scopes", "visibility:read")
 	cliOf(t, bin, dataDir, nil, "user", "invite", "--account", std.ID, "--email", "ops@example.com")
 
@@ -264,9 +274,10 @@ func fillEarlier(t *testing.T, bin, connector, dataDir string, serveArgs ...stri
 	}
 	d.live, d.down = newHookReceiver(t), newHookReceiver(t)
 	gone := newHookReceiver(t)
-	hook(d.owner, "example.com", d.live)
+	d.liveID = hook(d.owner, "example.com", d.live)
 	downID := hook(d.agency, "agency.example", d.down)
-	goneID := hook(ck, "client.example", gone)
+	d.goneID = hook(ck, "client.example", gone)
+	goneID := d.goneID
 	d.down.mu.Lock()
 	d.down.status = 503
 	d.down.mu.Unlock()
@@ -275,7 +286,7 @@ func fillEarlier(t *testing.T, bin, connector, dataDir string, serveArgs ...stri
 	gone.mu.Unlock()
 
 	d.chat = newChatReceiver(t)
-	connect(t, s, d.owner, "partner-chat", `{"webhook_url":"`+d.chat.URL+`"}`)
+	d.connID = connect(t, s, d.owner, "partner-chat", `{"webhook_url":"`+d.chat.URL+`"}`).ID
 
 	if r := s.do(t, req{method: "POST", path: "/v1/domains", header: bearer(d.owner), body: `{"domain":"scanned.invalid","brands":["Example"]}`}); r.Status != 201 {
 		t.Fatalf("domain: %d %s", r.Status, r.Body)
@@ -354,7 +365,6 @@ func fillEarlier(t *testing.T, bin, connector, dataDir string, serveArgs ...stri
 		}
 		d.lists[l.k.ID+" "+l.path] = decodeAny(t, r.Body)
 	}
-	d.lists[ck.ID+" gone deliveries"] = decodeAny(t, s.do(t, req{method: "GET", path: "/v1/webhooks/" + goneID + "/deliveries", header: bearer(ck)}).Body)
 	s.stop()
 	for _, args := range [][]string{{"account", "list"}, {"client", "list", "--account", ag.ID}, {"key", "list", "--account", std.ID},
 		{"key", "list", "--account", ag.ID}, {"user", "list", "--account", std.ID}} {
