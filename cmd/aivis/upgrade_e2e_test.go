@@ -509,7 +509,15 @@ func TestUpgradePostgresRolling(t *testing.T) {
 		read(a)
 	}
 	b.listening(t)
-	for range 20 {
+	for range 10 {
+		read(a)
+		read(b)
+	}
+	// An earlier instance started on the migrated schema runs too
+	// (expand/contract; bc684f8 predates the refusal of a newer schema).
+	a.stop()
+	a = startOf(t, old, t.TempDir(), d.serve...)
+	for range 10 {
 		read(a)
 		read(b)
 	}
