@@ -51,6 +51,8 @@ func testLogger() *slog.Logger {
 // bus, and the webhook service, all on a temporary database file.
 type env struct {
 	db       *sqlite.DB
+	dbPath   string
+	keyPath  string
 	engine   *delivery.Engine
 	svc      *delivery.Service
 	readings *visibility.Recorder
@@ -74,18 +76,36 @@ func newEnv(t *testing.T, opt delivery.Options) *env {
 // the store itself).
 func newEnvOn(t *testing.T, opt delivery.Options, wrap func(*sqlite.DB) delivery.Store) *env {
 	t.Helper()
-	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "aivis.db"))
+	return openEnv(t, opt, wrap, nil)
+}
+
+// beside is another process on e's database and master key: an engine
+// of its own, as another instance runs.
+func (e *env) beside(t *testing.T, opt delivery.Options) *env {
+	t.Helper()
+	return openEnv(t, opt, nil, e)
+}
+
+func openEnv(t *testing.T, opt delivery.Options, wrap func(*sqlite.DB) delivery.Store, of *env) *env {
+	t.Helper()
+	dbPath, keyPath := filepath.Join(t.TempDir(), "aivis.db"), filepath.Join(t.TempDir(), secrets.KeyFile)
+	if of != nil {
+		dbPath, keyPath = of.dbPath, of.keyPath
+	}
+	db, err := sqlite.Open(ctx, dbPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	box, _, err := secrets.Load(filepath.Join(t.TempDir(), secrets.KeyFile), true)
+	box, _, err := secrets.Load(keyPath, of == nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	db.SetSecrets(box)
 	a := store.Account{ID: "acct_1", Name: "Acme", Tier: "enterprise", Type: store.AccountStandard, CreatedAt: time.Now()}
-	if err := db.CreateAccount(ctx, a); err != nil {
-		t.Fatal(err)
+	if of == nil {
+		if err := db.CreateAccount(ctx, a); err != nil {
+			t.Fatal(err)
+		}
 	}
 	w, r := db.Pools()
 	sub, err := bus.NewSubscriber(w, r, bus.SubscriberConfig{ConsumerGroup: "webhooks", PollInterval: 20 * time.Millisecond,
@@ -99,7 +119,7 @@ func newEnvOn(t *testing.T, opt delivery.Options, wrap func(*sqlite.DB) delivery
 		opt.Timeout = 2 * time.Second
 	}
 	hc := policy.Client(opt.Timeout)
-	e := &env{db: db, p: auth.Principal{Principal: store.Principal{Key: store.Key{ID: "key_1", AccountID: a.ID}, Account: a}}}
+	e := &env{db: db, dbPath: dbPath, keyPath: keyPath, p: auth.Principal{Principal: store.Principal{Key: store.Key{ID: "key_1", AccountID: a.ID}, Account: a}}}
 	var st delivery.Store = db
 	if wrap != nil {
 		st = wrap(db)

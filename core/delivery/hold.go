@@ -11,19 +11,19 @@ import (
 // on this instance (its binary missing, a build not registered, crashing
 // at start: hub.ErrUnavailable) had no attempt made. Its deliveries are
 // neither failed nor retried on the schedule: they stay pending, their
-// attempts and step as they were, leased for ConnectorWait (so that no
-// claim takes them meanwhile, here or on another instance), and the
-// connection's other deliveries are neither claimed nor queued here until
-// then. Then they are tried again; once the connector runs, they are
-// delivered.
+// attempts and step as they were, and their leases end at once, so that
+// another instance on which the connector runs takes them at its next
+// claim; this one leaves the connection alone (neither claims nor queues
+// its deliveries) for ConnectorWait, then tries again. Once the connector
+// runs, they are delivered.
 
 // DefaultConnectorWait is how long the deliveries of a connection whose
 // connector does not run wait before they are tried again.
 const DefaultConnectorWait = 10 * time.Second
 
 // hold makes the deliveries of an attempt that found their connector
-// unavailable wait, recording nothing of them: their leases end at
-// ConnectorWait from now, and their connection is held here until then.
+// unavailable wait, recording nothing of them: their leases end now, and
+// their connection is held here for ConnectorWait.
 func (e *Engine) hold(ctx context.Context, cs []claimed) {
 	now := e.opt.Now()
 	until := now.Add(e.opt.ConnectorWait)
@@ -40,9 +40,9 @@ func (e *Engine) hold(ctx context.Context, cs []claimed) {
 	for i, c := range cs {
 		ds[i] = *c.d
 	}
-	if _, err := e.store.RenewLeases(context.WithoutCancel(ctx), ds, until); err != nil {
-		// Their leases end as they were: they wait that long instead.
-		e.log.Warn("connections: the waiting deliveries' leases could not be moved", "connection", w.ID, "count", len(ds), "err", err)
+	if _, err := e.store.RenewLeases(context.WithoutCancel(ctx), ds, now); err != nil {
+		// Their leases end as they were: another instance waits that long.
+		e.log.Warn("connections: the waiting deliveries' leases could not be given back", "connection", w.ID, "count", len(ds), "err", err)
 	}
 }
 

@@ -182,3 +182,57 @@ func TestWaitingDeliveriesCostNoClaims(t *testing.T) {
 		}
 	}
 }
+
+// TestWaitingDeliveriesGoToAnInstanceThatRunsTheConnector: deliveries
+// that one instance found its connector unavailable for are left, not
+// kept leased: another instance, on which the connector runs, delivers
+// them at its next claim, each once, while the first leaves the
+// connection alone.
+func TestWaitingDeliveriesGoToAnInstanceThatRunsTheConnector(t *testing.T) {
+	down := &fakeHub{batch: 5, broken: fmt.Errorf("%w: fake: the binary is not on this instance", hub.ErrUnavailable)}
+	var mu sync.Mutex
+	got := map[string]int{}
+	up := &fakeHub{batch: 5, answer: func(ev sdk.Event, _ json.RawMessage) sdk.Result {
+		mu.Lock()
+		got[ev.ID]++
+		mu.Unlock()
+		return sdk.DeliveredResult()
+	}}
+	down.answer = up.answer
+	a := newEnv(t, delivery.Options{Connectors: down, ConnectorWait: time.Hour, Idle: 20 * time.Millisecond})
+	a.svc.Hub = down
+	a.svc = a.svc.Connections()
+	c := a.connect(t, client.CreateConnection{})
+	const n = 6
+	for i := range n {
+		a.reading(t, "example.com", 10+i)
+	}
+	// The fence: the first instance found the connector unavailable, and
+	// every delivery is made.
+	eventually(t, "the first instance holding the connection", func() bool {
+		down.mu.Lock()
+		defer down.mu.Unlock()
+		return len(down.calls) > 0 && len(deliveries(t, a, c.ID)) == n
+	})
+	a.beside(t, delivery.Options{Connectors: up, Idle: 20 * time.Millisecond})
+	eventually(t, "the other instance delivering every event", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(got) == n
+	})
+	eventually(t, "every delivery succeeded", func() bool {
+		for _, d := range deliveries(t, a, c.ID) {
+			if d.Status != store.DeliverySucceeded {
+				return false
+			}
+		}
+		return true
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	for id, k := range got {
+		if k != 1 {
+			t.Errorf("event %s delivered %d times", id, k)
+		}
+	}
+}
