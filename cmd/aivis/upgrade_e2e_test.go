@@ -225,7 +225,8 @@ func (d *earlierData) reads() []listRead {
 // fillEarlier fills dataDir (and the store the environment names) with
 // the aivis at bin: accounts, an agency with a client, keys, users, the
 // connector plugin, a domain and a scan of it with answers (a fake engine),
-// content requests queued and cancelled, webhooks with secrets (one whose
+// content requests in every state that lasts (queued, cancelled,
+// completed, failed), webhooks with secrets (one whose
 // receiver answers, one down with deliveries pending, one gone with its
 // delivery failed), a connection whose destination is a secret setting,
 // and readings with their events.
@@ -237,6 +238,7 @@ func fillEarlier(t *testing.T, bin, connector, dataDir string, serveArgs ...stri
 	cfg := writeConfig(t, t.TempDir(), map[string]any{"engines": []map[string]any{
 		{"label": "Plain", "base_url": engine.URL(), "model": "fake-model", "concurrency": 2}}})
 	d := &earlierData{lists: map[string]any{}, cliLists: map[string]any{}, serve: append([]string{"--config", cfg}, serveArgs...)}
+	base := serveArgs
 	serveArgs = d.serve
 	cliOf(t, bin, dataDir, nil, "plugin", "register", connector)
 	var std, ag account
@@ -257,6 +259,32 @@ func fillEarlier(t *testing.T, bin, connector, dataDir string, serveArgs ...stri
 	ck := d.client
 	newKeyOf("--account", std.ID, "--scopes", "visibility:read")
 	cliOf(t, bin, dataDir, nil, "user", "invite", "--account", std.ID, "--email", "ops@example.com")
+
+	// Content requests that end: one completed by a fake engine, one
+	// failed (nothing to analyse), with content workers; the ones that
+	// wait are made below, without.
+	writer := probefake.New()
+	t.Cleanup(writer.Close)
+	writer.Answer("m", engineRewrite, engineDrafts)
+	cs := startOf(t, bin, dataDir, append(append([]string{"--config", contentConfig(t, t.TempDir(), writer)}, base...), "--content-workers", "2")...)
+	for _, want := range []struct{ status, body string }{
+		{"completed", jsonBody(client.CreateContentRequest{Domain: "example.com", Budget: client.Dollars(1), Content: defectivePage(t),
+			TargetQueries: []string{"best widgets for home"}})},
+		{"failed", `{"domain":"example.com","budget":1}`},
+	} {
+		cr, r := create(t, cs, keyed(d.owner), want.body)
+		if r.Status != 201 {
+			t.Fatalf("content request: %d %s", r.Status, r.Body)
+		}
+		poll(t, "the content request "+want.status, func() bool {
+			cr = getCR(t, cs, d.owner, cr.ID)
+			return cr.Status != "queued" && cr.Status != "processing"
+		})
+		if cr.Status != want.status {
+			t.Fatalf("content request %s, want %s: %+v", cr.Status, want.status, cr)
+		}
+	}
+	cs.stop()
 
 	s := startOf(t, bin, dataDir, serveArgs...)
 	hook := func(k key, domain string, rc *hookReceiver) string {
@@ -298,18 +326,12 @@ func fillEarlier(t *testing.T, bin, connector, dataDir string, serveArgs ...stri
 		t.Fatal("the earlier aivis's scan recorded no answers")
 	}
 	for i := range 2 {
-		var cr struct {
-			Data struct {
-				ID string `json:"id"`
-			} `json:"data"`
-		}
-		r := s.do(t, req{method: "POST", path: "/api/v1/ai/content-requests", header: keyed(d.owner), body: `{"domain":"example.com","budget":1}`})
-		r.decode(t, &cr)
-		if r.Status != 201 || cr.Data.ID == "" {
+		cr, r := create(t, s, keyed(d.owner), `{"domain":"example.com","budget":1}`)
+		if r.Status != 201 || cr.ID == "" {
 			t.Fatalf("content request: %d %s", r.Status, r.Body)
 		}
 		if i == 1 {
-			if r := s.do(t, req{method: "POST", path: "/api/v1/ai/content-requests/" + cr.Data.ID + "/cancel", header: keyed(d.owner)}); r.Status != 200 {
+			if r := s.do(t, req{method: "POST", path: "/api/v1/ai/content-requests/" + cr.ID + "/cancel", header: keyed(d.owner)}); r.Status != 200 {
 				t.Fatalf("cancel: %d %s", r.Status, r.Body)
 			}
 		}
@@ -364,6 +386,13 @@ func fillEarlier(t *testing.T, bin, connector, dataDir string, serveArgs ...stri
 			t.Fatalf("GET %s: %d %s", l.path, r.Status, r.Body)
 		}
 		d.lists[l.k.ID+" "+l.path] = decodeAny(t, r.Body)
+		if strings.HasPrefix(l.path, "/api/v1/ai/content-requests") {
+			for _, st := range []string{"queued", "cancelled", "completed", "failed"} {
+				if !strings.Contains(string(r.Body), `"status":"`+st+`"`) {
+					t.Fatalf("no content request %s: %s", st, r.Body)
+				}
+			}
+		}
 	}
 	s.stop()
 	for _, args := range [][]string{{"account", "list"}, {"client", "list", "--account", ag.ID}, {"key", "list", "--account", std.ID},
