@@ -126,3 +126,35 @@ func TestMigrateCommand(t *testing.T) {
 		t.Fatalf("serve on a newer schema: %s", msg)
 	}
 }
+
+// TestMigrateCommandPostgres: the same commands on PostgreSQL (its
+// settings in the environment): status on a new database lists every
+// migration pending and makes nothing, up applies them, down undoes one,
+// which the other commands then refuse, naming aivis migrate up.
+func TestMigrateCommandPostgres(t *testing.T) {
+	c := newCluster(t)
+	var st migrationStatus
+	cli(t, c.dir, &st, "migrate", "status")
+	if st.Version != 0 || st.Pending != len(st.Migrations) || st.Pending == 0 {
+		t.Fatalf("status on a new database: %+v", st)
+	}
+	if n := c.count(t, `SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()`); n != 0 {
+		t.Fatalf("status made %d tables", n)
+	}
+	cli(t, c.dir, nil, "migrate", "up")
+	cli(t, c.dir, &st, "migrate", "status")
+	if st.Version != st.Known || st.Pending != 0 {
+		t.Fatalf("status after up: %+v", st)
+	}
+	prev := st.Migrations[len(st.Migrations)-2].Version
+	cli(t, c.dir, nil, "migrate", "down", "--to", fmt.Sprint(prev))
+	if n := c.count(t, `SELECT count(*) FROM goose_db_version WHERE version_id > $1`, prev); n != 0 {
+		t.Fatalf("%d versions above %d after the down", n, prev)
+	}
+	if msg := cliFails(t, c.dir, "account", "list"); !strings.Contains(msg, "run `aivis migrate up`") {
+		t.Fatalf("account list on an older schema: %s", msg)
+	}
+	cli(t, c.dir, nil, "migrate", "up")
+	var accts []account
+	cli(t, c.dir, &accts, "account", "list")
+}
