@@ -10,6 +10,7 @@ import (
 
 	"github.com/aivis/aivis/core/store/postgres"
 	"github.com/aivis/aivis/core/store/schema"
+	"github.com/aivis/aivis/core/store/schema/schematest"
 	"github.com/aivis/aivis/internal/testsvc"
 )
 
@@ -109,53 +110,5 @@ func TestPoliciesAtOpen(t *testing.T) {
 // anything is undone, naming it.
 func TestEveryDownUndoesItsUp(t *testing.T) {
 	dsn := testsvc.Postgres(t)
-	r := runner(t, dsn)
-	st, err := r.Status(ctx)
-	must(t, err)
-	var lastIrreversible int64
-	for i, m := range st {
-		before := schemaOf(t, dsn)
-		if _, err := r.UpTo(ctx, m.Version); err != nil {
-			t.Fatalf("up to %d: %v", m.Version, err)
-		}
-		if m.Irreversible != "" {
-			lastIrreversible = m.Version
-			continue
-		}
-		prev := int64(0)
-		if i > 0 {
-			prev = st[i-1].Version
-		}
-		if _, err := r.DownTo(ctx, prev); err != nil {
-			t.Fatalf("down %05d %s: %v", m.Version, m.Name, err)
-		}
-		after := schemaOf(t, dsn)
-		for n, s := range before {
-			if after[n] != s {
-				t.Errorf("down %05d %s: %s is\n%s\nwas\n%s", m.Version, m.Name, n, after[n], s)
-			}
-		}
-		for n := range after {
-			if _, ok := before[n]; !ok {
-				t.Errorf("down %05d %s left %s", m.Version, m.Name, n)
-			}
-		}
-		if _, err := r.UpTo(ctx, m.Version); err != nil {
-			t.Fatalf("up to %d again: %v", m.Version, err)
-		}
-	}
-	if lastIrreversible == 0 {
-		t.Fatal("no migration marked irreversible")
-	}
-	if n := len(schemaOf(t, dsn)); n < 100 {
-		t.Fatalf("the schema read as %d objects", n)
-	}
-	before, _ := r.Version(ctx)
-	_, err = r.DownTo(ctx, lastIrreversible-1)
-	if !errors.Is(err, schema.ErrIrreversible) || !strings.Contains(err.Error(), fmt.Sprintf("migration %04d", lastIrreversible)) {
-		t.Fatalf("down past %d: %v", lastIrreversible, err)
-	}
-	if v, _ := r.Version(ctx); v != before {
-		t.Fatalf("a refused down moved the schema from %d to %d", before, v)
-	}
+	schematest.DownsUndoUps(t, runner(t, dsn), func(t *testing.T) map[string]string { return schemaOf(t, dsn) })
 }

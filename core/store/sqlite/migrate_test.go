@@ -13,6 +13,7 @@ import (
 
 	"github.com/aivis/aivis/core/store"
 	"github.com/aivis/aivis/core/store/schema"
+	"github.com/aivis/aivis/core/store/schema/schematest"
 	"github.com/aivis/aivis/core/store/sqlite"
 )
 
@@ -220,53 +221,8 @@ func TestPoliciesAtOpen(t *testing.T) {
 // is undone, naming it.
 func TestEveryDownUndoesItsUp(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "aivis.db")
-	r := runner(t, path)
 	w := raw(t, path)
-	st, err := r.Status(ctx)
-	must(t, err)
-	var lastIrreversible int64
-	for i, m := range st {
-		before := schemaOf(t, w)
-		if _, err := r.UpTo(ctx, m.Version); err != nil {
-			t.Fatalf("up to %d: %v", m.Version, err)
-		}
-		if m.Irreversible != "" {
-			lastIrreversible = m.Version
-			continue
-		}
-		prev := int64(0)
-		if i > 0 {
-			prev = st[i-1].Version
-		}
-		if _, err := r.DownTo(ctx, prev); err != nil {
-			t.Fatalf("down %04d %s: %v", m.Version, m.Name, err)
-		}
-		after := schemaOf(t, w)
-		for n, s := range before {
-			if after[n] != s {
-				t.Errorf("down %04d %s: %s is\n%s\nwas\n%s", m.Version, m.Name, n, after[n], s)
-			}
-		}
-		for n := range after {
-			if _, ok := before[n]; !ok {
-				t.Errorf("down %04d %s left %s", m.Version, m.Name, n)
-			}
-		}
-		if _, err := r.UpTo(ctx, m.Version); err != nil {
-			t.Fatalf("up to %d again: %v", m.Version, err)
-		}
-	}
-	if lastIrreversible == 0 {
-		t.Fatal("no migration marked irreversible")
-	}
-	before, _ := r.Version(ctx)
-	_, err = r.DownTo(ctx, lastIrreversible-1)
-	if !errors.Is(err, schema.ErrIrreversible) || !strings.Contains(err.Error(), fmt.Sprintf("migration %04d", lastIrreversible)) {
-		t.Fatalf("down past %d: %v", lastIrreversible, err)
-	}
-	if v, _ := r.Version(ctx); v != before {
-		t.Fatalf("a refused down moved the schema from %d to %d", before, v)
-	}
+	schematest.DownsUndoUps(t, runner(t, path), func(t *testing.T) map[string]string { return schemaOf(t, w) })
 }
 
 // TestLegacyTableFollowsGoose: schema_migrations lists what goose
