@@ -15,6 +15,20 @@ import (
 	"github.com/aivis/aivis/plugins/host"
 )
 
+// buildPartner builds the partner connector at path: the first build with
+// rebuilt false, else another build of it (stripped: another SHA-256), as
+// an upgrade of the connector brings.
+func buildPartner(t *testing.T, path string, rebuilt bool) {
+	t.Helper()
+	flags := ""
+	if rebuilt {
+		flags = "-s -w"
+	}
+	if out, err := exec.Command("go", "build", "-ldflags="+flags, "-o", path, "../../examples/partner-connector").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+}
+
 // waitLong is waitFor with a deadline of its own.
 func waitLong(t *testing.T, within time.Duration, what string, cond func() bool) {
 	t.Helper()
@@ -55,9 +69,7 @@ func TestConnectorUpgradeDeliveriesWait(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(binDir, "partner-connector")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../examples/partner-connector").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	buildPartner(t, bin, false)
 	cli(t, dir, nil, "plugin", "register", bin)
 	a := newAccount(t, dir, "enterprise", false)
 	k := newKey(t, dir, a.ID)
@@ -72,9 +84,7 @@ func TestConnectorUpgradeDeliveriesWait(t *testing.T) {
 	// restart.
 	s.stop()
 	rebuilt := bin + ".new"
-	if out, err := exec.Command("go", "build", "-ldflags=-s -w", "-o", rebuilt, "../../examples/partner-connector").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	buildPartner(t, rebuilt, true)
 	if err := os.Rename(rebuilt, bin); err != nil {
 		t.Fatal(err)
 	}
@@ -180,9 +190,7 @@ func TestPluginBuildsPruned(t *testing.T) {
 	dir := t.TempDir()
 	v1 := buildPlugin(t, "../../examples/partner-connector", "partner-connector")
 	v2 := filepath.Join(t.TempDir(), "partner-connector")
-	if out, err := exec.Command("go", "build", "-ldflags=-s -w", "-o", v2, "../../examples/partner-connector").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	buildPartner(t, v2, true)
 	cli(t, dir, nil, "plugin", "register", v1)
 	cli(t, dir, nil, "plugin", "register", v2)
 	sum1, _ := host.Checksum(v1)
@@ -240,11 +248,8 @@ func TestPluginBuildsPruned(t *testing.T) {
 func TestRollingConnectorUpgradeOnACluster(t *testing.T) {
 	c := newCluster(t)
 	old, fresh := filepath.Join(t.TempDir(), "partner-connector"), filepath.Join(t.TempDir(), "partner-connector")
-	for bin, flags := range map[string]string{old: "", fresh: "-s -w"} {
-		if out, err := exec.Command("go", "build", "-ldflags="+flags, "-o", bin, "../../examples/partner-connector").CombinedOutput(); err != nil {
-			t.Fatalf("go build: %v\n%s", err, out)
-		}
-	}
+	buildPartner(t, old, false)
+	buildPartner(t, fresh, true)
 	sumOld, _ := host.Checksum(old)
 	sumNew, _ := host.Checksum(fresh)
 	cli(t, c.dir, nil, "plugin", "register", old)

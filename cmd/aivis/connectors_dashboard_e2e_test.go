@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -28,14 +27,9 @@ func TestDashboardSaysWhyAConnectorDoesNotRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(binDir, "partner-connector")
-	for i, flags := range []string{"", "-s -w"} {
-		if out, err := exec.Command("go", "build", "-ldflags="+flags, "-o", bin, "../../examples/partner-connector").CombinedOutput(); err != nil {
-			t.Fatalf("go build: %v\n%s", err, out)
-		}
-		if i == 0 {
-			cli(t, dir, nil, "plugin", "register", bin)
-		}
-	}
+	buildPartner(t, bin, false)
+	cli(t, dir, nil, "plugin", "register", bin)
+	buildPartner(t, bin, true)
 	sum, err := host.Checksum(bin)
 	if err != nil {
 		t.Fatal(err)
