@@ -41,9 +41,6 @@ const (
 	// Refuse applies none and refuses a database with pending migrations
 	// (serve with auto_migrate false).
 	Refuse
-	// Leave applies none and refuses nothing but a newer schema (the
-	// migrate command, which then does what it is asked).
-	Leave
 )
 
 // Of is the policy of an optional argument: Apply when there is none.
@@ -307,9 +304,6 @@ func (r *Runner) DownTo(ctx context.Context, version int64) ([]Migration, error)
 func (r *Runner) Prepare(ctx context.Context, policy Policy) error {
 	if err := r.checkNewer(ctx); err != nil {
 		return err
-	}
-	if policy == Leave {
-		return nil
 	}
 	if policy == ApplyNew || policy == Refuse {
 		pending, err := r.Pending(ctx)
