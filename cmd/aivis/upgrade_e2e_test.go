@@ -344,22 +344,6 @@ func fillEarlier(t *testing.T, bin, connector, dataDir string, serveArgs ...stri
 	waitFor(t, "the live webhook's delivery", func() bool { return d.live.got(first) })
 	waitFor(t, "the connection's delivery", func() bool { return d.chat.text(first) != "" })
 	goneEvent := reading(ck, "client.example", 40)
-	for _, score := range []int{30, 60, 90} {
-		d.pending = append(d.pending, reading(d.agency, "agency.example", score))
-	}
-	// Each pending delivery has had its first attempt (503); the next is
-	// 5 s later, by the new aivis.
-	waitFor(t, "the first attempts of the pending deliveries", func() bool {
-		var page client.List[client.Delivery]
-		s.do(t, req{method: "GET", path: "/v1/webhooks/" + downID + "/deliveries?limit=100", header: bearer(d.agency)}).decode(t, &page)
-		tried := 0
-		for _, dl := range page.Items {
-			if dl.Status == "pending" && dl.Attempts >= 1 {
-				tried++
-			}
-		}
-		return tried == len(d.pending)
-	})
 	var last []byte
 	defer func() {
 		if t.Failed() {
@@ -379,21 +363,46 @@ func fillEarlier(t *testing.T, bin, connector, dataDir string, serveArgs ...stri
 		return false
 	})
 
-	// What its lists read: none changes with the deliveries' attempts.
-	for _, l := range d.reads() {
-		r := s.do(t, req{method: "GET", path: l.path, header: l.header()})
-		if r.Status != 200 {
-			t.Fatalf("GET %s: %d %s", l.path, r.Status, r.Body)
-		}
-		d.lists[l.k.ID+" "+l.path] = decodeAny(t, r.Body)
-		if strings.HasPrefix(l.path, "/api/v1/ai/content-requests") {
-			for _, st := range []string{"queued", "cancelled", "completed", "failed"} {
-				if !strings.Contains(string(r.Body), `"status":"`+st+`"`) {
-					t.Fatalf("no content request %s: %s", st, r.Body)
+	// What its lists read (none changes with the deliveries' attempts):
+	// the agency's last, right before the stop.
+	snapshot := func(agency bool) {
+		for _, l := range d.reads() {
+			if (l.k == &d.agency) != agency {
+				continue
+			}
+			r := s.do(t, req{method: "GET", path: l.path, header: l.header()})
+			if r.Status != 200 {
+				t.Fatalf("GET %s: %d %s", l.path, r.Status, r.Body)
+			}
+			d.lists[l.k.ID+" "+l.path] = decodeAny(t, r.Body)
+			if strings.HasPrefix(l.path, "/api/v1/ai/content-requests") {
+				for _, st := range []string{"queued", "cancelled", "completed", "failed"} {
+					if !strings.Contains(string(r.Body), `"status":"`+st+`"`) {
+						t.Fatalf("no content request %s: %s", st, r.Body)
+					}
 				}
 			}
 		}
 	}
+	snapshot(false)
+
+	for _, score := range []int{30, 60, 90} {
+		d.pending = append(d.pending, reading(d.agency, "agency.example", score))
+	}
+	// Each pending delivery has had its first attempt (503); the next is
+	// 5 s later, by the new aivis: the earlier one stops before.
+	waitFor(t, "the first attempts of the pending deliveries", func() bool {
+		var page client.List[client.Delivery]
+		s.do(t, req{method: "GET", path: "/v1/webhooks/" + downID + "/deliveries?limit=100", header: bearer(d.agency)}).decode(t, &page)
+		tried := 0
+		for _, dl := range page.Items {
+			if dl.Status == "pending" && dl.Attempts >= 1 {
+				tried++
+			}
+		}
+		return tried == len(d.pending)
+	})
+	snapshot(true)
 	s.stop()
 	for _, args := range [][]string{{"account", "list"}, {"client", "list", "--account", ag.ID}, {"key", "list", "--account", std.ID},
 		{"key", "list", "--account", ag.ID}, {"user", "list", "--account", std.ID}} {
@@ -505,6 +514,11 @@ func TestUpgradePostgresRolling(t *testing.T) {
 	if msg := cliFails(t, c.dir, "account", "list"); !strings.Contains(msg, "run `aivis migrate up`") {
 		t.Fatalf("a command on the earlier schema: %s", msg)
 	}
+	// The receiver is back before any instance serves again: the pending
+	// deliveries go to it once, from whichever instance is due first.
+	d.down.mu.Lock()
+	d.down.status = 0
+	d.down.mu.Unlock()
 
 	var flowAcct account
 	cliOf(t, old, c.dir, &flowAcct, "account", "create", "--name", "Flow", "--tier", "enterprise")
@@ -528,9 +542,6 @@ func TestUpgradePostgresRolling(t *testing.T) {
 	for range 10 {
 		read(a)
 	}
-	d.down.mu.Lock()
-	d.down.status = 0
-	d.down.mu.Unlock()
 	// The new instance starts, migrating the schema, while the earlier one
 	// serves and readings flow through it.
 	b := launch(t, t.TempDir(), d.serve...)
