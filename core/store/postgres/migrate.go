@@ -22,10 +22,10 @@ var migrations embed.FS
 // them and the others find them applied: hash("aivis migrations").
 const migrationLock int64 = 0x61697669736d6967
 
-// Migrations is the runner of the migrations (goose, its versions in
+// newRunner is the runner of the migrations (goose, its versions in
 // goose_db_version), each in a transaction of its own, under the lock, on
 // db (which the runner does not close).
-func Migrations(db *sql.DB) (*schema.Runner, error) {
+func newRunner(db *sql.DB) (*schema.Runner, error) {
 	dir, err := fs.Sub(migrations, "migrations")
 	if err != nil {
 		return nil, err
@@ -50,7 +50,7 @@ func OpenMigrations(ctx context.Context, url string) (r *schema.Runner, close fu
 		return nil, nil, err
 	}
 	db := stdlib.OpenDBFromPool(pool)
-	if r, err = Migrations(db); err != nil {
+	if r, err = newRunner(db); err != nil {
 		db.Close()
 		pool.Close()
 		return nil, nil, err
@@ -62,7 +62,7 @@ func OpenMigrations(ctx context.Context, url string) (r *schema.Runner, close fu
 func migrate(ctx context.Context, pool *pgxpool.Pool, policy schema.Policy) error {
 	db := stdlib.OpenDBFromPool(pool)
 	defer db.Close()
-	r, err := Migrations(db)
+	r, err := newRunner(db)
 	if err != nil {
 		return fmt.Errorf("postgres: %w", err)
 	}

@@ -135,6 +135,9 @@ func carryLegacy(ctx context.Context, w *sql.DB) error {
 // previous version runs on the new schema), and does not take an undone
 // migration for applied.
 func legacySync(ctx context.Context, w *sql.DB) error {
+	if ok, err := tableExists(ctx, w, schema.Table); err != nil || !ok {
+		return err
+	}
 	_, err := w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+legacyTable+` (
 			version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL) STRICT;
 		DELETE FROM `+legacyTable+` WHERE version NOT IN (SELECT version_id FROM `+schema.Table+` WHERE is_applied);
