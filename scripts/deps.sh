@@ -9,7 +9,8 @@
 # against the Standard Webhooks library and axe-core), Chromium (the
 # dashboard's browser tests), jq and shellcheck (the scripts' tests),
 # podman and runc (the image's test), systemd-analyze (the unit's) and
-# promtool (the alerts' tests: Debian's prometheus package).
+# promtool (the alerts' tests: Debian's prometheus package), and the arm64
+# cross compiler with qemu-user (the arm64 release's test runs what it built).
 # As root it installs what is missing; otherwise it names the one command
 # that does and fails.
 set -eu
@@ -29,7 +30,7 @@ release)
 	*arm64*) pairs="$pairs aarch64-linux-gnu-gcc:gcc-aarch64-linux-gnu /usr/aarch64-linux-gnu/lib/libc.a:libc6-dev-arm64-cross" ;;
 	esac
 	;;
-test) pairs="$cc git:git node:nodejs npm:npm chromium:chromium jq:jq shellcheck:shellcheck /etc/ssl/certs/ca-certificates.crt:ca-certificates podman:podman runc:runc systemd-analyze:systemd promtool:prometheus" ;;
+test) pairs="$cc git:git node:nodejs npm:npm chromium:chromium jq:jq shellcheck:shellcheck /etc/ssl/certs/ca-certificates.crt:ca-certificates podman:podman runc:runc systemd-analyze:systemd promtool:prometheus aarch64-linux-gnu-gcc:gcc-aarch64-linux-gnu /usr/aarch64-linux-gnu/lib/libc.a:libc6-dev-arm64-cross qemu-aarch64:qemu-user" ;;
 *) echo "usage: $0 build|cluster|image|release|test" >&2; exit 2 ;;
 esac
 
