@@ -111,12 +111,25 @@ func TestMigrateCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A newer aivis applied a migration that only adds: this one runs on
+	// the database, but does not migrate it.
 	_, err = db.Exec(`INSERT INTO goose_db_version (version_id, is_applied) VALUES (?, 1)`, last.Version+5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli(t, dir, nil, "account", "list")
+	want = fmt.Sprintf("the database is at schema %d, this aivis knows up to %d: run a newer aivis, or restore a backup", last.Version+5, last.Version)
+	if msg := cliFails(t, dir, "migrate", "up"); !strings.Contains(msg, want) {
+		t.Errorf("aivis migrate up on a newer schema: %s", msg)
+	}
+	// Then a contract: what this aivis reads changed.
+	_, err = db.Exec(`UPDATE schema_floor SET version = ?`, last.Version+5)
 	db.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
-	want = fmt.Sprintf("the database is at schema %d, this aivis knows up to %d: run a newer aivis, or restore a backup", last.Version+5, last.Version)
+	want = fmt.Sprintf("the database is at schema %d, this aivis knows up to %d: migration %d changed what this aivis reads: run a newer aivis, or restore a backup",
+		last.Version+5, last.Version, last.Version+5)
 	for _, args := range [][]string{{"account", "list"}, {"migrate", "up"}} {
 		if msg := cliFails(t, dir, args...); !strings.Contains(msg, want) {
 			t.Errorf("aivis %s on a newer schema: %s", strings.Join(args, " "), msg)

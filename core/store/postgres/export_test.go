@@ -2,11 +2,15 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"io/fs"
+	"testing/fstest"
 	"time"
 
 	"github.com/aivis/aivis/core/secrets"
 	"github.com/aivis/aivis/core/store/schema"
+	"github.com/aivis/aivis/core/store/schema/schematest"
 )
 
 // OpenBeating opens a handle whose holder beats every beat and takes
@@ -56,4 +60,23 @@ func ClaimArgs(name string, now time.Time) []any {
 		return []any{"proc", ts(now), ns(now), ts(now), ns(now), at, n}
 	}
 	return nil
+}
+
+// NewerMigrations is the runner, on db, of this aivis's migrations and
+// extra: a newer aivis's.
+func NewerMigrations(db *sql.DB, extra fstest.MapFS) (*schema.Runner, error) {
+	dir, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	return runnerIn(db, schematest.With(dir, extra))
+}
+
+// MigrationFiles are the engine's migrations.
+func MigrationFiles() fs.FS {
+	dir, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		panic(err)
+	}
+	return dir
 }

@@ -30,9 +30,14 @@ func newRunner(db *sql.DB) (*schema.Runner, error) {
 	if err != nil {
 		return nil, err
 	}
+	return runnerIn(db, dir)
+}
+
+// runnerIn is the runner of the migrations in files.
+func runnerIn(db *sql.DB, files fs.FS) (*schema.Runner, error) {
 	return schema.New(db, schema.Engine{
 		Dialect: goose.DialectPostgres,
-		Files:   dir,
+		Files:   files,
 		Locker:  sessionLock{},
 		TableExists: func(ctx context.Context, db *sql.DB, table string) (bool, error) {
 			var ok bool

@@ -1,10 +1,12 @@
 package postgres_test
 
 import (
+	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/jackc/pgx/v5"
 
@@ -48,15 +50,18 @@ func schemaOf(t *testing.T, dsn string) map[string]string {
 }
 
 // TestNewerSchemaIsRefused: a database with a version this binary has no
-// migration for is refused by every open, whatever it may migrate, and
-// the message names both versions.
+// migration for, past a contract (its floor), is refused by every open,
+// whatever it may migrate, and the message names both versions and the
+// contract.
 func TestNewerSchemaIsRefused(t *testing.T) {
 	dsn, key := testsvc.Postgres(t), box(t)
 	open(t, dsn, key)
 	known := runner(t, dsn).Known()
 	_, err := conn(t, dsn).Exec(ctx, `INSERT INTO goose_db_version (version_id, is_applied) VALUES ($1, true)`, known+6)
 	must(t, err)
-	want := fmt.Sprintf("the database is at schema %d, this aivis knows up to %d: run a newer aivis, or restore a backup", known+6, known)
+	_, err = conn(t, dsn).Exec(ctx, `UPDATE schema_floor SET version = $1`, known+6)
+	must(t, err)
+	want := fmt.Sprintf("the database is at schema %d, this aivis knows up to %d: migration %d changed what this aivis reads: run a newer aivis, or restore a backup", known+6, known, known+6)
 	for _, p := range []schema.Policy{schema.Apply, schema.ApplyNew, schema.Refuse} {
 		db, err := postgres.OpenWith(ctx, dsn, key, p)
 		if err == nil {
@@ -111,4 +116,33 @@ func TestPoliciesAtOpen(t *testing.T) {
 func TestEveryDownUndoesItsUp(t *testing.T) {
 	dsn := testsvc.Postgres(t)
 	schematest.DownsUndoUps(t, runner(t, dsn), func(t *testing.T) map[string]string { return schemaOf(t, dsn) })
+}
+
+// TestEarlierOnNewer: this aivis runs on a database a newer one migrated
+// past it with migrations that only add, and refuses it once a contract
+// is applied (schematest.EarlierOnNewer).
+func TestEarlierOnNewer(t *testing.T) {
+	dsn, key := testsvc.Postgres(t), box(t)
+	db, err := sql.Open("pgx", dsn)
+	must(t, err)
+	t.Cleanup(func() { db.Close() })
+	schematest.EarlierOnNewer(t, runner(t, dsn),
+		func(t *testing.T, extra fstest.MapFS) *schema.Runner {
+			r, err := postgres.NewerMigrations(db, extra)
+			must(t, err)
+			return r
+		},
+		func(p schema.Policy) error {
+			s, err := postgres.OpenWith(ctx, dsn, key, p)
+			if err == nil {
+				s.Close()
+			}
+			return err
+		})
+}
+
+// TestContractsMarked: every migration since the floor's that takes
+// something away says whether an earlier aivis can run past it.
+func TestContractsMarked(t *testing.T) {
+	schematest.ContractsMarked(t, postgres.MigrationFiles(), 12)
 }

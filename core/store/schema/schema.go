@@ -8,6 +8,7 @@ package schema
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -24,6 +25,11 @@ import (
 
 // Table is goose's table of applied versions, on both engines.
 const Table = "goose_db_version"
+
+// FloorTable holds the floor: the lowest version an aivis must know to run
+// on the database (made by a migration of each engine; the runner keeps
+// its one row).
+const FloorTable = "schema_floor"
 
 // Policy is what opening a store may do with the schema it finds.
 type Policy int
@@ -84,6 +90,11 @@ type Migration struct {
 	// Irreversible says why the migration cannot be undone ("" if it
 	// can).
 	Irreversible string
+	// Contract says what of the schema before it the migration drops or
+	// changes, which an earlier aivis reads ("" when it only adds): its
+	// "-- Contract: ..." line. An aivis that does not know it cannot run
+	// on a database that applied it.
+	Contract string
 }
 
 // Runner runs an engine's migrations on one database.
@@ -112,10 +123,12 @@ func New(db *sql.DB, eng Engine) (*Runner, error) {
 		if err != nil {
 			return nil, err
 		}
-		m := &Migration{Version: s.Version, Name: name(s.Path), Irreversible: irreversible(body)}
+		m := &Migration{Version: s.Version, Name: name(s.Path), Irreversible: irreversible(body), Contract: marked(body, "-- Contract:")}
 		r.byVer[m.Version] = m
 		r.sorted = append(r.sorted, m)
 	}
+	// By version, whatever the files' names (0031_a.sql, 00032_b.sql).
+	slices.SortFunc(r.sorted, func(a, b *Migration) int { return cmp.Compare(a.Version, b.Version) })
 	return r, nil
 }
 
@@ -156,6 +169,17 @@ func irreversible(body []byte) string {
 		reason = "it has no down step"
 	}
 	return reason
+}
+
+// marked is the text of body's first line that begins with prefix, "" when
+// none does.
+func marked(body []byte, prefix string) string {
+	for line := range strings.Lines(string(body)) {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), prefix); ok {
+			return strings.TrimSpace(rest)
+		}
+	}
+	return ""
 }
 
 // Known is the highest version this binary has a migration for.
@@ -239,36 +263,98 @@ func (r *Runner) Pending(ctx context.Context) ([]Migration, error) {
 }
 
 // checkNewer refuses a database that has applied a version this binary
-// does not know.
-func (r *Runner) checkNewer(ctx context.Context) error {
+// does not know, unless compatible: the database's floor says that every
+// migration past this binary's only adds to the schema, so that it may run
+// on it (Prepare), though never migrate it.
+func (r *Runner) checkNewer(ctx context.Context, compatible bool) error {
 	v, err := r.Version(ctx)
+	if err != nil || v <= r.Known() {
+		return err
+	}
+	floor, ok, err := r.Floor(ctx)
 	if err != nil {
 		return err
 	}
-	if v > r.Known() {
-		return fmt.Errorf("%w: the database is at schema %d, this aivis knows up to %d: run a newer aivis, or restore a backup",
-			ErrNewer, v, r.Known())
+	if compatible && ok && floor <= r.Known() {
+		return nil
 	}
-	return nil
+	why := "run a newer aivis, or restore a backup"
+	if ok && floor > r.Known() {
+		why = fmt.Sprintf("migration %d changed what this aivis reads: %s", floor, why)
+	}
+	return fmt.Errorf("%w: the database is at schema %d, this aivis knows up to %d: %s", ErrNewer, v, r.Known(), why)
+}
+
+// Floor is the database's floor: the lowest version an aivis must know to
+// run on it (ok false when the database has no floor table: older than
+// the migration that makes it).
+func (r *Runner) Floor(ctx context.Context) (floor int64, ok bool, err error) {
+	if ok, err := r.eng.TableExists(ctx, r.db, FloorTable); err != nil || !ok {
+		return 0, false, err
+	}
+	err = r.db.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM `+FloorTable).Scan(&floor)
+	return floor, err == nil, err
+}
+
+// floorOf is the floor of a database that has applied applied: the newest
+// of them marked as a contract, 0 when none is.
+func (r *Runner) floorOf(applied func(int64) bool) int64 {
+	var floor int64
+	for _, m := range r.sorted {
+		if m.Contract != "" && applied(m.Version) {
+			floor = m.Version
+		}
+	}
+	return floor
+}
+
+// setFloor writes the database's floor, where it has a floor table (it
+// is older than the migration that makes it otherwise): with upTo 0, the
+// floor of the migrations it has applied; else, before migrating up to
+// upTo, the floor it will have then if that is higher, so that an earlier
+// aivis that starts while a contract migration runs is refused, not let
+// in.
+func (r *Runner) setFloor(ctx context.Context, upTo int64) error {
+	if ok, err := r.eng.TableExists(ctx, r.db, FloorTable); err != nil || !ok {
+		return err
+	}
+	applied, err := r.applied(ctx)
+	if err != nil {
+		return err
+	}
+	floor := r.floorOf(func(v int64) bool { return applied[v] || v <= upTo })
+	if old, _, err := r.Floor(ctx); err != nil || upTo > 0 && old >= floor {
+		return err
+	}
+	_, err = r.db.ExecContext(ctx, fmt.Sprintf(`UPDATE %s SET version = %d`, FloorTable, floor))
+	return err
 }
 
 // Up applies the pending migrations, each in a transaction of its own,
 // under the engine's lock, and returns the ones it applied.
 func (r *Runner) Up(ctx context.Context) ([]Migration, error) {
-	if err := r.checkNewer(ctx); err != nil {
-		return nil, err
-	}
-	res, err := r.p.Up(ctx)
-	return r.results(res), wrap(err)
+	return r.UpTo(ctx, r.Known())
 }
 
 // UpTo applies the pending migrations up to version, included.
 func (r *Runner) UpTo(ctx context.Context, version int64) ([]Migration, error) {
-	if err := r.checkNewer(ctx); err != nil {
+	if err := r.checkNewer(ctx, false); err != nil {
 		return nil, err
 	}
+	if err := r.setFloor(ctx, version); err != nil {
+		return nil, fmt.Errorf("migrations: the floor: %w", err)
+	}
 	res, err := r.p.UpTo(ctx, version)
-	return r.results(res), wrap(err)
+	return r.results(res), r.settle(ctx, wrap(err))
+}
+
+// settle writes the floor of the database as a migration left it, and
+// returns the migration's error, else the floor's.
+func (r *Runner) settle(ctx context.Context, err error) error {
+	if ferr := r.setFloor(ctx, 0); ferr != nil && err == nil {
+		err = fmt.Errorf("migrations: the floor: %w", ferr)
+	}
+	return err
 }
 
 // DownTo undoes the applied migrations above version, newest first. It
@@ -296,13 +382,17 @@ func (r *Runner) DownTo(ctx context.Context, version int64) ([]Migration, error)
 		}
 	}
 	res, err := r.p.DownTo(ctx, version)
-	return r.results(res), wrap(err)
+	return r.results(res), r.settle(ctx, wrap(err))
 }
 
-// Prepare does at open what policy allows: it refuses a newer schema, then
-// applies pending migrations or refuses them.
+// Prepare does at open what policy allows: it refuses a newer schema
+// unless its floor lets this binary run on it (then it changes nothing),
+// then applies pending migrations or refuses them.
 func (r *Runner) Prepare(ctx context.Context, policy Policy) error {
-	if err := r.checkNewer(ctx); err != nil {
+	if err := r.checkNewer(ctx, true); err != nil {
+		return err
+	}
+	if v, err := r.Version(ctx); err != nil || v > r.Known() {
 		return err
 	}
 	if policy == ApplyNew || policy == Refuse {

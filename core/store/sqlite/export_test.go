@@ -1,5 +1,14 @@
 package sqlite
 
+import (
+	"database/sql"
+	"io/fs"
+	"testing/fstest"
+
+	"github.com/aivis/aivis/core/store/schema"
+	"github.com/aivis/aivis/core/store/schema/schematest"
+)
+
 // CommitCounter reads the WAL index's commit counter as the cache sees it.
 func CommitCounter(db *DB) (uint32, bool) { return db.signal.commits.counter() }
 
@@ -38,4 +47,23 @@ var PruneQueries = []string{pruneDeliveries, pruneDeleted, pruneEvents}
 func AfterCheckpoint(t interface{ Cleanup(func()) }, f func(frames, copied int)) {
 	afterCheckpoint = f
 	t.Cleanup(func() { afterCheckpoint = nil })
+}
+
+// NewerMigrations is the runner, on w, of this aivis's migrations and
+// extra: a newer aivis's.
+func NewerMigrations(w *sql.DB, path string, extra fstest.MapFS) (*schema.Runner, error) {
+	dir, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	return migrationsIn(w, path, schematest.With(dir, extra))
+}
+
+// MigrationFiles are the engine's migrations.
+func MigrationFiles() fs.FS {
+	dir, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		panic(err)
+	}
+	return dir
 }

@@ -33,9 +33,14 @@ func Migrations(w *sql.DB, path string) (*schema.Runner, error) {
 	if err != nil {
 		return nil, err
 	}
+	return migrationsIn(w, path, dir)
+}
+
+// migrationsIn is the runner of the migrations in files.
+func migrationsIn(w *sql.DB, path string, files fs.FS) (*schema.Runner, error) {
 	return schema.New(w, schema.Engine{
 		Dialect:     goose.DialectSQLite3,
-		Files:       dir,
+		Files:       files,
 		Locker:      fileLock{path: path + "-migrations.lock"},
 		TableExists: tableExists,
 	})

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/aivis/aivis/core/store"
 	"github.com/aivis/aivis/core/store/schema"
@@ -149,15 +150,18 @@ func runner(t *testing.T, path string) *schema.Runner {
 }
 
 // TestNewerSchemaIsRefused: a file with a version this binary has no
-// migration for is refused by every open, whatever it may migrate, and
-// the message names both versions.
+// migration for, past a contract (its floor), is refused by every open,
+// whatever it may migrate, and the message names both versions and the
+// contract.
 func TestNewerSchemaIsRefused(t *testing.T) {
 	db, path := newDB(t)
 	must(t, db.Close())
 	known := runner(t, path).Known()
 	_, err := raw(t, path).Exec(`INSERT INTO goose_db_version (version_id, is_applied) VALUES (?, 1)`, known+6)
 	must(t, err)
-	want := fmt.Sprintf("the database is at schema %d, this aivis knows up to %d: run a newer aivis, or restore a backup", known+6, known)
+	_, err = raw(t, path).Exec(`UPDATE schema_floor SET version = ?`, known+6)
+	must(t, err)
+	want := fmt.Sprintf("the database is at schema %d, this aivis knows up to %d: migration %d changed what this aivis reads: run a newer aivis, or restore a backup", known+6, known, known+6)
 	for _, p := range []schema.Policy{schema.Apply, schema.ApplyNew, schema.Refuse} {
 		db, err := sqlite.OpenWith(ctx, path, p)
 		if err == nil {
@@ -255,4 +259,31 @@ func TestLegacyTableFollowsGoose(t *testing.T) {
 	if top() != vs[len(vs)-1] {
 		t.Fatalf("schema_migrations reaches %d after migrating again", top())
 	}
+}
+
+// TestEarlierOnNewer: this aivis runs on a file a newer one migrated past
+// it with migrations that only add, and refuses it once a contract is
+// applied (schematest.EarlierOnNewer).
+func TestEarlierOnNewer(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "aivis.db")
+	w := raw(t, path)
+	schematest.EarlierOnNewer(t, runner(t, path),
+		func(t *testing.T, extra fstest.MapFS) *schema.Runner {
+			r, err := sqlite.NewerMigrations(w, path, extra)
+			must(t, err)
+			return r
+		},
+		func(p schema.Policy) error {
+			db, err := sqlite.OpenWith(ctx, path, p)
+			if err == nil {
+				db.Close()
+			}
+			return err
+		})
+}
+
+// TestContractsMarked: every migration since the floor's that takes
+// something away says whether an earlier aivis can run past it.
+func TestContractsMarked(t *testing.T) {
+	schematest.ContractsMarked(t, sqlite.MigrationFiles(), 30)
 }

@@ -36,6 +36,7 @@ var NoAccountData = map[string]string{
 	"holders":           "the processes that hold claimed work (PostgreSQL)",
 	"goose_db_version":  "the schema's version",
 	"schema_migrations": "the schema's version (SQLite before goose)",
+	"schema_floor":      "the lowest schema an aivis must know to run on the database",
 	"sqlite_sequence":   "SQLite's AUTOINCREMENT counters",
 	"plugin_builds":     "the registered connector plugins' builds",
 	"bus_offsets":       "the bus's consumer groups' positions",
