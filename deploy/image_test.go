@@ -28,7 +28,7 @@ type podman struct {
 func newPodman(t *testing.T) podman {
 	t.Helper()
 	if _, err := exec.LookPath("podman"); err != nil {
-		t.Skip("podman is missing (Debian: apt-get install -y podman runc; make deps installs them)")
+		t.Fatal("podman is missing (Debian: apt-get install -y podman runc; make deps installs them)")
 	}
 	conf := filepath.Join(t.TempDir(), "containers.conf")
 	if err := os.WriteFile(conf, []byte("[containers]\ndefault_ulimits = []\n\n[engine]\nruntime = \"runc\"\nevents_logger = \"file\"\n"), 0o644); err != nil {
