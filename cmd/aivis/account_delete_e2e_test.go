@@ -24,32 +24,7 @@ func TestDashboardDeletesTheAccountInBrowser(t *testing.T) {
 	browser := chromium(t)
 	dir := t.TempDir()
 	s := start(t, dir)
-	m := bootstrapLink.FindStringSubmatch(s.Stdout.String())
-	if m == nil {
-		t.Fatalf("the banner prints no one-time sign-in link:\n%s", s.Stdout)
-	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser), chromedp.UserDataDir(t.TempDir()),
-		chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("ignore-certificate-errors", true))
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancelTimeout := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancelTimeout()
-	run := browserRun(t, ctx, s)
-	text := func(sel string) string {
-		t.Helper()
-		var v string
-		run("read "+sel, chromedp.Text(sel, &v, chromedp.ByQuery))
-		return v
-	}
-	run("join", chromedp.Navigate(m[1]), chromedp.WaitVisible(`#account_name`, chromedp.ByQuery),
-		chromedp.SendKeys(`#account_name`, "Doomed Skates", chromedp.ByQuery),
-		chromedp.SendKeys(`#email`, "owner@doomed.example", chromedp.ByQuery),
-		chromedp.SendKeys(`#password`, "a long owner password", chromedp.ByQuery),
-		chromedp.SendKeys(`#password_again`, "a long owner password", chromedp.ByQuery),
-		chromedp.Submit(`#password_again`, chromedp.ByQuery), chromedp.WaitVisible(`nav`, chromedp.ByQuery))
+	run, text := ownerBrowser(t, browser, s, "Doomed Skates", "owner@doomed.example")
 	var accounts []account
 	cli(t, dir, &accounts, "account", "list")
 	if len(accounts) != 1 {
@@ -116,6 +91,40 @@ func browserRun(t *testing.T, ctx context.Context, s *server) func(what string, 
 			t.Fatalf("%s: %v\npage:\n%s\nserver:\n%s", what, err, html, s.Stderr)
 		}
 	}
+}
+
+// ownerBrowser is a headless browser that joined s through its banner's
+// one-time link, as the owner (email) of a new account (name): its run
+// (browserRun) and text, which reads an element's text.
+func ownerBrowser(t *testing.T, browser string, s *server, name, email string) (run func(string, ...chromedp.Action), text func(string) string) {
+	t.Helper()
+	m := bootstrapLink.FindStringSubmatch(s.Stdout.String())
+	if m == nil {
+		t.Fatalf("the banner prints no one-time sign-in link:\n%s", s.Stdout)
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser), chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("ignore-certificate-errors", true))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancelAlloc)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(cancel)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 2*time.Minute)
+	t.Cleanup(cancelTimeout)
+	run = browserRun(t, ctx, s)
+	text = func(sel string) string {
+		t.Helper()
+		var v string
+		run("read "+sel, chromedp.Text(sel, &v, chromedp.ByQuery))
+		return v
+	}
+	run("join", chromedp.Navigate(m[1]), chromedp.WaitVisible(`#account_name`, chromedp.ByQuery),
+		chromedp.SendKeys(`#account_name`, name, chromedp.ByQuery),
+		chromedp.SendKeys(`#email`, email, chromedp.ByQuery),
+		chromedp.SendKeys(`#password`, "a long owner password", chromedp.ByQuery),
+		chromedp.SendKeys(`#password_again`, "a long owner password", chromedp.ByQuery),
+		chromedp.Submit(`#password_again`, chromedp.ByQuery), chromedp.WaitVisible(`nav`, chromedp.ByQuery))
+	return run, text
 }
 
 // attemptCounter is an endpoint that counts the events each path gets

@@ -29,18 +29,6 @@ func buildPartner(t *testing.T, path string, rebuilt bool) {
 	}
 }
 
-// waitLong is waitFor with a deadline of its own.
-func waitLong(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %s: %s", within, what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 // connector is what GET /v1/connectors says of one connector.
 func connector(t *testing.T, s *server, k key, name string) client.ConnectorKind {
 	t.Helper()

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -35,32 +34,7 @@ func TestDashboardSaysWhyAConnectorDoesNotRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := start(t, dir)
-	m := bootstrapLink.FindStringSubmatch(s.Stdout.String())
-	if m == nil {
-		t.Fatalf("the banner prints no one-time sign-in link:\n%s", s.Stdout)
-	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser), chromedp.UserDataDir(t.TempDir()),
-		chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("ignore-certificate-errors", true))
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancelTimeout := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancelTimeout()
-	run := browserRun(t, ctx, s)
-	text := func(sel string) string {
-		t.Helper()
-		var v string
-		run("read "+sel, chromedp.Text(sel, &v, chromedp.ByQuery))
-		return v
-	}
-	run("join", chromedp.Navigate(m[1]), chromedp.WaitVisible(`#account_name`, chromedp.ByQuery),
-		chromedp.SendKeys(`#account_name`, "Acme", chromedp.ByQuery),
-		chromedp.SendKeys(`#email`, "owner@acme.example", chromedp.ByQuery),
-		chromedp.SendKeys(`#password`, "a long owner password", chromedp.ByQuery),
-		chromedp.SendKeys(`#password_again`, "a long owner password", chromedp.ByQuery),
-		chromedp.Submit(`#password_again`, chromedp.ByQuery), chromedp.WaitVisible(`nav`, chromedp.ByQuery))
+	run, text := ownerBrowser(t, browser, s, "Acme", "owner@acme.example")
 
 	card := `#connector-partner-chat`
 	run("connectors page", chromedp.Navigate(s.URL+"/connectors"), chromedp.WaitVisible(card, chromedp.ByQuery))

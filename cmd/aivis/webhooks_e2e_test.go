@@ -77,10 +77,16 @@ func (h *hookReceiver) got(eventID string) bool {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	waitLong(t, 15*time.Second, what, cond)
+}
+
+// waitLong is waitFor with a deadline of its own.
+func waitLong(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("not within 15 s: %s", what)
+			t.Fatalf("not within %s: %s", within, what)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
