@@ -183,50 +183,90 @@ func IdempotencyKey(k string) RequestOption {
 	return func(r *http.Request) { r.Header.Set("Idempotency-Key", k) }
 }
 
+// ForClient sets the client_id query parameter: a read of an agency
+// client's data.
+func ForClient(id string) RequestOption {
+	return func(r *http.Request) {
+		q := r.URL.Query()
+		q.Set("client_id", id)
+		r.URL.RawQuery = q.Encode()
+	}
+}
+
 const maxResponse = 10 << 20
 
+// auth is how a call authenticates.
+type auth int
+
+const (
+	authKeyed  auth = iota // X-API-Key and X-API-Secret (/api/v1/ai)
+	authBearer             // Authorization: Bearer (/v1)
+	authNone               // health and the OpenAPI document
+)
+
 // do sends one call, retrying on 429, and decodes a success into out.
-func (c *Client) do(ctx context.Context, method, u string, bearer bool, body any, out any, opts []RequestOption) error {
+func (c *Client) do(ctx context.Context, method, u string, a auth, body any, out any, opts []RequestOption) error {
+	res, err := c.open(ctx, method, u, a, body, opts)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(res.Body, maxResponse))
+	if err != nil {
+		return fmt.Errorf("aivis: read response: %w", err)
+	}
+	if out != nil && res.StatusCode != http.StatusNoContent {
+		if err := json.Unmarshal(b, out); err != nil {
+			return fmt.Errorf("aivis: decode %s %s response: %w", method, res.Request.URL.Path, err)
+		}
+	}
+	return nil
+}
+
+// open sends one call, retrying on 429, and returns a success's response,
+// whose body the caller reads and closes.
+func (c *Client) open(ctx context.Context, method, u string, a auth, body any, opts []RequestOption) (*http.Response, error) {
 	var payload []byte
 	if body != nil {
 		var err error
 		if payload, err = json.Marshal(body); err != nil {
-			return fmt.Errorf("aivis: encode request: %w", err)
+			return nil, fmt.Errorf("aivis: encode request: %w", err)
 		}
 	}
 	for attempt := 1; ; attempt++ {
-		err := c.once(ctx, method, u, bearer, payload, out, opts)
+		res, err := c.once(ctx, method, u, a, payload, opts)
 		var e *Error
 		if !errors.As(err, &e) || e.StatusCode != http.StatusTooManyRequests || attempt >= c.maxAttempts {
-			return err
+			return res, err
 		}
 		wait := e.RetryAfter
 		if wait <= 0 {
 			wait = 60 * time.Second
 		}
 		if serr := c.sleep(ctx, wait); serr != nil {
-			return serr
+			return nil, serr
 		}
 	}
 }
 
-func (c *Client) once(ctx context.Context, method, u string, bearer bool, payload []byte, out any, opts []RequestOption) error {
+func (c *Client) once(ctx context.Context, method, u string, a auth, payload []byte, opts []RequestOption) (*http.Response, error) {
 	var rd io.Reader
 	if payload != nil {
 		rd = bytes.NewReader(payload)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u, rd)
 	if err != nil {
-		return fmt.Errorf("aivis: %w", err)
+		return nil, fmt.Errorf("aivis: %w", err)
 	}
 	if payload != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", c.userAgent)
-	if bearer {
+	switch a {
+	case authBearer:
 		req.Header.Set("Authorization", "Bearer "+c.key)
-	} else {
+	case authKeyed:
 		req.Header.Set("X-API-Key", c.key)
 		req.Header.Set("X-API-Secret", c.secret)
 	}
@@ -235,26 +275,21 @@ func (c *Client) once(ctx context.Context, method, u string, bearer bool, payloa
 	}
 	res, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("aivis: %s %s: %w", method, req.URL.Path, err)
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(res.Body, maxResponse))
-	if err != nil {
-		return fmt.Errorf("aivis: read response: %w", err)
+		return nil, fmt.Errorf("aivis: %s %s: %w", method, req.URL.Path, err)
 	}
 	rl, hasRL := rateLimitOf(res.Header)
 	if hasRL && c.onRateLimit != nil {
 		c.onRateLimit(rl)
 	}
 	if res.StatusCode >= 300 {
-		return errorOf(res, b, rl)
-	}
-	if out != nil {
-		if err := json.Unmarshal(b, out); err != nil {
-			return fmt.Errorf("aivis: decode %s %s response: %w", method, req.URL.Path, err)
+		defer res.Body.Close()
+		b, err := io.ReadAll(io.LimitReader(res.Body, maxResponse))
+		if err != nil {
+			return nil, fmt.Errorf("aivis: read response: %w", err)
 		}
+		return nil, errorOf(res, b, rl)
 	}
-	return nil
+	return res, nil
 }
 
 func errorOf(res *http.Response, body []byte, rl RateLimit) *Error {
@@ -287,7 +322,7 @@ func (c *Client) keyed(ctx context.Context, method, path string, body any, out a
 	var env struct {
 		Data json.RawMessage `json:"data"`
 	}
-	if err := c.do(ctx, method, c.baseURL+"/api/v1/ai"+path, false, body, &env, opts); err != nil {
+	if err := c.do(ctx, method, c.baseURL+"/api/v1/ai"+path, authKeyed, body, &env, opts); err != nil {
 		return err
 	}
 	if err := json.Unmarshal(env.Data, out); err != nil {
@@ -369,31 +404,43 @@ func (c *Client) ListContentRequests(ctx context.Context, p ListParams) (*List[C
 // ContentRequests iterates over every matching request, page after page.
 // The iteration stops at the first error, which it yields.
 func (c *Client) ContentRequests(ctx context.Context, p ListParams) iter.Seq2[ContentRequest, error] {
-	return func(yield func(ContentRequest, error) bool) {
+	return pages(func(cursor string) (*List[ContentRequest], error) {
+		p.Cursor = cursor
+		return c.ListContentRequests(ctx, p)
+	}, p.Cursor)
+}
+
+// pages iterates over the items of every page from the one at cursor
+// on, fetching a page only when the loop reaches it. It stops at the first
+// error, which it yields.
+func pages[T any](fetch func(cursor string) (*List[T], error), cursor string) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
 		for {
-			page, err := c.ListContentRequests(ctx, p)
+			page, err := fetch(cursor)
 			if err != nil {
-				yield(ContentRequest{}, err)
+				var zero T
+				yield(zero, err)
 				return
 			}
-			for _, cr := range page.Items {
-				if !yield(cr, nil) {
+			for _, it := range page.Items {
+				if !yield(it, nil) {
 					return
 				}
 			}
 			if !page.HasMore || page.NextCursor == nil {
 				return
 			}
-			p.Cursor = *page.NextCursor
+			cursor = *page.NextCursor
 		}
 	}
 }
 
-// Visibility returns the latest visibility reading of a domain.
-func (c *Client) Visibility(ctx context.Context, domain string) (*VisibilityReading, error) {
-	var out VisibilityReading
+// Visibility returns the latest visibility reading of a domain and its
+// trend (getVisibility). ForClient reads an agency client's domain.
+func (c *Client) Visibility(ctx context.Context, domain string, opts ...RequestOption) (*VisibilityStatus, error) {
+	var out VisibilityStatus
 	u := c.apiURL + "/v1/visibility?domain=" + url.QueryEscape(domain)
-	if err := c.do(ctx, http.MethodGet, u, true, nil, &out, nil); err != nil {
+	if err := c.do(ctx, http.MethodGet, u, authBearer, nil, &out, opts); err != nil {
 		return nil, err
 	}
 	return &out, nil
