@@ -201,6 +201,7 @@ func (s *Server) Router() chi.Router {
 		r.Get("/connections/{id}/deliveries", s.scope("connectors:read", s.listDeliveries(s.connections)))
 		r.Get("/connections/{id}/deliveries/{delivery_id}", s.scope("connectors:read", s.getDelivery(s.connections)))
 		r.Post("/connections/{id}/deliveries/{delivery_id}/redeliver", s.scope("connectors:write", s.redeliver(s.connections)))
+		r.Get("/event-types", s.listEventTypes)
 		r.Get("/events", s.scope("connectors:read", s.recentEvents))
 		r.Post("/zapier/hooks", s.scope("connectors:write", s.zapierSubscribe))
 		r.Delete("/zapier/hooks/{id}", s.scope("connectors:write", s.zapierUnsubscribe))
