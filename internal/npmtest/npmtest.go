@@ -31,7 +31,8 @@ func Install(t testing.TB, pkg, version string) string {
 	if installed(dir, pkg, version) {
 		return dir
 	}
-	if err := os.MkdirAll(parent, 0o755); err != nil {
+	// A scoped package (@scope/name) is a directory within its scope's.
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	// Install beside the final directory and rename, so that concurrent
