@@ -1,0 +1,445 @@
+"""The aivis API client: both interfaces, typed results, retries on 429, paged lists as generators."""
+
+from __future__ import annotations
+
+import json
+import ssl
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any, Callable, Dict, Iterator, List, Optional, Type, TypeVar
+
+from . import errors
+from .models import (BudgetStatus, Connection, ConnectionTestResult, ConnectorKind, ContentRequest, Delivery,
+                     DomainPrompts, Event, EventType, ExportRecord, Health, Model, MonitoredDomain, Page, Readiness,
+                     RecordedReading, ReplayResult, Scan, ScanAnswer, VisibilityReading, VisibilityStatus, Webhook,
+                     WebhookTestResult, ZapierSubscription)
+
+M = TypeVar("M", bound=Model)
+
+__version__ = "0.1.0"
+
+_KEYED = "/api/v1/ai"
+
+
+class Client:
+    """A client of one aivis server.
+
+    ``key`` authenticates the bearer interface (``/v1``); ``key`` and
+    ``secret`` together the key-and-secret interface (``/api/v1/ai``).
+    ``ca_file`` trusts a PEM certificate, such as a server's self-signed
+    ``aivis-data/tls/cert.pem``; ``ssl_context`` replaces the TLS settings
+    altogether. A call refused with 429 waits ``error.retry_after`` seconds
+    (else the Retry-After header, else 60) and is tried again, up to
+    ``max_attempts`` times in all; then its RateLimitError is raised.
+    """
+
+    def __init__(self, base_url: str, key: Optional[str] = None, secret: Optional[str] = None, *,
+                 ca_file: Optional[str] = None, ssl_context: Optional[ssl.SSLContext] = None,
+                 timeout: float = 60.0, max_attempts: int = 3, allow_http: bool = False,
+                 user_agent: str = "aivis-python/" + __version__,
+                 sleep: Callable[[float], None] = time.sleep):
+        parsed = urllib.parse.urlsplit(base_url)
+        if not parsed.netloc or parsed.scheme not in ("https", "http"):
+            raise ValueError("the base URL must be an absolute https:// URL")
+        if parsed.scheme == "http" and not allow_http:
+            raise ValueError("the base URL must use https (allow_http=True for a TLS-terminating proxy on this host)")
+        if ssl_context is None:
+            ssl_context = ssl.create_default_context(cafile=ca_file)
+        elif ca_file is not None:
+            raise ValueError("give either ca_file or ssl_context")
+        self._base = base_url.rstrip("/")
+        self._key, self._secret = key, secret
+        self._ssl = ssl_context
+        self._timeout = timeout
+        self._max_attempts = max(1, max_attempts)
+        self._user_agent = user_agent
+        self._sleep = sleep
+        #: The rate-limit headers of the last response (X-RateLimit-Limit, -Remaining, -Reset).
+        self.last_rate_limit: Dict[str, str] = {}
+
+    # -- transport ---------------------------------------------------------
+
+    def _headers(self, path: str) -> Dict[str, str]:
+        h = {"Accept": "application/json", "User-Agent": self._user_agent}
+        if path.startswith(_KEYED + "/") or path == _KEYED:
+            if self._key:
+                h["X-API-Key"] = self._key
+            if self._secret:
+                h["X-API-Secret"] = self._secret
+        elif path.startswith("/v1/") and self._key:
+            h["Authorization"] = "Bearer " + self._key
+        return h
+
+    def _send(self, method: str, path: str, query: Optional[Dict[str, Any]] = None, body: Any = None,
+              idempotency_key: Optional[str] = None) -> tuple:
+        """Sends a request, retrying on 429; returns (status, headers, raw body) of a success."""
+        url = self._base + path
+        q = {k: _query_value(v) for k, v in (query or {}).items() if v is not None}
+        if q:
+            url += "?" + urllib.parse.urlencode(q)
+        data = None
+        headers = self._headers(path)
+        if body is not None:
+            data = json.dumps(body).encode("utf-8")
+            headers["Content-Type"] = "application/json"
+        if idempotency_key is not None:
+            headers["Idempotency-Key"] = idempotency_key
+        attempt = 0
+        while True:
+            attempt += 1
+            req = urllib.request.Request(url, data=data, method=method, headers=headers)
+            try:
+                with urllib.request.urlopen(req, timeout=self._timeout, context=self._ssl) as res:
+                    self._note(res.headers)
+                    return res.status, res.headers, res.read()
+            except urllib.error.HTTPError as e:
+                raw = e.read()
+                self._note(e.headers)
+                err = errors.from_response(e.code, raw, e.headers.get("Retry-After"), e.headers.get("X-Request-Id"))
+                if e.code != 429 or attempt >= self._max_attempts:
+                    raise err from None
+                self._sleep(err.retry_after if err.retry_after is not None else 60)
+
+    def _note(self, headers: Any) -> None:
+        self.last_rate_limit = {k: headers[k] for k in ("X-RateLimit-Limit", "X-RateLimit-Remaining",
+                                                        "X-RateLimit-Reset") if headers.get(k) is not None}
+
+    def _json(self, method: str, path: str, query: Optional[Dict[str, Any]] = None, body: Any = None,
+              idempotency_key: Optional[str] = None) -> Any:
+        status, _, raw = self._send(method, path, query, body, idempotency_key)
+        if status == 204 or not raw:
+            return None
+        out = json.loads(raw.decode("utf-8"))
+        if path.startswith(_KEYED + "/"):
+            return out["data"]  # the key-and-secret interface's envelope
+        return out
+
+    def _one(self, cls: Type[M], method: str, path: str, query: Optional[Dict[str, Any]] = None,
+             body: Any = None, idempotency_key: Optional[str] = None) -> M:
+        return cls.from_dict(self._json(method, path, query, body, idempotency_key))
+
+    def _page(self, cls: Type[M], path: str, query: Dict[str, Any]) -> Page[M]:
+        out = self._json("GET", path, query)
+        return Page([cls.from_dict(i) for i in out["items"]], bool(out["has_more"]), out.get("next_cursor"))
+
+    def _all(self, cls: Type[M], path: str, query: Dict[str, Any]) -> Iterator[M]:
+        """Every item of a list, page after page, fetched as the generator is read."""
+        query = dict(query)
+        while True:
+            page = self._page(cls, path, query)
+            yield from page.items
+            if not page.has_more or not page.next_cursor:
+                return
+            query["cursor"] = page.next_cursor
+
+    def page(self, list_method: Callable[..., Iterator[M]], cursor: Optional[str] = None, **params: Any) -> Page[M]:
+        """One page of a list, for callers that keep the cursor themselves:
+        ``client.page(client.list_webhooks, limit=10)``, then ``cursor=page.next_cursor``."""
+        name = getattr(list_method, "__name__", "")
+        spec = _LISTS.get(name)
+        if spec is None:
+            raise ValueError("%r is not a list method of the client" % name)
+        cls, path_of = spec
+        args = {k: v for k, v in params.items() if k in _PATH_ARGS}
+        query = {k: v for k, v in params.items() if k not in _PATH_ARGS}
+        query["cursor"] = cursor
+        return self._page(cls, path_of(**args), query)
+
+    # The deliveries of a webhook or a connection (base: /v1/webhooks or /v1/connections).
+
+    def _replay(self, base: str, id: str, since: str, until: Optional[str], key: Optional[str]) -> ReplayResult:
+        return self._one(ReplayResult, "POST", base + "/" + _seg(id) + "/replay",
+                         body=_drop_none(since=since, until=until), idempotency_key=key)
+
+    def _deliveries(self, base: str, id: str, status: Optional[str], limit: Optional[int]) -> Iterator[Delivery]:
+        return self._all(Delivery, base + "/" + _seg(id) + "/deliveries", {"status": status, "limit": limit})
+
+    def _delivery(self, base: str, id: str, delivery_id: str) -> Delivery:
+        return self._one(Delivery, "GET", base + "/" + _seg(id) + "/deliveries/" + _seg(delivery_id))
+
+    def _redeliver(self, base: str, id: str, delivery_id: str, key: Optional[str]) -> Delivery:
+        return self._one(Delivery, "POST", base + "/" + _seg(id) + "/deliveries/" + _seg(delivery_id) + "/redeliver",
+                         body={}, idempotency_key=key)
+
+    # -- the key-and-secret interface (/api/v1/ai) ---------------------------
+
+    def get_budget_status(self) -> BudgetStatus:
+        """GET /api/v1/ai/budget-status: the account's quota, usage and budget."""
+        return self._one(BudgetStatus, "GET", _KEYED + "/budget-status")
+
+    def create_content_request(self, domain: str, budget: float, *, idempotency_key: Optional[str] = None,
+                               **fields: Any) -> ContentRequest:
+        """POST /api/v1/ai/content-requests; fields: url, content, target_queries, type, client_id, metadata."""
+        return self._one(ContentRequest, "POST", _KEYED + "/content-requests",
+                         body=dict(fields, domain=domain, budget=budget), idempotency_key=idempotency_key)
+
+    def list_content_requests(self, *, status: Optional[str] = None, domain: Optional[str] = None,
+                              client_id: Optional[str] = None, limit: Optional[int] = None) -> Iterator[ContentRequest]:
+        """GET /api/v1/ai/content-requests, every page."""
+        return self._all(ContentRequest, _KEYED + "/content-requests",
+                         {"status": status, "domain": domain, "client_id": client_id, "limit": limit})
+
+    def get_content_request(self, id: str) -> ContentRequest:
+        """GET /api/v1/ai/content-requests/{id}."""
+        return self._one(ContentRequest, "GET", _KEYED + "/content-requests/" + _seg(id))
+
+    def cancel_content_request(self, id: str, *, idempotency_key: Optional[str] = None) -> ContentRequest:
+        """POST /api/v1/ai/content-requests/{id}/cancel."""
+        return self._one(ContentRequest, "POST", _KEYED + "/content-requests/" + _seg(id) + "/cancel",
+                         body={}, idempotency_key=idempotency_key)
+
+    # -- the bearer interface (/v1) -----------------------------------------
+
+    def get_visibility(self, domain: str, *, client_id: Optional[str] = None) -> VisibilityStatus:
+        """GET /v1/visibility: a domain's latest reading, trend and last scan."""
+        return self._one(VisibilityStatus, "GET", "/v1/visibility", {"domain": domain, "client_id": client_id})
+
+    def record_visibility_reading(self, domain: str, visibility_score: int, sentiment: str, *,
+                                  idempotency_key: Optional[str] = None, **fields: Any) -> RecordedReading:
+        """POST /v1/visibility; fields: sentiment_score, measured_at, client_id."""
+        return self._one(RecordedReading, "POST", "/v1/visibility", idempotency_key=idempotency_key,
+                         body=dict(fields, domain=domain, visibility_score=visibility_score, sentiment=sentiment))
+
+    def get_visibility_history(self, domain: str, *, client_id: Optional[str] = None,
+                               limit: Optional[int] = None) -> Iterator[VisibilityReading]:
+        """GET /v1/visibility/history: a domain's readings, newest first, every page."""
+        return self._all(VisibilityReading, "/v1/visibility/history",
+                         {"domain": domain, "client_id": client_id, "limit": limit})
+
+    def request_scan(self, domain: str, *, client_id: Optional[str] = None,
+                     idempotency_key: Optional[str] = None) -> Scan:
+        """POST /v1/visibility/scans: scans a monitored domain now (202, the scan queued)."""
+        return self._one(Scan, "POST", "/v1/visibility/scans", body=_drop_none(domain=domain, client_id=client_id),
+                         idempotency_key=idempotency_key)
+
+    def get_scan(self, id: str) -> Scan:
+        """GET /v1/visibility/scans/{id}."""
+        return self._one(Scan, "GET", "/v1/visibility/scans/" + _seg(id))
+
+    def list_scan_answers(self, id: str, *, engine: Optional[str] = None, prompt: Optional[int] = None,
+                          mentioned: Optional[bool] = None, cited: Optional[bool] = None, q: Optional[str] = None,
+                          limit: Optional[int] = None) -> Iterator[ScanAnswer]:
+        """GET /v1/visibility/scans/{id}/answers: the engines' answers of a scan, every page."""
+        return self._all(ScanAnswer, "/v1/visibility/scans/" + _seg(id) + "/answers",
+                         {"engine": engine, "prompt": prompt, "mentioned": mentioned, "cited": cited, "q": q,
+                          "limit": limit})
+
+    # webhooks
+
+    def list_webhooks(self, *, client_id: Optional[str] = None, limit: Optional[int] = None) -> Iterator[Webhook]:
+        """GET /v1/webhooks, every page."""
+        return self._all(Webhook, "/v1/webhooks", {"client_id": client_id, "limit": limit})
+
+    def create_webhook(self, domain: str, events: List[str], url: Optional[str] = None, *,
+                       idempotency_key: Optional[str] = None, **fields: Any) -> Webhook:
+        """POST /v1/webhooks; the answer's ``secret`` (whsec_...) is shown this once.
+        fields: min_score_change, min_citation_change, client_id."""
+        return self._one(Webhook, "POST", "/v1/webhooks", idempotency_key=idempotency_key,
+                         body=dict(fields, **_drop_none(domain=domain, events=events, url=url)))
+
+    def get_webhook(self, id: str) -> Webhook:
+        """GET /v1/webhooks/{id}."""
+        return self._one(Webhook, "GET", "/v1/webhooks/" + _seg(id))
+
+    def update_webhook(self, id: str, **fields: Any) -> Webhook:
+        """PATCH /v1/webhooks/{id}; fields: events, url, min_score_change, min_citation_change, enabled."""
+        return self._one(Webhook, "PATCH", "/v1/webhooks/" + _seg(id), body=fields)
+
+    def delete_webhook(self, id: str) -> None:
+        """DELETE /v1/webhooks/{id}."""
+        self._json("DELETE", "/v1/webhooks/" + _seg(id))
+
+    def rotate_webhook_secret(self, id: str, *, grace_period: Optional[int] = None,
+                              idempotency_key: Optional[str] = None) -> Webhook:
+        """POST /v1/webhooks/{id}/rotate-secret: a new secret; the old one signs too for grace_period seconds."""
+        return self._one(Webhook, "POST", "/v1/webhooks/" + _seg(id) + "/rotate-secret",
+                         body=_drop_none(grace_period=grace_period), idempotency_key=idempotency_key)
+
+    def test_webhook(self, id: str, *, idempotency_key: Optional[str] = None) -> WebhookTestResult:
+        """POST /v1/webhooks/{id}/test: sends a webhook_test event."""
+        return self._one(WebhookTestResult, "POST", "/v1/webhooks/" + _seg(id) + "/test", body={},
+                         idempotency_key=idempotency_key)
+
+    def replay_webhook_deliveries(self, id: str, since: str, until: Optional[str] = None, *,
+                                  idempotency_key: Optional[str] = None) -> ReplayResult:
+        """POST /v1/webhooks/{id}/replay: delivers again the events since (RFC 3339) up to until."""
+        return self._replay("/v1/webhooks", id, since, until, idempotency_key)
+
+    def list_webhook_deliveries(self, id: str, *, status: Optional[str] = None,
+                                limit: Optional[int] = None) -> Iterator[Delivery]:
+        """GET /v1/webhooks/{id}/deliveries, every page."""
+        return self._deliveries("/v1/webhooks", id, status, limit)
+
+    def get_webhook_delivery(self, id: str, delivery_id: str) -> Delivery:
+        """GET /v1/webhooks/{id}/deliveries/{delivery_id}, with its attempts."""
+        return self._delivery("/v1/webhooks", id, delivery_id)
+
+    def redeliver_webhook_delivery(self, id: str, delivery_id: str, *,
+                                   idempotency_key: Optional[str] = None) -> Delivery:
+        """POST /v1/webhooks/{id}/deliveries/{delivery_id}/redeliver."""
+        return self._redeliver("/v1/webhooks", id, delivery_id, idempotency_key)
+
+    # connectors and connections
+
+    def list_connectors(self) -> Iterator[ConnectorKind]:
+        """GET /v1/connectors: the connector kinds this server runs."""
+        return self._all(ConnectorKind, "/v1/connectors", {})
+
+    def list_connections(self, *, client_id: Optional[str] = None,
+                         limit: Optional[int] = None) -> Iterator[Connection]:
+        """GET /v1/connections, every page."""
+        return self._all(Connection, "/v1/connections", {"client_id": client_id, "limit": limit})
+
+    def create_connection(self, connector: str, settings: Dict[str, Any], events: List[str], *,
+                          idempotency_key: Optional[str] = None, **fields: Any) -> Connection:
+        """POST /v1/connections; fields: name, domains, min_score_change, min_citation_change, client_id."""
+        return self._one(Connection, "POST", "/v1/connections", idempotency_key=idempotency_key,
+                         body=dict(fields, connector=connector, settings=settings, events=events))
+
+    def get_connection(self, id: str) -> Connection:
+        """GET /v1/connections/{id}."""
+        return self._one(Connection, "GET", "/v1/connections/" + _seg(id))
+
+    def update_connection(self, id: str, **fields: Any) -> Connection:
+        """PATCH /v1/connections/{id}; fields: name, settings, events, domains, min_score_change,
+        min_citation_change, enabled."""
+        return self._one(Connection, "PATCH", "/v1/connections/" + _seg(id), body=fields)
+
+    def delete_connection(self, id: str) -> None:
+        """DELETE /v1/connections/{id}."""
+        self._json("DELETE", "/v1/connections/" + _seg(id))
+
+    def test_connection(self, id: str, *, idempotency_key: Optional[str] = None) -> ConnectionTestResult:
+        """POST /v1/connections/{id}/test: sends a webhook_test event through the connector."""
+        return self._one(ConnectionTestResult, "POST", "/v1/connections/" + _seg(id) + "/test", body={},
+                         idempotency_key=idempotency_key)
+
+    def replay_connection_deliveries(self, id: str, since: str, until: Optional[str] = None, *,
+                                     idempotency_key: Optional[str] = None) -> ReplayResult:
+        """POST /v1/connections/{id}/replay."""
+        return self._replay("/v1/connections", id, since, until, idempotency_key)
+
+    def list_connection_deliveries(self, id: str, *, status: Optional[str] = None,
+                                   limit: Optional[int] = None) -> Iterator[Delivery]:
+        """GET /v1/connections/{id}/deliveries, every page."""
+        return self._deliveries("/v1/connections", id, status, limit)
+
+    def get_connection_delivery(self, id: str, delivery_id: str) -> Delivery:
+        """GET /v1/connections/{id}/deliveries/{delivery_id}."""
+        return self._delivery("/v1/connections", id, delivery_id)
+
+    def redeliver_connection_delivery(self, id: str, delivery_id: str, *,
+                                      idempotency_key: Optional[str] = None) -> Delivery:
+        """POST /v1/connections/{id}/deliveries/{delivery_id}/redeliver."""
+        return self._redeliver("/v1/connections", id, delivery_id, idempotency_key)
+
+    def zapier_subscribe(self, target_url: str, event: str, *, domain: Optional[str] = None,
+                         client_id: Optional[str] = None, idempotency_key: Optional[str] = None) -> ZapierSubscription:
+        """POST /v1/zapier/hooks: a Zapier REST Hook subscription."""
+        return self._one(ZapierSubscription, "POST", "/v1/zapier/hooks", idempotency_key=idempotency_key,
+                         body=_drop_none(target_url=target_url, event=event, domain=domain, client_id=client_id))
+
+    def zapier_unsubscribe(self, id: str) -> None:
+        """DELETE /v1/zapier/hooks/{id}."""
+        self._json("DELETE", "/v1/zapier/hooks/" + _seg(id))
+
+    # events
+
+    def list_recent_events(self, *, event: Optional[str] = None, client_id: Optional[str] = None,
+                           limit: Optional[int] = None) -> Iterator[Event]:
+        """GET /v1/events: the account's recent events (of one kind, event=), newest first."""
+        return self._all(Event, "/v1/events", {"event": event, "client_id": client_id, "limit": limit})
+
+    def list_event_types(self) -> Iterator[EventType]:
+        """GET /v1/event-types: every event kind with its description, JSON Schema and example."""
+        return self._all(EventType, "/v1/event-types", {})
+
+    # domains and prompts
+
+    def list_domains(self, *, client_id: Optional[str] = None, limit: Optional[int] = None) -> Iterator[MonitoredDomain]:
+        """GET /v1/domains, every page."""
+        return self._all(MonitoredDomain, "/v1/domains", {"client_id": client_id, "limit": limit})
+
+    def create_domain(self, domain: str, *, idempotency_key: Optional[str] = None, **fields: Any) -> MonitoredDomain:
+        """POST /v1/domains; fields: brands, aliases, competitors, topics, prompts, client_id."""
+        return self._one(MonitoredDomain, "POST", "/v1/domains", body=dict(fields, domain=domain),
+                         idempotency_key=idempotency_key)
+
+    def get_domain(self, id: str) -> MonitoredDomain:
+        """GET /v1/domains/{id}."""
+        return self._one(MonitoredDomain, "GET", "/v1/domains/" + _seg(id))
+
+    def update_domain(self, id: str, **fields: Any) -> MonitoredDomain:
+        """PATCH /v1/domains/{id}; fields: brands, aliases, competitors, topics, prompts."""
+        return self._one(MonitoredDomain, "PATCH", "/v1/domains/" + _seg(id), body=fields)
+
+    def delete_domain(self, id: str) -> None:
+        """DELETE /v1/domains/{id}."""
+        self._json("DELETE", "/v1/domains/" + _seg(id))
+
+    def get_domain_prompts(self, id: str) -> DomainPrompts:
+        """GET /v1/domains/{id}/prompts: the owner's and the generated prompts."""
+        return self._one(DomainPrompts, "GET", "/v1/domains/" + _seg(id) + "/prompts")
+
+    def put_domain_prompts(self, id: str, prompts: List[Any]) -> DomainPrompts:
+        """PUT /v1/domains/{id}/prompts: replaces the owner's prompts, each {"text", ["intent"]}."""
+        return self._one(DomainPrompts, "PUT", "/v1/domains/" + _seg(id) + "/prompts", body={"prompts": prompts})
+
+    def export_account(self) -> Iterator[ExportRecord]:
+        """GET /v1/account/export: the account's records, one by one (the server sends NDJSON)."""
+        _, _, raw = self._send("GET", "/v1/account/export")
+        for line in raw.decode("utf-8").splitlines():
+            if line.strip():
+                yield ExportRecord.from_dict(json.loads(line))
+
+    # unauthenticated
+
+    def get_open_api_document(self) -> Dict[str, Any]:
+        """GET /openapi.json: the OpenAPI document this server serves."""
+        return self._json("GET", "/openapi.json")
+
+    def get_health(self) -> Health:
+        """GET /healthz."""
+        return self._one(Health, "GET", "/healthz")
+
+    def get_liveness(self) -> Health:
+        """GET /livez."""
+        return self._one(Health, "GET", "/livez")
+
+    def get_readiness(self) -> Readiness:
+        """GET /readyz: ready, or ServerError (503) naming what fails."""
+        return self._one(Readiness, "GET", "/readyz")
+
+
+_PATH_ARGS = ("id",)
+
+# The list methods, for Client.page: the item class and the path.
+_LISTS: Dict[str, tuple] = {
+    "list_content_requests": (ContentRequest, lambda: _KEYED + "/content-requests"),
+    "get_visibility_history": (VisibilityReading, lambda: "/v1/visibility/history"),
+    "list_scan_answers": (ScanAnswer, lambda id: "/v1/visibility/scans/" + _seg(id) + "/answers"),
+    "list_webhooks": (Webhook, lambda: "/v1/webhooks"),
+    "list_webhook_deliveries": (Delivery, lambda id: "/v1/webhooks/" + _seg(id) + "/deliveries"),
+    "list_connectors": (ConnectorKind, lambda: "/v1/connectors"),
+    "list_connections": (Connection, lambda: "/v1/connections"),
+    "list_connection_deliveries": (Delivery, lambda id: "/v1/connections/" + _seg(id) + "/deliveries"),
+    "list_recent_events": (Event, lambda: "/v1/events"),
+    "list_event_types": (EventType, lambda: "/v1/event-types"),
+    "list_domains": (MonitoredDomain, lambda: "/v1/domains"),
+}
+
+
+def _seg(s: str) -> str:
+    return urllib.parse.quote(s, safe="")
+
+
+def _query_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def _drop_none(**kw: Any) -> Dict[str, Any]:
+    return {k: v for k, v in kw.items() if v is not None}

@@ -1,0 +1,304 @@
+"""Every operation of the client against a real aivis serve.
+
+go test ./sdk/python starts the server and passes it here: AIVIS_URL,
+AIVIS_CA_FILE (its certificate), AIVIS_KEY and AIVIS_SECRET (an Enterprise
+account's key), AIVIS_LIMITED_KEY and AIVIS_LIMITED_SECRET (a Starter
+account's, whose rate limit a test exhausts). The server has the
+partner-chat and zapier connectors, a fake answer engine, no content
+workers, and loopback targets allowed (the receiver below).
+"""
+
+import datetime
+import http.server
+import json
+import os
+import threading
+import time
+import unittest
+import uuid
+
+import aivis
+
+ENV = os.environ.get("AIVIS_URL")
+
+
+def client(key=None, secret=None, **kw):
+    return aivis.Client(os.environ["AIVIS_URL"], key or os.environ["AIVIS_KEY"],
+                        secret or os.environ["AIVIS_SECRET"], ca_file=os.environ["AIVIS_CA_FILE"], **kw)
+
+
+def wait_for(what, cond, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        got = cond()
+        if got:
+            return got
+        if time.monotonic() > deadline:
+            raise AssertionError("not within %g s: %s" % (timeout, what))
+        time.sleep(0.05)
+
+
+class Receiver:
+    """An HTTP endpoint on loopback that answers 200 and keeps every request (path, headers, raw body)."""
+
+    def __init__(self):
+        self.got = []
+        self.lock = threading.Lock()
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                with outer.lock:
+                    outer.got.append((self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = "http://127.0.0.1:%d" % self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def at(self, path):
+        with self.lock:
+            return [(h, b) for p, h, b in self.got if p == path]
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@unittest.skipUnless(ENV, "needs a running aivis: go test ./sdk/python runs these against one")
+class ClientTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.c = client()
+        cls.rx = Receiver()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.rx.close()
+
+    def test_unauthenticated(self):
+        self.assertEqual(self.c.get_health().status, "ok")
+        self.assertEqual(self.c.get_liveness().status, "ok")
+        self.assertEqual(self.c.get_readiness().status, "ready")
+        doc = self.c.get_open_api_document()
+        self.assertTrue(doc["openapi"].startswith("3.1"))
+        self.assertIn("/v1/webhooks", doc["paths"])
+
+    def test_budget_status_and_errors(self):
+        b = self.c.get_budget_status()
+        self.assertEqual(b.quota_tier, "Enterprise")
+        self.assertTrue(b.account_id.startswith("acct_") or b.account_id)
+        self.assertEqual(b.budget["currency"], "usd")
+        self.assertIn("X-RateLimit-Remaining", self.c.last_rate_limit)
+        # A wrong secret on the key-and-secret interface; a wrong key on the bearer one.
+        with self.assertRaises(aivis.AuthenticationError) as cm:
+            client(secret="x" * 64).get_budget_status()
+        self.assertEqual((cm.exception.status, cm.exception.code), (401, "INVALID_CREDENTIALS"))
+        self.assertTrue(cm.exception.request_id)
+        with self.assertRaises(aivis.AuthenticationError):
+            client(key="svc_" + "x" * 40).get_visibility("acme.example")
+        with self.assertRaises(ValueError):
+            aivis.Client("http://localhost:8443", "k")
+
+    def test_content_requests(self):
+        key = str(uuid.uuid4())
+        first = self.c.create_content_request("content.example", 0.5, content="Acme makes rocket skates.",
+                                              metadata={"ref": "py"}, idempotency_key=key)
+        self.assertIsInstance(first, aivis.ContentRequest)
+        self.assertTrue(first.id.startswith("cr_"))
+        self.assertEqual((first.status, first.budget, first.metadata), ("queued", 0.5, {"ref": "py"}))
+        again = self.c.create_content_request("content.example", 0.5, content="Acme makes rocket skates.",
+                                              metadata={"ref": "py"}, idempotency_key=key)
+        self.assertEqual(again.id, first.id)
+        with self.assertRaises(aivis.ConflictError) as cm:
+            self.c.create_content_request("content.example", 0.75, idempotency_key=key)
+        self.assertEqual(cm.exception.code, "IDEMPOTENCY_CONFLICT")
+        second = self.c.create_content_request("content.example", 0.25, content="Skates.")
+        self.assertEqual(self.c.get_content_request(first.id).id, first.id)
+        # Paging: one a page, every item once, the newest first.
+        ids = [r.id for r in self.c.list_content_requests(domain="content.example", limit=1)]
+        self.assertEqual(ids, [second.id, first.id])
+        page = self.c.page(self.c.list_content_requests, domain="content.example", limit=1)
+        self.assertEqual(([r.id for r in page.items], page.has_more), ([second.id], True))
+        page = self.c.page(self.c.list_content_requests, cursor=page.next_cursor, domain="content.example", limit=1)
+        self.assertEqual(([r.id for r in page.items], page.has_more, page.next_cursor), ([first.id], False, None))
+        cancelled = self.c.cancel_content_request(first.id)
+        self.assertEqual(cancelled.status, "cancelled")
+        self.assertEqual([r.id for r in self.c.list_content_requests(status="cancelled")], [first.id])
+        with self.assertRaises(aivis.ValidationError) as cm:
+            self.c.create_content_request("content.example", -1)
+        self.assertEqual(cm.exception.code, "VALIDATION_ERROR")
+        self.assertIn("budget", [d["field"] for d in cm.exception.details])
+        with self.assertRaises(aivis.NotFoundError) as cm:
+            self.c.get_content_request("cr_nope")
+        self.assertEqual((cm.exception.status, cm.exception.code), (404, "NOT_FOUND"))
+        with self.assertRaises(aivis.ValidationError):
+            self.c.page(self.c.list_content_requests, cursor="not a cursor")
+
+    def test_visibility(self):
+        first = self.c.record_visibility_reading("vis.example", 61, "positive", sentiment_score=0.4)
+        self.assertIsInstance(first, aivis.RecordedReading)
+        self.assertEqual((first.domain, first.visibility_score, first.source), ("vis.example", 61, "api"))
+        self.c.record_visibility_reading("vis.example", 70, "mixed", idempotency_key=str(uuid.uuid4()))
+        now = self.c.get_visibility("vis.example")
+        self.assertEqual((now.visibility_score, now.sentiment), (70, "mixed"))
+        self.assertEqual([r.visibility_score for r in self.c.get_visibility_history("vis.example", limit=1)], [70, 61])
+        with self.assertRaises(aivis.NotFoundError):
+            self.c.get_visibility("never.example")
+
+    def test_webhooks(self):
+        rx, c = self.rx, self.c
+        hook = c.create_webhook("hook.example", ["ai_visibility_change"], rx.url + "/hook")
+        self.assertTrue(hook.secret.startswith("whsec_"))
+        # The setup's webhook_test reached the receiver, signed with the secret.
+        [(h, body)] = rx.at("/hook")
+        verifier = aivis.Verifier(hook.secret)
+        self.assertEqual(verifier.verify(h, body)["event"], "webhook_test")
+        with self.assertRaises(aivis.WebhookVerificationError):
+            verifier.verify(h, body + b" ")
+        self.assertIsNone(c.get_webhook(hook.id).secret)
+        self.assertIn(hook.id, [w.id for w in c.list_webhooks(limit=1)])
+        self.assertEqual(c.update_webhook(hook.id, min_score_change=5).min_score_change, 5)
+
+        reading = c.record_visibility_reading("hook.example", 44, "neutral")
+        wait_for("the reading's delivery", lambda: any(
+            verifier.verify(h, b)["id"] == reading.event_id for h, b in rx.at("/hook")[1:]))
+        test = c.test_webhook(hook.id)
+        wait_for("the test delivery", lambda: any(json.loads(b)["id"] == test.event_id for _, b in rx.at("/hook")))
+        deliveries = wait_for("the delivery log", lambda: [
+            d for d in c.list_webhook_deliveries(hook.id, status="succeeded", limit=1) if d.event_id == reading.event_id])
+        one = c.get_webhook_delivery(hook.id, deliveries[0].id)
+        self.assertEqual((one.event, one.status), ("ai_visibility_change", "succeeded"))
+        n = len(rx.at("/hook"))
+        c.redeliver_webhook_delivery(hook.id, one.id)
+        wait_for("the redelivery", lambda: len(rx.at("/hook")) > n)
+        since = (datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        # Replay schedules the failed deliveries again: every one succeeded.
+        self.assertEqual(c.replay_webhook_deliveries(hook.id, since).scheduled, 0)
+
+        rotated = c.rotate_webhook_secret(hook.id, grace_period=3600)
+        self.assertTrue(rotated.secret.startswith("whsec_"))
+        self.assertNotEqual(rotated.secret, hook.secret)
+        test = c.test_webhook(hook.id)
+        h, body = wait_for("the test after the rotation", lambda: [
+            (h, b) for h, b in rx.at("/hook") if json.loads(b)["id"] == test.event_id])[0]
+        self.assertEqual(aivis.Verifier(rotated.secret).verify(h, body)["event"], "webhook_test")
+        self.assertEqual(aivis.Verifier(hook.secret).verify(h, body)["event"], "webhook_test")
+
+        c.delete_webhook(hook.id)
+        self.assertIsNotNone(c.get_webhook(hook.id).deleted_at)
+        self.assertNotIn(hook.id, [w.id for w in c.list_webhooks()])
+        # An endpoint that does not answer 200: 422, nothing kept.
+        with self.assertRaises(aivis.UnprocessableError) as cm:
+            c.create_webhook("hook.example", ["ai_visibility_change"], "http://127.0.0.1:1/nothing")
+        self.assertEqual(cm.exception.code, "WEBHOOK_VERIFICATION_FAILED")
+
+    def test_connections(self):
+        rx, c = self.rx, self.c
+        kinds = {k.name: k for k in c.list_connectors()}
+        self.assertIn("partner-chat", kinds)
+        self.assertIn("webhook_url", kinds["partner-chat"].secret_fields)
+        conn = c.create_connection("partner-chat", {"webhook_url": rx.url + "/chat", "username": "aivis"},
+                                   ["ai_visibility_change"], domains=["conn.example"])
+        self.assertEqual((conn.connector, conn.settings), ("partner-chat", {"username": "aivis"}))
+        self.assertEqual(c.get_connection(conn.id).id, conn.id)
+        self.assertIn(conn.id, [x.id for x in c.list_connections(limit=1)])
+        self.assertEqual(c.update_connection(conn.id, name="Team chat").name, "Team chat")
+        result = c.test_connection(conn.id)
+        self.assertEqual(result.result, "delivered")
+        reading = c.record_visibility_reading("conn.example", 33, "negative")
+        deliveries = wait_for("the connection's delivery", lambda: [
+            d for d in c.list_connection_deliveries(conn.id, status="succeeded", limit=1)
+            if d.event_id == reading.event_id])
+        one = c.get_connection_delivery(conn.id, deliveries[0].id)
+        self.assertEqual(one.connection_id, conn.id)
+        n = len(rx.at("/chat"))
+        c.redeliver_connection_delivery(conn.id, one.id)
+        wait_for("the redelivery", lambda: len(rx.at("/chat")) > n)
+        since = (datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        self.assertEqual(c.replay_connection_deliveries(conn.id, since).scheduled, 0)
+        c.delete_connection(conn.id)
+        self.assertIsNotNone(c.get_connection(conn.id).deleted_at)
+        self.assertNotIn(conn.id, [x.id for x in c.list_connections()])
+
+    def test_zapier(self):
+        sub = self.c.zapier_subscribe(self.rx.url + "/zap", "ai_visibility_change", domain="zap.example")
+        self.assertEqual((sub.event, sub.domain), ("ai_visibility_change", "zap.example"))
+        self.assertEqual(json.loads(self.rx.at("/zap")[0][1])["event"], "webhook_test")
+        self.c.zapier_unsubscribe(sub.id)
+        with self.assertRaises(aivis.NotFoundError):
+            self.c.zapier_unsubscribe(sub.id)
+
+    def test_events(self):
+        a = self.c.record_visibility_reading("events.example", 10, "neutral")
+        b = self.c.record_visibility_reading("events.example", 90, "positive")
+        ids = [e.id for e in self.c.list_recent_events(event="ai_visibility_change")]
+        self.assertIn(a.event_id, ids)
+        self.assertIn(b.event_id, ids)
+        self.assertLess(ids.index(b.event_id), ids.index(a.event_id))
+        kinds = {t.kind: t for t in self.c.list_event_types()}
+        self.assertIn("ai_visibility_change", kinds)
+        self.assertEqual(kinds["ai_visibility_change"].example["event"], "ai_visibility_change")
+
+    def test_domains_and_scans(self):
+        c = self.c
+        d = c.create_domain("acme.example", brands=["Acme"], prompts=["Which rocket skates should I buy?"])
+        self.assertIsInstance(d, aivis.MonitoredDomain)
+        self.assertEqual(c.get_domain(d.id).domain, "acme.example")
+        self.assertIn(d.id, [x.id for x in c.list_domains(limit=1)])
+        self.assertEqual(c.update_domain(d.id, competitors=["Globex"]).competitors, ["Globex"])
+        self.assertEqual(c.get_domain_prompts(d.id).domain_id, d.id)
+        put = c.put_domain_prompts(d.id, [{"text": "Which skates are best?"}])
+        self.assertIn("Which skates are best?", [p["text"] for p in put.prompts])
+        scan = c.request_scan("acme.example")
+        self.assertTrue(scan.id)
+        done = wait_for("the scan", lambda: (lambda s: s if s.status in ("completed", "failed") else None)(
+            c.get_scan(scan.id)), timeout=60)
+        self.assertEqual(done.status, "completed")
+        answers = list(c.list_scan_answers(scan.id, limit=2))
+        self.assertGreater(len(answers), 2)
+        self.assertEqual(len({a.seq for a in answers}), len(answers))
+        self.assertTrue(all(a.engine for a in answers))
+        c.delete_domain(d.id)
+        with self.assertRaises(aivis.NotFoundError):
+            c.get_domain(d.id)
+
+    def test_export(self):
+        self.c.record_visibility_reading("export.example", 50, "neutral")
+        kinds = {r.kind for r in self.c.export_account()}
+        self.assertLessEqual({"accounts", "visibility_readings", "end"}, kinds)
+
+    def test_rate_limit_retry(self):
+        """The Starter account's 60 a minute, spent; the retry waits what the server says."""
+        key, secret = os.environ["AIVIS_LIMITED_KEY"], os.environ["AIVIS_LIMITED_SECRET"]
+        for _ in range(3):  # should a minute end in between, spend the next one
+            once = client(key, secret, max_attempts=1)
+            for _ in range(200):
+                try:
+                    once.get_budget_status()
+                except aivis.RateLimitError as e:
+                    refused = e
+                    break
+            else:
+                self.fail("200 requests of a Starter key were never refused")
+            self.assertEqual((refused.status, refused.code), (429, "RATE_LIMIT_EXCEEDED"))
+            self.assertTrue(1 <= refused.retry_after <= 60, refused.retry_after)
+            slept = []
+            retrying = client(key, secret, max_attempts=3, sleep=slept.append)
+            try:
+                retrying.get_budget_status()
+            except aivis.RateLimitError as e:
+                self.assertEqual(len(slept), 2)
+                self.assertTrue(all(abs(s - e.retry_after) <= 1 for s in slept), (slept, e.retry_after))
+                return
+        self.fail("the retrying client was never refused")
+
+
+if __name__ == "__main__":
+    unittest.main()

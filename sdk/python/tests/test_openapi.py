@@ -1,0 +1,54 @@
+"""The client against the OpenAPI document: a method per operation, a dataclass field per property."""
+
+import dataclasses
+import json
+import os
+import re
+import unittest
+
+import aivis
+from aivis import models
+
+OPENAPI = os.environ.get("AIVIS_OPENAPI") or os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "core", "api", "openapi.json")
+
+
+def method_name(operation_id):
+    """listWebhookDeliveries -> list_webhook_deliveries, getOpenAPIDocument -> get_open_api_document."""
+    s = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", operation_id)
+    return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", s).lower()
+
+
+class OpenAPITest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        with open(OPENAPI, encoding="utf-8") as f:
+            cls.doc = json.load(f)
+
+    def test_every_operation_has_a_method(self):
+        missing = []
+        for path, item in self.doc["paths"].items():
+            for verb, op in item.items():
+                if isinstance(op, dict) and "operationId" in op:
+                    name = method_name(op["operationId"])
+                    if not callable(getattr(aivis.Client, name, None)):
+                        missing.append("%s (%s %s): Client.%s" % (op["operationId"], verb.upper(), path, name))
+        self.assertEqual(missing, [], "operations without a method")
+
+    def test_dataclasses_match_schemas(self):
+        schemas = self.doc["components"]["schemas"]
+        classes = [c for c in vars(models).values() if isinstance(c, type) and issubclass(c, models.Model)
+                   and c is not models.Model]
+        self.assertGreater(len(classes), 20)
+        for cls in classes:
+            with self.subTest(cls.__name__):
+                # Event is any event (AnyEvent): every event kind has these four.
+                name = "VisibilityChangeEvent" if cls is models.Event else cls.__name__
+                self.assertIn(name, schemas)
+                want = set(schemas[name]["properties"])
+                got = {f.name for f in dataclasses.fields(cls)} - {"extra"}
+                self.assertEqual(got, want, "the fields of %s" % cls.__name__)
+
+
+if __name__ == "__main__":
+    unittest.main()
