@@ -6,7 +6,8 @@
 # `deps.sh release`: a C compiler and, for linux/arm64 (in RELEASE_ARCHS),
 # the cross compiler and its C library.
 # `deps.sh test`: a C compiler, git, Node.js and npm (tests check aivis
-# against the Standard Webhooks library and axe-core), Chromium (the
+# against the Standard Webhooks library and axe-core), Python 3 and pip (the
+# Python client's tests and its install), Chromium (the
 # dashboard's browser tests), jq and shellcheck (the scripts' tests),
 # podman and runc (the image's test), systemd-analyze (the unit's) and
 # promtool (the alerts' tests: Debian's prometheus package), and the arm64
@@ -30,7 +31,7 @@ release)
 	*arm64*) pairs="$pairs aarch64-linux-gnu-gcc:gcc-aarch64-linux-gnu /usr/aarch64-linux-gnu/lib/libc.a:libc6-dev-arm64-cross" ;;
 	esac
 	;;
-test) pairs="$cc git:git node:nodejs npm:npm chromium:chromium jq:jq shellcheck:shellcheck /etc/ssl/certs/ca-certificates.crt:ca-certificates podman:podman runc:runc systemd-analyze:systemd promtool:prometheus aarch64-linux-gnu-gcc:gcc-aarch64-linux-gnu /usr/aarch64-linux-gnu/lib/libc.a:libc6-dev-arm64-cross qemu-aarch64:qemu-user" ;;
+test) pairs="$cc git:git node:nodejs npm:npm python3:python3 pip3:python3-pip chromium:chromium jq:jq shellcheck:shellcheck /etc/ssl/certs/ca-certificates.crt:ca-certificates podman:podman runc:runc systemd-analyze:systemd promtool:prometheus aarch64-linux-gnu-gcc:gcc-aarch64-linux-gnu /usr/aarch64-linux-gnu/lib/libc.a:libc6-dev-arm64-cross qemu-aarch64:qemu-user" ;;
 *) echo "usage: $0 build|cluster|image|release|test" >&2; exit 2 ;;
 esac
 
