@@ -121,11 +121,6 @@ func (c *Client) OpenAPIDocument(ctx context.Context) (json.RawMessage, error) {
 	return *doc, nil
 }
 
-// ListEventTypes returns the event catalog (listEventTypes).
-func (c *Client) ListEventTypes(ctx context.Context) (*List[EventType], error) {
-	return bare[List[EventType]](ctx, c, "/v1/event-types")
-}
-
 // bare is an unauthenticated GET.
 func bare[T any](ctx context.Context, c *Client, path string) (*T, error) {
 	var out T
@@ -455,6 +450,13 @@ type EventType struct {
 	Description string          `json:"description"`
 	Schema      json.RawMessage `json:"schema"`
 	Example     json.RawMessage `json:"example"`
+}
+
+// ListEventTypes returns the event catalog: every kind with its
+// description, schema and an example; any key may read it
+// (listEventTypes).
+func (c *Client) ListEventTypes(ctx context.Context) (*List[EventType], error) {
+	return call[List[EventType]](ctx, c, http.MethodGet, "/v1/event-types", nil, nil)
 }
 
 // ExportRecord is one line of an account's export: a row of one of the
