@@ -1,0 +1,238 @@
+// Every operation of the client against a real aivis serve: AIVIS_URL,
+// AIVIS_KEY and AIVIS_SECRET name it and an account's key
+// (NODE_EXTRA_CA_CERTS its certificate). sdk_test.go starts it, with
+// outbound deliveries allowed to plain HTTP on loopback, and runs these.
+import assert from "node:assert/strict";
+import { createServer, type IncomingHttpHeaders } from "node:http";
+import type { AddressInfo } from "node:net";
+import { after, before, describe, it } from "node:test";
+import { AivisError, createAivis, OPERATIONS, verifyWebhook, type Client, type Item } from "../src/index.js";
+
+const env = (name: string): string => {
+  const v = process.env[name];
+  if (!v) throw new Error(`${name} is not set: run these tests with go test ./sdk/typescript/`);
+  return v;
+};
+
+/** A receiver of deliveries on loopback: it answers 200 and keeps what it got. */
+type Delivery = { path: string; headers: IncomingHttpHeaders; body: string };
+const received: Delivery[] = [];
+const waiters: Array<() => void> = [];
+const receiver = createServer((req, res) => {
+  const chunks: Buffer[] = [];
+  req.on("data", (c: Buffer) => chunks.push(c));
+  req.on("end", () => {
+    received.push({ path: req.url ?? "", headers: req.headers, body: Buffer.concat(chunks).toString("utf8") });
+    res.writeHead(200).end("ok");
+    waiters.splice(0).forEach((w) => w());
+  });
+});
+
+/** until waits for a delivery that matches, up to 30 s. */
+async function until(what: string, match: (d: Delivery) => boolean): Promise<Delivery> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const d = received.find(match);
+    if (d) return d;
+    if (Date.now() > deadline) throw new Error(`no delivery: ${what}`);
+    await new Promise<void>((r) => {
+      waiters.push(r);
+      setTimeout(r, 500);
+    });
+  }
+}
+
+/** fails calls p and returns the AivisError it throws. */
+async function fails(p: Promise<unknown>): Promise<AivisError> {
+  try {
+    await p;
+  } catch (e) {
+    assert.ok(e instanceof AivisError, `not an AivisError: ${e}`);
+    return e;
+  }
+  assert.fail("the call succeeded");
+}
+
+describe("against aivis serve", () => {
+  let c: Client;
+  let hooks: string;
+  let domainId: string;
+  const called = new Set<string>();
+  const domain = "sdk-typescript.example";
+
+  before(async () => {
+    // Every call is counted, to check at the end that each operation was made.
+    const inner = createAivis({ baseUrl: env("AIVIS_URL"), key: env("AIVIS_KEY"), secret: env("AIVIS_SECRET") });
+    c = new Proxy(inner, {
+      get(target, name, receiver) {
+        const v = Reflect.get(target, name, receiver);
+        if (typeof name === "string" && name in OPERATIONS) called.add(name);
+        if (name === "paginate") return (op: string, args: unknown) => (called.add(op), (v as Function).call(target, op, args));
+        return v;
+      },
+    });
+    await new Promise<void>((r) => receiver.listen(0, "127.0.0.1", r));
+    hooks = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+  });
+  after(() => receiver.close());
+
+  it("health, liveness, readiness and the OpenAPI document", async () => {
+    assert.equal((await c.getHealth()).status, "ok");
+    assert.ok((await c.getLiveness()).status);
+    assert.ok((await c.getReadiness()).status);
+    assert.match((await c.getOpenAPIDocument()).openapi, /^3\./);
+  });
+
+  it("typed errors from the envelope", async () => {
+    const e = await fails(c.getDomain({ path: { id: "dom_nosuchdomain0000000" } }));
+    assert.equal(e.status, 404);
+    assert.equal(e.code, "NOT_FOUND");
+    assert.match(e.requestId, /./);
+    const v = await fails(c.createDomain({ body: { domain: "not a domain" } }));
+    assert.equal(v.status, 400);
+    assert.equal(v.code, "VALIDATION_ERROR");
+    assert.equal(v.details?.[0]?.field, "domain");
+    const bad = createAivis({ baseUrl: env("AIVIS_URL"), key: env("AIVIS_KEY"), secret: "x".repeat(64) });
+    assert.equal((await fails(bad.getBudgetStatus())).status, 401);
+  });
+
+  it("domains and their prompts", async () => {
+    const d = await c.createDomain({ body: { domain, brands: ["SDK"] }, idempotencyKey: "dom-1" });
+    assert.equal(d.domain, domain);
+    domainId = d.id;
+    assert.equal((await c.getDomain({ path: { id: d.id } })).id, d.id);
+    assert.deepEqual((await c.updateDomain({ path: { id: d.id }, body: { brands: ["SDK", "Acme"] } })).brands, ["SDK", "Acme"]);
+    const ids: string[] = [];
+    for await (const x of c.paginate("listDomains")) ids.push(x.id);
+    assert.ok(ids.includes(d.id));
+    const put = await c.putDomainPrompts({ path: { id: d.id }, body: { prompts: [{ text: "best sdk for aivis", intent: "discovery" }] } });
+    assert.equal(put.prompts[0]?.text, "best sdk for aivis");
+    assert.equal((await c.getDomainPrompts({ path: { id: d.id } })).domain_id, d.id);
+  });
+
+  it("readings, history, scans and their answers", async () => {
+    await c.recordVisibilityReading({ body: { domain, visibility_score: 40, sentiment: "neutral" } });
+    await c.recordVisibilityReading({ body: { domain, visibility_score: 70, sentiment: "positive" } });
+    assert.equal((await c.getVisibility({ query: { domain } })).visibility_score, 70);
+    const scores: number[] = [];
+    for await (const r of c.paginate("getVisibilityHistory", { query: { domain, limit: 1 } })) scores.push(r.visibility_score);
+    assert.deepEqual(scores, [70, 40], "history paged one at a time, newest first");
+    const scan = await c.requestScan({ body: { domain } });
+    assert.equal((await c.getScan({ path: { id: scan.id } })).id, scan.id);
+    const answers = [];
+    for await (const a of c.paginate("listScanAnswers", { path: { id: scan.id } })) answers.push(a);
+    assert.ok(Array.isArray(answers));
+  });
+
+  it("webhooks: create (verified by a signed test event), deliveries, rotation, replay", async () => {
+    const w = await c.createWebhook({ body: { domain, events: ["ai_visibility_change"], url: `${hooks}/hook` }, idempotencyKey: "wh-1" });
+    assert.match(w.secret ?? "", /^whsec_/);
+    const test = await until("the webhook_test event", (d) => d.path === "/hook" && d.body.includes('"webhook_test"'));
+    assert.equal(verifyWebhook(test.body, test.headers as Record<string, string>, w.secret!).event, "webhook_test");
+
+    await c.recordVisibilityReading({ body: { domain, visibility_score: 20, sentiment: "negative" } });
+    const change = await until("the change", (d) => d.path === "/hook" && d.body.includes('"ai_visibility_change"'));
+    const ev = verifyWebhook(change.body, change.headers as Record<string, string>, w.secret!);
+    assert.equal(ev.event, "ai_visibility_change");
+
+    assert.equal((await c.getWebhook({ path: { id: w.id } })).secret, undefined, "the secret is shown once");
+    const listed = [];
+    for await (const x of c.paginate("listWebhooks")) listed.push(x.id);
+    assert.ok(listed.includes(w.id));
+    assert.equal((await c.updateWebhook({ path: { id: w.id }, body: { min_score_change: 5 } })).min_score_change, 5);
+
+    const deliveries = [];
+    for await (const x of c.paginate("listWebhookDeliveries", { path: { id: w.id } })) deliveries.push(x);
+    const delivered = deliveries.find((x) => x.event_id === ev.id);
+    assert.ok(delivered, "the change's delivery is listed");
+    assert.equal((await c.getWebhookDelivery({ path: { id: w.id, delivery_id: delivered.id } })).event_id, ev.id);
+    await c.redeliverWebhookDelivery({ path: { id: w.id, delivery_id: delivered.id } });
+    const replay = await c.replayWebhookDeliveries({ path: { id: w.id }, body: { since: new Date(Date.now() - 3600_000).toISOString() } });
+    assert.equal(typeof replay.scheduled, "number");
+
+    const rotated = await c.rotateWebhookSecret({ path: { id: w.id }, body: { grace_period: 3600 } });
+    assert.match(rotated.secret ?? "", /^whsec_/);
+    assert.notEqual(rotated.secret, w.secret);
+    const before = received.length;
+    await c.testWebhook({ path: { id: w.id } });
+    const again = await until("the test after the rotation", (d) => received.indexOf(d) >= before && d.body.includes('"webhook_test"'));
+    assert.equal(verifyWebhook(again.body, again.headers as Record<string, string>, rotated.secret!).event, "webhook_test");
+    assert.equal(verifyWebhook(again.body, again.headers as Record<string, string>, w.secret!).event, "webhook_test", "the old secret still signs in its grace");
+
+    await c.deleteWebhook({ path: { id: w.id } });
+    assert.ok((await c.getWebhook({ path: { id: w.id } })).deleted_at, "deleted");
+  });
+
+  it("connectors, connections and their deliveries, Zapier hooks", async () => {
+    const kinds = (await c.listConnectors()).items.map((k) => k.name);
+    assert.ok(kinds.includes("slack"), `connectors: ${kinds}`);
+    const conn = await c.createConnection({
+      body: { connector: "slack", events: ["ai_visibility_change"], domains: [domain], settings: { webhook_url: `${hooks}/slack` } },
+      idempotencyKey: "conn-1",
+    });
+    assert.equal((await c.getConnection({ path: { id: conn.id } })).connector, "slack");
+    const conns = [];
+    for await (const x of c.paginate("listConnections")) conns.push(x.id);
+    assert.ok(conns.includes(conn.id));
+    assert.equal((await c.updateConnection({ path: { id: conn.id }, body: { name: "alerts" } })).name, "alerts");
+    assert.ok((await c.testConnection({ path: { id: conn.id } })).result);
+
+    await c.recordVisibilityReading({ body: { domain, visibility_score: 90, sentiment: "positive" } });
+    await until("the change at Slack", (d) => d.path === "/slack" && d.body.includes("90"));
+    let delivery: Item<"listConnectionDeliveries"> | undefined;
+    for (let i = 0; i < 60 && !delivery; i++) {
+      for await (const x of c.paginate("listConnectionDeliveries", { path: { id: conn.id } })) if (x.status === "succeeded") delivery = x;
+      if (!delivery) await new Promise((r) => setTimeout(r, 500));
+    }
+    assert.ok(delivery, "a delivered delivery is listed");
+    assert.equal((await c.getConnectionDelivery({ path: { id: conn.id, delivery_id: delivery.id } })).id, delivery.id);
+    await c.redeliverConnectionDelivery({ path: { id: conn.id, delivery_id: delivery.id } });
+    assert.equal(typeof (await c.replayConnectionDeliveries({ path: { id: conn.id }, body: { since: new Date(0).toISOString() } })).scheduled, "number");
+    await c.deleteConnection({ path: { id: conn.id } });
+    assert.ok((await c.getConnection({ path: { id: conn.id } })).deleted_at, "deleted");
+
+    const zap = await c.zapierSubscribe({ body: { target_url: `${hooks}/zap`, event: "ai_visibility_change", domain } });
+    assert.equal(zap.event, "ai_visibility_change");
+    await c.zapierUnsubscribe({ path: { id: zap.id } });
+  });
+
+  it("events and their catalog", async () => {
+    const kinds = (await c.listEventTypes()).items.map((t) => t.kind);
+    assert.ok(kinds.includes("ai_visibility_change"), `event types: ${kinds}`);
+    const events = (await c.listRecentEvents({ query: { event: "ai_visibility_change" } })).items;
+    assert.ok(events.length >= 3, `events: ${events.length}`);
+  });
+
+  it("content requests and the budget, on the key-and-secret interface", async () => {
+    const status = await c.getBudgetStatus();
+    assert.ok(status);
+    const cr = await c.createContentRequest({
+      body: { domain, budget: 2, type: "analyze", content: "# Widgets\n\nA widget automates one chore." },
+      idempotencyKey: "cr-1",
+    });
+    const replayed = await c.createContentRequest({
+      body: { domain, budget: 2, type: "analyze", content: "# Widgets\n\nA widget automates one chore." },
+      idempotencyKey: "cr-1",
+    });
+    assert.equal(replayed.id, cr.id, "the same key answers the first request");
+    assert.equal((await c.getContentRequest({ path: { id: cr.id } })).status, "queued");
+    const ids = [];
+    for await (const x of c.paginate("listContentRequests")) ids.push(x.id);
+    assert.ok(ids.includes(cr.id));
+    assert.equal((await c.cancelContentRequest({ path: { id: cr.id } })).status, "cancelled");
+  });
+
+  it("the account's export", async () => {
+    const lines = (await c.exportAccount()) as unknown as string;
+    assert.ok(lines.split("\n").some((l) => l.includes(domain)));
+  });
+
+  it("deleting the domain", async () => {
+    await c.deleteDomain({ path: { id: domainId } });
+    assert.equal((await fails(c.getDomain({ path: { id: domainId } }))).status, 404);
+  });
+
+  it("made every operation", () => {
+    assert.deepEqual(Object.keys(OPERATIONS).filter((op) => !called.has(op)), []);
+  });
+});
