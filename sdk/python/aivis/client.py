@@ -75,6 +75,12 @@ class Client:
     def _send(self, method: str, path: str, query: Optional[Dict[str, Any]] = None, body: Any = None,
               idempotency_key: Optional[str] = None) -> tuple:
         """Sends a request, retrying on 429; returns (status, headers, raw body) of a success."""
+        with self._open(method, path, query, body, idempotency_key) as res:
+            return res.status, res.headers, res.read()
+
+    def _open(self, method: str, path: str, query: Optional[Dict[str, Any]] = None, body: Any = None,
+              idempotency_key: Optional[str] = None) -> Any:
+        """Sends a request, retrying on 429; returns the open response of a success, its body unread."""
         url = self._base + path
         q = {k: _query_value(v) for k, v in (query or {}).items() if v is not None}
         if q:
@@ -91,11 +97,12 @@ class Client:
             attempt += 1
             req = urllib.request.Request(url, data=data, method=method, headers=headers)
             try:
-                with urllib.request.urlopen(req, timeout=self._timeout, context=self._ssl) as res:
-                    self._note(res.headers)
-                    return res.status, res.headers, res.read()
+                res = urllib.request.urlopen(req, timeout=self._timeout, context=self._ssl)
+                self._note(res.headers)
+                return res
             except urllib.error.HTTPError as e:
                 raw = e.read()
+                e.close()
                 self._note(e.headers)
                 err = errors.from_response(e.code, raw, e.headers.get("Retry-After"), e.headers.get("X-Request-Id"))
                 if e.code != 429 or attempt >= self._max_attempts:
@@ -388,11 +395,11 @@ class Client:
         return self._one(DomainPrompts, "PUT", "/v1/domains/" + _seg(id) + "/prompts", body={"prompts": prompts})
 
     def export_account(self) -> Iterator[ExportRecord]:
-        """GET /v1/account/export: the account's records, one by one (the server sends NDJSON)."""
-        _, _, raw = self._send("GET", "/v1/account/export")
-        for line in raw.decode("utf-8").splitlines():
-            if line.strip():
-                yield ExportRecord.from_dict(json.loads(line))
+        """GET /v1/account/export: the account's records, read one by one as the server streams them (NDJSON)."""
+        with self._open("GET", "/v1/account/export") as res:
+            for line in res:
+                if line.strip():
+                    yield ExportRecord.from_dict(json.loads(line))
 
     # unauthenticated
 

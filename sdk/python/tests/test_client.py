@@ -271,8 +271,10 @@ class ClientTest(unittest.TestCase):
 
     def test_export(self):
         self.c.record_visibility_reading("export.example", 50, "neutral")
-        kinds = {r.kind for r in self.c.export_account()}
-        self.assertLessEqual({"accounts", "visibility_readings", "end"}, kinds)
+        records = list(self.c.export_account())
+        self.assertLessEqual({"accounts", "visibility_readings"}, {r.kind for r in records})
+        self.assertEqual(records[-1].kind, "end")
+        self.assertIn("export.example", [r.data.get("domain") for r in records if r.kind == "visibility_readings"])
 
     def test_rate_limit_retry(self):
         """The Starter account's 60 a minute, spent; the retry waits what the server says."""
