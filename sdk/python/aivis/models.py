@@ -339,3 +339,7 @@ class Page(Generic[M]):
     items: List[M]
     has_more: bool
     next_cursor: Optional[str]
+
+
+# What `from aivis.models import *` gives: the resources and Page.
+__all__ = [n for n, v in list(globals().items()) if isinstance(v, type) and issubclass(v, Model)] + ["Page"]

@@ -48,6 +48,9 @@ class OpenAPITest(unittest.TestCase):
                 want = set(schemas[name]["properties"])
                 got = {f.name for f in dataclasses.fields(cls)} - {"extra"}
                 self.assertEqual(got, want, "the fields of %s" % cls.__name__)
+                self.assertIs(getattr(aivis, cls.__name__), cls)
+        # The package exports the resources, not what models.py imports.
+        self.assertFalse(hasattr(aivis, "Dict") or hasattr(aivis, "dataclass"))
 
 
 if __name__ == "__main__":
