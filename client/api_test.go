@@ -26,6 +26,8 @@ func TestBearerCallsAndUnauthenticated(t *testing.T) {
 			writeJSON(w, 200, `{"items":[{"seq":0,"engine":"gpt","cited":true}],"has_more":false,"next_cursor":null}`)
 		case r.URL.Path == "/readyz":
 			writeJSON(w, 200, `{"status":"ready"}`)
+		case r.URL.Path == "/v1/visibility":
+			writeJSON(w, 200, `{"domain":"example.com","visibility_score":61,"trend":{"7d":{"visibility_score":50,"change":11}},"last_scan":null}`)
 		}
 	})
 	var waits []time.Duration
@@ -52,6 +54,13 @@ func TestBearerCallsAndUnauthenticated(t *testing.T) {
 	r, err := c.Readiness(ctx)
 	if err != nil || r.Status != "ready" {
 		t.Fatalf("readiness %+v %v", r, err)
+	}
+	v, err := c.Visibility(ctx, "example.com", ForClient("cl_1"))
+	if err != nil || v.VisibilityScore != 61 || v.Trend.Days7 == nil || v.Trend.Days7.Change != 11 || v.LastScan != nil {
+		t.Fatalf("visibility %+v %v", v, err)
+	}
+	if q := rec.reqs[4].URL.Query(); q.Get("domain") != "example.com" || q.Get("client_id") != "cl_1" {
+		t.Errorf("visibility query %v", q)
 	}
 	create, del, answers, ready := rec.reqs[0], rec.reqs[1], rec.reqs[2], rec.reqs[3]
 	if create.Header.Get("Authorization") != "Bearer svc_key" || create.Header.Get("X-API-Secret") != "" ||

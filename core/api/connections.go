@@ -3,7 +3,6 @@ package api
 import (
 	"encoding/json"
 	"net/http"
-	"strconv"
 
 	"github.com/go-chi/chi/v5"
 
@@ -115,23 +114,18 @@ func (s *Server) testConnection(w http.ResponseWriter, r *http.Request) {
 // recentEvents lists the owner's newest events: Zapier's sample data and
 // dedup list for its instant triggers, and the dashboard's feed.
 func (s *Server) recentEvents(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	limit := 20
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > delivery.MaxRecentEvents {
-			writeError(w, r, s.log, fault.Invalid(fault.FieldError{Field: "limit", Message: "must be an integer from 1 to " +
-				strconv.Itoa(delivery.MaxRecentEvents)}))
-			return
-		}
-		limit = n
-	}
-	evs, err := s.connections.RecentEvents(r.Context(), principal(r), q.Get("event"), q.Get("client_id"), limit)
+	limit, cursor, err := pageParams(r)
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return
 	}
-	page := client.List[json.RawMessage]{Items: make([]json.RawMessage, 0, len(evs))}
+	q := r.URL.Query()
+	evs, next, err := s.connections.Events(r.Context(), principal(r), q.Get("event"), q.Get("client_id"), cursor, limit)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	page := client.List[json.RawMessage]{Items: make([]json.RawMessage, 0, len(evs)), HasMore: next != "", NextCursor: optional(next)}
 	for _, e := range evs {
 		page.Items = append(page.Items, e.Payload)
 	}

@@ -424,14 +424,23 @@ const MaxRecentEvents = 100
 // RecentEvents lists the newest events of the principal's owner (an
 // account's own, or one client's), of one kind or all.
 func (s *Service) RecentEvents(ctx context.Context, p auth.Principal, kind, clientID string, limit int) ([]store.LoggedEvent, error) {
+	evs, _, err := s.Events(ctx, p, kind, clientID, "", limit)
+	return evs, err
+}
+
+// Events returns a page of the events of the principal's owner, of one
+// kind or all, newest first, and the next page's cursor ("" on the
+// last): every event the log keeps, page by page.
+func (s *Service) Events(ctx context.Context, p auth.Principal, kind, clientID, cursor string, limit int) ([]store.LoggedEvent, string, error) {
 	if kind != "" && !events.Known(kind) {
-		return nil, fault.Invalid(fault.FieldError{Field: "event",
+		return nil, "", fault.Invalid(fault.FieldError{Field: "event",
 			Message: fmt.Sprintf("unknown event kind %q (kinds: %s)", kind, strings.Join(events.Kinds, ", "))})
 	}
 	owner, all, ok := accounts.ListScope(p, clientID)
 	if !ok {
-		return nil, nil
+		return nil, "", nil
 	}
-	return s.Store.RecentEvents(ctx, store.EventFilter{AccountID: p.AccountID(), ClientID: owner, AllClients: all, Event: kind,
-		Limit: min(max(limit, 1), MaxRecentEvents)})
+	evs, next, err := s.Store.RecentEvents(ctx, store.EventFilter{AccountID: p.AccountID(), ClientID: owner, AllClients: all, Event: kind,
+		Cursor: cursor, Limit: min(max(limit, 1), MaxRecentEvents)})
+	return evs, next, accounts.CursorError(err)
 }

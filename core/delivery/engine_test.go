@@ -281,7 +281,7 @@ func TestDeliversSignedEvents(t *testing.T) {
 	// The fan-out logs an event in the transaction of its deliveries:
 	// once the other domain's is logged, its deliveries are all listed.
 	eventually(t, "the other domain's event handled", func() bool {
-		evs, err := e.db.RecentEvents(ctx, store.EventFilter{AccountID: "acct_1", Event: events.VisibilityChange, Limit: 10})
+		evs, _, err := e.db.RecentEvents(ctx, store.EventFilter{AccountID: "acct_1", Event: events.VisibilityChange, Limit: 10})
 		return err == nil && slices.ContainsFunc(evs, func(l store.LoggedEvent) bool { return l.ID == other.ID })
 	})
 	eventually(t, "deliveries recorded as succeeded", func() bool {

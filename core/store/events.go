@@ -24,14 +24,16 @@ type EventFilter struct {
 	ClientID   string // "" with AllClients false: the account's own only
 	AllClients bool   // the account's and every client's
 	Event      string // "" for every kind
-	Limit      int    // at most that many (at least one)
+	Cursor     string // "" for the first page
+	Limit      int    // at most that many
 }
 
 // Events reads the event log: each event once, as the fan-out logged it.
 type Events interface {
-	// RecentEvents lists an owner's logged events, newest first (then by
-	// id, highest first).
-	RecentEvents(ctx context.Context, f EventFilter) ([]LoggedEvent, error)
+	// RecentEvents returns one page of an owner's logged events, newest
+	// first (then by id, highest first), and the next page's cursor (""
+	// on the last).
+	RecentEvents(ctx context.Context, f EventFilter) ([]LoggedEvent, string, error)
 	// PruneEvents forgets, oldest first, at most limit events logged
 	// before t, in one short write transaction, and says how many went (a
 	// number under limit: none is left).

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
 
@@ -68,8 +69,8 @@ func (t *txn) LogEvents(es ...store.LoggedEvent) error {
 	return nil
 }
 
-// RecentEvents lists an owner's logged events, newest first.
-func (db *DB) RecentEvents(ctx context.Context, f store.EventFilter) ([]store.LoggedEvent, error) {
+// RecentEvents returns one page of an owner's logged events, newest first.
+func (db *DB) RecentEvents(ctx context.Context, f store.EventFilter) ([]store.LoggedEvent, string, error) {
 	var w where
 	w.and("account_id = ?", f.AccountID)
 	if !f.AllClients {
@@ -78,16 +79,12 @@ func (db *DB) RecentEvents(ctx context.Context, f store.EventFilter) ([]store.Lo
 	if f.Event != "" {
 		w.and("event = ?", f.Event)
 	}
-	out, err := collect(ctx, db.pool, func(s scanner) (store.LoggedEvent, error) {
-		var e store.LoggedEvent
-		var created tcol
-		err := s.Scan(&e.ID, &e.AccountID, &e.ClientID, &e.Event, &e.Domain, &e.Payload, &created.t, &created.ns)
-		e.CreatedAt = created.time()
-		return e, err
-	}, `SELECT id, account_id, client_id, event, domain, payload, created_at, created_at_ns FROM event_log WHERE `+w.String()+
-		fmt.Sprintf(` ORDER BY created_at DESC, created_at_ns DESC, id DESC LIMIT %d`, max(f.Limit, 1)), w.args...)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: recent events: %w", err)
-	}
-	return out, nil
+	return listPage(ctx, db, "events", `SELECT id, account_id, client_id, event, domain, payload, created_at, created_at_ns FROM event_log`,
+		w, "created_at", f.Cursor, f.Limit, func(s scanner) (store.LoggedEvent, error) {
+			var e store.LoggedEvent
+			var created tcol
+			err := s.Scan(&e.ID, &e.AccountID, &e.ClientID, &e.Event, &e.Domain, &e.Payload, &created.t, &created.ns)
+			e.CreatedAt = created.time()
+			return e, err
+		}, func(e store.LoggedEvent) (time.Time, string) { return e.CreatedAt, e.ID })
 }

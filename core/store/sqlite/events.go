@@ -40,8 +40,8 @@ func (t *txn) LogEvents(es ...store.LoggedEvent) error {
 	return nil
 }
 
-// RecentEvents lists an owner's logged events, newest first.
-func (db *DB) RecentEvents(ctx context.Context, f store.EventFilter) ([]store.LoggedEvent, error) {
+// RecentEvents returns one page of an owner's logged events, newest first.
+func (db *DB) RecentEvents(ctx context.Context, f store.EventFilter) ([]store.LoggedEvent, string, error) {
 	q := `SELECT id, account_id, client_id, event, domain, payload, created_at FROM event_log WHERE account_id = ?`
 	args := []any{f.AccountID}
 	if !f.AllClients {
@@ -52,23 +52,12 @@ func (db *DB) RecentEvents(ctx context.Context, f store.EventFilter) ([]store.Lo
 		q += ` AND event = ?`
 		args = append(args, f.Event)
 	}
-	q += ` ORDER BY created_at DESC, id DESC LIMIT ?`
-	args = append(args, max(f.Limit, 1))
-	rows, err := db.r.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: recent events: %w", err)
-	}
-	defer rows.Close()
-	var out []store.LoggedEvent
-	for rows.Next() {
+	return listPage(ctx, db.r, "events", q, args, f.Cursor, f.Limit, func(s scanner) (store.LoggedEvent, error) {
 		var e store.LoggedEvent
 		var client sql.NullString
 		var created int64
-		if err := rows.Scan(&e.ID, &e.AccountID, &client, &e.Event, &e.Domain, &e.Payload, &created); err != nil {
-			return nil, fmt.Errorf("sqlite: recent events: %w", err)
-		}
+		err := s.Scan(&e.ID, &e.AccountID, &client, &e.Event, &e.Domain, &e.Payload, &created)
 		e.ClientID, e.CreatedAt = client.String, time.Unix(0, created).UTC()
-		out = append(out, e)
-	}
-	return out, rows.Err()
+		return e, err
+	}, func(e store.LoggedEvent) (time.Time, string) { return e.CreatedAt, e.ID })
 }

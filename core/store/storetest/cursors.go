@@ -12,7 +12,7 @@ import (
 )
 
 // FuzzCursors gives every paged list of s (content requests, domains,
-// webhooks, a webhook's deliveries, readings, a scan's answers) an
+// webhooks, a webhook's deliveries, events, readings, a scan's answers) an
 // arbitrary cursor, seeded with the cursors each list gives and with what
 // no list gives. A cursor the engine cannot read is ErrMalformed, and no
 // other error, whatever its bytes (a NUL or bytes that are not UTF-8 in
@@ -101,6 +101,10 @@ func cursorLists(tb testing.TB, s store.Store) []cursorList {
 			if _, err := tx.InsertDelivery(d); err != nil {
 				return err
 			}
+			if err := tx.LogEvents(store.LoggedEvent{ID: fmt.Sprintf("evl_%d", i), AccountID: "acct_1", Event: "ai_visibility_change",
+				Domain: "example.com", Payload: []byte(`{}`), CreatedAt: at}); err != nil {
+				return err
+			}
 			r, err := tx.InsertReading(newReading("acct_1", "", "example.com", 50+i, at))
 			if err != nil {
 				return err
@@ -129,6 +133,10 @@ func cursorLists(tb testing.TB, s store.Store) []cursorList {
 			ds, next, err := s.ListDeliveries(ctx, store.DeliveryFilter{WebhookID: w.ID, Cursor: c, Limit: n})
 			return idsOf(ds, func(d store.Delivery) string { return d.EventID }), next, err
 		}, ids("evt")},
+		{"RecentEvents", func(c string, n int) ([]string, string, error) {
+			es, next, err := s.RecentEvents(ctx, store.EventFilter{AccountID: "acct_1", AllClients: true, Cursor: c, Limit: n})
+			return loggedIDs(es), next, err
+		}, ids("evl")},
 		{"ListReadings", func(c string, n int) ([]string, string, error) {
 			rs, next, err := s.ListReadings(ctx, store.ReadingFilter{AccountID: "acct_1", Domain: "example.com"}, c, n)
 			return idsOf(rs, func(r store.Reading) string { return fmt.Sprint(r.ID) }), next, err

@@ -71,7 +71,26 @@ func testEventLog(t *testing.T, newStore Constructor) {
 			}
 		}
 		f.AccountID = "acct_1"
-		got, err := s.RecentEvents(ctx, f)
+		got, next, err := s.RecentEvents(ctx, f)
+		if more := len(want) == f.Limit && slices.ContainsFunc(all[slices.IndexFunc(all, func(e store.LoggedEvent) bool { return e.ID == want[len(want)-1].ID })+1:], func(e store.LoggedEvent) bool {
+			return (f.AllClients || e.ClientID == f.ClientID) && (f.Event == "" || e.Event == f.Event)
+		}); more != (next != "") {
+			t.Errorf("RecentEvents %+v: next %q, want one: %v", f, next, more)
+		}
+		// Paged by 2 from its cursors, it lists the same, each once.
+		var paged []store.LoggedEvent
+		for p, c := f, ""; len(paged) < len(want); {
+			p.Limit, p.Cursor = min(2, f.Limit-len(paged)), c
+			page, n, err := s.RecentEvents(ctx, p)
+			if err != nil || len(page) == 0 {
+				t.Errorf("RecentEvents %+v by 2: %v after %v", f, err, loggedIDs(paged))
+				break
+			}
+			paged, c = append(paged, page...), n
+		}
+		if !slices.Equal(loggedIDs(paged), loggedIDs(want)) {
+			t.Errorf("RecentEvents %+v by 2:\n got  %v\n want %v", f, loggedIDs(paged), loggedIDs(want))
+		}
 		if err != nil || len(got) != len(want) || len(want) > 0 && !reflect.DeepEqual(got, want) {
 			t.Errorf("RecentEvents %+v:\n got  %v, %v\n want %v", f, loggedIDs(got), err, loggedIDs(want))
 			if len(got) == len(want) {
@@ -107,7 +126,7 @@ func testPruneEvents(t *testing.T, newStore Constructor) {
 		return nil
 	})
 	left := func() []string {
-		es, err := s.RecentEvents(ctx, store.EventFilter{AccountID: "acct_1", Limit: 100})
+		es, _, err := s.RecentEvents(ctx, store.EventFilter{AccountID: "acct_1", Limit: 100})
 		must(t, err, "RecentEvents")
 		got := loggedIDs(es)
 		slices.Reverse(got)

@@ -394,7 +394,7 @@ func textFields() []textField {
 			})
 		},
 		get: func(s store.Store, n int) (string, error) {
-			es, err := s.RecentEvents(ctx, store.EventFilter{AccountID: "acct_1", Limit: 1000})
+			es, _, err := s.RecentEvents(ctx, store.EventFilter{AccountID: "acct_1", Limit: 1000})
 			for _, e := range es {
 				if e.ID == id("evt", n) {
 					return e.Domain, err

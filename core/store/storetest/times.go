@@ -196,7 +196,7 @@ var carriers = []carrier{
 		if err := s.Update(ctx, func(tx store.Tx) error { return tx.LogEvents(e) }); err != nil {
 			return nil, err
 		}
-		es, err := s.RecentEvents(ctx, store.EventFilter{AccountID: "acct_1", Limit: 1000})
+		es, _, err := s.RecentEvents(ctx, store.EventFilter{AccountID: "acct_1", Limit: 1000})
 		var out []time.Time
 		for _, got := range es {
 			if got.ID == e.ID {
