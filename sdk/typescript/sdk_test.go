@@ -91,6 +91,15 @@ func TestNode(t *testing.T) {
 		Secret string `json:"secret"`
 	}
 	servetest.CLI(t, bin, data, &k, "key", "create", "--account", acct.ID, "--name", "sdk")
+	// A Starter account's key, whose 60 requests a minute a test spends.
+	var starter struct {
+		ID string `json:"id"`
+	}
+	servetest.CLI(t, bin, data, &starter, "account", "create", "--name", "Small", "--tier", "starter")
+	var limited struct {
+		Key string `json:"key"`
+	}
+	servetest.CLI(t, bin, data, &limited, "key", "create", "--account", starter.ID, "--name", "sdk")
 	for _, plugin := range bins[1:] {
 		servetest.CLI(t, bin, data, nil, "plugin", "register", plugin)
 	}
@@ -101,7 +110,7 @@ func TestNode(t *testing.T) {
 	run(t, nil, "node", "node_modules/typescript/bin/tsc", "-p", ".")
 	cmd := exec.Command("node", "--test", "--test-reporter=spec", "dist/test/")
 	cmd.Env = append(os.Environ(),
-		"AIVIS_URL="+url, "AIVIS_KEY="+k.Key, "AIVIS_SECRET="+k.Secret,
+		"AIVIS_URL="+url, "AIVIS_KEY="+k.Key, "AIVIS_SECRET="+k.Secret, "AIVIS_LIMITED_KEY="+limited.Key,
 		"NODE_EXTRA_CA_CERTS="+filepath.Join(data, "tls", "cert.pem"))
 	out, err := cmd.CombinedOutput()
 	t.Logf("node --test:\n%s", out)

@@ -227,6 +227,30 @@ describe("against aivis serve", () => {
     assert.ok(lines.split("\n").some((l) => l.includes(domain)));
   });
 
+  it("429: a Starter key's minute spent, the client waits what the server says", async () => {
+    const spend = createAivis({ baseUrl: env("AIVIS_URL"), key: env("AIVIS_LIMITED_KEY"), maxAttempts: 1 });
+    let refused: AivisError | undefined;
+    for (let i = 0; i < 20 && !refused; i++) {
+      const answers = await Promise.allSettled(Array.from({ length: 10 }, () => spend.listDomains()));
+      for (const a of answers) if (a.status === "rejected") refused = a.reason;
+    }
+    assert.ok(refused instanceof AivisError, "200 requests of a Starter key were never refused");
+    assert.equal(refused.status, 429);
+    assert.equal(refused.code, "RATE_LIMIT_EXCEEDED");
+    assert.ok(refused.retryAfter! >= 1 && refused.retryAfter! <= 60, `retry_after ${refused.retryAfter}`);
+
+    const waits: number[] = [];
+    const retrying = createAivis({
+      baseUrl: env("AIVIS_URL"),
+      key: env("AIVIS_LIMITED_KEY"),
+      sleep: async (ms) => void waits.push(ms),
+    });
+    const e = await fails(retrying.listDomains());
+    assert.equal(e.status, 429);
+    assert.equal(waits.length, 2, "three attempts, two waits");
+    for (const w of waits) assert.ok(w >= 1000 && w <= 60_000 && w % 1000 === 0, `waited ${w} ms`);
+  });
+
   it("deleting the domain", async () => {
     await c.deleteDomain({ path: { id: domainId } });
     assert.equal((await fails(c.getDomain({ path: { id: domainId } }))).status, 404);
