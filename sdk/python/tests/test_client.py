@@ -242,6 +242,10 @@ class ClientTest(unittest.TestCase):
         self.assertIn(a.event_id, ids)
         self.assertIn(b.event_id, ids)
         self.assertLess(ids.index(b.event_id), ids.index(a.event_id))
+        # One a page: the same events, page after page.
+        self.assertEqual([e.id for e in self.c.list_recent_events(event="ai_visibility_change", limit=1)], ids)
+        with self.assertRaises(aivis.ValidationError):
+            self.c.page(self.c.list_recent_events, cursor="x")
         kinds = {t.kind: t for t in self.c.list_event_types()}
         self.assertIn("ai_visibility_change", kinds)
         self.assertEqual(kinds["ai_visibility_change"].example["event"], "ai_visibility_change")
