@@ -82,6 +82,21 @@ class ClientTest(unittest.TestCase):
     def tearDownClass(cls):
         cls.rx.close()
 
+    def check_replay(self, kind, id, domain, path):
+        """Paused, a webhook or connection keeps an event as a failed delivery; enabled again, a replay sends it."""
+        update, replay = getattr(self.c, "update_" + kind), getattr(self.c, "replay_%s_deliveries" % kind)
+        deliveries = getattr(self.c, "list_%s_deliveries" % kind)
+        since = (datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        self.assertEqual(replay(id, since).scheduled, 0)  # nothing failed
+        self.assertFalse(update(id, enabled=False).enabled)
+        missed = self.c.record_visibility_reading(domain, 12, "negative")
+        wait_for("the paused %s's failed delivery" % kind, lambda: [
+            d for d in deliveries(id, status="failed") if d.event_id == missed.event_id])
+        self.assertTrue(update(id, enabled=True).enabled)
+        self.assertEqual(replay(id, since, idempotency_key=str(uuid.uuid4())).scheduled, 1)
+        wait_for("the replayed event at the receiver", lambda: [
+            h for h, _ in self.rx.at(path) if missed.event_id in (h.get("webhook-id"), h.get("idempotency-key"))])
+
     def test_unauthenticated(self):
         self.assertEqual(self.c.get_health().status, "ok")
         self.assertEqual(self.c.get_liveness().status, "ok")
@@ -178,9 +193,7 @@ class ClientTest(unittest.TestCase):
         n = len(rx.at("/hook"))
         c.redeliver_webhook_delivery(hook.id, one.id)
         wait_for("the redelivery", lambda: len(rx.at("/hook")) > n)
-        since = (datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
-        # Replay schedules the failed deliveries again: every one succeeded.
-        self.assertEqual(c.replay_webhook_deliveries(hook.id, since).scheduled, 0)
+        self.check_replay("webhook", hook.id, "hook.example", "/hook")
 
         rotated = c.rotate_webhook_secret(hook.id, grace_period=3600)
         self.assertTrue(rotated.secret.startswith("whsec_"))
@@ -221,8 +234,7 @@ class ClientTest(unittest.TestCase):
         n = len(rx.at("/chat"))
         c.redeliver_connection_delivery(conn.id, one.id)
         wait_for("the redelivery", lambda: len(rx.at("/chat")) > n)
-        since = (datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
-        self.assertEqual(c.replay_connection_deliveries(conn.id, since).scheduled, 0)
+        self.check_replay("connection", conn.id, "conn.example", "/chat")
         c.delete_connection(conn.id)
         self.assertIsNotNone(c.get_connection(conn.id).deleted_at)
         self.assertNotIn(conn.id, [x.id for x in c.list_connections()])
