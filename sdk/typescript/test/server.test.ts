@@ -215,6 +215,9 @@ describe("against aivis serve", () => {
       idempotencyKey: "cr-1",
     });
     assert.equal(replayed.id, cr.id, "the same key answers the first request");
+    const conflict = await fails(c.createContentRequest({ body: { domain, budget: 3, type: "analyze", content: "# Other" }, idempotencyKey: "cr-1" }));
+    assert.equal(conflict.status, 409);
+    assert.equal(conflict.code, "IDEMPOTENCY_CONFLICT");
     assert.equal((await c.getContentRequest({ path: { id: cr.id } })).status, "queued");
     const ids = [];
     for await (const x of c.paginate("listContentRequests")) ids.push(x.id);
