@@ -12,9 +12,11 @@ import datetime
 import http.server
 import json
 import os
+import ssl
 import threading
 import time
 import unittest
+import urllib.error
 import uuid
 
 import aivis
@@ -120,6 +122,10 @@ class ClientTest(unittest.TestCase):
             client(key="svc_" + "x" * 40).get_visibility("acme.example")
         with self.assertRaises(ValueError):
             aivis.Client("http://localhost:8443", "k")
+        # The server's self-signed certificate, not trusted: urllib's error, reason the verification.
+        with self.assertRaises(urllib.error.URLError) as cm:
+            aivis.Client(os.environ["AIVIS_URL"], "k").get_health()
+        self.assertIsInstance(cm.exception.reason, ssl.SSLCertVerificationError)
 
     def test_content_requests(self):
         key = str(uuid.uuid4())
