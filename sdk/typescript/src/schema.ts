@@ -565,7 +565,7 @@ export interface paths {
         };
         /**
          * List recent events
-         * @description The newest events of the key's owner (an account's own, or one agency client's), newest first, as receivers get them: sample data and de-duplication for Zapier's instant triggers, and a feed. Events are kept 7 days.
+         * @description The events of the key's owner (an account's own, or one agency client's), newest first, as receivers get them: sample data and de-duplication for Zapier's instant triggers, and a feed. Paged with a cursor over every event kept (7 days); a cursor this list did not return is refused with 400.
          */
         get: operations["listRecentEvents"];
         put?: never;
@@ -2155,12 +2155,13 @@ export interface components {
             created_at: components["schemas"]["Timestamp"];
         };
         AnyEvent: components["schemas"]["VisibilityChangeEvent"] | components["schemas"]["ContentOptimizedEvent"] | components["schemas"]["WebhookTestEvent"] | components["schemas"]["ContentRequestCreatedEvent"] | components["schemas"]["ContentRequestFailedEvent"] | components["schemas"]["ContentRequestCancelledEvent"] | components["schemas"]["ScanCompletedEvent"] | components["schemas"]["WebhookDisabledEvent"] | components["schemas"]["ConnectionDisabledEvent"] | components["schemas"]["CitationChangeEvent"];
-        /** @description The newest events, newest first, each as receivers get it. */
+        /** @description A page of events, newest first, each as receivers get it. */
         EventPage: {
             items: components["schemas"]["AnyEvent"][];
-            /** @constant */
-            has_more: false;
-            next_cursor: null;
+            /** @description Whether older events follow. */
+            has_more: boolean;
+            /** @description The cursor of the next page; null on the last. */
+            next_cursor: string | null;
         };
         ConnectionDisabledData: {
             connection_id: components["schemas"]["ConnectionId"];
@@ -5128,6 +5129,8 @@ export interface operations {
                 client_id?: components["parameters"]["ClientIdFilter"];
                 /** @description How many, 1-100 (default 20). */
                 limit?: components["parameters"]["EventLimit"];
+                /** @description The next_cursor of the previous page. Opaque: pass it back unchanged, with the same filters. */
+                cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
             path?: never;

@@ -199,8 +199,13 @@ describe("against aivis serve", () => {
   it("events and their catalog", async () => {
     const kinds = (await c.listEventTypes()).items.map((t) => t.kind);
     assert.ok(kinds.includes("ai_visibility_change"), `event types: ${kinds}`);
-    const events = (await c.listRecentEvents({ query: { event: "ai_visibility_change" } })).items;
-    assert.ok(events.length >= 3, `events: ${events.length}`);
+    const page = await c.listRecentEvents({ query: { event: "ai_visibility_change" } });
+    assert.ok(page.items.length >= 3, `events: ${page.items.length}`);
+    const oneAPage = [];
+    for await (const e of c.paginate("listRecentEvents", { query: { event: "ai_visibility_change", limit: 1 } })) oneAPage.push(e.id);
+    assert.deepEqual(oneAPage, page.items.map((e) => e.id), "one a page lists what one page does");
+    const bad = await fails(c.listRecentEvents({ query: { cursor: "x" } }));
+    assert.equal(bad.status, 400);
   });
 
   it("content requests and the budget, on the key-and-secret interface", async () => {
