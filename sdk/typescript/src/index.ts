@@ -201,13 +201,14 @@ export function createAivis(opts: ClientOptions): Client {
     const [method, path] = OPERATIONS[op];
     const headers: Record<string, string> = {};
     if (typeof args.idempotencyKey === "string") headers["Idempotency-Key"] = args.idempotencyKey;
-    const ndjson = op === "exportAccount";
     const init = {
       params: { path: args.path, query: args.query },
       body: args.body,
       headers,
       signal: args.signal,
-      parseAs: ndjson ? "text" : "json",
+      // Read as text, then JSON when the answer says so: the export's
+      // NDJSON (and any text/csv answer) stays text.
+      parseAs: "text",
     };
     // Each method's types come from OPERATIONS' entry; openapi-fetch builds the request.
     const { data, error, response } = await (raw.request as (m: string, p: string, i: unknown) => Promise<{
@@ -220,8 +221,10 @@ export function createAivis(opts: ClientOptions): Client {
       const h = Number(response.headers.get("Retry-After"));
       throw new AivisError(response.status, typeof env === "object" ? env?.error : undefined, h > 0 ? h : undefined);
     }
-    if (data && typeof data === "object" && "success" in data && "data" in data) return (data as { data: unknown }).data;
-    return data;
+    if (typeof data !== "string" || !/^application\/(.+\+)?json\b/.test(response.headers.get("Content-Type") ?? "")) return data;
+    const body = JSON.parse(data) as unknown;
+    if (body && typeof body === "object" && "success" in body && "data" in body) return (body as { data: unknown }).data;
+    return body;
   };
 
   const client = {

@@ -231,7 +231,7 @@ describe("against aivis serve", () => {
   });
 
   it("the account's export", async () => {
-    const lines = (await c.exportAccount()) as unknown as string;
+    const lines: string = await c.exportAccount();
     assert.ok(lines.split("\n").some((l) => l.includes(domain)));
   });
 
