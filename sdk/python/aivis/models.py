@@ -2,15 +2,17 @@
 
 Each class holds the properties of the schema of the same name in the
 OpenAPI document (core/api/openapi.json); a test checks that they agree.
-Nested objects stay dictionaries. A field the server sends that the class
-does not know (a newer server's) is kept in ``extra``.
+A property that is another object schema of the document is that class
+(a list of them, for an array); other objects stay dictionaries (such as a
+scan's breakdown figures and an event's data). A field the server sends
+that the class does not know (a newer server's) is kept in ``extra``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Dict, Generic, List, Optional, Type, TypeVar
+from typing import Any, Dict, Generic, List, Optional, Tuple, Type, TypeVar
 
 M = TypeVar("M", bound="Model")
 
@@ -25,14 +27,31 @@ class Model:
     def from_dict(cls: Type[M], data: Dict[str, Any]) -> M:
         """Builds the resource from its JSON object."""
         names = {f.name for f in dataclasses.fields(cls)} - {"extra"}
-        known = {k: v for k, v in data.items() if k in names}
+        nested = _NESTED.get(cls, {})
+        known = {}
+        for k, v in data.items():
+            if k in nested and v is not None:
+                sub, is_list = nested[k]
+                v = [sub.from_dict(x) for x in v] if is_list else sub.from_dict(v)
+            if k in names:
+                known[k] = v
         return cls(extra={k: v for k, v in data.items() if k not in names}, **known)
 
     def to_dict(self) -> Dict[str, Any]:
-        """The resource as the JSON object it was read from."""
-        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"}
-        out.update(self.extra)
+        """The resource as a JSON object (a field the server did not send is None)."""
+        out = {}
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, Model):
+                v = v.to_dict()
+            elif isinstance(v, list):
+                v = [x.to_dict() if isinstance(x, Model) else x for x in v]
+            out[f.name] = v
+        out.update(out.pop("extra"))
         return out
+
+
+_NESTED: Dict[type, Dict[str, Tuple[type, bool]]] = {}
 
 
 @dataclass
@@ -44,19 +63,21 @@ class Event(Model):
     timestamp: Optional[str] = None
     data: Optional[Dict[str, Any]] = None
 
+
 @dataclass
 class BudgetStatus(Model):
     """Quota and budget status of the key's account. Rate limits, usage, budgets and active requests are the account's, shared by all its keys and clients."""
 
     quota_tier: Optional[str] = None
-    rate_limits: Optional[Dict[str, Any]] = None
-    usage: Optional[Dict[str, Any]] = None
-    remaining: Optional[Dict[str, Any]] = None
-    resets: Optional[Dict[str, Any]] = None
-    budget: Optional[Dict[str, Any]] = None
-    active_requests: Optional[Dict[str, Any]] = None
+    rate_limits: Optional[RateLimits] = None
+    usage: Optional[RequestUsage] = None
+    remaining: Optional[RemainingRequests] = None
+    resets: Optional[WindowResets] = None
+    budget: Optional[Budget] = None
+    active_requests: Optional[ActiveRequests] = None
     account_id: Optional[str] = None
     client_id: Optional[str] = None
+
 
 @dataclass
 class ContentRequest(Model):
@@ -77,11 +98,12 @@ class ContentRequest(Model):
     reserved: Optional[float] = None
     metadata: Optional[Dict[str, Any]] = None
     failure_reason: Optional[str] = None
-    result: Optional[Dict[str, Any]] = None
+    result: Optional[ContentResult] = None
     created_at: Optional[str] = None
     updated_at: Optional[str] = None
     started_at: Optional[str] = None
     ended_at: Optional[str] = None
+
 
 @dataclass
 class VisibilityStatus(Model):
@@ -96,7 +118,8 @@ class VisibilityStatus(Model):
     client_id: Optional[str] = None
     formula_version: Optional[int] = None
     trend: Optional[Dict[str, Any]] = None
-    last_scan: Optional[Dict[str, Any]] = None
+    last_scan: Optional[ScanSummary] = None
+
 
 @dataclass
 class VisibilityReading(Model):
@@ -110,6 +133,7 @@ class VisibilityReading(Model):
     source: Optional[str] = None
     client_id: Optional[str] = None
     formula_version: Optional[int] = None
+
 
 @dataclass
 class RecordedReading(Model):
@@ -125,6 +149,7 @@ class RecordedReading(Model):
     formula_version: Optional[int] = None
     changed: Optional[bool] = None
     event_id: Optional[str] = None
+
 
 @dataclass
 class Webhook(Model):
@@ -147,6 +172,7 @@ class Webhook(Model):
     updated_at: Optional[str] = None
     deleted_at: Optional[str] = None
 
+
 @dataclass
 class Delivery(Model):
     """One event on its way to one webhook (webhook_id) or connection (connection_id)."""
@@ -162,8 +188,9 @@ class Delivery(Model):
     last_error: Optional[str] = None
     created_at: Optional[str] = None
     updated_at: Optional[str] = None
-    attempt_log: Optional[List[Dict[str, Any]]] = None
+    attempt_log: Optional[List[DeliveryAttempt]] = None
     connection_id: Optional[str] = None
+
 
 @dataclass
 class ReplayResult(Model):
@@ -171,11 +198,13 @@ class ReplayResult(Model):
 
     scheduled: Optional[int] = None
 
+
 @dataclass
 class WebhookTestResult(Model):
     """WebhookTestResult"""
 
     event_id: Optional[str] = None
+
 
 @dataclass
 class ConnectorKind(Model):
@@ -190,7 +219,8 @@ class ConnectorKind(Model):
     secret_fields: Optional[List[str]] = None
     destination_fields: Optional[List[str]] = None
     health: Optional[Dict[str, Any]] = None
-    instances: Optional[List[Dict[str, Any]]] = None
+    instances: Optional[List[ConnectorInstance]] = None
+
 
 @dataclass
 class Connection(Model):
@@ -215,6 +245,7 @@ class Connection(Model):
     updated_at: Optional[str] = None
     deleted_at: Optional[str] = None
 
+
 @dataclass
 class ConnectionTestResult(Model):
     """ConnectionTestResult"""
@@ -225,6 +256,7 @@ class ConnectionTestResult(Model):
     retry_after_seconds: Optional[float] = None
     latency_ms: Optional[float] = None
 
+
 @dataclass
 class ZapierSubscription(Model):
     """ZapierSubscription"""
@@ -233,6 +265,7 @@ class ZapierSubscription(Model):
     event: Optional[str] = None
     domain: Optional[str] = None
     created_at: Optional[str] = None
+
 
 @dataclass
 class MonitoredDomain(Model):
@@ -251,15 +284,17 @@ class MonitoredDomain(Model):
     created_at: Optional[str] = None
     updated_at: Optional[str] = None
 
+
 @dataclass
 class DomainPrompts(Model):
     """A monitored domain's prompts: the owner's own, and the generated ones the next scan asks after them."""
 
     domain_id: Optional[str] = None
-    prompts: Optional[List[Dict[str, Any]]] = None
-    generated: Optional[List[Dict[str, Any]]] = None
+    prompts: Optional[List[Prompt]] = None
+    generated: Optional[List[Prompt]] = None
     max_prompts: Optional[int] = None
     prompt_set_id: Optional[str] = None
+
 
 @dataclass
 class Scan(Model):
@@ -278,6 +313,7 @@ class Scan(Model):
     started_at: Optional[str] = None
     finished_at: Optional[str] = None
 
+
 @dataclass
 class ScanAnswer(Model):
     """One answer behind a scan's figures, or a probe that failed (error set, no answer): what the engine said and what aivis read in it."""
@@ -292,14 +328,15 @@ class ScanAnswer(Model):
     error_category: Optional[str] = None
     error_status: Optional[int] = None
     sources_reported: Optional[bool] = None
-    sources: Optional[List[Dict[str, Any]]] = None
-    citations: Optional[List[Dict[str, Any]]] = None
+    sources: Optional[List[AnswerSource]] = None
+    citations: Optional[List[AnswerCitation]] = None
     queries: Optional[List[str]] = None
     mentioned: Optional[bool] = None
     cited: Optional[bool] = None
     position: Optional[int] = None
     competitors: Optional[List[str]] = None
-    sentences: Optional[List[Dict[str, Any]]] = None
+    sentences: Optional[List[AnswerSentence]] = None
+
 
 @dataclass
 class EventType(Model):
@@ -310,11 +347,13 @@ class EventType(Model):
     schema: Optional[Dict[str, Any]] = None
     example: Optional[Dict[str, Any]] = None
 
+
 @dataclass
 class Health(Model):
     """The process serves."""
 
     status: Optional[str] = None
+
 
 @dataclass
 class Readiness(Model):
@@ -323,6 +362,7 @@ class Readiness(Model):
     status: Optional[str] = None
     failing: Optional[List[str]] = None
     degraded: Optional[List[str]] = None
+
 
 @dataclass
 class ExportRecord(Model):
@@ -333,6 +373,237 @@ class ExportRecord(Model):
 
 
 @dataclass
+class RateLimits(Model):
+    """The tier's request limits per window."""
+
+    per_minute: Optional[int] = None
+    per_hour: Optional[int] = None
+    per_day: Optional[int] = None
+
+
+@dataclass
+class RequestUsage(Model):
+    """The account's requests in the current windows, on both interfaces, all keys together."""
+
+    requests_today: Optional[int] = None
+    requests_this_hour: Optional[int] = None
+    requests_this_minute: Optional[int] = None
+
+
+@dataclass
+class RemainingRequests(Model):
+    """Each window's limit minus its usage, never below 0."""
+
+    today: Optional[int] = None
+    this_hour: Optional[int] = None
+    this_minute: Optional[int] = None
+
+
+@dataclass
+class WindowResets(Model):
+    """When each window ends, as Unix timestamps."""
+
+    minute: Optional[int] = None
+    hour: Optional[int] = None
+    day: Optional[int] = None
+
+
+@dataclass
+class Budget(Model):
+    """The account's budget for the current UTC calendar month."""
+
+    currency: Optional[str] = None
+    month: Optional[str] = None
+    monthly_limit: Optional[float] = None
+    spent: Optional[float] = None
+    reserved: Optional[float] = None
+    committed: Optional[float] = None
+    remaining: Optional[float] = None
+    max_per_request: Optional[float] = None
+    resets_at: Optional[str] = None
+
+
+@dataclass
+class ActiveRequests(Model):
+    """Active content requests against the tier's limit."""
+
+    limit: Optional[int] = None
+    current: Optional[int] = None
+
+
+@dataclass
+class ContentResult(Model):
+    """What a completed content request produced. The scores and findings follow the rubric of docs/content-requests.md."""
+
+    score_before: Optional[int] = None
+    score_after: Optional[int] = None
+    analysis: Optional[ContentAnalysis] = None
+    analysis_after: Optional[ContentAnalysis] = None
+    original_text: Optional[str] = None
+    optimized_text: Optional[str] = None
+    diff: Optional[str] = None
+    flags: Optional[List[ContentFlag]] = None
+    drafts: Optional[ContentDrafts] = None
+    source: Optional[ContentSource] = None
+    engine: Optional[str] = None
+    charges: Optional[List[ContentCharge]] = None
+    budget_exhausted: Optional[bool] = None
+    stopped_before: Optional[str] = None
+    notes: Optional[List[str]] = None
+
+
+@dataclass
+class ContentAnalysis(Model):
+    """The rubric applied to a text: its score, its parts and what it lacks."""
+
+    score: Optional[int] = None
+    parts: Optional[List[Dict[str, Any]]] = None
+    penalty: Optional[int] = None
+    words: Optional[int] = None
+    findings: Optional[List[ContentFinding]] = None
+
+
+@dataclass
+class ContentFinding(Model):
+    """A shortfall of the text, the points it costs and its fix."""
+
+    id: Optional[str] = None
+    severity: Optional[str] = None
+    points_lost: Optional[int] = None
+    title: Optional[str] = None
+    fix: Optional[str] = None
+    evidence: Optional[str] = None
+
+
+@dataclass
+class ContentFlag(Model):
+    """Something the AI engine wrote that the original does not hold, replaced by a placeholder."""
+
+    kind: Optional[str] = None
+    value: Optional[str] = None
+    placeholder: Optional[str] = None
+
+
+@dataclass
+class ContentDrafts(Model):
+    """Markup the page could add."""
+
+    faq: Optional[List[Dict[str, Any]]] = None
+    faq_json_ld: Optional[Dict[str, Any]] = None
+    llms_txt_entry: Optional[str] = None
+    source: Optional[str] = None
+
+
+@dataclass
+class ContentSource(Model):
+    """What was analysed."""
+
+    kind: Optional[str] = None
+    url: Optional[str] = None
+    status: Optional[int] = None
+    truncated: Optional[bool] = None
+    words: Optional[int] = None
+
+
+@dataclass
+class ContentCharge(Model):
+    """One line of what a request spent."""
+
+    step: Optional[str] = None
+    item: Optional[str] = None
+    amount: Optional[float] = None
+    input_tokens: Optional[int] = None
+    output_tokens: Optional[int] = None
+
+
+@dataclass
+class ScanSummary(Model):
+    """A completed scan in a visibility status."""
+
+    id: Optional[str] = None
+    finished_at: Optional[str] = None
+    readiness_score: Optional[int] = None
+    breakdown: Optional[ScanBreakdown] = None
+
+
+@dataclass
+class ScanBreakdown(Model):
+    """What a scan's reading stands on (docs/visibility.md): its basis, the blended components (0-100) and their weights, the readiness report, and, with engines, the prompts and the measures overall and per engine with 95% Wilson intervals."""
+
+    basis: Optional[str] = None
+    components: Optional[Dict[str, Any]] = None
+    weights: Optional[Dict[str, Any]] = None
+    sentiment_confidence: Optional[float] = None
+    readiness: Optional[Dict[str, Any]] = None
+    prompts: Optional[List[Dict[str, Any]]] = None
+    runs: Optional[int] = None
+    overall: Optional[Dict[str, Any]] = None
+    engines: Optional[List[Dict[str, Any]]] = None
+
+
+@dataclass
+class DeliveryAttempt(Model):
+    """DeliveryAttempt"""
+
+    attempt: Optional[int] = None
+    at: Optional[str] = None
+    response_status_code: Optional[int] = None
+    latency_ms: Optional[float] = None
+    response_body: Optional[str] = None
+    error: Optional[str] = None
+    result: Optional[str] = None
+
+
+@dataclass
+class ConnectorInstance(Model):
+    """A connector's health on one instance of the server."""
+
+    instance: Optional[str] = None
+    state: Optional[str] = None
+    restarts: Optional[int] = None
+    problem: Optional[str] = None
+    build: Optional[str] = None
+    checked_at: Optional[str] = None
+
+
+@dataclass
+class Prompt(Model):
+    """A question a scan asks every engine."""
+
+    text: Optional[str] = None
+    intent: Optional[str] = None
+
+
+@dataclass
+class AnswerSource(Model):
+    """A page the engine reports it consulted for the answer. Only http(s) pages are kept: a source or citation the engine gave with another URL (javascript:, data:) is dropped when the answer is read; a page named by its title alone has an empty url."""
+
+    url: Optional[str] = None
+    title: Optional[str] = None
+    domain: Optional[str] = None
+
+
+@dataclass
+class AnswerCitation(Model):
+    """A source the answer's text cites. Only http(s) pages are kept: a source or citation the engine gave with another URL (javascript:, data:) is dropped when the answer is read; a page named by its title alone has an empty url."""
+
+    url: Optional[str] = None
+    title: Optional[str] = None
+    domain: Optional[str] = None
+    start: Optional[int] = None
+    end: Optional[int] = None
+    text: Optional[str] = None
+
+
+@dataclass
+class AnswerSentence(Model):
+    """A sentence of the answer that names the brand."""
+
+    text: Optional[str] = None
+    sentiment: Optional[float] = None
+
+
+@dataclass
 class Page(Generic[M]):
     """One page of a list: its items, whether more follow, and the cursor of the next page."""
 
@@ -340,6 +611,21 @@ class Page(Generic[M]):
     has_more: bool
     next_cursor: Optional[str]
 
+
+# The fields that hold another resource (or a list of them), which
+# from_dict builds and to_dict writes back: class -> field -> (class, list?).
+_NESTED.update({
+    BudgetStatus: {"rate_limits": (RateLimits, False), "usage": (RequestUsage, False), "remaining": (RemainingRequests, False), "resets": (WindowResets, False), "budget": (Budget, False), "active_requests": (ActiveRequests, False)},
+    ContentRequest: {"result": (ContentResult, False)},
+    VisibilityStatus: {"last_scan": (ScanSummary, False)},
+    Delivery: {"attempt_log": (DeliveryAttempt, True)},
+    ConnectorKind: {"instances": (ConnectorInstance, True)},
+    DomainPrompts: {"prompts": (Prompt, True), "generated": (Prompt, True)},
+    ScanAnswer: {"sources": (AnswerSource, True), "citations": (AnswerCitation, True), "sentences": (AnswerSentence, True)},
+    ContentResult: {"analysis": (ContentAnalysis, False), "analysis_after": (ContentAnalysis, False), "flags": (ContentFlag, True), "drafts": (ContentDrafts, False), "source": (ContentSource, False), "charges": (ContentCharge, True)},
+    ContentAnalysis: {"findings": (ContentFinding, True)},
+    ScanSummary: {"breakdown": (ScanBreakdown, False)},
+})
 
 # What `from aivis.models import *` gives: the resources and Page.
 __all__ = [n for n, v in list(globals().items()) if isinstance(v, type) and issubclass(v, Model)] + ["Page"]

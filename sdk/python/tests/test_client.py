@@ -111,7 +111,8 @@ class ClientTest(unittest.TestCase):
         b = self.c.get_budget_status()
         self.assertEqual(b.quota_tier, "Enterprise")
         self.assertTrue(b.account_id.startswith("acct_") or b.account_id)
-        self.assertEqual(b.budget["currency"], "usd")
+        self.assertEqual(b.budget.currency, "usd")
+        self.assertEqual(b.rate_limits.per_minute, 300)
         self.assertIn("X-RateLimit-Remaining", self.c.last_rate_limit)
         # A wrong secret on the key-and-secret interface; a wrong key on the bearer one.
         with self.assertRaises(aivis.AuthenticationError) as cm:
@@ -277,7 +278,7 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(c.update_domain(d.id, competitors=["Globex"]).competitors, ["Globex"])
         self.assertEqual(c.get_domain_prompts(d.id).domain_id, d.id)
         put = c.put_domain_prompts(d.id, [{"text": "Which skates are best?"}])
-        self.assertIn("Which skates are best?", [p["text"] for p in put.prompts])
+        self.assertIn("Which skates are best?", [p.text for p in put.prompts])
         scan = c.request_scan("acme.example")
         self.assertTrue(scan.id)
         done = wait_for("the scan", lambda: (lambda s: s if s.status in ("completed", "failed") else None)(

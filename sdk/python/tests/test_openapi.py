@@ -19,6 +19,22 @@ def method_name(operation_id):
     return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", s).lower()
 
 
+def schema_ref(ps):
+    """The schema a property refers to (itself, nullable, or as an array's items) and whether as a list."""
+    if "$ref" in ps:
+        return ps["$ref"].rsplit("/", 1)[1], False
+    for k in ("oneOf", "anyOf", "allOf"):
+        refs = [o for o in ps.get(k, []) if "$ref" in o]
+        if len(refs) == 1:
+            return refs[0]["$ref"].rsplit("/", 1)[1], False
+    t = ps.get("type")
+    if t == "array" or (isinstance(t, list) and "array" in t):
+        ref, _ = schema_ref(ps.get("items", {}))
+        if ref:
+            return ref, True
+    return None, False
+
+
 class OpenAPITest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -48,6 +64,14 @@ class OpenAPITest(unittest.TestCase):
                 want = set(schemas[name]["properties"])
                 got = {f.name for f in dataclasses.fields(cls)} - {"extra"}
                 self.assertEqual(got, want, "the fields of %s" % cls.__name__)
+                # A property that is an object schema of the document (or
+                # an array of them) is built as its class; an event's data
+                # is each kind's own, a dictionary.
+                for prop, ps in schemas[name]["properties"].items() if cls is not models.Event else ():
+                    ref, is_list = schema_ref(ps)
+                    if ref and "properties" in schemas[ref] and all(p.isidentifier() for p in schemas[ref]["properties"]):
+                        self.assertEqual(models._NESTED.get(cls, {}).get(prop), (getattr(models, ref, None), is_list),
+                                         "%s.%s is a %s" % (cls.__name__, prop, ref))
                 self.assertIs(getattr(aivis, cls.__name__), cls)
         # The package exports the resources, not what models.py imports.
         self.assertFalse(hasattr(aivis, "Dict") or hasattr(aivis, "dataclass"))
