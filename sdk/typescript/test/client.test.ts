@@ -78,6 +78,33 @@ describe("429", () => {
   });
 });
 
+describe("credentials", () => {
+  it("the key and secret under /api/v1/ai, the bearer key under /v1, nothing on the rest", async () => {
+    const seen: Request[] = [];
+    const c = createAivis({
+      baseUrl: "https://aivis.invalid/base/",
+      key: "svc_k",
+      secret: "s3cret",
+      fetch: async (r) => (seen.push(r), new Response("{}", { status: 200, headers: { "Content-Type": "application/json" } })),
+    });
+    await c.getBudgetStatus();
+    await c.listDomains();
+    await c.getHealth();
+    const auth = seen.map((r) => [new URL(r.url).pathname, r.headers.get("X-API-Key"), r.headers.get("X-API-Secret"), r.headers.get("Authorization")]);
+    assert.deepEqual(auth, [
+      ["/base/api/v1/ai/budget-status", "svc_k", "s3cret", null],
+      ["/base/v1/domains", null, null, "Bearer svc_k"],
+      ["/base/healthz", null, null, null],
+    ]);
+  });
+  it("refuses a key-and-secret call without the secret, sending nothing", async () => {
+    let sent = 0;
+    const c = createAivis({ baseUrl: "https://aivis.invalid", key: "svc_k", fetch: async () => (sent++, new Response("{}")) });
+    await assert.rejects(c.getBudgetStatus(), /needs the secret/);
+    assert.equal(sent, 0);
+  });
+});
+
 describe("verifyWebhook", () => {
   const secret = "whsec_" + Buffer.alloc(32, 7).toString("base64");
   const other = "whsec_" + Buffer.alloc(32, 9).toString("base64");
