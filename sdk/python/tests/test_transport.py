@@ -74,6 +74,17 @@ class TransportTest(unittest.TestCase):
         self.assertEqual((p3, h3.get("authorization"), h3.get("x-api-key")), ("/healthz", None, None))
         self.assertEqual((m4, p4), ("DELETE", "/v1/webhooks/wh%201%2F2"))
 
+    def test_base_url_with_a_path(self):
+        # Behind a proxy that serves aivis under a path: each interface keeps its credentials.
+        c = aivis.Client(self.s.url + "/aivis/", "svc_k", "sec", allow_http=True)
+        self.s.answers = [(200, {}, b'{"success":true,"data":{"quota_tier":"Starter"}}'),
+                          (200, {}, b'{"domain":"example.com","visibility_score":1}')]
+        c.get_budget_status()
+        c.get_visibility("example.com")
+        (_, p1, h1, _), (_, p2, h2, _) = self.s.got
+        self.assertEqual((p1, h1.get("x-api-secret"), h1.get("authorization")), ("/aivis/api/v1/ai/budget-status", "sec", None))
+        self.assertEqual((p2, h2.get("authorization")), ("/aivis/v1/visibility?domain=example.com", "Bearer svc_k"))
+
     def test_bodies_and_idempotency_keys(self):
         self.s.answers = [(201, {}, b'{"id":"dom_1","domain":"example.com","new_field":1}')]
         d = self.c.create_domain("example.com", brands=["Acme"], idempotency_key="k-1")
