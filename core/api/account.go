@@ -17,7 +17,8 @@ func (s *Server) exportAccount(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, err)
 		return
 	}
-	sw := &streamStart{w: w, name: "aivis-export-" + p.AccountID() + ".jsonl"}
+	sw := &streamStart{w: w, contentType: "application/x-ndjson",
+		disposition: `attachment; filename="aivis-export-` + p.AccountID() + `.jsonl"`}
 	if err := accounts.Export(r.Context(), s.store, p.AccountID(), sw); err != nil {
 		if !sw.started {
 			writeError(w, r, s.log, err)
@@ -36,10 +37,10 @@ var exportWindow = time.Minute
 // streamStart writes an export's headers at its first line, and keeps the
 // write deadline exportWindow ahead.
 type streamStart struct {
-	w        http.ResponseWriter
-	name     string
-	started  bool
-	extended time.Time
+	w                        http.ResponseWriter
+	contentType, disposition string
+	started                  bool
+	extended                 time.Time
 }
 
 func (s *streamStart) Write(b []byte) (int, error) {
@@ -50,8 +51,8 @@ func (s *streamStart) Write(b []byte) (int, error) {
 	if !s.started {
 		s.started = true
 		h := s.w.Header()
-		h.Set("Content-Type", "application/x-ndjson")
-		h.Set("Content-Disposition", `attachment; filename="`+s.name+`"`)
+		h.Set("Content-Type", s.contentType)
+		h.Set("Content-Disposition", s.disposition)
 		h.Set("Cache-Control", "no-store")
 		s.w.WriteHeader(http.StatusOK)
 	}

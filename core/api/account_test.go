@@ -18,7 +18,7 @@ func TestExportOutlivesTheWriteTimeout(t *testing.T) {
 	exportWindow = 300 * time.Millisecond
 	const lines = 16
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sw := &streamStart{w: w, name: "export.jsonl"}
+		sw := &streamStart{w: w, contentType: "application/x-ndjson", disposition: `attachment; filename="export.jsonl"`}
 		for i := range lines {
 			time.Sleep(60 * time.Millisecond) // a slow read of the store
 			fmt.Fprintf(sw, "{\"n\":%d}\n", i)

@@ -12,30 +12,26 @@ import (
 // listScanAnswers pages through a scan's answers, the evidence of its
 // figures, filtered.
 func (s *Server) listScanAnswers(w http.ResponseWriter, r *http.Request) {
-	limit, cursor, err := pageParams(r)
-	if err != nil {
-		writeError(w, r, s.log, err)
-		return
-	}
 	f, err := visibility.ParseAnswerFilter(r.URL.Query())
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return
 	}
-	f.Cursor, f.Limit = cursor, limit
-	items, next, err := s.scans.Answers(r.Context(), principal(r), chi.URLParam(r, "id"), f)
-	if err != nil {
-		writeError(w, r, s.log, err)
-		return
-	}
-	page := client.List[client.ScanAnswer]{Items: make([]client.ScanAnswer, 0, len(items)), HasMore: next != "", NextCursor: optional(next)}
-	for _, a := range items {
-		v, err := visibility.AnswerView(a)
+	id := chi.URLParam(r, "id")
+	answerList(s, w, r, "answers-"+id, answerColumns, answerRow, func(cursor string, limit int) ([]client.ScanAnswer, string, error) {
+		f.Cursor, f.Limit = cursor, limit
+		items, next, err := s.scans.Answers(r.Context(), principal(r), id, f)
 		if err != nil {
-			writeError(w, r, s.log, err)
-			return
+			return nil, "", err
 		}
-		page.Items = append(page.Items, v)
-	}
-	writeJSON(w, http.StatusOK, page)
+		views := make([]client.ScanAnswer, 0, len(items))
+		for _, a := range items {
+			v, err := visibility.AnswerView(a)
+			if err != nil {
+				return nil, "", err
+			}
+			views = append(views, v)
+		}
+		return views, next, nil
+	})
 }

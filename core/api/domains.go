@@ -1,12 +1,17 @@
 package api
 
 import (
+	"encoding/json"
 	"net/http"
+	"slices"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/aivis/aivis/client"
+	"github.com/aivis/aivis/core/fault"
 	"github.com/aivis/aivis/core/store"
+	"github.com/aivis/aivis/core/visibility"
 )
 
 func domainView(d store.MonitoredDomain) client.MonitoredDomain {
@@ -141,11 +146,34 @@ func (s *Server) requestScan(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, scanView(sc))
 }
 
+// getScan answers a scan, or asked for CSV one table of its figures
+// (table: engines, cited_domains or cited_pages; visibility.ScanTable).
 func (s *Server) getScan(w http.ResponseWriter, r *http.Request) {
+	asCSV, err := wantsCSV(r)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	table := r.URL.Query().Get("table")
+	if asCSV && !slices.Contains(visibility.ScanTableNames, table) || !asCSV && table != "" {
+		writeError(w, r, s.log, fault.Invalid(fault.FieldError{Field: "table",
+			Message: "must be engines, cited_domains or cited_pages, with format=csv (or Accept: text/csv)"}))
+		return
+	}
 	sc, err := s.scans.Get(r.Context(), principal(r), chi.URLParam(r, "id"))
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, scanView(sc))
+	if !asCSV {
+		writeJSON(w, http.StatusOK, scanView(sc))
+		return
+	}
+	var res visibility.ScanResult
+	var bd visibility.Breakdown
+	if sc.Status == store.ScanCompleted && json.Unmarshal(sc.Result, &res) == nil {
+		json.Unmarshal(res.Breakdown, &bd) // a breakdown of no engine: the header alone
+	}
+	header, rows, _ := visibility.ScanTable(sc.Domain, bd, table)
+	writeCSV(s, w, r, sc.ID+"-"+strings.ReplaceAll(table, "_", "-"), header, rows)
 }

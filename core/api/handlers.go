@@ -293,27 +293,23 @@ func (s *Server) getVisibility(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) visibilityHistory(w http.ResponseWriter, r *http.Request) {
-	limit, cursor, err := pageParams(r)
-	if err != nil {
-		writeError(w, r, s.log, err)
-		return
-	}
 	f, ok, err := readingFilter(principal(r), r.URL.Query())
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return
 	}
-	page := client.List[client.VisibilityReading]{Items: []client.VisibilityReading{}}
-	if ok {
+	answerList(s, w, r, "readings", readingColumns, readingRow, func(cursor string, limit int) ([]client.VisibilityReading, string, error) {
+		if !ok {
+			return nil, "", nil
+		}
 		items, next, err := s.store.ListReadings(r.Context(), f, cursor, limit)
 		if err = accounts.CursorError(err); err != nil {
-			writeError(w, r, s.log, err)
-			return
+			return nil, "", err
 		}
+		views := make([]client.VisibilityReading, 0, len(items))
 		for _, rd := range items {
-			page.Items = append(page.Items, readingView(rd))
+			views = append(views, readingView(rd))
 		}
-		page.HasMore, page.NextCursor = next != "", optional(next)
-	}
-	writeJSON(w, http.StatusOK, page)
+		return views, next, nil
+	})
 }

@@ -188,21 +188,18 @@ func (s *Server) testWebhook(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) listDeliveries(svc *delivery.Service) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		limit, cursor, err := pageParams(r)
-		if err != nil {
-			writeError(w, r, s.log, err)
-			return
-		}
-		items, next, err := svc.Deliveries(r.Context(), principal(r), chi.URLParam(r, "id"), r.URL.Query().Get("status"), cursor, limit)
-		if err != nil {
-			writeError(w, r, s.log, err)
-			return
-		}
-		page := client.List[client.Delivery]{Items: make([]client.Delivery, 0, len(items)), HasMore: next != "", NextCursor: optional(next)}
-		for _, d := range items {
-			page.Items = append(page.Items, deliveryView(d, nil, svc == s.connections))
-		}
-		writeJSON(w, http.StatusOK, page)
+		id := chi.URLParam(r, "id")
+		answerList(s, w, r, "deliveries-"+id, deliveryColumns, deliveryRow, func(cursor string, limit int) ([]client.Delivery, string, error) {
+			items, next, err := svc.Deliveries(r.Context(), principal(r), id, r.URL.Query().Get("status"), cursor, limit)
+			if err != nil {
+				return nil, "", err
+			}
+			views := make([]client.Delivery, 0, len(items))
+			for _, d := range items {
+				views = append(views, deliveryView(d, nil, svc == s.connections))
+			}
+			return views, next, nil
+		})
 	}
 }
 

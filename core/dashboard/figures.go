@@ -2,7 +2,6 @@ package dashboard
 
 import (
 	"encoding/json"
-	"strings"
 
 	"github.com/aivis/aivis/core/probe"
 	"github.com/aivis/aivis/core/store"
@@ -35,38 +34,4 @@ func shareOf(st probe.Stats) *share {
 		return nil
 	}
 	return &share{Rate: st.Citation}
-}
-
-// citedRow is a domain the engines cited, with its share of the cited
-// sources (nil when the engines reported none).
-type citedRow struct {
-	Domain string
-	Count  int
-	Share  *float64
-	Own    bool // the page's domain or a subdomain of it
-}
-
-// citedRows are the scan's most cited domains, the page's own among them
-// marked, or added after them when the engines reported sources and it is
-// not among the most cited.
-func citedRows(domain string, st probe.Stats) []citedRow {
-	own := func(d string) bool { return d == domain || strings.HasSuffix(d, "."+domain) }
-	var rows []citedRow
-	found := false
-	add := func(d string, n int) {
-		row := citedRow{Domain: d, Count: n, Own: own(d)}
-		if st.SourceShare != nil && st.SourceShare.Of > 0 {
-			v := float64(n) / float64(st.SourceShare.Of)
-			row.Share = &v
-		}
-		found = found || row.Own
-		rows = append(rows, row)
-	}
-	for _, c := range st.CitedDomains {
-		add(c.Domain, c.Count)
-	}
-	if !found && st.SourceShare != nil {
-		add(domain, st.SourceShare.Hits)
-	}
-	return rows
 }

@@ -168,7 +168,7 @@ type domainData struct {
 	Parts     []part
 	Figures   *visibility.Breakdown // with the engines' figures
 	Share     *share
-	Cited     []citedRow
+	Cited     []visibility.CitedDomain
 	// The latest scan's answers: a page of those the form's filters
 	// (Ask) select, and the link to the next page.
 	Answers     []client.ScanAnswer
@@ -290,7 +290,7 @@ func (s *Dashboard) domainPage(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 			if bd.Overall != nil {
-				d.Figures, d.Share, d.Cited = &bd, shareOf(*bd.Overall), citedRows(name, *bd.Overall)
+				d.Figures, d.Share, d.Cited = &bd, shareOf(*bd.Overall), visibility.CitedDomains(name, *bd.Overall)
 			}
 		}
 	} else if !errors.Is(err, store.ErrNotFound) {

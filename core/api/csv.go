@@ -1,0 +1,174 @@
+package api
+
+import (
+	"mime"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/aivis/aivis/client"
+	"github.com/aivis/aivis/core/csvexport"
+	"github.com/aivis/aivis/core/fault"
+)
+
+// wantsCSV says whether a request asks for CSV: format=csv, or an Accept
+// header that prefers text/csv to application/json. format=json asks for
+// JSON whatever Accept says; another format is refused.
+func wantsCSV(r *http.Request) (bool, error) {
+	switch f := r.URL.Query().Get("format"); f {
+	case "csv":
+		return true, nil
+	case "json":
+		return false, nil
+	case "":
+	default:
+		return false, fault.Invalid(fault.FieldError{Field: "format", Message: "must be json or csv"})
+	}
+	type choice struct {
+		csv bool
+		q   float64
+	}
+	var choices []choice
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil {
+			continue
+		}
+		q := 1.0
+		if v, ok := params["q"]; ok {
+			if q, err = strconv.ParseFloat(v, 64); err != nil {
+				continue
+			}
+		}
+		switch mt {
+		case "text/csv":
+			choices = append(choices, choice{true, q})
+		case "application/json", "application/*", "*/*":
+			choices = append(choices, choice{false, q})
+		}
+	}
+	sort.SliceStable(choices, func(i, j int) bool { return choices[i].q > choices[j].q })
+	return len(choices) > 0 && choices[0].csv && choices[0].q > 0, nil
+}
+
+// csvPageSize is how many items an export reads at a time.
+const csvPageSize = 100
+
+// streamCSV answers a list as CSV: every item from cursor on (the
+// list's pages read one after another, limit not applying), a row each,
+// under header, the response named name.csv. Each page is sent as soon
+// as it is read. An error before the first page is the error envelope;
+// one after it cuts the response short (the client sees it end without
+// its last chunk).
+func streamCSV[T any](s *Server, w http.ResponseWriter, r *http.Request, name string, header []string,
+	page func(cursor string, limit int) ([]T, string, error), cursor string, row func(T) []string) {
+	items, next, err := page(cursor, csvPageSize)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	sw := &streamStart{w: w, contentType: csvexport.ContentType, disposition: csvexport.Disposition(name)}
+	cw, err := csvexport.New(sw, header...)
+	for err == nil {
+		for _, it := range items {
+			if err = cw.Row(row(it)...); err != nil {
+				break
+			}
+		}
+		if err == nil {
+			err = cw.Flush()
+		}
+		if err == nil {
+			http.NewResponseController(w).Flush()
+		}
+		if err != nil || next == "" {
+			break
+		}
+		items, next, err = page(next, csvPageSize)
+	}
+	if err == nil {
+		err = cw.Flush() // a list with no item: the header alone
+	}
+	if err != nil {
+		s.log.WarnContext(r.Context(), "CSV export cut short", "request_id", requestID(r), "path", r.URL.Path, "err", err)
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// writeCSV answers a table already in hand as CSV.
+func writeCSV(s *Server, w http.ResponseWriter, r *http.Request, name string, header []string, rows [][]string) {
+	streamCSV(s, w, r, name, header, func(string, int) ([][]string, string, error) { return rows, "", nil }, "",
+		func(row []string) []string { return row })
+}
+
+// answerList answers a list endpoint: a page of JSON ({items, has_more,
+// next_cursor}) or, asked for CSV (wantsCSV), every item from the cursor
+// on as CSV named name.csv, a row each (row, under header).
+func answerList[T any](s *Server, w http.ResponseWriter, r *http.Request, name string, header []string, row func(T) []string,
+	page func(cursor string, limit int) ([]T, string, error)) {
+	limit, cursor, err := pageParams(r)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	asCSV, err := wantsCSV(r)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	if asCSV {
+		streamCSV(s, w, r, name, header, page, cursor, row)
+		return
+	}
+	items, next, err := page(cursor, limit)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	if items == nil {
+		items = []T{}
+	}
+	writeJSON(w, http.StatusOK, client.List[T]{Items: items, HasMore: next != "", NextCursor: optional(next)})
+}
+
+// The columns of each list's CSV, and its row of an item.
+
+var readingColumns = []string{"domain", "measured_at", "visibility_score", "sentiment", "sentiment_score", "source", "client_id", "formula_version"}
+
+func readingRow(v client.VisibilityReading) []string {
+	return []string{v.Domain, csvexport.Time(v.MeasuredAt), csvexport.Int(v.VisibilityScore), v.Sentiment,
+		csvexport.Float(v.SentimentScore), v.Source, csvexport.String(v.ClientID), csvexport.IntPtr(v.FormulaVersion)}
+}
+
+var answerColumns = []string{"seq", "engine", "kind", "prompt_index", "prompt", "intent", "run", "mentioned", "position", "cited",
+	"sources_reported", "sources", "citations", "queries", "competitors", "error", "error_category", "text"}
+
+// answerRow lists an answer's sources, citations, queries and competitors
+// each in one cell, a line each.
+func answerRow(a client.ScanAnswer) []string {
+	return []string{csvexport.Int(a.Seq), a.Engine, a.Kind, csvexport.Int(a.Prompt.Index), a.Prompt.Text, a.Prompt.Intent,
+		csvexport.Int(a.Run), csvexport.Bool(a.Mentioned), csvexport.Int(a.Position), csvexport.Bool(a.Cited),
+		csvexport.Bool(a.SourcesReported),
+		lines(a.Sources, func(s client.AnswerSource) string { return s.URL }),
+		lines(a.Citations, func(c client.AnswerCitation) string { return c.URL }),
+		strings.Join(a.Queries, "\n"), strings.Join(a.Competitors, "\n"),
+		csvexport.String(a.Error), csvexport.String(a.ErrorCategory), a.Text}
+}
+
+// lines is one cell of a list, an item a line.
+func lines[T any](xs []T, f func(T) string) string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = f(x)
+	}
+	return strings.Join(out, "\n")
+}
+
+var deliveryColumns = []string{"id", "event_id", "event", "status", "attempts", "next_attempt_at", "last_status_code", "last_error",
+	"created_at", "updated_at"}
+
+func deliveryRow(d client.Delivery) []string {
+	return []string{d.ID, d.EventID, d.Event, d.Status, csvexport.Int(d.Attempts), csvexport.TimePtr(d.NextAttemptAt),
+		csvexport.IntPtr(d.LastStatus), csvexport.String(d.LastError), csvexport.Time(d.CreatedAt), csvexport.Time(d.UpdatedAt)}
+}

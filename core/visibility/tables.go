@@ -1,0 +1,112 @@
+package visibility
+
+import (
+	"strings"
+
+	"github.com/aivis/aivis/core/csvexport"
+	"github.com/aivis/aivis/core/probe"
+)
+
+// CitedDomain is a domain the engines cited in a scan, with its share of
+// the cited sources (nil when the engines reported none).
+type CitedDomain struct {
+	Domain string
+	Count  int
+	Share  *float64
+	Own    bool // the scanned domain or a subdomain of it
+}
+
+// CitedDomains are a scan's most cited domains, the scanned domain's own
+// among them marked, or added after them when the engines reported sources
+// and it is not among the most cited.
+func CitedDomains(domain string, st probe.Stats) []CitedDomain {
+	own := func(d string) bool { return d == domain || strings.HasSuffix(d, "."+domain) }
+	var rows []CitedDomain
+	found := false
+	add := func(d string, n int) {
+		row := CitedDomain{Domain: d, Count: n, Own: own(d)}
+		if st.SourceShare != nil && st.SourceShare.Of > 0 {
+			v := float64(n) / float64(st.SourceShare.Of)
+			row.Share = &v
+		}
+		found = found || row.Own
+		rows = append(rows, row)
+	}
+	for _, c := range st.CitedDomains {
+		add(c.Domain, c.Count)
+	}
+	if !found && st.SourceShare != nil {
+		add(domain, st.SourceShare.Hits)
+	}
+	return rows
+}
+
+// ScanTableNames are the tables of a scan's figures, as CSV exports name
+// them: its figures per engine, the domains cited and the scanned domain's
+// pages cited.
+var ScanTableNames = []string{"engines", "cited_domains", "cited_pages"}
+
+// AllEngines is the engine column of the per-engine table's last row, the
+// figures over every engine.
+const AllEngines = "all engines"
+
+// ScanTable is the table name of a scan of domain with breakdown bd: its
+// header and rows (none for a scan that asked no engine); ok is false for
+// a name not in ScanTableNames.
+func ScanTable(domain string, bd Breakdown, name string) (header []string, rows [][]string, ok bool) {
+	rate := func(r probe.Rate) []string {
+		return []string{csvexport.Float(r.Value), csvexport.Int(r.Hits), csvexport.Int(r.Of),
+			csvexport.Float(r.Interval.Low), csvexport.Float(r.Interval.High)}
+	}
+	rateOrNone := func(r *probe.Rate) []string {
+		if r == nil {
+			return make([]string, 5) // no sources reported: nothing measured
+		}
+		return rate(*r)
+	}
+	switch name {
+	case "engines":
+		header = []string{"engine", "kind", "model", "probes", "failed"}
+		for _, m := range []string{"mention_rate", "citation_rate", "sources_reported", "source_share"} {
+			header = append(header, m, m+"_hits", m+"_of", m+"_low", m+"_high")
+		}
+		header = append(header, "first_position_rate", "average_position", "share_of_voice", "input_tokens", "output_tokens", "cost_usd")
+		row := func(label, kind, model string, st probe.Stats) []string {
+			out := []string{label, kind, model, csvexport.Int(st.Probes), csvexport.Int(st.Failed)}
+			out = append(out, rate(st.Mention)...)
+			out = append(out, rate(st.Citation)...)
+			out = append(out, rate(st.SourcesReported)...)
+			out = append(out, rateOrNone(st.SourceShare)...)
+			return append(out, csvexport.Float(st.FirstPosition.Value), csvexport.Float(st.AveragePosition),
+				csvexport.Float(st.ShareOfVoice.Value), csvexport.Int(st.InputTokens), csvexport.Int(st.OutputTokens),
+				csvexport.Float(st.CostUSD))
+		}
+		for _, e := range bd.Engines {
+			rows = append(rows, row(e.Label, e.Kind, e.Model, e.Stats))
+		}
+		if bd.Overall != nil {
+			rows = append(rows, row(AllEngines, "", "", *bd.Overall))
+		}
+	case "cited_domains":
+		header = []string{"domain", "answers_citing", "share_of_cited_sources", "this_domain"}
+		if bd.Overall != nil {
+			for _, c := range CitedDomains(domain, *bd.Overall) {
+				share := ""
+				if c.Share != nil {
+					share = csvexport.Float(*c.Share)
+				}
+				rows = append(rows, []string{c.Domain, csvexport.Int(c.Count), share, csvexport.Bool(c.Own)})
+			}
+		}
+	case "cited_pages":
+		header = []string{"url", "answers_citing"}
+		if bd.Overall != nil {
+			for _, p := range bd.Overall.CitedPages {
+				rows = append(rows, []string{p.URL, csvexport.Int(p.Count)})
+			}
+		}
+	default:
+		return nil, nil, false
+	}
+	return header, rows, true
+}
