@@ -163,12 +163,9 @@ func rate(hits, n int, low, high float64) string {
 	return string(b)
 }
 
-// The domain page shows the latest scan's figures per engine (mention,
-// citation and source share with their intervals, "no sources reported"
-// for an engine that reported none), the cited domains with the page's
-// own marked, and its cited pages; what the engines wrote is text, never
-// markup.
-func TestDomainPageShowsPerEngineFiguresAndCitedDomains(t *testing.T) {
+// domainWithFigures is an owner's domain, acme.example, with readings and
+// a scan of two engines, and the owner's session.
+func domainWithFigures(t *testing.T) (*env, *http.Client) {
 	e := newEnv(t)
 	c, u := e.owner("owner@example.com", false)
 	md := e.monitor(c, u.AccountID, "acme.example", "")
@@ -184,6 +181,16 @@ func TestDomainPageShowsPerEngineFiguresAndCitedDomains(t *testing.T) {
 				"citation_rate":`+rate(5, 10, 0.237, 0.763)+`,"sources_reported":`+rate(10, 10, 0.722, 1)+`,"source_share":`+rate(5, 25, 0.089, 0.391)+`},
 			{"label":"Local","kind":"openai-chat","probes":10,"failed":1,"mention_rate":`+rate(2, 9, 0.063, 0.547)+`,
 				"citation_rate":`+rate(0, 9, 0, 0.299)+`,"sources_reported":`+rate(0, 9, 0, 0.299)+`,"source_share":null}]}`)
+	return e, c
+}
+
+// The domain page shows the latest scan's figures per engine (mention,
+// citation and source share with their intervals, "no sources reported"
+// for an engine that reported none), the cited domains with the page's
+// own marked, and its cited pages; what the engines wrote is text, never
+// markup.
+func TestDomainPageShowsPerEngineFiguresAndCitedDomains(t *testing.T) {
+	e, c := domainWithFigures(t)
 
 	p := e.get(c, "/domains/acme.example")
 	if p.status != http.StatusOK {

@@ -297,6 +297,10 @@ func (s *Dashboard) domainPage(w http.ResponseWriter, r *http.Request) {
 		s.failWith(w, r, err)
 		return
 	}
+	if table := r.URL.Query().Get("csv"); table != "" {
+		s.domainCSV(w, r, d, table)
+		return
+	}
 	status, prob := http.StatusOK, (*problem)(nil)
 	if d.Figures != nil {
 		if err := s.scanAnswers(r, &d); err != nil {

@@ -1,0 +1,75 @@
+package dashboard_test
+
+import (
+	"encoding/csv"
+	"html"
+	"io"
+	"net/http"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+var downloadLink = regexp.MustCompile(`<a href="([^"]+)" download aria-label="[^"]+">Download CSV</a>`)
+
+// TestDomainTablesDownloadAsCSV: each table of the domain page's figures
+// has a "Download CSV" link that, fetched with the session, gives the
+// table as CSV, the rows the page shows (the engines' text as it is, not
+// markup); without a session it gives nothing; an unknown table is 400.
+func TestDomainTablesDownloadAsCSV(t *testing.T) {
+	e, c := domainWithFigures(t)
+	p := e.get(c, "/domains/acme.example")
+	links := downloadLink.FindAllStringSubmatch(p.body, -1)
+	if len(links) != 3 {
+		t.Fatalf("%d Download CSV links on the domain page, want 3", len(links))
+	}
+	fetch := func(c *http.Client, link string) (*http.Response, []byte) {
+		t.Helper()
+		res, err := c.Get(e.srv.URL + link)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res, b
+	}
+	tables := map[string][][]string{}
+	for _, l := range links {
+		link := html.UnescapeString(l[1])
+		res, b := fetch(c, link)
+		if res.StatusCode != 200 || res.Header.Get("Content-Type") != "text/csv; charset=utf-8" ||
+			!strings.HasPrefix(res.Header.Get("Content-Disposition"), "attachment; filename=acme.example-") {
+			t.Fatalf("%s: %d %v\n%s", link, res.StatusCode, res.Header, b)
+		}
+		rows, err := csv.NewReader(strings.NewReader(string(b))).ReadAll()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", link, err, b)
+		}
+		tables[link[strings.Index(link, "csv=")+4:]] = rows
+	}
+	want := [][]string{{"domain", "answers_citing", "share_of_cited_sources", "this_domain"},
+		{"rival.example", "9", "0.36", "false"}, {"acme.example", "4", "0.16", "true"},
+		{"<img src=x onerror=alert(1)>", "2", "0.08", "false"}, {"blog.acme.example", "1", "0.04", "true"}}
+	if got := tables["cited_domains"]; !reflect.DeepEqual(got, want) {
+		t.Errorf("cited domains:\n got  %q\n want %q", got, want)
+	}
+	want = [][]string{{"url", "answers_citing"}, {"https://acme.example/pricing", "3"}, {"https://acme.example/a?q=<script>alert(1)</script>", "1"}}
+	if got := tables["cited_pages"]; !reflect.DeepEqual(got, want) {
+		t.Errorf("cited pages:\n got  %q\n want %q", got, want)
+	}
+	engines := tables["engines"]
+	if len(engines) != 4 || engines[1][0] != "GPT search" || engines[2][0] != "Local" || engines[3][0] != "all engines" ||
+		engines[1][5] != "0.6" || engines[2][20] != "" {
+		t.Errorf("engines: %q", engines)
+	}
+
+	// Without a session: the sign-in, no table.
+	res, b := fetch(e.browser(), "/domains/acme.example?csv=engines")
+	if res.StatusCode == 200 || strings.Contains(string(b), "GPT search") {
+		t.Errorf("without a session: %d %s", res.StatusCode, b)
+	}
+	if res, _ := fetch(c, "/domains/acme.example?csv=prompts"); res.StatusCode != http.StatusBadRequest {
+		t.Errorf("an unknown table: %d", res.StatusCode)
+	}
+}
