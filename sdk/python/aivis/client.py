@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import ssl
 import time
@@ -169,6 +171,23 @@ class Client:
     def _redeliver(self, base: str, id: str, delivery_id: str, key: Optional[str]) -> Delivery:
         return self._one(Delivery, "POST", base + "/" + _seg(id) + "/deliveries/" + _seg(delivery_id) + "/redeliver",
                          body={}, idempotency_key=key)
+
+    def csv_rows(self, method: Callable[..., Any], cursor: Optional[str] = None, **params: Any) -> Iterator[List[str]]:
+        """A list as CSV (format=csv), read row by row as the server streams it, the header row first:
+        ``client.csv_rows(client.get_visibility_history, domain="example.com")``. The lists that have it:
+        get_visibility_history, list_scan_answers, list_webhook_deliveries, list_connection_deliveries,
+        and get_scan with table= (engines, cited_domains or cited_pages). Every item from cursor on."""
+        name = getattr(method, "__name__", "")
+        if name == "get_scan":
+            path = "/v1/visibility/scans/" + _seg(params.pop("id"))
+        elif name in _LISTS:
+            args = {k: params.pop(k) for k in _PATH_ARGS if k in params}
+            path = _LISTS[name][1](**args)
+        else:
+            raise ValueError("%r is not a list method of the client" % name)
+        params.update(format="csv", cursor=cursor)
+        with self._open("GET", path, params) as res:
+            yield from csv.reader(io.TextIOWrapper(res, encoding="utf-8", newline=""))
 
     # -- the key-and-secret interface (/api/v1/ai) ---------------------------
 

@@ -171,6 +171,9 @@ class ClientTest(unittest.TestCase):
         now = self.c.get_visibility("vis.example")
         self.assertEqual((now.visibility_score, now.sentiment), (70, "mixed"))
         self.assertEqual([r.visibility_score for r in self.c.get_visibility_history("vis.example", limit=1)], [70, 61])
+        rows = list(self.c.csv_rows(self.c.get_visibility_history, domain="vis.example"))
+        score = rows[0].index("visibility_score")
+        self.assertEqual([r[score] for r in rows[1:]], ["70", "61"])
         with self.assertRaises(aivis.NotFoundError):
             self.c.get_visibility("never.example")
 
@@ -196,6 +199,8 @@ class ClientTest(unittest.TestCase):
         deliveries = wait_for("the delivery log", lambda: [
             d for d in c.list_webhook_deliveries(hook.id, status="succeeded", limit=1) if d.event_id == reading.event_id])
         one = c.get_webhook_delivery(hook.id, deliveries[0].id)
+        rows = list(c.csv_rows(c.list_webhook_deliveries, id=hook.id))
+        self.assertIn(one.id, [r[rows[0].index("id")] for r in rows[1:]])
         self.assertEqual((one.event, one.status), ("ai_visibility_change", "succeeded"))
         n = len(rx.at("/hook"))
         c.redeliver_webhook_delivery(hook.id, one.id)
@@ -288,6 +293,10 @@ class ClientTest(unittest.TestCase):
         self.assertGreater(len(answers), 2)
         self.assertEqual(len({a.seq for a in answers}), len(answers))
         self.assertTrue(all(a.engine for a in answers))
+        rows = list(c.csv_rows(c.list_scan_answers, id=scan.id))
+        self.assertEqual(len(rows) - 1, len(answers))
+        engines = list(c.csv_rows(c.get_scan, id=scan.id, table="engines"))
+        self.assertGreaterEqual(len(engines), 2)
         c.delete_domain(d.id)
         with self.assertRaises(aivis.NotFoundError):
             c.get_domain(d.id)
