@@ -164,11 +164,3 @@ func lines[T any](xs []T, f func(T) string) string {
 	}
 	return strings.Join(out, "\n")
 }
-
-var deliveryColumns = []string{"id", "event_id", "event", "status", "attempts", "next_attempt_at", "last_status_code", "last_error",
-	"created_at", "updated_at"}
-
-func deliveryRow(d client.Delivery) []string {
-	return []string{d.ID, d.EventID, d.Event, d.Status, csvexport.Int(d.Attempts), csvexport.TimePtr(d.NextAttemptAt),
-		csvexport.IntPtr(d.LastStatus), csvexport.String(d.LastError), csvexport.Time(d.CreatedAt), csvexport.Time(d.UpdatedAt)}
-}

@@ -56,35 +56,6 @@ func optionalTime(t time.Time) *time.Time {
 	return &t
 }
 
-func deliveryView(d store.Delivery, attempts []store.Attempt, connection bool) client.Delivery {
-	v := client.Delivery{ID: d.ID, EventID: d.EventID, Event: d.Event, Status: d.Status, Attempts: d.Attempts,
-		LastError: optional(d.LastError), CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt}
-	if connection {
-		v.ConnectionID = d.WebhookID
-	} else {
-		v.WebhookID = d.WebhookID
-	}
-	if d.Status == store.DeliveryPending {
-		v.NextAttemptAt = optionalTime(d.NextAttemptAt)
-	}
-	if d.LastStatus != 0 {
-		v.LastStatus = &d.LastStatus
-	}
-	if attempts != nil {
-		v.AttemptLog = make([]client.Attempt, 0, len(attempts))
-		for _, a := range attempts {
-			ca := client.Attempt{N: a.N, At: a.At, LatencyMS: float64(a.Latency.Microseconds()) / 1000, ResponseBody: a.ResponseBody,
-				Error: optional(a.Error), Result: a.Result}
-			if a.StatusCode != 0 {
-				code := a.StatusCode
-				ca.StatusCode = &code
-			}
-			v.AttemptLog = append(v.AttemptLog, ca)
-		}
-	}
-	return v
-}
-
 func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request) {
 	var in client.CreateWebhook
 	if err := readJSON(r, &in, false); err != nil {
@@ -189,14 +160,14 @@ func (s *Server) testWebhook(w http.ResponseWriter, r *http.Request) {
 func (s *Server) listDeliveries(svc *delivery.Service) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		id := chi.URLParam(r, "id")
-		answerList(s, w, r, "deliveries-"+id, deliveryColumns, deliveryRow, func(cursor string, limit int) ([]client.Delivery, string, error) {
+		answerList(s, w, r, "deliveries-"+id, delivery.CSVColumns, delivery.CSVRow, func(cursor string, limit int) ([]client.Delivery, string, error) {
 			items, next, err := svc.Deliveries(r.Context(), principal(r), id, r.URL.Query().Get("status"), cursor, limit)
 			if err != nil {
 				return nil, "", err
 			}
 			views := make([]client.Delivery, 0, len(items))
 			for _, d := range items {
-				views = append(views, deliveryView(d, nil, svc == s.connections))
+				views = append(views, delivery.View(d, nil, svc == s.connections))
 			}
 			return views, next, nil
 		})
@@ -213,7 +184,7 @@ func (s *Server) getDelivery(svc *delivery.Service) http.HandlerFunc {
 		if as == nil {
 			as = []store.Attempt{}
 		}
-		writeJSON(w, http.StatusOK, deliveryView(d, as, svc == s.connections))
+		writeJSON(w, http.StatusOK, delivery.View(d, as, svc == s.connections))
 	}
 }
 
@@ -228,7 +199,7 @@ func (s *Server) redeliver(svc *delivery.Service) http.HandlerFunc {
 			writeError(w, r, s.log, err)
 			return
 		}
-		writeJSON(w, http.StatusAccepted, deliveryView(d, nil, svc == s.connections))
+		writeJSON(w, http.StatusAccepted, delivery.View(d, nil, svc == s.connections))
 	}
 }
 

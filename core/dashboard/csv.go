@@ -5,6 +5,7 @@ import (
 	"net/url"
 
 	"github.com/aivis/aivis/core/csvexport"
+	"github.com/aivis/aivis/core/delivery"
 	"github.com/aivis/aivis/core/visibility"
 )
 
@@ -34,14 +35,50 @@ func (s *Dashboard) domainCSV(w http.ResponseWriter, r *http.Request, d domainDa
 	writeCSV(w, d.Domain+"-"+table, header, rows)
 }
 
-// writeCSV answers a table as a CSV attachment (csvexport, the writer of
-// every export).
-func writeCSV(w http.ResponseWriter, name string, header []string, rows [][]string) {
+// deliveriesCSV answers every delivery of a webhook or connection (conn),
+// newest first, as CSV: the columns and rows of the API's export, page
+// after page. An error before the first page is the error page; one
+// after it cuts the response short.
+func (s *Dashboard) deliveriesCSV(w http.ResponseWriter, r *http.Request, svc *delivery.Service, conn bool, id string) {
+	const pageSize = 100
+	ds, next, err := svc.Deliveries(r.Context(), principal(r), id, "", "", pageSize)
+	if err != nil {
+		s.failWith(w, r, err)
+		return
+	}
+	cw, err := csvWriter(w, "deliveries-"+id, delivery.CSVColumns)
+	for err == nil {
+		for _, d := range ds {
+			if err = cw.Row(delivery.CSVRow(delivery.View(d, nil, conn))...); err != nil {
+				break
+			}
+		}
+		if err == nil {
+			err = cw.Flush()
+		}
+		if err != nil || next == "" {
+			break
+		}
+		ds, next, err = svc.Deliveries(r.Context(), principal(r), id, "", next, pageSize)
+	}
+	if err != nil {
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// csvWriter starts a CSV attachment named name.csv (csvexport, the writer
+// of every export) with its header row.
+func csvWriter(w http.ResponseWriter, name string, header []string) (*csvexport.Writer, error) {
 	h := w.Header()
 	h.Set("Content-Type", csvexport.ContentType)
 	h.Set("Content-Disposition", csvexport.Disposition(name))
 	h.Set("Cache-Control", "no-store")
-	cw, err := csvexport.New(w, header...)
+	return csvexport.New(w, header...)
+}
+
+// writeCSV answers a table as a CSV attachment.
+func writeCSV(w http.ResponseWriter, name string, header []string, rows [][]string) {
+	cw, err := csvWriter(w, name, header)
 	for _, row := range rows {
 		if err != nil {
 			break

@@ -1,14 +1,19 @@
 package dashboard_test
 
 import (
+	"context"
 	"encoding/csv"
 	"html"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"reflect"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/aivis/aivis/core/store"
 )
 
 var downloadLink = regexp.MustCompile(`<a href="([^"]+)" download aria-label="[^"]+">Download CSV</a>`)
@@ -71,5 +76,50 @@ func TestDomainTablesDownloadAsCSV(t *testing.T) {
 	}
 	if res, _ := fetch(c, "/domains/acme.example?csv=prompts"); res.StatusCode != http.StatusBadRequest {
 		t.Errorf("an unknown table: %d", res.StatusCode)
+	}
+}
+
+// TestWebhookDeliveriesDownloadAsCSV: the deliveries table of a webhook's
+// page links every delivery as CSV, with the session; another account's
+// session gets none of them.
+func TestWebhookDeliveriesDownloadAsCSV(t *testing.T) {
+	e := newEnv(t)
+	c, u := e.owner("owner@example.com", false)
+	other, _ := e.owner("other@example.com", false)
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.Copy(io.Discard, r.Body) }))
+	defer recv.Close()
+	tok := csrf(t, e.get(c, "/webhooks"))
+	if p := e.post(c, "/webhooks", url.Values{"csrf": {tok}, "domain": {"acme.example"}, "url": {recv.URL}, "events": {"ai_visibility_change"}}); p.status != http.StatusCreated {
+		t.Fatalf("create: %d\n%s", p.status, p.body)
+	}
+	ws, _, _ := e.db.ListWebhooks(context.Background(), store.WebhookFilter{AccountID: u.AccountID})
+	ds, _, _ := e.db.ListDeliveries(context.Background(), store.DeliveryFilter{WebhookID: ws[0].ID, Limit: 10})
+	if len(ws) != 1 || len(ds) != 1 {
+		t.Fatalf("%d webhooks, %d deliveries", len(ws), len(ds))
+	}
+	links := downloadLink.FindAllStringSubmatch(e.get(c, "/webhooks/"+ws[0].ID).body, -1)
+	if len(links) != 1 || html.UnescapeString(links[0][1]) != "/webhooks/"+ws[0].ID+"?csv=deliveries" {
+		t.Fatalf("Download CSV links: %q", links)
+	}
+	res, err := c.Get(e.srv.URL + html.UnescapeString(links[0][1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	rows, err := csv.NewReader(strings.NewReader(string(b))).ReadAll()
+	if res.StatusCode != 200 || res.Header.Get("Content-Type") != "text/csv; charset=utf-8" || err != nil || len(rows) != 2 ||
+		!reflect.DeepEqual(rows[0], []string{"id", "event_id", "event", "status", "attempts", "next_attempt_at", "last_status_code", "last_error", "created_at", "updated_at"}) ||
+		rows[1][0] != ds[0].ID || rows[1][2] != "webhook_test" || rows[1][3] != "succeeded" || rows[1][6] != "200" {
+		t.Fatalf("deliveries CSV: %d %v %q", res.StatusCode, err, b)
+	}
+	res, err = other.Get(e.srv.URL + "/webhooks/" + ws[0].ID + "?csv=deliveries")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusNotFound || strings.Contains(string(b), ds[0].ID) {
+		t.Errorf("another account's session: %d %s", res.StatusCode, b)
 	}
 }

@@ -151,6 +151,10 @@ func (s *Dashboard) showTarget(w http.ResponseWriter, r *http.Request, conn bool
 		s.failWith(w, r, err)
 		return
 	}
+	if r.Method == http.MethodGet && r.URL.Query().Get("csv") == "deliveries" {
+		s.deliveriesCSV(w, r, svc, conn, t.ID)
+		return
+	}
 	ds, _, err := svc.Deliveries(r.Context(), pr, id, "", "", 50)
 	if err != nil {
 		s.failWith(w, r, err)
