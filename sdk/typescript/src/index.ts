@@ -62,7 +62,8 @@ export const OPERATIONS = {
 export type OperationId = keyof typeof OPERATIONS;
 
 type Params<O extends OperationId> = operations[O]["parameters"];
-type QueryOf<O extends OperationId> = Params<O> extends { query?: infer Q } ? Q : never;
+// format=csv is csv()'s: the methods answer JSON.
+type QueryOf<O extends OperationId> = Params<O> extends { query?: infer Q } ? ([Q] extends [undefined] ? never : Omit<NonNullable<Q>, "format">) : never;
 type PathOf<O extends OperationId> = Params<O> extends { path: infer P } ? P : never;
 type BodyOf<O extends OperationId> = operations[O] extends {
   requestBody?: { content: { "application/json": infer B } };
@@ -140,7 +141,14 @@ export type Client = Operations & {
   readonly raw: ReturnType<typeof createClient<import("./schema.js").paths>>;
   /** Every item of a cursor-paged list, page after page. */
   paginate<O extends ListOperation>(op: O, args?: Args<O>): AsyncIterableIterator<Item<O>>;
+  /** The CSV export of a list (or of a scan's table): every item, as RFC 4180 text with a header row. */
+  csv<O extends CSVOperation>(op: O, args: Args<O>): Promise<string>;
 };
+
+/** The operations that answer CSV with format=csv. */
+export type CSVOperation = {
+  [O in OperationId]: operations[O]["responses"] extends { 200: { content: { "text/csv": unknown } } } ? O : never;
+}[OperationId];
 
 type Page = { items: unknown[]; has_more: boolean; next_cursor?: string | null };
 /** The operations that answer a page with a cursor. */
@@ -239,6 +247,8 @@ export function createAivis(opts: ClientOptions): Client {
         cursor = page.next_cursor;
       }
     },
+    csv: (op: OperationId, args: Record<string, unknown> = {}) =>
+      call(op, { ...args, query: { ...(args.query as object | undefined), format: "csv" } }),
   } as Record<string, unknown>;
   for (const op of Object.keys(OPERATIONS) as OperationId[]) client[op] = (args?: Record<string, unknown>) => call(op, args);
   return client as unknown as Client;

@@ -1444,6 +1444,8 @@ export interface components {
                 code?: "INTERNAL_ERROR";
             };
         } & components["schemas"]["ErrorEnvelope"];
+        /** @description CSV (RFC 4180): a header row naming the columns, then a row per item; times in RFC 3339 UTC, an absent value (null) empty, a list within a cell a line each (CRLF). */
+        CSVExport: string;
         /** @description This OpenAPI 3.1 document. */
         OpenAPIDocument: {
             openapi: string;
@@ -3296,6 +3298,10 @@ export interface components {
         IdempotencyKey: string;
         /** @description Page size, 1-100. */
         Limit: number;
+        /** @description json (the default) or csv: the list as CSV (RFC 4180, UTF-8, a header row, CRLF line ends), every item from cursor on, page after page (limit does not apply), streamed as it is read, as an attachment; the same as Accept: text/csv. A cell that starts with =, +, -, @, a tab or a carriage return and is not a number gets a leading apostrophe, so that no spreadsheet runs it as a formula. An error before the first row is the error envelope; one after it cuts the response short. docs/api.md lists the columns. */
+        Format: "json" | "csv";
+        /** @description With format=csv (or Accept: text/csv), and only then, required: which table of the scan's figures the CSV is: engines (its figures per engine, and a last row of all engines), cited_domains (the domains its answers cited, most first, the scanned domain's marked) or cited_pages (the scanned domain's pages cited). A scan that is not completed, or asked no engine, gives the header alone. */
+        ScanTable: "engines" | "cited_domains" | "cited_pages";
         /** @description The next_cursor of the previous page. Opaque: pass it back unchanged, with the same filters. */
         Cursor: string;
         /** @description Only requests in this state. */
@@ -4484,6 +4490,8 @@ export interface operations {
                 limit?: components["parameters"]["Limit"];
                 /** @description The next_cursor of the previous page. Opaque: pass it back unchanged, with the same filters. */
                 cursor?: components["parameters"]["Cursor"];
+                /** @description json (the default) or csv: the list as CSV (RFC 4180, UTF-8, a header row, CRLF line ends), every item from cursor on, page after page (limit does not apply), streamed as it is read, as an attachment; the same as Accept: text/csv. A cell that starts with =, +, -, @, a tab or a carriage return and is not a number gets a leading apostrophe, so that no spreadsheet runs it as a formula. An error before the first row is the error envelope; one after it cuts the response short. docs/api.md lists the columns. */
+                format?: components["parameters"]["Format"];
                 status?: components["parameters"]["DeliveryStatusFilter"];
             };
             header?: never;
@@ -4507,6 +4515,11 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DeliveryPage"];
+                    /**
+                     * @example id,event_id,event,status,attempts,next_attempt_at,last_status_code,last_error,created_at,updated_at
+                     *     dlv_8sKq2LmX9pR4tVz1cNb7,evt_2fGh7JkL0qWe4RtY9uIo,ai_visibility_change,succeeded,1,,200,,2026-11-22T10:38:56.123456Z,2026-11-22T10:38:56.323456Z
+                     */
+                    "text/csv": components["schemas"]["CSVExport"];
                 };
             };
             400: components["responses"]["InvalidParameters"];
@@ -4976,6 +4989,8 @@ export interface operations {
                 limit?: components["parameters"]["Limit"];
                 /** @description The next_cursor of the previous page. Opaque: pass it back unchanged, with the same filters. */
                 cursor?: components["parameters"]["Cursor"];
+                /** @description json (the default) or csv: the list as CSV (RFC 4180, UTF-8, a header row, CRLF line ends), every item from cursor on, page after page (limit does not apply), streamed as it is read, as an attachment; the same as Accept: text/csv. A cell that starts with =, +, -, @, a tab or a carriage return and is not a number gets a leading apostrophe, so that no spreadsheet runs it as a formula. An error before the first row is the error envelope; one after it cuts the response short. docs/api.md lists the columns. */
+                format?: components["parameters"]["Format"];
                 status?: components["parameters"]["DeliveryStatusFilter"];
             };
             header?: never;
@@ -4999,6 +5014,11 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DeliveryPage"];
+                    /**
+                     * @example id,event_id,event,status,attempts,next_attempt_at,last_status_code,last_error,created_at,updated_at
+                     *     dlv_8sKq2LmX9pR4tVz1cNb7,evt_2fGh7JkL0qWe4RtY9uIo,ai_visibility_change,succeeded,1,,,,2026-11-22T10:38:56.123456Z,2026-11-22T10:38:56.323456Z
+                     */
+                    "text/csv": components["schemas"]["CSVExport"];
                 };
             };
             400: components["responses"]["InvalidParameters"];
@@ -5585,6 +5605,8 @@ export interface operations {
                 limit?: components["parameters"]["Limit"];
                 /** @description The next_cursor of the previous page. Opaque: pass it back unchanged, with the same filters. */
                 cursor?: components["parameters"]["Cursor"];
+                /** @description json (the default) or csv: the list as CSV (RFC 4180, UTF-8, a header row, CRLF line ends), every item from cursor on, page after page (limit does not apply), streamed as it is read, as an attachment; the same as Accept: text/csv. A cell that starts with =, +, -, @, a tab or a carriage return and is not a number gets a leading apostrophe, so that no spreadsheet runs it as a formula. An error before the first row is the error envelope; one after it cuts the response short. docs/api.md lists the columns. */
+                format?: components["parameters"]["Format"];
             };
             header?: never;
             path?: never;
@@ -5605,6 +5627,12 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["VisibilityReadingPage"];
+                    /**
+                     * @example domain,measured_at,visibility_score,sentiment,sentiment_score,source,client_id,formula_version
+                     *     example.com,2026-11-22T10:38:56.123456Z,72,positive,0.6,scan,,2
+                     *     example.com,2026-11-15T10:38:56.123456Z,65,neutral,-0.05,api,,
+                     */
+                    "text/csv": components["schemas"]["CSVExport"];
                 };
             };
             400: components["responses"]["InvalidParameters"];
@@ -5658,7 +5686,12 @@ export interface operations {
     };
     getScan: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description json (the default) or csv: the list as CSV (RFC 4180, UTF-8, a header row, CRLF line ends), every item from cursor on, page after page (limit does not apply), streamed as it is read, as an attachment; the same as Accept: text/csv. A cell that starts with =, +, -, @, a tab or a carriage return and is not a number gets a leading apostrophe, so that no spreadsheet runs it as a formula. An error before the first row is the error envelope; one after it cuts the response short. docs/api.md lists the columns. */
+                format?: components["parameters"]["Format"];
+                /** @description With format=csv (or Accept: text/csv), and only then, required: which table of the scan's figures the CSV is: engines (its figures per engine, and a last row of all engines), cited_domains (the domains its answers cited, most first, the scanned domain's marked) or cited_pages (the scanned domain's pages cited). A scan that is not completed, or asked no engine, gives the header alone. */
+                table?: components["parameters"]["ScanTable"];
+            };
             header?: never;
             path: {
                 /** @description The scan's id. */
@@ -5681,6 +5714,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Scan"];
+                    "text/csv": components["schemas"]["CSVExport"];
                 };
             };
             400: components["responses"]["InvalidParameters"];
@@ -5699,6 +5733,8 @@ export interface operations {
                 limit?: components["parameters"]["Limit"];
                 /** @description The next_cursor of the previous page. Opaque: pass it back unchanged, with the same filters. */
                 cursor?: components["parameters"]["Cursor"];
+                /** @description json (the default) or csv: the list as CSV (RFC 4180, UTF-8, a header row, CRLF line ends), every item from cursor on, page after page (limit does not apply), streamed as it is read, as an attachment; the same as Accept: text/csv. A cell that starts with =, +, -, @, a tab or a carriage return and is not a number gets a leading apostrophe, so that no spreadsheet runs it as a formula. An error before the first row is the error envelope; one after it cuts the response short. docs/api.md lists the columns. */
+                format?: components["parameters"]["Format"];
                 /** @description Only the answers of the engine with this label. */
                 engine?: string;
                 /** @description Only the answers to this prompt: its index in the scan's prompt set (result.prompt_set.prompts). */
@@ -5732,6 +5768,12 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ScanAnswerPage"];
+                    /**
+                     * @example seq,engine,kind,prompt_index,prompt,intent,run,mentioned,position,cited,sources_reported,sources,citations,queries,competitors,error,error_category,text
+                     *     0,Search,openai-chat,0,Which rocket skates should I buy?,discovery,0,true,1,true,true,"https://example.com/safety
+                     *     https://reviews.example/skates",https://example.com/safety,rocket skates,Globex,,,"'=Acme skates are the safest (https://example.com/safety)."
+                     */
+                    "text/csv": components["schemas"]["CSVExport"];
                 };
             };
             400: components["responses"]["InvalidParameters"];

@@ -122,6 +122,20 @@ describe("against aivis serve", () => {
     const answers = [];
     for await (const a of c.paginate("listScanAnswers", { path: { id: scan.id } })) answers.push(a);
     assert.ok(Array.isArray(answers));
+
+    // CSV: a header row, then a row per item, CRLF.
+    const readings = [];
+    for await (const r of c.paginate("getVisibilityHistory", { query: { domain } })) readings.push(r);
+    const history = (await c.csv("getVisibilityHistory", { query: { domain } })).split("\r\n");
+    assert.match(history[0]!, /^domain,measured_at,visibility_score,/);
+    assert.equal(history.pop(), "", "the last row ends with CRLF");
+    assert.deepEqual(
+      history.slice(1).map((l) => l.split(",").slice(1, 3).join(" ")),
+      readings.map((r) => `${r.measured_at} ${r.visibility_score}`),
+      "the CSV's rows are the history's readings",
+    );
+    assert.equal((await c.csv("listScanAnswers", { path: { id: scan.id } })).split("\r\n").length, 2 + answers.length);
+    assert.match(await c.csv("getScan", { path: { id: scan.id }, query: { table: "engines" } }), /^engine,/);
   });
 
   it("webhooks: create (verified by a signed test event), deliveries, rotation, replay", async () => {
@@ -146,6 +160,7 @@ describe("against aivis serve", () => {
     const delivered = deliveries.find((x) => x.event_id === ev.id);
     assert.ok(delivered, "the change's delivery is listed");
     assert.equal((await c.getWebhookDelivery({ path: { id: w.id, delivery_id: delivered.id } })).event_id, ev.id);
+    assert.ok((await c.csv("listWebhookDeliveries", { path: { id: w.id } })).includes(delivered.id), "the CSV lists the delivery");
     await c.redeliverWebhookDelivery({ path: { id: w.id, delivery_id: delivered.id } });
     const replay = await c.replayWebhookDeliveries({ path: { id: w.id }, body: { since: new Date(Date.now() - 3600_000).toISOString() } });
     assert.equal(typeof replay.scheduled, "number");
@@ -186,6 +201,7 @@ describe("against aivis serve", () => {
     }
     assert.ok(delivery, "a delivered delivery is listed");
     assert.equal((await c.getConnectionDelivery({ path: { id: conn.id, delivery_id: delivery.id } })).id, delivery.id);
+    assert.ok((await c.csv("listConnectionDeliveries", { path: { id: conn.id } })).includes(delivery.id), "the CSV lists the delivery");
     await c.redeliverConnectionDelivery({ path: { id: conn.id, delivery_id: delivery.id } });
     assert.equal(typeof (await c.replayConnectionDeliveries({ path: { id: conn.id }, body: { since: new Date(0).toISOString() } })).scheduled, "number");
     await c.deleteConnection({ path: { id: conn.id } });
