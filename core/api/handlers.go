@@ -1,7 +1,6 @@
 package api
 
 import (
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -90,22 +89,11 @@ func contentView(cr store.ContentRequest, withContent bool) client.ContentReques
 
 // idempotency reads the Idempotency-Key header; nil when there is none.
 func idempotency(r *http.Request, body []byte, status int) (*content.Idempotency, error) {
-	key := r.Header.Get("Idempotency-Key")
-	if key == "" {
-		return nil, nil
+	key, err := idempotencyKey(r)
+	if key == "" || err != nil {
+		return nil, err
 	}
-	if len(key) > 255 {
-		return nil, fault.Invalid(fault.FieldError{Field: "Idempotency-Key", Message: "must be at most 255 characters"})
-	}
-	for i := 0; i < len(key); i++ {
-		if key[i] < 0x20 || key[i] > 0x7e {
-			return nil, fault.Invalid(fault.FieldError{Field: "Idempotency-Key", Message: "must be printable ASCII"})
-		}
-	}
-	h := sha256.New()
-	h.Write([]byte(r.Method + " " + r.URL.Path + "\n"))
-	h.Write(body)
-	return &content.Idempotency{Key: key, Hash: h.Sum(nil), Render: func(cr store.ContentRequest) (int, []byte, error) {
+	return &content.Idempotency{Key: key, Hash: requestHash(r, body), Render: func(cr store.ContentRequest) (int, []byte, error) {
 		b, err := json.Marshal(envelope(contentView(cr, true)))
 		return status, b, err
 	}}, nil

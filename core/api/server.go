@@ -56,6 +56,8 @@ type Store interface {
 	ListReadings(ctx context.Context, f store.ReadingFilter, cursor string, limit int) ([]store.Reading, string, error)
 	LatestScan(ctx context.Context, accountID, clientID, domain string) (store.Scan, error)
 	ExportAccount(ctx context.Context, accountID string, emit func(store.Record) error) error
+	// Update runs fn in a write transaction (the POSTs' idempotency keys).
+	Update(ctx context.Context, fn func(store.Tx) error) error
 }
 
 // Deps are the services the API adapts to HTTP.
@@ -162,7 +164,7 @@ func (s *Server) Router() chi.Router {
 		r.Post("/content-requests/{id}/cancel", s.scope("content:write", s.cancelContentRequest))
 	})
 	r.Route("/v1", func(r chi.Router) {
-		r.Use(s.authenticate(false), s.rateLimit)
+		r.Use(s.authenticate(false), s.rateLimit, s.idempotent)
 		r.NotFound(s.notFound)
 		r.MethodNotAllowed(s.methodNotAllowed)
 		r.Get("/account/export", s.exportAccount)

@@ -145,7 +145,9 @@ func tierOf(p auth.Principal) (limits.Tier, error) {
 	return t, nil
 }
 
-func idemScope(p auth.Principal) string { return p.AccountID() + "/" + p.ClientID() }
+// IdempotencyScope is whose Idempotency-Keys a principal's are: its
+// account's, a client key's its client's. Every operation's keys share it.
+func IdempotencyScope(p auth.Principal) string { return p.AccountID() + "/" + p.ClientID() }
 
 // withIdempotency runs fn in a write transaction, replaying the stored
 // response when the key was used before with the same request.
@@ -156,7 +158,7 @@ func (s *Service) withIdempotency(ctx context.Context, p auth.Principal, idem *I
 	err := s.Store.Update(ctx, func(tx store.Tx) error {
 		now := s.Now()
 		if idem != nil {
-			prev, err := tx.Idempotency(idemScope(p), idem.Key, now.Add(-IdempotencyTTL))
+			prev, err := tx.Idempotency(IdempotencyScope(p), idem.Key, now.Add(-IdempotencyTTL))
 			if err == nil {
 				if !bytes.Equal(prev.RequestHash, idem.Hash) {
 					return fault.New(fault.IdempotencyConflict,
@@ -178,7 +180,7 @@ func (s *Service) withIdempotency(ctx context.Context, p auth.Principal, idem *I
 			if err != nil {
 				return err
 			}
-			return tx.PutIdempotency(store.Idempotency{Scope: idemScope(p), Key: idem.Key, RequestHash: idem.Hash,
+			return tx.PutIdempotency(store.Idempotency{Scope: IdempotencyScope(p), Key: idem.Key, RequestHash: idem.Hash,
 				Status: status, Body: body, CreatedAt: now})
 		}
 		return nil

@@ -67,7 +67,7 @@ type Idempotency struct {
 	Scope       string // account and client the key belongs to
 	Key         string
 	RequestHash []byte
-	Status      int
+	Status      int // 0 (and an empty Body): the request holds its key and still runs
 	Body        []byte
 	CreatedAt   time.Time
 }
@@ -139,9 +139,11 @@ type ContentTx interface {
 	AddToBudgetMonth(accountID, month string, spent, reserved int64) error
 	// Idempotency reads the record of (scope, key) made at notBefore or
 	// later (ErrNotFound otherwise); PutIdempotency keeps one per (scope,
-	// key), replacing an older one.
+	// key), replacing an older one; DeleteIdempotency forgets it (none is
+	// no error).
 	Idempotency(scope, key string, notBefore time.Time) (Idempotency, error)
 	PutIdempotency(rec Idempotency) error
+	DeleteIdempotency(scope, key string) error
 }
 
 // CheckMetadata refuses a request's metadata whose key or value is not

@@ -254,6 +254,13 @@ func (t *txn) PutIdempotency(r store.Idempotency) error {
 	return nil
 }
 
+func (t *txn) DeleteIdempotency(scope, key string) error {
+	if _, err := t.tx.Exec(t.ctx, `DELETE FROM idempotency_keys WHERE scope = $1 AND key = $2`, scope, key); err != nil {
+		return fmt.Errorf("postgres: delete idempotency: %w", err)
+	}
+	return nil
+}
+
 // DeleteIdempotencyBefore forgets idempotency records made before t.
 func (db *DB) DeleteIdempotencyBefore(ctx context.Context, t time.Time) (int64, error) {
 	at, n := bound(t)

@@ -334,6 +334,13 @@ func (t *txn) PutIdempotency(r store.Idempotency) error {
 	return nil
 }
 
+func (t *txn) DeleteIdempotency(scope, key string) error {
+	if _, err := t.tx.Exec(`DELETE FROM idempotency_keys WHERE scope = ? AND key = ?`, scope, key); err != nil {
+		return fmt.Errorf("sqlite: delete idempotency: %w", err)
+	}
+	return nil
+}
+
 // DeleteIdempotencyBefore forgets idempotency records made before t.
 func (db *DB) DeleteIdempotencyBefore(ctx context.Context, t time.Time) (int64, error) {
 	res, err := db.w.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE created_at < ?`, bound(t))

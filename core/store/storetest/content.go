@@ -310,7 +310,8 @@ func testActiveCapUnderConcurrency(t *testing.T, newStore Constructor) {
 }
 
 // Idempotency finds the record of (scope, key) made at notBefore or later,
-// scope and key compared exactly; PutIdempotency replaces it.
+// scope and key compared exactly; PutIdempotency replaces it;
+// DeleteIdempotency forgets it and no other.
 func testIdempotency(t *testing.T, newStore Constructor) {
 	s, _ := newStore(t)
 	rec := store.Idempotency{Scope: "acct_1/", Key: "k-1", RequestHash: []byte{1, 2, 3, 0}, Status: 201, Body: []byte(`{"id":"cr_1"}`), CreatedAt: t0}
@@ -349,6 +350,18 @@ func testIdempotency(t *testing.T, newStore Constructor) {
 	update(t, s, "PutIdempotency", func(tx store.Tx) error { return tx.PutIdempotency(rec2) })
 	if got, err := get("acct_1/", "k-1", t0.Add(time.Hour)); err != nil || !reflect.DeepEqual(got, rec2) {
 		t.Errorf("after a second PutIdempotency: %+v, %v; want it replaced by %+v", got, err, rec2)
+	}
+	other := rec
+	other.Scope = "acct_1/cli_1"
+	update(t, s, "PutIdempotency", func(tx store.Tx) error { return tx.PutIdempotency(other) })
+	update(t, s, "DeleteIdempotency", func(tx store.Tx) error {
+		return errors.Join(tx.DeleteIdempotency("acct_1/", "k-1"), tx.DeleteIdempotency("acct_1/", "none"))
+	})
+	if got, err := get("acct_1/", "k-1", t0); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("after DeleteIdempotency: %+v, %v; want ErrNotFound", got, err)
+	}
+	if got, err := get("acct_1/cli_1", "k-1", t0); err != nil || !reflect.DeepEqual(got, other) {
+		t.Errorf("DeleteIdempotency of another scope's key: %+v, %v; want %+v kept", got, err, other)
 	}
 }
 

@@ -1388,6 +1388,20 @@ export interface components {
                 code?: "IDEMPOTENCY_CONFLICT";
             };
         } & components["schemas"]["ErrorEnvelope"];
+        /** @description The owner monitors the domain already (ALREADY_EXISTS); or the Idempotency-Key was used in the last 24 hours with a different request, or its first request still runs (IDEMPOTENCY_CONFLICT). */
+        AlreadyExistsOrIdempotencyConflictError: {
+            error?: {
+                /** @enum {unknown} */
+                code?: "ALREADY_EXISTS" | "IDEMPOTENCY_CONFLICT";
+            };
+        } & components["schemas"]["ErrorEnvelope"];
+        /** @description The delivery's next attempt is already scheduled (INVALID_STATE); or the Idempotency-Key was used in the last 24 hours with a different request, or its first request still runs (IDEMPOTENCY_CONFLICT). */
+        InvalidStateOrIdempotencyConflictError: {
+            error?: {
+                /** @enum {unknown} */
+                code?: "INVALID_STATE" | "IDEMPOTENCY_CONFLICT";
+            };
+        } & components["schemas"]["ErrorEnvelope"];
         /** @description The request has already ended: it is completed, failed or cancelled (INVALID_STATE); or the Idempotency-Key was used in the last 24 hours with a different request (IDEMPOTENCY_CONFLICT). */
         CancelConflictError: {
             error?: {
@@ -2279,13 +2293,6 @@ export interface components {
                 code?: "PROMPT_LIMIT_REACHED";
             };
         } & components["schemas"]["ErrorEnvelope"];
-        /** @description The owner monitors the domain already. */
-        AlreadyExistsError: {
-            error?: {
-                /** @enum {unknown} */
-                code?: "ALREADY_EXISTS";
-            };
-        } & components["schemas"]["ErrorEnvelope"];
         /** @example dom_4Kq9LmX2pR7tVz1cNb8w */
         MonitoredDomainId: string;
         CreateDomain: {
@@ -2937,6 +2944,56 @@ export interface components {
                 "application/json": components["schemas"]["IdempotencyConflictError"];
             };
         };
+        /** @description The owner monitors the domain already (ALREADY_EXISTS); or the Idempotency-Key was used in the last 24 hours with a different request, or its first request still runs (IDEMPOTENCY_CONFLICT). */
+        AlreadyExistsOrIdempotencyConflict: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "ALREADY_EXISTS",
+                 *         "message": "example.com is monitored already",
+                 *         "request_id": "req_Zk4u0HqP2vN8sLm1xTcY"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["AlreadyExistsOrIdempotencyConflictError"];
+            };
+        };
+        /** @description The delivery's next attempt is already scheduled (INVALID_STATE); or the Idempotency-Key was used in the last 24 hours with a different request, or its first request still runs (IDEMPOTENCY_CONFLICT). */
+        InvalidStateOrIdempotencyConflict: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "INVALID_STATE",
+                 *         "message": "delivery dlv_K9sT3wQe1ZxV5nLc8mRb is pending: its next attempt is already scheduled",
+                 *         "request_id": "req_Zk4u0HqP2vN8sLm1xTcY"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["InvalidStateOrIdempotencyConflictError"];
+            };
+        };
         /** @description The request has already ended: it is completed, failed or cancelled (INVALID_STATE); or the Idempotency-Key was used in the last 24 hours with a different request (IDEMPOTENCY_CONFLICT). */
         CancelConflict: {
             headers: {
@@ -3262,31 +3319,6 @@ export interface components {
                  *     }
                  */
                 "application/json": components["schemas"]["ConnectorUnavailableError"];
-            };
-        };
-        /** @description The owner monitors the domain already. */
-        AlreadyExists: {
-            headers: {
-                "X-Request-Id": components["headers"]["X-Request-Id"];
-                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                RateLimit: components["headers"]["RateLimit"];
-                [name: string]: unknown;
-            };
-            content: {
-                /**
-                 * @example {
-                 *       "success": false,
-                 *       "error": {
-                 *         "code": "ALREADY_EXISTS",
-                 *         "message": "example.com is monitored already",
-                 *         "request_id": "req_Zk4u0HqP2vN8sLm1xTcY"
-                 *       }
-                 *     }
-                 */
-                "application/json": components["schemas"]["AlreadyExistsError"];
             };
         };
     };
@@ -3856,7 +3888,13 @@ export interface operations {
     recordVisibilityReading: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description A key of your choosing, 1-255 printable ASCII characters, that makes a retry safe. Within 24 hours, the same key with the same request replays the first successful response (with Idempotent-Replayed: true) instead of acting again; with a different request it is 409 IDEMPOTENCY_CONFLICT. Keys are scoped to the account (a client key's to its client) and shared by all operations.
+                 * @example order-42
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3884,6 +3922,7 @@ export interface operations {
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3908,6 +3947,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];
@@ -4063,7 +4103,13 @@ export interface operations {
     createWebhook: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description A key of your choosing, 1-255 printable ASCII characters, that makes a retry safe. Within 24 hours, the same key with the same request replays the first successful response (with Idempotent-Replayed: true) instead of acting again; with a different request it is 409 IDEMPOTENCY_CONFLICT. Keys are scoped to the account (a client key's to its client) and shared by all operations.
+                 * @example order-42
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4094,6 +4140,7 @@ export interface operations {
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     Location: components["headers"]["Location"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4150,6 +4197,7 @@ export interface operations {
                 };
             };
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["WebhookVerificationFailed"];
@@ -4318,7 +4366,13 @@ export interface operations {
     rotateWebhookSecret: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description A key of your choosing, 1-255 printable ASCII characters, that makes a retry safe. Within 24 hours, the same key with the same request replays the first successful response (with Idempotent-Replayed: true) instead of acting again; with a different request it is 409 IDEMPOTENCY_CONFLICT. Keys are scoped to the account (a client key's to its client) and shared by all operations.
+                 * @example order-42
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 id: components["parameters"]["WebhookIdPath"];
             };
@@ -4345,6 +4399,7 @@ export interface operations {
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4377,6 +4432,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];
@@ -4387,7 +4443,13 @@ export interface operations {
     testWebhook: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description A key of your choosing, 1-255 printable ASCII characters, that makes a retry safe. Within 24 hours, the same key with the same request replays the first successful response (with Idempotent-Replayed: true) instead of acting again; with a different request it is 409 IDEMPOTENCY_CONFLICT. Keys are scoped to the account (a client key's to its client) and shared by all operations.
+                 * @example order-42
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 id: components["parameters"]["WebhookIdPath"];
             };
@@ -4409,6 +4471,7 @@ export interface operations {
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4424,6 +4487,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];
@@ -4434,7 +4498,13 @@ export interface operations {
     replayWebhookDeliveries: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description A key of your choosing, 1-255 printable ASCII characters, that makes a retry safe. Within 24 hours, the same key with the same request replays the first successful response (with Idempotent-Replayed: true) instead of acting again; with a different request it is 409 IDEMPOTENCY_CONFLICT. Keys are scoped to the account (a client key's to its client) and shared by all operations.
+                 * @example order-42
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 id: components["parameters"]["WebhookIdPath"];
             };
@@ -4461,6 +4531,7 @@ export interface operations {
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4476,6 +4547,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];
@@ -4570,7 +4642,13 @@ export interface operations {
     redeliverWebhookDelivery: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description A key of your choosing, 1-255 printable ASCII characters, that makes a retry safe. Within 24 hours, the same key with the same request replays the first successful response (with Idempotent-Replayed: true) instead of acting again; with a different request it is 409 IDEMPOTENCY_CONFLICT. Keys are scoped to the account (a client key's to its client) and shared by all operations.
+                 * @example order-42
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 id: components["parameters"]["WebhookIdPath"];
                 delivery_id: components["parameters"]["DeliveryIdPath"];
@@ -4593,6 +4671,7 @@ export interface operations {
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4603,7 +4682,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            409: components["responses"]["InvalidState"];
+            409: components["responses"]["InvalidStateOrIdempotencyConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];
@@ -4685,7 +4764,13 @@ export interface operations {
     createConnection: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description A key of your choosing, 1-255 printable ASCII characters, that makes a retry safe. Within 24 hours, the same key with the same request replays the first successful response (with Idempotent-Replayed: true) instead of acting again; with a different request it is 409 IDEMPOTENCY_CONFLICT. Keys are scoped to the account (a client key's to its client) and shared by all operations.
+                 * @example order-42
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4706,6 +4791,7 @@ export interface operations {
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     Location: components["headers"]["Location"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4770,6 +4856,7 @@ export interface operations {
                 };
             };
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];
@@ -4891,7 +4978,13 @@ export interface operations {
     testConnection: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description A key of your choosing, 1-255 printable ASCII characters, that makes a retry safe. Within 24 hours, the same key with the same request replays the first successful response (with Idempotent-Replayed: true) instead of acting again; with a different request it is 409 IDEMPOTENCY_CONFLICT. Keys are scoped to the account (a client key's to its client) and shared by all operations.
+                 * @example order-42
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 id: components["parameters"]["ConnectionIdPath"];
             };
@@ -4913,6 +5006,7 @@ export interface operations {
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4923,6 +5017,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];
@@ -4933,7 +5028,13 @@ export interface operations {
     replayConnectionDeliveries: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description A key of your choosing, 1-255 printable ASCII characters, that makes a retry safe. Within 24 hours, the same key with the same request replays the first successful response (with Idempotent-Replayed: true) instead of acting again; with a different request it is 409 IDEMPOTENCY_CONFLICT. Keys are scoped to the account (a client key's to its client) and shared by all operations.
+                 * @example order-42
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 id: components["parameters"]["ConnectionIdPath"];
             };
@@ -4960,6 +5061,7 @@ export interface operations {
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4975,6 +5077,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];
@@ -5069,7 +5172,13 @@ export interface operations {
     redeliverConnectionDelivery: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description A key of your choosing, 1-255 printable ASCII characters, that makes a retry safe. Within 24 hours, the same key with the same request replays the first successful response (with Idempotent-Replayed: true) instead of acting again; with a different request it is 409 IDEMPOTENCY_CONFLICT. Keys are scoped to the account (a client key's to its client) and shared by all operations.
+                 * @example order-42
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 id: components["parameters"]["ConnectionIdPath"];
                 delivery_id: components["parameters"]["DeliveryIdPath"];
@@ -5092,6 +5201,7 @@ export interface operations {
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5102,7 +5212,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            409: components["responses"]["InvalidState"];
+            409: components["responses"]["InvalidStateOrIdempotencyConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];
@@ -5185,7 +5295,13 @@ export interface operations {
     zapierSubscribe: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description A key of your choosing, 1-255 printable ASCII characters, that makes a retry safe. Within 24 hours, the same key with the same request replays the first successful response (with Idempotent-Replayed: true) instead of acting again; with a different request it is 409 IDEMPOTENCY_CONFLICT. Keys are scoped to the account (a client key's to its client) and shared by all operations.
+                 * @example order-42
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5206,6 +5322,7 @@ export interface operations {
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     Location: components["headers"]["Location"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5240,6 +5357,7 @@ export interface operations {
                 };
             };
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["WebhookVerificationFailed"];
@@ -5323,7 +5441,13 @@ export interface operations {
     createDomain: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description A key of your choosing, 1-255 printable ASCII characters, that makes a retry safe. Within 24 hours, the same key with the same request replays the first successful response (with Idempotent-Replayed: true) instead of acting again; with a different request it is 409 IDEMPOTENCY_CONFLICT. Keys are scoped to the account (a client key's to its client) and shared by all operations.
+                 * @example order-42
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5344,6 +5468,7 @@ export interface operations {
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     Location: components["headers"]["Location"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5368,7 +5493,7 @@ export interface operations {
                 };
             };
             404: components["responses"]["NotFound"];
-            409: components["responses"]["AlreadyExists"];
+            409: components["responses"]["AlreadyExistsOrIdempotencyConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];
@@ -5646,7 +5771,13 @@ export interface operations {
     requestScan: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description A key of your choosing, 1-255 printable ASCII characters, that makes a retry safe. Within 24 hours, the same key with the same request replays the first successful response (with Idempotent-Replayed: true) instead of acting again; with a different request it is 409 IDEMPOTENCY_CONFLICT. Keys are scoped to the account (a client key's to its client) and shared by all operations.
+                 * @example order-42
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5667,6 +5798,7 @@ export interface operations {
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     Location: components["headers"]["Location"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5677,6 +5809,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];

@@ -1,0 +1,131 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/aivis/aivis/core/content"
+	"github.com/aivis/aivis/core/fault"
+	"github.com/aivis/aivis/core/store"
+)
+
+// idempotencyPending is how long a request that holds its key may take
+// before a retry with the key may act in its stead: the holder's instance
+// stopped before its response was kept.
+const idempotencyPending = 2 * time.Minute
+
+// idempotencyKey reads the Idempotency-Key header ("" when there is none).
+func idempotencyKey(r *http.Request) (string, error) {
+	key := r.Header.Get("Idempotency-Key")
+	if len(key) > 255 {
+		return "", fault.Invalid(fault.FieldError{Field: "Idempotency-Key", Message: "must be at most 255 characters"})
+	}
+	for i := 0; i < len(key); i++ {
+		if key[i] < 0x20 || key[i] > 0x7e {
+			return "", fault.Invalid(fault.FieldError{Field: "Idempotency-Key", Message: "must be printable ASCII"})
+		}
+	}
+	return key, nil
+}
+
+// requestHash identifies a request for its key: method, path and body.
+func requestHash(r *http.Request, body []byte) []byte {
+	h := sha256.New()
+	h.Write([]byte(r.Method + " " + r.URL.Path + "\n"))
+	h.Write(body)
+	return h.Sum(nil)
+}
+
+// idempotent makes a POST with an Idempotency-Key act once: the key is
+// held in the store (every instance sees it) while the request runs, and
+// its 2xx response is kept 24 hours, replayed to a retry of the same
+// request with Idempotent-Replayed: true; another request with the key is
+// 409 IDEMPOTENCY_CONFLICT, and so is a retry while the first still runs.
+// A response other than 2xx changed nothing and is not kept: the key is
+// free again.
+func (s *Server) idempotent(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.Header.Get("Idempotency-Key") == "" || s.store == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		key, err := idempotencyKey(r)
+		if err != nil {
+			writeError(w, r, s.log, err)
+			return
+		}
+		body, err := readBody(r, true)
+		if err != nil {
+			writeError(w, r, s.log, err)
+			return
+		}
+		r.Body = readCloser{bytes.NewReader(body)}
+		scope, hash, now := content.IdempotencyScope(principal(r)), requestHash(r, body), s.now()
+		var prev store.Idempotency
+		held := false
+		err = s.store.Update(r.Context(), func(tx store.Tx) error {
+			var err error
+			held = false
+			prev, err = tx.Idempotency(scope, key, now.Add(-content.IdempotencyTTL))
+			switch {
+			case err == nil && (prev.Status != 0 || prev.CreatedAt.After(now.Add(-idempotencyPending))):
+				return nil
+			case err != nil && !errors.Is(err, store.ErrNotFound):
+				return err
+			}
+			held = true
+			return tx.PutIdempotency(store.Idempotency{Scope: scope, Key: key, RequestHash: hash, Body: []byte{}, CreatedAt: now})
+		})
+		switch {
+		case err != nil:
+			writeError(w, r, s.log, err)
+			return
+		case !held && !bytes.Equal(prev.RequestHash, hash):
+			writeError(w, r, s.log, fault.New(fault.IdempotencyConflict,
+				"Idempotency-Key %q was already used with a different request in the last 24 hours", key))
+			return
+		case !held && prev.Status == 0:
+			writeError(w, r, s.log, fault.New(fault.IdempotencyConflict,
+				"a request with Idempotency-Key %q is still in progress; retry it later", key))
+			return
+		case !held:
+			w.Header().Set("Idempotent-Replayed", "true")
+			writeRaw(w, prev.Status, prev.Body)
+			return
+		}
+		rec := &recorder{statusWriter: statusWriter{ResponseWriter: w}}
+		next.ServeHTTP(rec, r)
+		// The request's context may be gone; its outcome is kept regardless.
+		ctx := context.WithoutCancel(r.Context())
+		err = s.store.Update(ctx, func(tx store.Tx) error {
+			if rec.status < 200 || rec.status > 299 {
+				return tx.DeleteIdempotency(scope, key)
+			}
+			return tx.PutIdempotency(store.Idempotency{Scope: scope, Key: key, RequestHash: hash, Status: rec.status,
+				Body: rec.body.Bytes(), CreatedAt: now})
+		})
+		if err != nil {
+			s.log.Error("idempotency: keeping the response", "status", strconv.Itoa(rec.status), "err", err)
+		}
+	})
+}
+
+type readCloser struct{ *bytes.Reader }
+
+func (readCloser) Close() error { return nil }
+
+// recorder passes a response on and keeps a copy of its status and body.
+type recorder struct {
+	statusWriter
+	body bytes.Buffer
+}
+
+func (rc *recorder) Write(b []byte) (int, error) {
+	rc.body.Write(b)
+	return rc.statusWriter.Write(b)
+}
