@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aivis/aivis/core/store"
 )
@@ -121,5 +122,51 @@ func TestWebhookDeliveriesDownloadAsCSV(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != http.StatusNotFound || strings.Contains(string(b), ds[0].ID) {
 		t.Errorf("another account's session: %d %s", res.StatusCode, b)
+	}
+}
+
+// TestUsageDownloadsAsCSV: the usage page links the per-key hourly counts
+// behind its charts as CSV, a row per key and hour with the key's and
+// client's names; another account's session gets its own, empty.
+func TestUsageDownloadsAsCSV(t *testing.T) {
+	e := newEnv(t)
+	c, u := e.owner("owner@example.com", false)
+	other, _ := e.owner("other@example.com", false)
+	if p := e.post(c, "/keys", url.Values{"csrf": {csrf(t, e.get(c, "/keys"))}, "name": {"=cmd|' /C calc'!A0"}}); p.status != http.StatusOK && p.status != http.StatusCreated {
+		t.Fatalf("create key: %d\n%s", p.status, p.body)
+	}
+	ks, _ := e.db.ListKeys(context.Background(), u.AccountID)
+	hour := time.Now().UTC().Truncate(time.Hour).Add(-2 * time.Hour)
+	if len(ks) != 1 || e.db.SaveCounts(context.Background(), nil, []store.KeyUsage{
+		{KeyID: ks[0].ID, AccountID: u.AccountID, Hour: hour, Count: 7, LastUsed: hour},
+		{KeyID: ks[0].ID, AccountID: u.AccountID, Hour: hour.Add(time.Hour), Count: 3, LastUsed: hour.Add(time.Hour)}}) != nil {
+		t.Fatalf("keys %v", ks)
+	}
+	links := downloadLink.FindAllStringSubmatch(e.get(c, "/usage").body, -1)
+	if len(links) != 1 || links[0][1] != "/usage?csv=requests" {
+		t.Fatalf("Download CSV links: %q", links)
+	}
+	get := func(c *http.Client) [][]string {
+		res, err := c.Get(e.srv.URL + "/usage?csv=requests")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		rows, err := csv.NewReader(strings.NewReader(string(b))).ReadAll()
+		if res.StatusCode != 200 || res.Header.Get("Content-Type") != "text/csv; charset=utf-8" || err != nil {
+			t.Fatalf("usage CSV: %d %v %s", res.StatusCode, err, b)
+		}
+		return rows
+	}
+	name := "'=cmd|' /C calc'!A0 (" + ks[0].Hint + ")" // a key's name that would run as a formula, made text
+	want := [][]string{{"hour", "key_id", "key", "client_id", "client", "requests"},
+		{hour.Format(time.RFC3339Nano), ks[0].ID, name, "", "Account keys", "7"},
+		{hour.Add(time.Hour).Format(time.RFC3339Nano), ks[0].ID, name, "", "Account keys", "3"}}
+	if got := get(c); !reflect.DeepEqual(got, want) {
+		t.Errorf("usage:\n got  %q\n want %q", got, want)
+	}
+	if got := get(other); len(got) != 1 {
+		t.Errorf("another account's usage CSV has the account's rows: %q", got)
 	}
 }

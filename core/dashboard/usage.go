@@ -3,9 +3,11 @@ package dashboard
 import (
 	"net/http"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/aivis/aivis/client"
+	"github.com/aivis/aivis/core/csvexport"
 	"github.com/aivis/aivis/core/limits"
 	"github.com/aivis/aivis/core/store"
 )
@@ -33,6 +35,10 @@ type usageData struct {
 	Daily     Chart
 	ByClient  *Chart
 	Client    string // the client the page is about, if any
+	// The per-key hourly counts of the last 30 days behind the charts,
+	// with the names of the keys and clients, for the CSV.
+	counts                []store.KeyUsage
+	keyNames, clientNames map[string]string
 }
 
 var seriesClasses = []string{"s0", "s1", "s2", "s3", "s4", "s5"}
@@ -89,6 +95,7 @@ func (s *Dashboard) usage(r *http.Request, a store.Account, clientID string) (us
 	if err != nil {
 		return d, err
 	}
+	d.counts, d.keyNames, d.clientNames = us, names, clientNames
 	if clientID != "" {
 		var mine []store.KeyUsage
 		for _, u := range us {
@@ -175,5 +182,27 @@ func (s *Dashboard) usagePage(w http.ResponseWriter, r *http.Request) {
 		s.failWith(w, r, err)
 		return
 	}
+	switch r.URL.Query().Get("csv") {
+	case "":
+	case "requests":
+		writeCSV(w, "usage", usageColumns, d.rows())
+		return
+	default:
+		s.fail(w, r, http.StatusBadRequest, "The usage page has no such table to download.")
+		return
+	}
 	s.render(w, r, http.StatusOK, "usage", page{Title: "Usage and budget", Nav: "usage", D: d})
+}
+
+// usageColumns are the columns of the usage page's CSV: a row per key and
+// hour with requests, oldest first.
+var usageColumns = []string{"hour", "key_id", "key", "client_id", "client", "requests"}
+
+func (d usageData) rows() [][]string {
+	rows := make([][]string, 0, len(d.counts))
+	for _, u := range d.counts {
+		rows = append(rows, []string{csvexport.Time(u.Hour), u.KeyID, d.keyNames[u.KeyID], u.ClientID, d.clientNames[u.ClientID],
+			strconv.FormatInt(u.Count, 10)})
+	}
+	return rows
 }
