@@ -276,7 +276,15 @@ class ClientTest(unittest.TestCase):
 
     def test_domains_and_scans(self):
         c = self.c
-        d = c.create_domain("acme.example", brands=["Acme"], prompts=["Which rocket skates should I buy?"])
+        key = str(uuid.uuid4())
+        d = c.create_domain("acme.example", brands=["Acme"], prompts=["Which rocket skates should I buy?"],
+                            idempotency_key=key)
+        # A retry with the same key is the first answer again (not 409 ALREADY_EXISTS); another body is refused.
+        self.assertEqual(c.create_domain("acme.example", brands=["Acme"], prompts=["Which rocket skates should I buy?"],
+                                         idempotency_key=key).id, d.id)
+        with self.assertRaises(aivis.ConflictError) as cm:
+            c.create_domain("other.example", idempotency_key=key)
+        self.assertEqual(cm.exception.code, "IDEMPOTENCY_CONFLICT")
         self.assertIsInstance(d, aivis.MonitoredDomain)
         self.assertEqual(c.get_domain(d.id).domain, "acme.example")
         self.assertIn(d.id, [x.id for x in c.list_domains(limit=1)])
@@ -284,8 +292,10 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(c.get_domain_prompts(d.id).domain_id, d.id)
         put = c.put_domain_prompts(d.id, [{"text": "Which skates are best?"}])
         self.assertIn("Which skates are best?", [p.text for p in put.prompts])
-        scan = c.request_scan("acme.example")
+        key = str(uuid.uuid4())
+        scan = c.request_scan("acme.example", idempotency_key=key)
         self.assertTrue(scan.id)
+        self.assertEqual(c.request_scan("acme.example", idempotency_key=key).id, scan.id)
         done = wait_for("the scan", lambda: (lambda s: s if s.status in ("completed", "failed") else None)(
             c.get_scan(scan.id)), timeout=60)
         self.assertEqual(done.status, "completed")
