@@ -1,6 +1,7 @@
 """The client against the OpenAPI document: a method per operation, a dataclass field per property."""
 
 import dataclasses
+import inspect
 import json
 import os
 import re
@@ -50,6 +51,16 @@ class OpenAPITest(unittest.TestCase):
                     if not callable(getattr(aivis.Client, name, None)):
                         missing.append("%s (%s %s): Client.%s" % (op["operationId"], verb.upper(), path, name))
         self.assertEqual(missing, [], "operations without a method")
+
+    def test_every_post_takes_an_idempotency_key(self):
+        without = []
+        for path, item in self.doc["paths"].items():
+            op = item.get("post")
+            if isinstance(op, dict) and "operationId" in op:
+                name = method_name(op["operationId"])
+                if "idempotency_key" not in inspect.signature(getattr(aivis.Client, name)).parameters:
+                    without.append(name)
+        self.assertEqual(without, [], "POST methods without idempotency_key")
 
     def test_dataclasses_match_schemas(self):
         schemas = self.doc["components"]["schemas"]
