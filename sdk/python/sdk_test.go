@@ -82,6 +82,10 @@ func TestUnittest(t *testing.T) {
 	if bytes.Contains(out, []byte("skipped")) {
 		t.Fatal("python3 -m unittest skipped tests")
 	}
+	// unittest shows warnings (a file or response left open, a deprecation).
+	if bytes.Contains(out, []byte("Warning:")) {
+		t.Fatal("python3 -m unittest printed warnings")
+	}
 }
 
 // TestPipInstall: pip installs the package from the tree with no package

@@ -64,6 +64,11 @@ def _package_files():
     return out
 
 
+def _read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
 def _record_line(path, data):
     digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode("ascii")
     return "%s,sha256=%s,%d" % (path, digest, len(data))
@@ -81,7 +86,7 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     name, version, metadata = _metadata()
     dist_info = "%s-%s.dist-info" % (name, version)
     wheel_name = "%s-%s-py3-none-any.whl" % (name, version)
-    files = [(arc, open(full, "rb").read()) for arc, full in _package_files()]
+    files = [(arc, _read(full)) for arc, full in _package_files()]
     files.append((dist_info + "/METADATA", metadata.encode("utf-8")))
     files.append((dist_info + "/WHEEL", b"Wheel-Version: 1.0\nGenerator: aivis_build\nRoot-Is-Purelib: true\nTag: py3-none-any\n"))
     record = [_record_line(arc, data) for arc, data in files] + [dist_info + "/RECORD,,"]
@@ -108,5 +113,5 @@ def build_sdist(sdist_directory, config_settings=None):
             tar.addfile(info, io.BytesIO(data))
         add("PKG-INFO", metadata.encode("utf-8"))
         for arc, full in members:
-            add(arc, open(full, "rb").read())
+            add(arc, _read(full))
     return sdist_name
