@@ -18,7 +18,7 @@ func (s *Server) listScanAnswers(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := chi.URLParam(r, "id")
-	answerList(s, w, r, "answers-"+id, answerColumns, answerRow, func(cursor string, limit int) ([]client.ScanAnswer, string, error) {
+	answerList(s, w, r, "answers-"+id, visibility.AnswerColumns, visibility.AnswerRow, func(cursor string, limit int) ([]client.ScanAnswer, string, error) {
 		f.Cursor, f.Limit = cursor, limit
 		items, next, err := s.scans.Answers(r.Context(), principal(r), id, f)
 		if err != nil {

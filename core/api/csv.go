@@ -141,26 +141,3 @@ func readingRow(v client.VisibilityReading) []string {
 		csvexport.Float(v.SentimentScore), v.Source, csvexport.String(v.ClientID), csvexport.IntPtr(v.FormulaVersion)}
 }
 
-var answerColumns = []string{"seq", "engine", "kind", "prompt_index", "prompt", "intent", "run", "mentioned", "position", "cited",
-	"sources_reported", "sources", "citations", "queries", "competitors", "error", "error_category", "text"}
-
-// answerRow lists an answer's sources, citations, queries and competitors
-// each in one cell, a line each.
-func answerRow(a client.ScanAnswer) []string {
-	return []string{csvexport.Int(a.Seq), a.Engine, a.Kind, csvexport.Int(a.Prompt.Index), a.Prompt.Text, a.Prompt.Intent,
-		csvexport.Int(a.Run), csvexport.Bool(a.Mentioned), csvexport.Int(a.Position), csvexport.Bool(a.Cited),
-		csvexport.Bool(a.SourcesReported),
-		lines(a.Sources, func(s client.AnswerSource) string { return s.URL }),
-		lines(a.Citations, func(c client.AnswerCitation) string { return c.URL }),
-		strings.Join(a.Queries, "\n"), strings.Join(a.Competitors, "\n"),
-		csvexport.String(a.Error), csvexport.String(a.ErrorCategory), a.Text}
-}
-
-// lines is one cell of a list, an item a line.
-func lines[T any](xs []T, f func(T) string) string {
-	out := make([]string, len(xs))
-	for i, x := range xs {
-		out[i] = f(x)
-	}
-	return strings.Join(out, "\n")
-}

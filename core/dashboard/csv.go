@@ -4,8 +4,10 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/aivis/aivis/client"
 	"github.com/aivis/aivis/core/csvexport"
 	"github.com/aivis/aivis/core/delivery"
+	"github.com/aivis/aivis/core/store"
 	"github.com/aivis/aivis/core/visibility"
 )
 
@@ -23,6 +25,10 @@ func (d domainData) CSVLink(table string) string {
 // same the API gives (visibility.ScanTable): the header alone when no scan
 // asked an engine.
 func (s *Dashboard) domainCSV(w http.ResponseWriter, r *http.Request, d domainData, table string) {
+	if table == "answers" {
+		s.answersCSV(w, r, d)
+		return
+	}
 	var bd visibility.Breakdown
 	if d.Figures != nil {
 		bd = *d.Figures
@@ -33,6 +39,61 @@ func (s *Dashboard) domainCSV(w http.ResponseWriter, r *http.Request, d domainDa
 		return
 	}
 	writeCSV(w, d.Domain+"-"+table, header, rows)
+}
+
+// AnswersCSVLink is the address of the answers the page's form selects
+// (every page of them) as CSV.
+func (d domainData) AnswersCSVLink() string {
+	q := url.Values{"csv": {"answers"}}
+	for k, v := range map[string]string{"client": d.ClientID, "q": d.Ask.Q, "engine": d.Ask.Engine, "mentioned": d.Ask.Mentioned, "cited": d.Ask.Cited} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	return "/domains/" + d.Domain + "?" + q.Encode()
+}
+
+// answersCSV answers every answer of the domain's latest scan that the
+// form's filters select, as the API's CSV of them; the header alone when
+// the scan asked no engine.
+func (s *Dashboard) answersCSV(w http.ResponseWriter, r *http.Request, d domainData) {
+	f, err := visibility.ParseAnswerFilter(r.URL.Query())
+	if err != nil {
+		s.failWith(w, r, err)
+		return
+	}
+	var as []store.ScanAnswer
+	next := ""
+	if d.Figures != nil {
+		f.AccountID, f.ScanID, f.Limit = principal(r).AccountID(), d.Scan.ID, 100
+		if as, next, err = s.Store.ListScanAnswers(r.Context(), f); err != nil {
+			s.failWith(w, r, err)
+			return
+		}
+	}
+	cw, err := csvWriter(w, d.Domain+"-answers", visibility.AnswerColumns)
+	for err == nil {
+		for _, a := range as {
+			var v client.ScanAnswer
+			if v, err = visibility.AnswerView(a); err == nil {
+				err = cw.Row(visibility.AnswerRow(v)...)
+			}
+			if err != nil {
+				break
+			}
+		}
+		if err == nil {
+			err = cw.Flush()
+		}
+		if err != nil || next == "" {
+			break
+		}
+		f.Cursor = next
+		as, next, err = s.Store.ListScanAnswers(r.Context(), f)
+	}
+	if err != nil {
+		panic(http.ErrAbortHandler) // the response is cut short
+	}
 }
 
 // deliveriesCSV answers every delivery of a webhook or connection (conn),

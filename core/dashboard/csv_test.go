@@ -3,6 +3,7 @@ package dashboard_test
 import (
 	"context"
 	"encoding/csv"
+	"encoding/json"
 	"html"
 	"io"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"net/url"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -27,8 +29,8 @@ func TestDomainTablesDownloadAsCSV(t *testing.T) {
 	e, c := domainWithFigures(t)
 	p := e.get(c, "/domains/acme.example")
 	links := downloadLink.FindAllStringSubmatch(p.body, -1)
-	if len(links) != 3 {
-		t.Fatalf("%d Download CSV links on the domain page, want 3", len(links))
+	if len(links) != 4 { // and the answers' (TestDomainAnswersDownloadAsCSV)
+		t.Fatalf("%d Download CSV links on the domain page, want 4", len(links))
 	}
 	fetch := func(c *http.Client, link string) (*http.Response, []byte) {
 		t.Helper()
@@ -168,5 +170,54 @@ func TestUsageDownloadsAsCSV(t *testing.T) {
 	}
 	if got := get(other); len(got) != 1 {
 		t.Errorf("another account's usage CSV has the account's rows: %q", got)
+	}
+}
+
+// TestDomainAnswersDownloadAsCSV: the answers' Download CSV link carries
+// the search form's filters and gives every answer they select, past a
+// page of 100, as the API's CSV, a text that would run as a formula made
+// text.
+func TestDomainAnswersDownloadAsCSV(t *testing.T) {
+	e := newEnv(t)
+	c, u := e.owner("owner@example.com", false)
+	md := e.monitor(c, u.AccountID, "acme.example", "")
+	e.readings(md, 60)
+	sc := e.completedScan(md, "scan_new", `{"overall":{"probes":130,"mention_rate":`+rate(9, 130, 0.2, 0.56)+`},
+		"engines":[{"label":"GPT search","kind":"openai-responses"},{"label":"Local","kind":"openai-chat"}]}`)
+	e.answers(sc, 130, store.ScanAnswer{Prompt: "Best rocket skates?", Engine: "GPT search", Kind: "openai-responses",
+		Text: "=1+1 rocket skates", Detail: json.RawMessage(`{}`)})
+	for _, tc := range []struct {
+		page string
+		rows int
+	}{{"/domains/acme.example", 130}, {"/domains/acme.example?engine=Local", 65}} {
+		links := downloadLink.FindAllStringSubmatch(e.get(c, tc.page).body, -1)
+		var link string
+		for _, l := range links {
+			if strings.Contains(l[1], "csv=answers") {
+				link = html.UnescapeString(l[1])
+			}
+		}
+		if link == "" {
+			t.Fatalf("%s links no answers CSV: %q", tc.page, links)
+		}
+		res, err := c.Get(e.srv.URL + link)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		rows, err := csv.NewReader(strings.NewReader(string(b))).ReadAll()
+		if res.StatusCode != 200 || err != nil || len(rows) != tc.rows+1 || rows[0][0] != "seq" {
+			t.Fatalf("%s: %d %v, %d rows", link, res.StatusCode, err, len(rows))
+		}
+		engine, text := slices.Index(rows[0], "engine"), slices.Index(rows[0], "text")
+		for _, row := range rows[1:] {
+			if strings.Contains(tc.page, "engine=Local") && row[engine] != "Local" {
+				t.Errorf("%s: an answer of %s", link, row[engine])
+			}
+		}
+		if tc.rows == 130 && rows[1][text] != "'=1+1 rocket skates" {
+			t.Errorf("the first answer's text: %q", rows[1][text])
+		}
 	}
 }

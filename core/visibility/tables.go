@@ -3,6 +3,7 @@ package visibility
 import (
 	"strings"
 
+	"github.com/aivis/aivis/client"
 	"github.com/aivis/aivis/core/csvexport"
 	"github.com/aivis/aivis/core/probe"
 )
@@ -109,4 +110,30 @@ func ScanTable(domain string, bd Breakdown, name string) (header []string, rows 
 		return nil, nil, false
 	}
 	return header, rows, true
+}
+
+// AnswerColumns are the columns of a scan's answers as CSV, the API's
+// export and the dashboard's.
+var AnswerColumns = []string{"seq", "engine", "kind", "prompt_index", "prompt", "intent", "run", "mentioned", "position", "cited",
+	"sources_reported", "sources", "citations", "queries", "competitors", "error", "error_category", "text"}
+
+// AnswerRow is an answer's row under AnswerColumns, its sources,
+// citations, queries and competitors each in one cell, a line each.
+func AnswerRow(a client.ScanAnswer) []string {
+	return []string{csvexport.Int(a.Seq), a.Engine, a.Kind, csvexport.Int(a.Prompt.Index), a.Prompt.Text, a.Prompt.Intent,
+		csvexport.Int(a.Run), csvexport.Bool(a.Mentioned), csvexport.Int(a.Position), csvexport.Bool(a.Cited),
+		csvexport.Bool(a.SourcesReported),
+		lines(a.Sources, func(s client.AnswerSource) string { return s.URL }),
+		lines(a.Citations, func(c client.AnswerCitation) string { return c.URL }),
+		strings.Join(a.Queries, "\n"), strings.Join(a.Competitors, "\n"),
+		csvexport.String(a.Error), csvexport.String(a.ErrorCategory), a.Text}
+}
+
+// lines is one cell of a list, an item a line.
+func lines[T any](xs []T, f func(T) string) string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = f(x)
+	}
+	return strings.Join(out, "\n")
 }
