@@ -25,7 +25,7 @@ type key struct {
 // engine for scans, no content workers (content requests stay queued
 // until cancelled) and loopback targets allowed (the tests' receiver).
 // A second account, of the Starter tier, is the one the tests exhaust
-// the rate limit of.
+// the rate limit of; a third, an agency, has a client with a key.
 func TestUnittest(t *testing.T) {
 	python, err := exec.LookPath("python3")
 	if err != nil {
@@ -44,6 +44,15 @@ func TestUnittest(t *testing.T) {
 	var k, lk key
 	servetest.CLI(t, bin, data, &k, "key", "create", "--account", acct.ID, "--name", "python")
 	servetest.CLI(t, bin, data, &lk, "key", "create", "--account", limited.ID, "--name", "python")
+	// An agency with a client: the account's key and the client's.
+	var agency, cl struct {
+		ID string `json:"id"`
+	}
+	servetest.CLI(t, bin, data, &agency, "account", "create", "--name", "Agency", "--tier", "professional", "--agency")
+	servetest.CLI(t, bin, data, &cl, "client", "create", "--account", agency.ID, "--name", "Client A")
+	var ak, ck key
+	servetest.CLI(t, bin, data, &ak, "key", "create", "--account", agency.ID, "--name", "python")
+	servetest.CLI(t, bin, data, &ck, "key", "create", "--account", agency.ID, "--client", cl.ID, "--name", "python")
 
 	engine := probefake.New()
 	defer engine.Close()
@@ -72,6 +81,8 @@ func TestUnittest(t *testing.T) {
 		"AIVIS_URL="+url, "AIVIS_CA_FILE="+filepath.Join(data, "tls", "cert.pem"),
 		"AIVIS_KEY="+k.Key, "AIVIS_SECRET="+k.Secret,
 		"AIVIS_LIMITED_KEY="+lk.Key, "AIVIS_LIMITED_SECRET="+lk.Secret,
+		"AIVIS_AGENCY_KEY="+ak.Key, "AIVIS_AGENCY_SECRET="+ak.Secret,
+		"AIVIS_CLIENT_KEY="+ck.Key, "AIVIS_CLIENT_SECRET="+ck.Secret, "AIVIS_CLIENT_ID="+cl.ID,
 		"AIVIS_OPENAPI="+openapi)
 	out, err := cmd.CombinedOutput()
 	t.Logf("python3 -m unittest:\n%s", out)

@@ -3,7 +3,9 @@
 go test ./sdk/python starts the server and passes it here: AIVIS_URL,
 AIVIS_CA_FILE (its certificate), AIVIS_KEY and AIVIS_SECRET (an Enterprise
 account's key), AIVIS_LIMITED_KEY and AIVIS_LIMITED_SECRET (a Starter
-account's, whose rate limit a test exhausts). The server has the
+account's, whose rate limit a test exhausts), AIVIS_AGENCY_KEY and
+AIVIS_AGENCY_SECRET (an agency account's), AIVIS_CLIENT_KEY,
+AIVIS_CLIENT_SECRET and AIVIS_CLIENT_ID (its client's key, and the client). The server has the
 partner-chat and zapier connectors, a fake answer engine, no content
 workers, and loopback targets allowed (the receiver below).
 """
@@ -317,6 +319,28 @@ class ClientTest(unittest.TestCase):
         self.assertLessEqual({"accounts", "visibility_readings"}, {r.kind for r in records})
         self.assertEqual(records[-1].kind, "end")
         self.assertIn("export.example", [r.data.get("domain") for r in records if r.kind == "visibility_readings"])
+
+    def test_agency_and_client(self):
+        """An agency's key acts for a client with client_id; the client's key sees its own alone."""
+        agency = client(os.environ["AIVIS_AGENCY_KEY"], os.environ["AIVIS_AGENCY_SECRET"])
+        own = client(os.environ["AIVIS_CLIENT_KEY"], os.environ["AIVIS_CLIENT_SECRET"])
+        cid = os.environ["AIVIS_CLIENT_ID"]
+        self.assertEqual(own.get_budget_status().client_id, cid)
+        reading = own.record_visibility_reading("agency.example", 55, "positive")
+        self.assertEqual(reading.client_id, cid)
+        self.assertEqual(agency.get_visibility("agency.example", client_id=cid).visibility_score, 55)
+        d = agency.create_domain("client.example", client_id=cid)
+        self.assertEqual(d.client_id, cid)
+        self.assertIn(d.id, [x.id for x in own.list_domains()])
+        self.assertIn(d.id, [x.id for x in agency.list_domains(client_id=cid)])
+        mine = agency.create_domain("agency-own.example")
+        self.assertNotIn(mine.id, [x.id for x in own.list_domains()])
+        with self.assertRaises(aivis.NotFoundError):
+            own.get_domain(mine.id)
+        cr = own.create_content_request("agency.example", 1)
+        self.assertEqual(cr.client_id, cid)
+        self.assertIn(cr.id, [r.id for r in agency.list_content_requests(client_id=cid)])
+        own.cancel_content_request(cr.id)
 
     def test_rate_limit_retry(self):
         """The Starter account's 60 a minute, spent; the retry waits what the server says."""
