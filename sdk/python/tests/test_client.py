@@ -23,6 +23,8 @@ import uuid
 
 import aivis
 
+from .test_openapi import OPENAPI, method_name
+
 ENV = os.environ.get("AIVIS_URL")
 
 
@@ -81,10 +83,36 @@ class ClientTest(unittest.TestCase):
     def setUpClass(cls):
         cls.c = client()
         cls.rx = Receiver()
+        # Every method an operation has is called by some test here: each
+        # call is noted, and once every test of the class has run, an
+        # operation no test called fails it.
+        cls.called, cls.ran, cls.originals = set(), 0, {}
+        with open(OPENAPI, encoding="utf-8") as f:
+            doc = json.load(f)
+        cls.operations = {method_name(op["operationId"]) for item in doc["paths"].values()
+                          for op in item.values() if isinstance(op, dict) and "operationId" in op}
+        for name in cls.operations:
+            original = getattr(aivis.Client, name)
+            cls.originals[name] = original
+
+            def noted(self, *args, _name=name, _original=original, **kw):
+                ClientTest.called.add(_name)
+                return _original(self, *args, **kw)
+            noted.__name__ = name
+            setattr(aivis.Client, name, noted)
+
+    def setUp(self):
+        ClientTest.ran += 1
 
     @classmethod
     def tearDownClass(cls):
         cls.rx.close()
+        for name, original in cls.originals.items():
+            setattr(aivis.Client, name, original)
+        if cls.ran == len(unittest.defaultTestLoader.getTestCaseNames(cls)):
+            missing = sorted(cls.operations - cls.called)
+            if missing:
+                raise AssertionError("operations no test called: %s" % ", ".join(missing))
 
     def check_replay(self, kind, id, domain, path):
         """Paused, a webhook or connection keeps an event as a failed delivery; enabled again, a replay sends it."""
