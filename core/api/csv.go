@@ -68,27 +68,10 @@ func streamCSV[T any](s *Server, w http.ResponseWriter, r *http.Request, name st
 		writeError(w, r, s.log, err)
 		return
 	}
-	sw := &streamStart{w: w, contentType: csvexport.ContentType, disposition: csvexport.Disposition(name)}
-	cw, err := csvexport.New(sw, header...)
-	for err == nil {
-		for _, it := range items {
-			if err = cw.Row(row(it)...); err != nil {
-				break
-			}
-		}
-		if err == nil {
-			err = cw.Flush()
-		}
-		if err == nil {
-			http.NewResponseController(w).Flush()
-		}
-		if err != nil || next == "" {
-			break
-		}
-		items, next, err = page(next, csvPageSize)
-	}
+	cw, err := csvexport.New(&streamStart{w: w, contentType: csvexport.ContentType, disposition: csvexport.Disposition(name)}, header...)
 	if err == nil {
-		err = cw.Flush() // a list with no item: the header alone
+		err = csvexport.Pages(cw, items, next, func(c string) ([]T, string, error) { return page(c, csvPageSize) },
+			func(it T) ([]string, error) { return row(it), nil }, func() { http.NewResponseController(w).Flush() })
 	}
 	if err != nil {
 		s.log.WarnContext(r.Context(), "CSV export cut short", "request_id", requestID(r), "path", r.URL.Path, "err", err)
@@ -133,11 +116,3 @@ func answerList[T any](s *Server, w http.ResponseWriter, r *http.Request, name s
 }
 
 // The columns of each list's CSV, and its row of an item.
-
-var readingColumns = []string{"domain", "measured_at", "visibility_score", "sentiment", "sentiment_score", "source", "client_id", "formula_version"}
-
-func readingRow(v client.VisibilityReading) []string {
-	return []string{v.Domain, csvexport.Time(v.MeasuredAt), csvexport.Int(v.VisibilityScore), v.Sentiment,
-		csvexport.Float(v.SentimentScore), v.Source, csvexport.String(v.ClientID), csvexport.IntPtr(v.FormulaVersion)}
-}
-

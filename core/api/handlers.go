@@ -226,15 +226,6 @@ func readingFilter(p auth.Principal, q url.Values) (store.ReadingFilter, bool, e
 	return f, true, nil
 }
 
-func readingView(rd store.Reading) client.VisibilityReading {
-	v := client.VisibilityReading{Domain: rd.Domain, VisibilityScore: rd.VisibilityScore, Sentiment: rd.Sentiment,
-		SentimentScore: rd.SentimentScore, MeasuredAt: rd.MeasuredAt, Source: rd.Source, ClientID: optional(rd.ClientID)}
-	if rd.FormulaVersion != 0 {
-		v.FormulaVersion = &rd.FormulaVersion
-	}
-	return v
-}
-
 func (s *Server) getVisibility(w http.ResponseWriter, r *http.Request) {
 	f, ok, err := readingFilter(principal(r), r.URL.Query())
 	if err != nil {
@@ -252,7 +243,7 @@ func (s *Server) getVisibility(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, err)
 		return
 	}
-	out := client.VisibilityStatus{VisibilityReading: readingView(rd)}
+	out := client.VisibilityStatus{VisibilityReading: visibility.ReadingView(rd)}
 	for _, tp := range []struct {
 		days int
 		dst  **client.TrendPoint
@@ -286,7 +277,7 @@ func (s *Server) visibilityHistory(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, err)
 		return
 	}
-	answerList(s, w, r, "readings", readingColumns, readingRow, func(cursor string, limit int) ([]client.VisibilityReading, string, error) {
+	answerList(s, w, r, "readings", visibility.ReadingColumns, visibility.ReadingRow, func(cursor string, limit int) ([]client.VisibilityReading, string, error) {
 		if !ok {
 			return nil, "", nil
 		}
@@ -296,7 +287,7 @@ func (s *Server) visibilityHistory(w http.ResponseWriter, r *http.Request) {
 		}
 		views := make([]client.VisibilityReading, 0, len(items))
 		for _, rd := range items {
-			views = append(views, readingView(rd))
+			views = append(views, visibility.ReadingView(rd))
 		}
 		return views, next, nil
 	})

@@ -10,6 +10,7 @@ import (
 	"github.com/aivis/aivis/core/delivery"
 	"github.com/aivis/aivis/core/fault"
 	"github.com/aivis/aivis/core/store"
+	"github.com/aivis/aivis/core/visibility"
 )
 
 func (s *Server) recordReading(w http.ResponseWriter, r *http.Request) {
@@ -23,7 +24,7 @@ func (s *Server) recordReading(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, err)
 		return
 	}
-	out := client.RecordedReading{VisibilityReading: readingView(rd)}
+	out := client.RecordedReading{VisibilityReading: visibility.ReadingView(rd)}
 	if ev != nil {
 		out.Changed, out.EventID = true, &ev.ID
 	}

@@ -109,3 +109,33 @@ func TimePtr(t *time.Time) string {
 	}
 	return Time(*t)
 }
+
+// Pages writes a list to w, page after page: the rows of items (a page
+// read already), then of each page more reads at the cursor next gives,
+// until next is empty; it flushes after each page, then calls flushed (to
+// send the page on: an HTTP response's Flush).
+func Pages[T any](w *Writer, items []T, next string, more func(cursor string) ([]T, string, error),
+	row func(T) ([]string, error), flushed func()) error {
+	for {
+		for _, it := range items {
+			cells, err := row(it)
+			if err == nil {
+				err = w.Row(cells...)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
+		flushed()
+		if next == "" {
+			return nil
+		}
+		var err error
+		if items, next, err = more(next); err != nil {
+			return err
+		}
+	}
+}

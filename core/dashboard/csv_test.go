@@ -29,8 +29,8 @@ func TestDomainTablesDownloadAsCSV(t *testing.T) {
 	e, c := domainWithFigures(t)
 	p := e.get(c, "/domains/acme.example")
 	links := downloadLink.FindAllStringSubmatch(p.body, -1)
-	if len(links) != 4 { // and the answers' (TestDomainAnswersDownloadAsCSV)
-		t.Fatalf("%d Download CSV links on the domain page, want 4", len(links))
+	if len(links) != 5 { // and the answers' (TestDomainAnswersDownloadAsCSV)
+		t.Fatalf("%d Download CSV links on the domain page, want 5", len(links))
 	}
 	fetch := func(c *http.Client, link string) (*http.Response, []byte) {
 		t.Helper()
@@ -65,6 +65,9 @@ func TestDomainTablesDownloadAsCSV(t *testing.T) {
 	want = [][]string{{"url", "answers_citing"}, {"https://acme.example/pricing", "3"}, {"https://acme.example/a?q=<script>alert(1)</script>", "1"}}
 	if got := tables["cited_pages"]; !reflect.DeepEqual(got, want) {
 		t.Errorf("cited pages:\n got  %q\n want %q", got, want)
+	}
+	if got := tables["readings"]; len(got) != 3 || got[1][0] != "acme.example" || got[1][2] != "60" || got[2][2] != "55" {
+		t.Errorf("readings, newest first: %q", got)
 	}
 	engines := tables["engines"]
 	if len(engines) != 4 || engines[1][0] != "GPT search" || engines[2][0] != "Local" || engines[3][0] != "all engines" ||

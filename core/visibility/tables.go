@@ -6,6 +6,7 @@ import (
 	"github.com/aivis/aivis/client"
 	"github.com/aivis/aivis/core/csvexport"
 	"github.com/aivis/aivis/core/probe"
+	"github.com/aivis/aivis/core/store"
 )
 
 // CitedDomain is a domain the engines cited in a scan, with its share of
@@ -136,4 +137,27 @@ func lines[T any](xs []T, f func(T) string) string {
 		out[i] = f(x)
 	}
 	return strings.Join(out, "\n")
+}
+
+// ReadingView is a reading as the API shows it.
+func ReadingView(rd store.Reading) client.VisibilityReading {
+	v := client.VisibilityReading{Domain: rd.Domain, VisibilityScore: rd.VisibilityScore, Sentiment: rd.Sentiment,
+		SentimentScore: rd.SentimentScore, MeasuredAt: rd.MeasuredAt, Source: rd.Source}
+	if rd.ClientID != "" {
+		v.ClientID = &rd.ClientID
+	}
+	if rd.FormulaVersion != 0 {
+		v.FormulaVersion = &rd.FormulaVersion
+	}
+	return v
+}
+
+// ReadingColumns are the columns of readings as CSV, the API's export and
+// the dashboard's.
+var ReadingColumns = []string{"domain", "measured_at", "visibility_score", "sentiment", "sentiment_score", "source", "client_id", "formula_version"}
+
+// ReadingRow is a reading's row under ReadingColumns.
+func ReadingRow(v client.VisibilityReading) []string {
+	return []string{v.Domain, csvexport.Time(v.MeasuredAt), csvexport.Int(v.VisibilityScore), v.Sentiment,
+		csvexport.Float(v.SentimentScore), v.Source, csvexport.String(v.ClientID), csvexport.IntPtr(v.FormulaVersion)}
 }
