@@ -100,6 +100,9 @@ describe("against aivis serve", () => {
     const d = await c.createDomain({ body: { domain, brands: ["SDK"] }, idempotencyKey: "dom-1" });
     assert.equal(d.domain, domain);
     domainId = d.id;
+    const again = await c.createDomain({ body: { domain, brands: ["SDK"] }, idempotencyKey: "dom-1" });
+    assert.equal(again.id, d.id, "a repeat with the key is answered with the first response");
+    assert.equal((await fails(c.createDomain({ body: { domain } }))).code, "ALREADY_EXISTS");
     assert.equal((await c.getDomain({ path: { id: d.id } })).id, d.id);
     assert.deepEqual((await c.updateDomain({ path: { id: d.id }, body: { brands: ["SDK", "Acme"] } })).brands, ["SDK", "Acme"]);
     const ids: string[] = [];
