@@ -101,13 +101,7 @@ type contentResult struct {
 // limit counts each look).
 func poll(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within 30 s: %s", what)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+	pollEvery(t, 30*time.Second, 250*time.Millisecond, what, cond)
 }
 
 func words(s string) client.USD { return client.USD(len(strings.Fields(s))) }

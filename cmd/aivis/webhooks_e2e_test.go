@@ -77,18 +77,26 @@ func (h *hookReceiver) got(eventID string) bool {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	waitLong(t, 15*time.Second, what, cond)
+	pollEvery(t, 15*time.Second, 20*time.Millisecond, what, cond)
 }
 
-// waitLong is waitFor with a deadline of its own.
+// waitLong is waitFor with a deadline of its own, asking every 100 ms:
+// within the tiers' rate limits when cond asks the API.
 func waitLong(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	pollEvery(t, within, 100*time.Millisecond, what, cond)
+}
+
+// pollEvery asks cond every interval until it holds, and fails the test
+// if it does not within.
+func pollEvery(t *testing.T, within, every time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("not within %s: %s", within, what)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(every)
 	}
 }
 
