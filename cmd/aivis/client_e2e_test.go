@@ -81,6 +81,19 @@ func (h *signedHooks) deliveries() []signed {
 	return slices.Clone(h.got)
 }
 
+// everyOperationDir is a data directory where every operation can be
+// made: the zapier connector registered and cfg, a configuration with a
+// fake answer engine (closed with the test) for its scans.
+func everyOperationDir(t *testing.T) (dir, cfg string) {
+	dir = t.TempDir()
+	engine := probefake.New()
+	t.Cleanup(engine.Close)
+	engine.Answer("fake-model", "Acme makes fine rocket skates (https://acme.invalid/skates).")
+	cfg = scanConfig(t, dir, engine)
+	cli(t, dir, nil, "plugin", "register", buildPlugin(t, "../../connectors/zapier", "zapier"))
+	return dir, cfg
+}
+
 // TestGoClientEveryOperation calls every method of the Go client against
 // a real aivis serve and checks what each returns; at the end, every
 // operation of openapi.json must have been answered 2xx to one of the
@@ -88,12 +101,7 @@ func (h *signedHooks) deliveries() []signed {
 // the bearer key at /v1; webhook deliveries are verified with
 // client.VerifyEvent.
 func TestGoClientEveryOperation(t *testing.T) {
-	dir := t.TempDir()
-	engine := probefake.New()
-	defer engine.Close()
-	engine.Answer("fake-model", "Acme makes fine rocket skates (https://acme.invalid/skates).")
-	cfg := scanConfig(t, dir, engine)
-	cli(t, dir, nil, "plugin", "register", buildPlugin(t, "../../connectors/zapier", "zapier"))
+	dir, cfg := everyOperationDir(t)
 	a := newAccount(t, dir, "enterprise", false)
 	k := newKey(t, dir, a.ID)
 	s := start(t, dir, "--config", cfg, "--allowed-targets", "127.0.0.1/32", "--allow-http-targets",

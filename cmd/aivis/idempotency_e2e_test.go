@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/aivis/aivis/connectors/zapier/zapierfake"
-	"github.com/aivis/aivis/core/probe/probefake"
 )
 
 // TestEveryPOSTIsIdempotent walks every POST of openapi.json through aivis
@@ -20,12 +19,7 @@ import (
 // client acts anew. A POST of the document the walk does not make fails
 // the test.
 func TestEveryPOSTIsIdempotent(t *testing.T) {
-	dir := t.TempDir()
-	engine := probefake.New()
-	defer engine.Close()
-	engine.Answer("fake-model", "Acme makes fine rocket skates (https://acme.invalid/skates).")
-	cfg := scanConfig(t, dir, engine)
-	cli(t, dir, nil, "plugin", "register", buildPlugin(t, "../../connectors/zapier", "zapier"))
+	dir, cfg := everyOperationDir(t)
 	a := newAccount(t, dir, "enterprise", true)
 	k := newKey(t, dir, a.ID)
 	var cl struct {
