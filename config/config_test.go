@@ -635,58 +635,41 @@ func TestRetentions(t *testing.T) {
 	}
 }
 
-// The api setting is read as every setting is: in the file, by AIVIS_API,
-// by --api, each over the one before; it is a setting of serve alone.
-func TestAPISetting(t *testing.T) {
-	off := writeFile(t, `{"api": false}`)
-	on := writeFile(t, `{"api": true}`)
-	for _, tc := range []struct {
-		env  map[string]string
-		args []string
-		want bool
+// The api and auto_migrate settings are read as every setting is: in the
+// file, by their variables, by their flags, each over the one before;
+// both true by default, and settings of serve alone.
+func TestServeSwitches(t *testing.T) {
+	for _, sw := range []struct {
+		key, envName, flag string
+		get                func(config.Config) bool
 	}{
-		{nil, nil, true},
-		{map[string]string{"AIVIS_CONFIG": off}, nil, false},
-		{map[string]string{"AIVIS_API": "false"}, nil, false},
-		{nil, []string{"--api=false"}, false},
-		{map[string]string{"AIVIS_CONFIG": off, "AIVIS_API": "true"}, nil, true},
-		{map[string]string{"AIVIS_CONFIG": on, "AIVIS_API": "0"}, nil, false},
-		{map[string]string{"AIVIS_CONFIG": off, "AIVIS_API": "false"}, []string{"--api"}, true},
-		{map[string]string{"AIVIS_CONFIG": on, "AIVIS_API": "true"}, []string{"--api=false"}, false},
+		{"api", "AIVIS_API", "--api", func(c config.Config) bool { return c.API }},
+		{"auto_migrate", "AIVIS_AUTO_MIGRATE", "--auto-migrate", func(c config.Config) bool { return c.AutoMigrate }},
 	} {
-		got, _, err := config.Load(tc.args, env(tc.env), true, nil)
-		if err != nil || got.API != tc.want {
-			t.Errorf("%v %v: api %v, %v; want %v", tc.env, tc.args, got.API, err, tc.want)
+		off := writeFile(t, `{"`+sw.key+`": false}`)
+		on := writeFile(t, `{"`+sw.key+`": true}`)
+		for _, tc := range []struct {
+			env  map[string]string
+			args []string
+			want bool
+		}{
+			{nil, nil, true},
+			{map[string]string{"AIVIS_CONFIG": off}, nil, false},
+			{map[string]string{sw.envName: "false"}, nil, false},
+			{nil, []string{sw.flag + "=false"}, false},
+			{map[string]string{"AIVIS_CONFIG": off, sw.envName: "true"}, nil, true},
+			{map[string]string{"AIVIS_CONFIG": on, sw.envName: "0"}, nil, false},
+			{map[string]string{"AIVIS_CONFIG": off, sw.envName: "false"}, []string{sw.flag}, true},
+			{map[string]string{"AIVIS_CONFIG": on, sw.envName: "true"}, []string{sw.flag + "=false"}, false},
+		} {
+			got, _, err := config.Load(tc.args, env(tc.env), true, nil)
+			if err != nil || sw.get(got) != tc.want {
+				t.Errorf("%v %v: %s %v, %v; want %v", tc.env, tc.args, sw.key, sw.get(got), err, tc.want)
+			}
 		}
-	}
-	if _, _, err := config.Load([]string{"--api=false"}, env(nil), false, nil); err == nil {
-		t.Error("a command other than serve took --api")
-	}
-}
-
-// The auto_migrate setting is read as every setting is, true by default;
-// it is a setting of serve alone.
-func TestAutoMigrateSetting(t *testing.T) {
-	off := writeFile(t, `{"auto_migrate": false}`)
-	for _, tc := range []struct {
-		env  map[string]string
-		args []string
-		want bool
-	}{
-		{nil, nil, true},
-		{map[string]string{"AIVIS_CONFIG": off}, nil, false},
-		{map[string]string{"AIVIS_AUTO_MIGRATE": "false"}, nil, false},
-		{nil, []string{"--auto-migrate=false"}, false},
-		{map[string]string{"AIVIS_CONFIG": off, "AIVIS_AUTO_MIGRATE": "true"}, nil, true},
-		{map[string]string{"AIVIS_CONFIG": off}, []string{"--auto-migrate"}, true},
-	} {
-		got, _, err := config.Load(tc.args, env(tc.env), true, nil)
-		if err != nil || got.AutoMigrate != tc.want {
-			t.Errorf("%v %v: auto_migrate %v, %v; want %v", tc.env, tc.args, got.AutoMigrate, err, tc.want)
+		if _, _, err := config.Load([]string{sw.flag + "=false"}, env(nil), false, nil); err == nil {
+			t.Errorf("a command other than serve took %s", sw.flag)
 		}
-	}
-	if _, _, err := config.Load([]string{"--auto-migrate=false"}, env(nil), false, nil); err == nil {
-		t.Error("a command other than serve took --auto-migrate")
 	}
 }
 

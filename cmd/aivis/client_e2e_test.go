@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -48,37 +46,6 @@ func (c *calls) answered(method, template string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return slices.ContainsFunc(c.done, re.MatchString)
-}
-
-// signedHooks is a webhook's endpoint that keeps each delivery's headers
-// and body, to verify once the secret is known.
-type signedHooks struct {
-	*httptest.Server
-	mu  sync.Mutex
-	got []signed
-}
-
-type signed struct {
-	header http.Header
-	body   []byte
-}
-
-func newSignedHooks(t *testing.T) *signedHooks {
-	h := &signedHooks{}
-	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		h.mu.Lock()
-		h.got = append(h.got, signed{r.Header.Clone(), body})
-		h.mu.Unlock()
-	}))
-	t.Cleanup(h.Close)
-	return h
-}
-
-func (h *signedHooks) deliveries() []signed {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return slices.Clone(h.got)
 }
 
 // everyOperationDir is a data directory where every operation can be
@@ -260,7 +227,7 @@ func TestGoClientEveryOperation(t *testing.T) {
 	}
 
 	// Webhooks, verified with the webhook package through the client.
-	hooks := newSignedHooks(t)
+	hooks := newRecorder(t)
 	wh, err := c.CreateWebhook(ctx, client.CreateWebhook{Domain: "acme.invalid", Events: []string{"ai_visibility_change", "webhook_test"}, URL: hooks.URL + "/hook"})
 	must("create webhook", err)
 	v, err := webhook.NewVerifier(wh.Secret)

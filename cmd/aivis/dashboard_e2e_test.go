@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -65,11 +66,18 @@ func screenshotDir(t *testing.T) string {
 	return dir
 }
 
-// recorder is a local endpoint that answers 200 and keeps what it got.
+// recorder is a local endpoint that answers 200 and keeps what it got:
+// each request's headers and body (to verify a delivery's signature once
+// the secret is known).
 type recorder struct {
 	*httptest.Server
-	mu     sync.Mutex
-	bodies []string
+	mu  sync.Mutex
+	all []signed
+}
+
+type signed struct {
+	header http.Header
+	body   []byte
 }
 
 func newRecorder(t *testing.T) *recorder {
@@ -77,7 +85,7 @@ func newRecorder(t *testing.T) *recorder {
 	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		b, _ := io.ReadAll(req.Body)
 		r.mu.Lock()
-		r.bodies = append(r.bodies, string(b))
+		r.all = append(r.all, signed{req.Header.Clone(), b})
 		r.mu.Unlock()
 		w.WriteHeader(http.StatusOK)
 		io.WriteString(w, "ok")
@@ -86,10 +94,20 @@ func newRecorder(t *testing.T) *recorder {
 	return r
 }
 
-func (r *recorder) got() []string {
+// deliveries are the requests it got, with their headers.
+func (r *recorder) deliveries() []signed {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]string(nil), r.bodies...)
+	return slices.Clone(r.all)
+}
+
+// got are the bodies it got.
+func (r *recorder) got() []string {
+	var out []string
+	for _, d := range r.deliveries() {
+		out = append(out, string(d.body))
+	}
+	return out
 }
 
 var bootstrapLink = regexp.MustCompile(`(https://\S+/join\?token=[A-Za-z0-9]+)`)

@@ -31,7 +31,7 @@ func TestEveryPOSTIsIdempotent(t *testing.T) {
 		"--webhook-timeout", "3s", "--content-workers", "0")
 	zap := zapierfake.New()
 	defer zap.Close()
-	hooks := newSignedHooks(t)
+	hooks := newRecorder(t)
 
 	walked := map[string]bool{}
 	// once sends the request twice with a key, then another request with
