@@ -3,6 +3,7 @@ package store_test
 import (
 	"encoding/base64"
 	"testing"
+	"time"
 
 	"github.com/aivis/aivis/core/store"
 	"github.com/aivis/aivis/core/store/storetest"
@@ -37,5 +38,28 @@ func FuzzDeliveryCursor(f *testing.F) {
 	f.Fuzz(func(t *testing.T, cursor, eventID string) {
 		storetest.CheckCursor(t, store.DeliveryCursor, store.DeliveryAfter, func(a, b string) bool { return a == b },
 			func(id string) bool { return id != "" && text.Valid(id) }, eventID, cursor)
+	})
+}
+
+// FuzzUsageCursor: UsageAfter reads back exactly what UsageCursor made of
+// an hour and a key id (text) and refuses everything else with
+// ErrMalformed.
+func FuzzUsageCursor(f *testing.F) {
+	type at struct {
+		ns  int64
+		key string
+	}
+	enc := func(a at) string { return store.UsageCursor(time.Unix(0, a.ns), a.key) }
+	dec := func(c string) (at, error) {
+		h, k, err := store.UsageAfter(c)
+		return at{h.UnixNano(), k}, err
+	}
+	for _, c := range []string{enc(at{1764000000000000000, "key_1"}), enc(at{-5, "k"}), "", "!!!", raw("1 key_1"), raw("01 key_1"),
+		raw("1 "), raw(" key_1"), raw("1 key\x00"), raw("1 \xff"), raw("+1 key_1"), raw("99999999999999999999 key_1")} {
+		f.Add(c, int64(1764000000000000000), "key_2")
+	}
+	f.Fuzz(func(t *testing.T, cursor string, ns int64, key string) {
+		storetest.CheckCursor(t, enc, dec, func(a, b at) bool { return a == b },
+			func(a at) bool { return a.key != "" && text.Valid(a.key) }, at{ns, key}, cursor)
 	})
 }

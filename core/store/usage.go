@@ -2,7 +2,12 @@ package store
 
 import (
 	"context"
+	"encoding/base64"
+	"strconv"
+	"strings"
 	"time"
+
+	"github.com/aivis/aivis/core/text"
 )
 
 // Window is a persisted rate-limit window count.
@@ -149,4 +154,38 @@ type Usage interface {
 	// UsageSince lists an account's per-key hourly counts from since on,
 	// oldest first (by key within an hour).
 	UsageSince(ctx context.Context, accountID string, since time.Time) ([]KeyUsage, error)
+	// ListUsage reads a page of the counts f selects, oldest hour first,
+	// by key id within an hour, and the cursor of the next page (UsageCursor;
+	// "" on the last).
+	ListUsage(ctx context.Context, f UsageFilter) ([]KeyUsage, string, error)
+}
+
+// UsageFilter selects an account's per-key hourly counts of the hours
+// that start at From or later and before To (the zero To: no end).
+type UsageFilter struct {
+	AccountID  string
+	ClientID   string // "" with AllClients false: the account's own keys only
+	AllClients bool   // the account's keys and every client's
+	KeyID      string // one key's only, when set
+	From, To   time.Time
+	Cursor     string
+	Limit      int
+}
+
+// UsageCursor is the cursor of the page of usage after the count of key
+// in hour; UsageAfter reads it back (ErrMalformed for what it did not
+// make: a key id is text).
+func UsageCursor(hour time.Time, keyID string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(hour.UnixNano(), 10) + " " + keyID))
+}
+
+func UsageAfter(cursor string) (time.Time, string, error) {
+	b, _ := base64.RawURLEncoding.DecodeString(cursor)
+	n, id, _ := strings.Cut(string(b), " ")
+	ns, err := strconv.ParseInt(n, 10, 64)
+	hour := time.Unix(0, ns).UTC()
+	if err != nil || id == "" || !text.Valid(id) || UsageCursor(hour, id) != cursor {
+		return time.Time{}, "", ErrMalformed
+	}
+	return hour, id, nil
 }

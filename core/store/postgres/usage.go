@@ -30,6 +30,45 @@ func (db *DB) UsageSince(ctx context.Context, accountID string, since time.Time)
 	return out, nil
 }
 
+// ListUsage reads a page of the counts f selects, oldest hour first.
+func (db *DB) ListUsage(ctx context.Context, f store.UsageFilter) ([]store.KeyUsage, string, error) {
+	var w where
+	from, fromNS := bound(f.From)
+	w.and("account_id = ?", f.AccountID)
+	w.and("(hour, hour_ns) >= (?, ?)", from, fromNS)
+	if !f.To.IsZero() {
+		to, toNS := bound(f.To)
+		w.and("(hour, hour_ns) < (?, ?)", to, toNS)
+	}
+	if !f.AllClients {
+		w.and("client_id = ?", f.ClientID)
+	}
+	if f.KeyID != "" {
+		w.and("key_id = ?", f.KeyID)
+	}
+	if f.Cursor != "" {
+		hour, key, err := store.UsageAfter(f.Cursor)
+		if err != nil {
+			return nil, "", err
+		}
+		t, n := bound(hour)
+		w.and("(hour, hour_ns, key_id) > (?, ?, ?)", t, n, key)
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 20
+	}
+	return queryPage(ctx, db.pool, "usage", `SELECT key_id, hour, hour_ns, client_id, count FROM usage_hourly WHERE `+w.String()+
+		fmt.Sprintf(` ORDER BY hour, hour_ns, key_id LIMIT %d`, limit+1), w.args, limit,
+		func(s scanner) (store.KeyUsage, error) {
+			u := store.KeyUsage{AccountID: f.AccountID}
+			var hour tcol
+			err := s.Scan(&u.KeyID, &hour.t, &hour.ns, &u.ClientID, &u.Count)
+			u.Hour = hour.time()
+			return u, err
+		}, func(u store.KeyUsage) string { return store.UsageCursor(u.Hour, u.KeyID) })
+}
+
 // LoadWindows reads the saved rate-limit windows that started at since or
 // later.
 func (db *DB) LoadWindows(ctx context.Context, since time.Time) ([]store.Window, error) {

@@ -33,6 +33,49 @@ func (db *DB) UsageSince(ctx context.Context, accountID string, since time.Time)
 	return out, rows.Err()
 }
 
+// ListUsage reads a page of the counts f selects, oldest hour first.
+func (db *DB) ListUsage(ctx context.Context, f store.UsageFilter) ([]store.KeyUsage, string, error) {
+	q := `SELECT key_id, hour, client_id, count FROM usage_hourly WHERE account_id = ? AND hour >= ?`
+	args := []any{f.AccountID, bound(f.From)}
+	if !f.To.IsZero() {
+		q += ` AND hour < ?`
+		args = append(args, bound(f.To))
+	}
+	switch {
+	case f.AllClients:
+	case f.ClientID == "":
+		q += ` AND client_id IS NULL`
+	default:
+		q += ` AND client_id = ?`
+		args = append(args, f.ClientID)
+	}
+	if f.KeyID != "" {
+		q += ` AND key_id = ?`
+		args = append(args, f.KeyID)
+	}
+	if f.Cursor != "" {
+		hour, key, err := store.UsageAfter(f.Cursor)
+		if err != nil {
+			return nil, "", err
+		}
+		q += ` AND (hour, key_id) > (?, ?)`
+		args = append(args, bound(hour), key)
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 20
+	}
+	return queryPage(ctx, db.r, "usage", q+` ORDER BY hour, key_id LIMIT ?`, append(args, limit+1), limit,
+		func(s scanner) (store.KeyUsage, error) {
+			u := store.KeyUsage{AccountID: f.AccountID}
+			var hour sql.NullInt64
+			var client sql.NullString
+			err := s.Scan(&u.KeyID, &hour, &client, &u.Count)
+			u.Hour, u.ClientID = fromNS(hour), client.String
+			return u, err
+		}, func(u store.KeyUsage) string { return store.UsageCursor(u.Hour, u.KeyID) })
+}
+
 // LoadWindows reads the persisted rate-limit windows that started at or after since.
 func (db *DB) LoadWindows(ctx context.Context, since time.Time) ([]store.Window, error) {
 	rows, err := db.r.QueryContext(ctx, `SELECT account_id, window, start, count FROM rate_windows WHERE start >= ?`, bound(since))

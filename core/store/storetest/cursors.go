@@ -12,7 +12,8 @@ import (
 )
 
 // FuzzCursors gives every paged list of s (content requests, domains,
-// webhooks, a webhook's deliveries, events, readings, a scan's answers) an
+// webhooks, a webhook's deliveries, events, readings, a scan's answers,
+// usage) an
 // arbitrary cursor, seeded with the cursors each list gives and with what
 // no list gives. A cursor the engine cannot read is ErrMalformed, and no
 // other error, whatever its bytes (a NUL or bytes that are not UTF-8 in
@@ -113,6 +114,11 @@ func cursorLists(tb testing.TB, s store.Store) []cursorList {
 		}
 		return tx.InsertScanAnswers(scanAnswers("scan_0", 3, t0))
 	}), "the rows")
+	var usage []store.KeyUsage
+	for i := range 3 {
+		usage = append(usage, store.KeyUsage{KeyID: fmt.Sprintf("key_%d", i), AccountID: "acct_1", Hour: t0.Truncate(time.Hour), Count: 1, LastUsed: t0})
+	}
+	check(s.SaveCounts(ctx, nil, usage), "the usage")
 	ids := func(prefix string) []string {
 		return []string{prefix + "_0", prefix + "_1", prefix + "_2"}
 	}
@@ -145,6 +151,10 @@ func cursorLists(tb testing.TB, s store.Store) []cursorList {
 			as, next, err := s.ListScanAnswers(ctx, store.AnswerFilter{AccountID: "acct_1", ScanID: "scan_0", Cursor: c, Limit: n})
 			return idsOf(as, func(a store.ScanAnswer) string { return fmt.Sprint(a.Seq) }), next, err
 		}, []string{"0", "1", "2"}},
+		{"ListUsage", func(c string, n int) ([]string, string, error) {
+			us, next, err := s.ListUsage(ctx, store.UsageFilter{AccountID: "acct_1", Cursor: c, Limit: n})
+			return idsOf(us, func(u store.KeyUsage) string { return u.KeyID }), next, err
+		}, ids("key")},
 	}
 }
 

@@ -63,6 +63,7 @@ var groups = []struct {
 		{"SaveCountsNeverLowersAWindow", testSaveCountsNeverLowers},
 		{"SavesThatRaceNeverLowerACount", testSaveCountsUnderConcurrency},
 		{"UsageAddsUp", testUsageAddsUp},
+		{"UsageListPages", testListUsage},
 		{"TakeCountsAllOrNone", testTakeWindows},
 		{"TakeExactUnderConcurrencyOnTwoHandles", testTakeWindowsUnderConcurrency},
 	}},

@@ -1,9 +1,12 @@
 package storetest
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -139,6 +142,89 @@ func testUsageAddsUp(t *testing.T, newStore Constructor) {
 	}
 	if got, _ := s.UsageSince(ctx, "acct_1", hour); len(got) != 3 || got[0].Count != 7+6 {
 		t.Errorf("after adding 6 more: %+v", got)
+	}
+}
+
+// ListUsage pages the counts a filter selects (an account's own keys,
+// one client's, all, one key's; the hours from From up to To), oldest hour
+// first and by key within it, neither skipping nor repeating a row however
+// small the pages; a cursor it did not make is ErrMalformed.
+func testListUsage(t *testing.T, newStore Constructor) {
+	s, _ := newStore(t)
+	owners(t, s)
+	newClient(t, s, "acct_1", "cli_2")
+	hour := t0.Truncate(time.Hour)
+	var saved []store.KeyUsage
+	for i, k := range []struct{ id, account, client string }{{"key_a", "acct_1", ""}, {"key_b", "acct_1", "cli_1"},
+		{"key_c", "acct_1", "cli_2"}, {"key_d", "acct_1", ""}, {"key_x", "acct_2", ""}} {
+		must(t, s.CreateKey(ctx, newKey(k.id, k.account, k.client, t0)), "CreateKey")
+		for h := range 3 {
+			saved = append(saved, store.KeyUsage{KeyID: k.id, AccountID: k.account, ClientID: k.client,
+				Hour: hour.Add(time.Duration(h-1) * time.Hour), Count: int64(10*i + h + 1), LastUsed: t0})
+		}
+	}
+	must(t, s.SaveCounts(ctx, nil, saved), "SaveCounts")
+	all := func(f store.UsageFilter, limit int) []store.KeyUsage {
+		t.Helper()
+		var out []store.KeyUsage
+		f.Limit = limit
+		for pages := 0; ; pages++ {
+			if pages > len(saved) {
+				t.Fatalf("ListUsage(%+v): more pages than rows", f)
+			}
+			us, next, err := s.ListUsage(ctx, f)
+			must(t, err, "ListUsage(%+v)", f)
+			if len(us) > limit {
+				t.Fatalf("ListUsage(%+v): %d rows on a page of %d", f, len(us), limit)
+			}
+			out = append(out, us...)
+			if next == "" {
+				return out
+			}
+			f.Cursor = next
+		}
+	}
+	want := func(f store.UsageFilter) []store.KeyUsage {
+		var out []store.KeyUsage
+		for _, u := range saved {
+			if u.AccountID == f.AccountID && (f.AllClients || u.ClientID == f.ClientID) && (f.KeyID == "" || u.KeyID == f.KeyID) &&
+				!u.Hour.Before(f.From) && (f.To.IsZero() || u.Hour.Before(f.To)) {
+				u.LastUsed = time.Time{}
+				out = append(out, u)
+			}
+		}
+		slices.SortFunc(out, func(a, b store.KeyUsage) int {
+			if c := a.Hour.Compare(b.Hour); c != 0 {
+				return c
+			}
+			return strings.Compare(a.KeyID, b.KeyID)
+		})
+		return out
+	}
+	for _, f := range []store.UsageFilter{
+		{AccountID: "acct_1", AllClients: true},
+		{AccountID: "acct_1"},
+		{AccountID: "acct_1", ClientID: "cli_2"},
+		{AccountID: "acct_1", AllClients: true, KeyID: "key_b"},
+		{AccountID: "acct_1", AllClients: true, From: hour, To: hour.Add(time.Hour)},
+		{AccountID: "acct_1", AllClients: true, From: hour.Add(-time.Minute).In(elsewhere)},
+		{AccountID: "acct_2", AllClients: true, To: hour},
+		{AccountID: "acct_none", AllClients: true},
+	} {
+		w := want(f)
+		for _, limit := range []int{1, 2, 5, 100} {
+			if got := all(f, limit); !reflect.DeepEqual(got, w) {
+				t.Errorf("ListUsage(%+v) in pages of %d:\n got  %+v\n want %+v", f, limit, got, w)
+			}
+		}
+	}
+	if us, _, err := s.ListUsage(ctx, store.UsageFilter{AccountID: "acct_1", AllClients: true}); err != nil || len(us) != 12 {
+		t.Errorf("ListUsage with no limit: %d rows, %v; want 12, the default page being 20", len(us), err)
+	}
+	for _, c := range []string{"x", store.UsageCursor(hour, "key_a") + "=", store.DeliveryCursor("key_a")} {
+		if _, _, err := s.ListUsage(ctx, store.UsageFilter{AccountID: "acct_1", Cursor: c}); !errors.Is(err, store.ErrMalformed) {
+			t.Errorf("ListUsage with the cursor %q: %v, want ErrMalformed", c, err)
+		}
 	}
 }
 
