@@ -107,8 +107,19 @@ func (c *Client) Liveness(ctx context.Context) (*Health, error) {
 }
 
 // Readiness reports whether the server is ready to serve (getReadiness).
+// A server that is not answers 503: the error is an *Error of that status,
+// and the Readiness returned with it says why (unavailable, with the
+// failing parts, or draining).
 func (c *Client) Readiness(ctx context.Context) (*Readiness, error) {
-	return bare[Readiness](ctx, c, "/readyz")
+	r, err := bare[Readiness](ctx, c, "/readyz")
+	var e *Error
+	if errors.As(err, &e) && e.StatusCode == http.StatusServiceUnavailable {
+		var not Readiness
+		if json.Unmarshal(e.body, &not) == nil && not.Status != "" {
+			return &not, err
+		}
+	}
+	return r, err
 }
 
 // OpenAPIDocument returns the server's OpenAPI 3.1 document
@@ -507,4 +518,52 @@ func VerifyEvent(v *webhook.Verifier, h http.Header, body []byte) (*Event, error
 		return nil, fmt.Errorf("aivis: webhook body: %w", err)
 	}
 	return &e, nil
+}
+
+// UsageCount is the number of requests one key made in one UTC hour:
+// every authenticated request of either interface that was not refused
+// with 429.
+type UsageCount struct {
+	Hour     time.Time `json:"hour"`
+	KeyID    string    `json:"key_id"`
+	KeyName  string    `json:"key_name"`
+	KeyHint  string    `json:"key_hint"`
+	ClientID *string   `json:"client_id"`
+	Requests int64     `json:"requests"`
+}
+
+// UsageParams selects the hourly counts of the hours that start at From
+// or later and before To (the zero From: 30 days before now; the zero To:
+// no end), of one key (KeyID) or of a client's keys (ClientID).
+type UsageParams struct {
+	From, To time.Time
+	KeyID    string
+	ClientID string
+	Limit    int
+	Cursor   string
+}
+
+func (p UsageParams) query() string {
+	stamp := func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		return t.UTC().Format(time.RFC3339)
+	}
+	return query("from", stamp(p.From), "to", stamp(p.To), "key_id", p.KeyID, "client_id", p.ClientID,
+		"limit", itoa(p.Limit), "cursor", p.Cursor)
+}
+
+// ListUsage returns one page of the requests made per key and hour,
+// oldest hour first (listUsage).
+func (c *Client) ListUsage(ctx context.Context, p UsageParams) (*List[UsageCount], error) {
+	return call[List[UsageCount]](ctx, c, http.MethodGet, "/v1/usage"+p.query(), nil, nil)
+}
+
+// Usage iterates over the requests made per key and hour, oldest first.
+func (c *Client) Usage(ctx context.Context, p UsageParams) iter.Seq2[UsageCount, error] {
+	return pages(func(cursor string) (*List[UsageCount], error) {
+		p.Cursor = cursor
+		return c.ListUsage(ctx, p)
+	}, p.Cursor)
 }

@@ -158,6 +158,7 @@ type Error struct {
 	RetryAfter time.Duration // on 429 and 503: how long the server asked to wait
 	Details    []FieldError
 	RateLimit  RateLimit
+	body       []byte // the answer, for a call that reads more of it (Readiness)
 }
 
 func (e *Error) Error() string {
@@ -293,7 +294,7 @@ func (c *Client) once(ctx context.Context, method, u string, a auth, payload []b
 }
 
 func errorOf(res *http.Response, body []byte, rl RateLimit) *Error {
-	e := &Error{StatusCode: res.StatusCode, RequestID: res.Header.Get("X-Request-Id"), RateLimit: rl}
+	e := &Error{StatusCode: res.StatusCode, RequestID: res.Header.Get("X-Request-Id"), RateLimit: rl, body: body}
 	var env ErrorEnvelope
 	if err := json.Unmarshal(body, &env); err == nil && env.Error.Code != "" {
 		e.Code, e.Message, e.Details = env.Error.Code, env.Error.Message, env.Error.Details

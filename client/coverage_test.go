@@ -47,6 +47,7 @@ var methods = map[string]string{
 	"getConnectionDelivery":       "GetConnectionDelivery",
 	"redeliverConnectionDelivery": "RedeliverConnectionDelivery",
 	"listEventTypes":              "ListEventTypes",
+	"listUsage":                   "ListUsage",
 	"listRecentEvents":            "ListEvents",
 	"zapierSubscribe":             "ZapierSubscribe",
 	"zapierUnsubscribe":           "ZapierUnsubscribe",

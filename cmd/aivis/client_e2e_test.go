@@ -126,6 +126,24 @@ func TestGoClientEveryOperation(t *testing.T) {
 	if bs.AccountID != a.ID || bs.QuotaTier == "" {
 		t.Errorf("budget status %+v", bs)
 	}
+	// Usage: the key's own requests, once the counts reach the store; the
+	// iterator pages through them.
+	waitLong(t, 15*time.Second, "the key's requests in its usage", func() bool {
+		page, err := c.ListUsage(ctx, client.UsageParams{KeyID: k.ID, Limit: 100})
+		must("usage", err)
+		return len(page.Items) > 0 && page.Items[0].Requests > 0
+	})
+	rows := 0
+	for u, err := range c.Usage(ctx, client.UsageParams{From: time.Now().Add(-2 * time.Hour), Limit: 1}) {
+		must("usage pages", err)
+		if u.KeyID != k.ID || u.KeyHint == "" || u.ClientID != nil || u.Requests < 1 {
+			t.Errorf("usage %+v", u)
+		}
+		rows++
+	}
+	if rows == 0 {
+		t.Error("the usage iterator gave no count")
+	}
 	cr, err := c.CreateContentRequest(ctx, client.CreateContentRequest{Domain: "acme.invalid", Budget: client.Dollars(2),
 		Content: "Acme makes rocket skates."}, client.IdempotencyKey("cr-1"))
 	must("create content request", err)

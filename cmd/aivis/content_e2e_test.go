@@ -184,14 +184,19 @@ func TestMonthlyBudgetAndIdempotency(t *testing.T) {
 	}
 }
 
+// newClients makes two clients of an agency account, Client One and Two.
+func newClients(t *testing.T, dir, accountID string) (c1, c2 struct {
+	ID string `json:"id"`
+}) {
+	cli(t, dir, &c1, "client", "create", "--account", accountID, "--name", "Client One")
+	cli(t, dir, &c2, "client", "create", "--account", accountID, "--name", "Client Two")
+	return c1, c2
+}
+
 func TestAgencyClients(t *testing.T) {
 	dir := t.TempDir()
 	ag := newAccount(t, dir, "enterprise", true)
-	var c1, c2 struct {
-		ID string `json:"id"`
-	}
-	cli(t, dir, &c1, "client", "create", "--account", ag.ID, "--name", "Client One")
-	cli(t, dir, &c2, "client", "create", "--account", ag.ID, "--name", "Client Two")
+	c1, c2 := newClients(t, dir, ag.ID)
 	k1 := newKey(t, dir, ag.ID, "--client", c1.ID)
 	k2 := newKey(t, dir, ag.ID, "--client", c2.ID)
 	ka := newKey(t, dir, ag.ID)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aivis/aivis/client"
 	"github.com/aivis/aivis/internal/testsvc"
 )
 
@@ -88,6 +90,14 @@ func TestProbesOnEveryListener(t *testing.T) {
 	// Still taking requests while it drains: the listener is open.
 	if code, status, _ := probe(t, s.HTTP, s.URL+"/livez"); code != 200 || status != "ok" {
 		t.Errorf("/livez while draining: %d %s", code, status)
+	}
+	// The Go client says why, with the 503.
+	gc, err := client.New(s.URL, client.WithHTTPClient(s.HTTP))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rd, err := gc.Readiness(context.Background()); !isStatus(err, 503) || rd == nil || rd.Status != "draining" {
+		t.Errorf("the Go client's readiness while draining: %+v, %v", rd, err)
 	}
 	select {
 	case <-s.closed:

@@ -56,6 +56,8 @@ type Store interface {
 	ListReadings(ctx context.Context, f store.ReadingFilter, cursor string, limit int) ([]store.Reading, string, error)
 	LatestScan(ctx context.Context, accountID, clientID, domain string) (store.Scan, error)
 	ExportAccount(ctx context.Context, accountID string, emit func(store.Record) error) error
+	ListUsage(ctx context.Context, f store.UsageFilter) ([]store.KeyUsage, string, error)
+	ListKeys(ctx context.Context, accountID string) ([]store.Key, error)
 	// Update runs fn in a write transaction (the POSTs' idempotency keys).
 	Update(ctx context.Context, fn func(store.Tx) error) error
 }
@@ -203,6 +205,7 @@ func (s *Server) Router() chi.Router {
 		r.Get("/connections/{id}/deliveries", s.scope("connectors:read", s.listDeliveries(s.connections)))
 		r.Get("/connections/{id}/deliveries/{delivery_id}", s.scope("connectors:read", s.getDelivery(s.connections)))
 		r.Post("/connections/{id}/deliveries/{delivery_id}/redeliver", s.scope("connectors:write", s.redeliver(s.connections)))
+		r.Get("/usage", s.scope("budget:read", s.listUsage))
 		r.Get("/event-types", s.listEventTypes)
 		r.Get("/events", s.scope("connectors:read", s.recentEvents))
 		r.Post("/zapier/hooks", s.scope("connectors:write", s.zapierSubscribe))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import datetime
 import io
 import json
 import ssl
@@ -10,13 +11,13 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import Any, Callable, Dict, Iterator, List, Optional, Type, TypeVar
+from typing import Any, Callable, Dict, Iterator, List, Optional, Type, TypeVar, Union
 
 from . import errors
 from .models import (BudgetStatus, Connection, ConnectionTestResult, ConnectorKind, ContentRequest, Delivery,
                      DomainPrompts, Event, EventType, ExportRecord, Health, Model, MonitoredDomain, Page, Readiness,
-                     RecordedReading, ReplayResult, Scan, ScanAnswer, VisibilityReading, VisibilityStatus, Webhook,
-                     WebhookTestResult, ZapierSubscription)
+                     RecordedReading, ReplayResult, Scan, ScanAnswer, UsageCount, VisibilityReading, VisibilityStatus,
+                     Webhook, WebhookTestResult, ZapierSubscription)
 
 M = TypeVar("M", bound=Model)
 
@@ -151,6 +152,7 @@ class Client:
         if spec is None:
             raise ValueError("%r is not a list method of the client" % name)
         cls, path_of = spec
+        params = _params(params)
         args = {k: v for k, v in params.items() if k in _PATH_ARGS}
         query = {k: v for k, v in params.items() if k not in _PATH_ARGS}
         query["cursor"] = cursor
@@ -176,8 +178,8 @@ class Client:
         """A list as CSV (format=csv), read row by row as the server streams it, the header row first:
         ``client.csv_rows(client.get_visibility_history, domain="example.com")``. The lists that have it:
         get_visibility_history, list_scan_answers, list_webhook_deliveries, list_connection_deliveries,
-        and get_scan with table= (engines, cited_domains or cited_pages). Every item from cursor on."""
-        name = getattr(method, "__name__", "")
+        list_usage, and get_scan with table= (engines, cited_domains or cited_pages). Every item from cursor on."""
+        name, params = getattr(method, "__name__", ""), _params(params)
         if name == "get_scan":
             path = "/v1/visibility/scans/" + _seg(params.pop("id"))
         elif name in _LISTS:
@@ -378,6 +380,14 @@ class Client:
         """GET /v1/events: the account's recent events (of one kind, event=), newest first."""
         return self._all(Event, "/v1/events", {"event": event, "client_id": client_id, "limit": limit})
 
+    def list_usage(self, *, from_: Optional[Union[str, datetime.datetime]] = None,
+                   to: Optional[Union[str, datetime.datetime]] = None, key_id: Optional[str] = None,
+                   client_id: Optional[str] = None, limit: Optional[int] = None) -> Iterator[UsageCount]:
+        """GET /v1/usage: the requests made per key and UTC hour, oldest first, of the hours from from_ (default
+        30 days ago) up to to (default no end); one key's with key_id, one client's with client_id."""
+        return self._all(UsageCount, "/v1/usage", {"from": _stamp(from_), "to": _stamp(to), "key_id": key_id,
+                                                   "client_id": client_id, "limit": limit})
+
     def list_event_types(self) -> Iterator[EventType]:
         """GET /v1/event-types: every event kind with its description, JSON Schema and example."""
         return self._all(EventType, "/v1/event-types", {})
@@ -453,6 +463,7 @@ _LISTS: Dict[str, tuple] = {
     "list_connection_deliveries": (Delivery, lambda id: "/v1/connections/" + _seg(id) + "/deliveries"),
     "list_recent_events": (Event, lambda: "/v1/events"),
     "list_event_types": (EventType, lambda: "/v1/event-types"),
+    "list_usage": (UsageCount, lambda: "/v1/usage"),
     "list_domains": (MonitoredDomain, lambda: "/v1/domains"),
 }
 
@@ -465,6 +476,20 @@ def _query_value(v: Any) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     return str(v)
+
+
+def _stamp(t: Optional[Union[str, datetime.datetime]]) -> Optional[str]:
+    """A time of a query: RFC 3339 in UTC (a naive datetime is taken as UTC)."""
+    if not isinstance(t, datetime.datetime):
+        return t
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=datetime.timezone.utc)
+    return t.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _params(params: Dict[str, Any]) -> Dict[str, Any]:
+    """A method's keyword arguments as a query's: from_ is from, a datetime RFC 3339."""
+    return {("from" if k == "from_" else k): _stamp(v) for k, v in params.items()}
 
 
 def _drop_none(**kw: Any) -> Dict[str, Any]:

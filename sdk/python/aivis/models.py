@@ -339,6 +339,18 @@ class ScanAnswer(Model):
 
 
 @dataclass
+class UsageCount(Model):
+    """The requests one key made in one UTC hour."""
+
+    hour: Optional[str] = None
+    key_id: Optional[str] = None
+    key_name: Optional[str] = None
+    key_hint: Optional[str] = None
+    client_id: Optional[str] = None
+    requests: Optional[int] = None
+
+
+@dataclass
 class EventType(Model):
     """One kind of the event catalog."""
 

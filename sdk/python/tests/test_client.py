@@ -341,6 +341,30 @@ class ClientTest(unittest.TestCase):
         with self.assertRaises(aivis.NotFoundError):
             c.get_domain(d.id)
 
+    def test_usage(self):
+        """The key's requests per hour reach the store within its counter's flush; pages and CSV agree."""
+        def mine():
+            counted = [u for u in self.c.list_usage(limit=1) if u.requests]
+            if not counted:
+                time.sleep(0.25)  # within the account's rate limit
+            return counted
+        counts = wait_for("the key's requests counted", mine)
+        hour = datetime.datetime.now(datetime.timezone.utc).replace(minute=0, second=0, microsecond=0)
+        for u in counts:
+            self.assertTrue(u.key_hint.startswith("svc_"), u)
+            self.assertIsNone(u.client_id)
+            self.assertLessEqual(datetime.datetime.fromisoformat(u.hour.replace("Z", "+00:00")), hour)
+        key = counts[0].key_id
+        self.assertEqual(list(self.c.list_usage(from_=hour + datetime.timedelta(hours=1))), [])
+        self.assertEqual([u.key_id for u in self.c.list_usage(from_=hour - datetime.timedelta(days=1), key_id=key)],
+                         [u.key_id for u in counts if u.key_id == key])
+        rows = list(self.c.csv_rows(self.c.list_usage, key_id=key, from_=hour - datetime.timedelta(days=1)))
+        self.assertEqual(rows[0], ["hour", "key_id", "key_name", "key_hint", "client_id", "requests"])
+        self.assertTrue(rows[1:] and all(r[1] == key and int(r[5]) >= 1 for r in rows[1:]), rows)
+        with self.assertRaises(aivis.ValidationError) as cm:
+            self.c.page(self.c.list_usage, from_="yesterday")
+        self.assertEqual(cm.exception.details[0]["field"], "from")
+
     def test_export(self):
         self.c.record_visibility_reading("export.example", 50, "neutral")
         records = list(self.c.export_account())

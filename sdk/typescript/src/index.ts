@@ -43,6 +43,7 @@ export const OPERATIONS = {
   redeliverConnectionDelivery: ["post", "/v1/connections/{id}/deliveries/{delivery_id}/redeliver"],
   listEventTypes: ["get", "/v1/event-types"],
   listRecentEvents: ["get", "/v1/events"],
+  listUsage: ["get", "/v1/usage"],
   zapierSubscribe: ["post", "/v1/zapier/hooks"],
   zapierUnsubscribe: ["delete", "/v1/zapier/hooks/{id}"],
   listDomains: ["get", "/v1/domains"],
@@ -143,6 +144,8 @@ export type Client = Operations & {
   paginate<O extends ListOperation>(op: O, args?: Args<O>): AsyncIterableIterator<Item<O>>;
   /** The CSV export of a list (or of a scan's table): every item, as RFC 4180 text with a header row. */
   csv<O extends CSVOperation>(op: O, args: Args<O>): Promise<string>;
+  /** The same CSV export as a stream of its bytes, read as the server sends it: for an export too large to hold. */
+  csvStream<O extends CSVOperation>(op: O, args: Args<O>): Promise<ReadableStream<Uint8Array>>;
 };
 
 /** The operations that answer CSV with format=csv. */
@@ -205,7 +208,7 @@ export function createAivis(opts: ClientOptions): Client {
   };
   const raw = createClient<import("./schema.js").paths>({ baseUrl: base, fetch: fetchWithAuth });
 
-  const call = async (op: OperationId, args: Record<string, unknown> = {}): Promise<unknown> => {
+  const call = async (op: OperationId, args: Record<string, unknown> = {}, parseAs: "text" | "stream" = "text"): Promise<unknown> => {
     const [method, path] = OPERATIONS[op];
     const headers: Record<string, string> = {};
     if (typeof args.idempotencyKey === "string") headers["Idempotency-Key"] = args.idempotencyKey;
@@ -215,8 +218,8 @@ export function createAivis(opts: ClientOptions): Client {
       headers,
       signal: args.signal,
       // Read as text, then JSON when the answer says so: the export's
-      // NDJSON (and any text/csv answer) stays text.
-      parseAs: "text",
+      // NDJSON (and any text/csv answer) stays text. A stream is left unread.
+      parseAs,
     };
     // Each method's types come from OPERATIONS' entry; openapi-fetch builds the request.
     const { data, error, response } = await (raw.request as (m: string, p: string, i: unknown) => Promise<{
@@ -249,6 +252,8 @@ export function createAivis(opts: ClientOptions): Client {
     },
     csv: (op: OperationId, args: Record<string, unknown> = {}) =>
       call(op, { ...args, query: { ...(args.query as object | undefined), format: "csv" } }),
+    csvStream: (op: OperationId, args: Record<string, unknown> = {}) =>
+      call(op, { ...args, query: { ...(args.query as object | undefined), format: "csv" } }, "stream"),
   } as Record<string, unknown>;
   for (const op of Object.keys(OPERATIONS) as OperationId[]) client[op] = (args?: Record<string, unknown>) => call(op, args);
   return client as unknown as Client;

@@ -556,6 +556,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Requests per key and hour
+         * @description How many requests each key made in each UTC hour, oldest hour first and by key id within an hour: every authenticated request of either interface that was not refused with 429, as the rate limits count them. An account key sees the account's keys and every client's (client_id narrows to one client); a client key sees its client's keys. The dashboard's usage page draws the same counts. With format=csv (or Accept: text/csv) every count from cursor on, as CSV.
+         */
+        get: operations["listUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/events": {
         parameters: {
             query?: never;
@@ -2391,6 +2411,27 @@ export interface components {
         /** @description One page of readings, newest measured first. */
         VisibilityReadingPage: {
             items: components["schemas"]["VisibilityReading"][];
+            has_more: boolean;
+            next_cursor: string | null;
+        };
+        /** @description The requests one key made in one UTC hour. */
+        UsageCount: {
+            /** @description The hour's start (UTC). */
+            hour: components["schemas"]["Timestamp"];
+            /** @description The key's id. */
+            key_id: string;
+            /** @description The key's name. */
+            key_name: string;
+            /** @description What may be shown of the key: svc_ and its first and last four characters. */
+            key_hint: string;
+            /** @description The key's client; null for an account key. */
+            client_id: components["schemas"]["NullableClientId"];
+            /** @description Requests made with the key in the hour. */
+            requests: number;
+        };
+        /** @description One page of hourly counts, oldest hour first. */
+        UsageCountPage: {
+            items: components["schemas"]["UsageCount"][];
             has_more: boolean;
             next_cursor: string | null;
         };
@@ -5245,6 +5286,89 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listUsage: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The first hour: counts of the hours that start at this time or later. RFC 3339; default 30 days before now, on the hour.
+                 * @example 2026-11-01T00:00:00Z
+                 */
+                from?: string;
+                /**
+                 * @description The end: counts of the hours that start before this time. RFC 3339, later than from; default no end.
+                 * @example 2026-12-01T00:00:00Z
+                 */
+                to?: string;
+                /** @description Only this key's counts. */
+                key_id?: string;
+                /** @description Agency account keys: only this client's items; without it (or with *), the account's own and every client's. A client key sees only its own client's items: another client's id gives an empty page. */
+                client_id?: components["parameters"]["ClientIdFilter"];
+                /** @description Page size, 1-100. */
+                limit?: components["parameters"]["Limit"];
+                /** @description The next_cursor of the previous page. Opaque: pass it back unchanged, with the same filters. */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description json (the default) or csv: the list as CSV (RFC 4180, UTF-8, a header row, CRLF line ends), every item from cursor on, page after page (limit does not apply), streamed as it is read, as an attachment; the same as Accept: text/csv. A cell that starts with =, +, -, @, a tab or a carriage return and is not a number gets a leading apostrophe, so that no spreadsheet runs it as a formula. An error before the first row is the error envelope; one after it cuts the response short. docs/api.md lists the columns. */
+                format?: components["parameters"]["Format"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "hour": "2026-11-22T10:00:00Z",
+                     *           "key_id": "key_7Jq2LxWv9Rt4Bn6Ym3Pc",
+                     *           "key_name": "CI pipeline",
+                     *           "key_hint": "svc_AbCd…WxYz",
+                     *           "client_id": null,
+                     *           "requests": 412
+                     *         },
+                     *         {
+                     *           "hour": "2026-11-22T10:00:00Z",
+                     *           "key_id": "key_Q8s3NfKp2Zm5Hd1Vx7Tb",
+                     *           "key_name": "Acme reporting",
+                     *           "key_hint": "svc_Ef12…7g8H",
+                     *           "client_id": "cli_H3nV8wQz1LpR6yTe0cXa",
+                     *           "requests": 37
+                     *         }
+                     *       ],
+                     *       "has_more": true,
+                     *       "next_cursor": "MTc2NDMzNDgwMDAwMDAwMDAwMCBrZXlfUThzM05mS3AyWm01SGQxVng3VGI"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["UsageCountPage"];
+                    /**
+                     * @example hour,key_id,key_name,key_hint,client_id,requests
+                     *     2026-11-22T10:00:00Z,key_7Jq2LxWv9Rt4Bn6Ym3Pc,CI pipeline,svc_AbCd…WxYz,,412
+                     *     2026-11-22T10:00:00Z,key_Q8s3NfKp2Zm5Hd1Vx7Tb,Acme reporting,svc_Ef12…7g8H,cli_H3nV8wQz1LpR6yTe0cXa,37
+                     */
+                    "text/csv": components["schemas"]["CSVExport"];
+                };
+            };
+            400: components["responses"]["InvalidParameters"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];

@@ -249,6 +249,32 @@ describe("against aivis serve", () => {
     assert.equal((await c.cancelContentRequest({ path: { id: cr.id } })).status, "cancelled");
   });
 
+  it("usage per key and hour, as JSON and as CSV", async () => {
+    // The key's requests reach the store within its counter's flush (1 s).
+    let mine: Item<"listUsage">[] = [];
+    for (let i = 0; i < 60 && mine.length === 0; i++) {
+      mine = [];
+      for await (const u of c.paginate("listUsage", { query: { limit: 1 } })) mine.push(u);
+      if (mine.length === 0) await new Promise((r) => setTimeout(r, 250));
+    }
+    assert.ok(mine.length > 0, "the key's requests are counted");
+    for (const u of mine) {
+      assert.ok(u.requests >= 1 && u.key_hint.startsWith("svc_") && u.client_id === null, JSON.stringify(u));
+      assert.equal(new Date(u.hour).getUTCMinutes(), 0);
+    }
+    const csv = await c.csv("listUsage", { query: { key_id: mine[0].key_id } });
+    assert.ok(csv.startsWith("hour,key_id,key_name,key_hint,client_id,requests\r\n"), csv);
+    assert.ok(csv.includes(mine[0].key_id));
+    let streamed = "";
+    const decoder = new TextDecoder();
+    for await (const chunk of await c.csvStream("listUsage", { query: { key_id: mine[0].key_id } })) streamed += decoder.decode(chunk, { stream: true });
+    assert.equal(streamed.split("\r\n")[0], "hour,key_id,key_name,key_hint,client_id,requests");
+    assert.ok(streamed.includes(mine[0].key_id), "the stream is the export");
+    const bad = await fails(c.csvStream("listUsage", { query: { from: "yesterday" } }));
+    assert.equal(bad.status, 400);
+    assert.equal(bad.details?.[0]?.field, "from");
+  });
+
   it("the account's export", async () => {
     const lines: string = await c.exportAccount();
     assert.ok(lines.split("\n").some((l) => l.includes(domain)));
