@@ -63,8 +63,17 @@ type Answer struct {
 	// search metadata is missing. Such an answer's missing citations are
 	// not measured as zero.
 	SourcesReported bool
-	// Searches is how many web searches the engine charges for.
-	Searches                  int
+	// Absent says the surface showed no AI answer for the prompt (a
+	// Google search without an AI Overview): an answer with no text, not
+	// a failure, counted in the surface's presence (Stats.Presence).
+	Absent bool
+	// Searches is how many web searches (or SERP requests) the engine
+	// charges for.
+	Searches int
+	// CostUSD is what the provider says the answer cost, in dollars
+	// (DataForSEO's cost, xAI's cost_in_usd_ticks), added to what its
+	// tokens and searches cost at the engine's prices.
+	CostUSD                   float64
 	InputTokens, OutputTokens int
 	Attempts                  int
 }

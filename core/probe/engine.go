@@ -50,13 +50,18 @@ type Engine struct {
 	Concurrency int
 	// Timeout bounds one request (default 60 s).
 	Timeout time.Duration
+	// SurfaceOf is the engine's surface where it is not its kind's (one
+	// of Surfaces; "": its kind's, see Surface).
+	SurfaceOf string
+	// XSearch also gives an xai engine the x_search tool (posts on X).
+	XSearch bool
 }
 
-// Cost is what the answer cost at the engine's prices, in dollars: its
-// tokens and its searches.
+// Cost is what the answer cost, in dollars: its tokens and its searches
+// at the engine's prices, and what the provider said it cost.
 func (e Engine) Cost(a Answer) float64 {
 	return (float64(a.InputTokens)*e.InputPricePerMTok+float64(a.OutputTokens)*e.OutputPricePerMTok)/1e6 +
-		float64(a.Searches)*e.SearchPricePer1K/1000
+		float64(a.Searches)*e.SearchPricePer1K/1000 + a.CostUSD
 }
 
 // Client asks engines, retrying throttling and server errors.
@@ -85,6 +90,10 @@ type Request struct {
 	Prompt      string
 	MaxTokens   int
 	Temperature float64
+	// Market is where and in which language the prompt is asked (zero:
+	// the engine's default). What the engine's options do not take of it
+	// is asked for in the prompt (Engine.Localisation).
+	Market Market
 }
 
 // adapter speaks one kind of engine's API.
@@ -164,6 +173,7 @@ func (c *Client) complete(ctx context.Context, e Engine, r Request) (Answer, int
 	if err != nil {
 		return Answer{}, 0, fmt.Errorf("%s: %w", e.Label, err)
 	}
+	r.Prompt = marketPrompt(r.Prompt, r.Market, e.Localisation())
 	var last error
 	i := 1
 	for ; i <= attempts; i++ {
