@@ -103,7 +103,7 @@ func TestAnswerEnginesEndToEnd(t *testing.T) {
 		t.Fatalf("%v: %s", err, first.Result)
 	}
 	b := res.Breakdown
-	if b.FormulaVersion != 2 || b.Overall.Citation != (rate{11, 63}) || b.Overall.SourceShare == nil || *b.Overall.SourceShare != (rate{11, 53}) {
+	if b.FormulaVersion != 3 || b.Overall.Citation != (rate{11, 63}) || b.Overall.SourceShare == nil || *b.Overall.SourceShare != (rate{11, 53}) {
 		t.Fatalf("overall: %s", first.Result)
 	}
 	want := map[string]struct {

@@ -57,7 +57,7 @@ func TestScanEndToEnd(t *testing.T) {
 	var st client.VisibilityStatus
 	r = s.do(t, req{method: "GET", path: "/v1/visibility?domain=acme.invalid", header: bearer(k)})
 	r.decode(t, &st)
-	if r.Status != 200 || st.LastScan == nil || st.LastScan.ID != sc.ID || st.FormulaVersion == nil || *st.FormulaVersion != 2 {
+	if r.Status != 200 || st.LastScan == nil || st.LastScan.ID != sc.ID || st.FormulaVersion == nil || *st.FormulaVersion != 3 {
 		t.Fatalf("visibility: %d %s", r.Status, r.Body)
 	}
 	var b struct {

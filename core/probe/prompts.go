@@ -28,6 +28,9 @@ type Subject struct {
 	Competitors []string
 	Topics      []string
 	Prompts     []Prompt // the owner's own, each with its intent (default Custom)
+	// Markets are the markets every prompt is asked in, each of every
+	// engine (none: once, in the engine's default).
+	Markets []Market
 }
 
 // Intents are the intents a prompt may carry.

@@ -30,6 +30,8 @@ type Prober struct {
 // Probe is one answer (or failure) of the run.
 type Probe struct {
 	Engine string
+	// Market is the market the prompt was asked in (zero: none).
+	Market Market
 	Prompt int // index in the prompt set
 	Run    int
 	// Answer is what the engine answered, as read; Finding, what it says
@@ -46,6 +48,12 @@ type Probe struct {
 type Stats struct {
 	Probes int `json:"probes"`
 	Failed int `json:"failed"`
+	// Presence: answers in which the surface showed an AI answer at all
+	// (of the answers, failures left out). A Google search shows an AI
+	// Overview for some prompts only; an answer without one is an answer
+	// that names and cites nothing, counted in every rate below. Every
+	// answer of a model or a search API is shown.
+	Presence Rate `json:"overview_presence"`
 	// Mention: answers that name the brand (its names, aliases or domain).
 	Mention Rate `json:"mention_rate"`
 	// Citation: answers that cite the domain: a citation or source on the
@@ -114,21 +122,42 @@ type PageCount struct {
 
 // EngineResult is one engine's part of a run.
 type EngineResult struct {
-	Label       string   `json:"label"`
-	Kind        string   `json:"kind"`
-	Model       string   `json:"model"`
-	Stats                // the engine's answers
-	Errors      []string `json:"errors,omitempty"` // the first few failures
-	MaxInFlight int      `json:"max_in_flight"`
+	Label   string `json:"label"`
+	Kind    string `json:"kind"`
+	Model   string `json:"model"`
+	Surface string `json:"surface"`
+	// Market is the market of these answers (nil: the scan asked none),
+	// and Localisation how the engine asked it (LocaliseNative,
+	// LocaliseCountry or LocalisePrompt).
+	Market       *Market  `json:"market,omitempty"`
+	Localisation string   `json:"localisation,omitempty"`
+	Stats                 // the engine's answers (in the market)
+	Errors       []string `json:"errors,omitempty"` // the first few failures
+	MaxInFlight  int      `json:"max_in_flight"`
 }
 
-// Result is a whole run.
+// SurfaceResult is the answers of the engines of one surface.
+type SurfaceResult struct {
+	Surface string `json:"surface"`
+	Stats
+}
+
+// MarketResult is the answers of every engine in one market.
+type MarketResult struct {
+	Market Market `json:"market"`
+	Stats
+}
+
+// Result is a whole run: a result per engine and market, the answers of
+// each surface and of each market pooled, and Overall (OverallOf).
 type Result struct {
-	Prompts []Prompt       `json:"prompts"`
-	Runs    int            `json:"runs"`
-	Engines []EngineResult `json:"engines"`
-	Overall Stats          `json:"overall"`
-	Probes  []Probe        `json:"-"`
+	Prompts  []Prompt        `json:"prompts"`
+	Runs     int             `json:"runs"`
+	Engines  []EngineResult  `json:"engines"`
+	Surfaces []SurfaceResult `json:"surfaces"`
+	Markets  []MarketResult  `json:"markets,omitempty"`
+	Overall  Stats           `json:"overall"`
+	Probes   []Probe         `json:"-"`
 }
 
 // Run asks every engine every prompt Runs times, each engine with at most
@@ -142,45 +171,134 @@ func (p *Prober) Run(ctx context.Context, s Subject) Result {
 		maxPrompts = DefaultMaxPrompts
 	}
 	res := Result{Prompts: Prompts(s, maxPrompts), Runs: runs}
+	markets := s.Markets
+	if len(markets) == 0 {
+		markets = []Market{{}}
+	}
 	probes := make([][]Probe, len(p.Engines))
 	costs := make([][]float64, len(p.Engines))
 	peaks := make([]int, len(p.Engines))
 	var engines sync.WaitGroup
 	for ei, e := range p.Engines {
-		n := len(res.Prompts) * runs
+		n := len(markets) * len(res.Prompts) * runs
 		probes[ei], costs[ei] = make([]Probe, n), make([]float64, n)
 		engines.Go(func() {
-			peaks[ei] = p.runEngine(ctx, s, e, res.Prompts, runs, probes[ei], costs[ei])
+			peaks[ei] = p.runEngine(ctx, s, e, markets, res.Prompts, runs, probes[ei], costs[ei])
 		})
 	}
 	engines.Wait()
 	var all []Probe
 	var allCosts []float64
+	surfaces := map[string]*group{}
+	byMarket := map[Market]*group{}
+	per := len(res.Prompts) * runs
 	for ei, e := range p.Engines {
-		er := EngineResult{Label: e.Label, Kind: e.kind(), Model: e.Model, Stats: measure(s, probes[ei], costs[ei]), MaxInFlight: peaks[ei]}
-		for _, pr := range probes[ei] {
-			if pr.Failure == nil {
-				continue
+		for mi, m := range markets {
+			ps, cs := probes[ei][mi*per:(mi+1)*per], costs[ei][mi*per:(mi+1)*per]
+			er := EngineResult{Label: e.Label, Kind: e.kind(), Model: e.Model, Surface: e.Surface(), Stats: measure(s, ps, cs), MaxInFlight: peaks[ei]}
+			if !m.IsZero() {
+				er.Market, er.Localisation = &m, e.Localisation()
 			}
-			if len(er.Errors) == 0 && p.Log != nil {
-				p.Log.Warn("probe: an engine failed", "engine", e.Label, "domain", s.Domain, "failed", er.Failed, "of", er.Probes,
-					"category", pr.Failure.Category, "status", pr.Failure.Status, "err", pr.Failure.Detail)
+			for _, pr := range ps {
+				if pr.Failure == nil {
+					continue
+				}
+				if len(er.Errors) == 0 && p.Log != nil {
+					p.Log.Warn("probe: an engine failed", "engine", e.Label, "market", m.String(), "domain", s.Domain, "failed", er.Failed, "of", er.Probes,
+						"category", pr.Failure.Category, "status", pr.Failure.Status, "err", pr.Failure.Detail)
+				}
+				if len(er.Errors) < 3 {
+					er.Errors = append(er.Errors, pr.Err)
+				}
 			}
-			if len(er.Errors) < 3 {
-				er.Errors = append(er.Errors, pr.Err)
-			}
+			res.Engines = append(res.Engines, er)
+			surfaces[er.Surface] = surfaces[er.Surface].add(ps, cs)
+			byMarket[m] = byMarket[m].add(ps, cs)
 		}
-		res.Engines = append(res.Engines, er)
 		all, allCosts = append(all, probes[ei]...), append(allCosts, costs[ei]...)
 	}
-	res.Overall = measure(s, all, allCosts)
+	var perSurface []Stats
+	for _, sf := range Surfaces {
+		if g := surfaces[sf]; g != nil {
+			st := measure(s, g.probes, g.costs)
+			res.Surfaces = append(res.Surfaces, SurfaceResult{Surface: sf, Stats: st})
+			perSurface = append(perSurface, st)
+		}
+	}
+	if len(markets) > 1 || !markets[0].IsZero() {
+		for _, m := range markets {
+			res.Markets = append(res.Markets, MarketResult{Market: m, Stats: measure(s, byMarket[m].probes, byMarket[m].costs)})
+		}
+	}
+	res.Overall = OverallOf(measure(s, all, allCosts), perSurface)
 	res.Probes = all
 	return res
 }
 
+// group is probes and their costs gathered across engines.
+type group struct {
+	probes []Probe
+	costs  []float64
+}
+
+func (g *group) add(ps []Probe, cs []float64) *group {
+	if g == nil {
+		g = &group{}
+	}
+	g.probes, g.costs = append(g.probes, ps...), append(g.costs, cs...)
+	return g
+}
+
+// OverallOf is the figures of all engines: pooled, every answer of every
+// engine counted alike, when they answer on one surface; on several, each
+// rate the mean of the surfaces' rates, each surface weighing the same
+// however many engines or answers it has (a chat model asked three times
+// a prompt does not outweigh the page people see, asked once), its
+// interval the mean of theirs (no narrower than the interval of a mean of
+// independent rates), its hits and of the answers it rests on; so is the
+// position score. The other figures (average position, sentiment, cited
+// domains and pages, tokens and cost) stay pooled.
+func OverallOf(pooled Stats, surfaces []Stats) Stats {
+	if len(surfaces) < 2 {
+		return pooled
+	}
+	mean := func(rate func(*Stats) *Rate) {
+		out := rate(&pooled)
+		*out = Rate{}
+		k := 0
+		for i := range surfaces {
+			r := rate(&surfaces[i])
+			if r == nil {
+				continue
+			}
+			out.Value += r.Value
+			out.Interval.Low += r.Interval.Low
+			out.Interval.High += r.Interval.High
+			out.Hits += r.Hits
+			out.Of += r.Of
+			k++
+		}
+		if k > 0 {
+			out.Value, out.Interval.Low, out.Interval.High = out.Value/float64(k), out.Interval.Low/float64(k), out.Interval.High/float64(k)
+		}
+	}
+	mean(func(st *Stats) *Rate { return &st.Mention })
+	mean(func(st *Stats) *Rate { return &st.Citation })
+	mean(func(st *Stats) *Rate { return &st.FirstPosition })
+	mean(func(st *Stats) *Rate { return &st.ShareOfVoice })
+	mean(func(st *Stats) *Rate { return &st.SourcesReported })
+	mean(func(st *Stats) *Rate { return &st.Presence })
+	pooled.PositionScore = 0
+	for _, st := range surfaces {
+		pooled.PositionScore += st.PositionScore / float64(len(surfaces))
+	}
+	pooled.PositionScore = round(pooled.PositionScore, 4)
+	return pooled
+}
+
 // runEngine asks one engine every prompt runs times, at most its
 // Concurrency at once, and returns the most it had in flight.
-func (p *Prober) runEngine(ctx context.Context, s Subject, e Engine, prompts []Prompt, runs int, probes []Probe, costs []float64) int {
+func (p *Prober) runEngine(ctx context.Context, s Subject, e Engine, markets []Market, prompts []Prompt, runs int, probes []Probe, costs []float64) int {
 	conc := e.Concurrency
 	if conc <= 0 {
 		conc = 4
@@ -188,8 +306,9 @@ func (p *Prober) runEngine(ctx context.Context, s Subject, e Engine, prompts []P
 	sem := make(chan struct{}, conc)
 	var inFlight, peak atomic.Int64
 	var wg sync.WaitGroup
+	per := len(prompts) * runs
 	for j := range probes {
-		pr := Probe{Engine: e.Label, Prompt: j / runs, Run: j % runs}
+		pr := Probe{Engine: e.Label, Market: markets[j/per], Prompt: j % per / runs, Run: j % runs}
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
@@ -201,7 +320,7 @@ func (p *Prober) runEngine(ctx context.Context, s Subject, e Engine, prompts []P
 			now := inFlight.Add(1)
 			for old := peak.Load(); now > old && !peak.CompareAndSwap(old, now); old = peak.Load() {
 			}
-			a, err := p.Client.Ask(ctx, e, prompts[pr.Prompt].Text)
+			a, err := p.Client.Complete(ctx, e, Request{Prompt: prompts[pr.Prompt].Text, Temperature: 0.7, Market: pr.Market})
 			inFlight.Add(-1)
 			// The next request goes out while this answer is read.
 			<-sem
@@ -224,7 +343,7 @@ func (pr *Probe) fail(f *Failure) { pr.Failure, pr.Err = f, f.Public() }
 // measure computes the stats of a set of probes of the subject.
 func measure(s Subject, probes []Probe, costs []float64) Stats {
 	st := Stats{Probes: len(probes), Competitors: map[string]int{}}
-	var ok, mentioned, cited, first, brandVoice, allVoice, reported, ownSources, allSources int
+	var ok, shown, mentioned, cited, first, brandVoice, allVoice, reported, ownSources, allSources int
 	var posSum, invSum float64
 	var sents []float64
 	domains, pages := map[string]int{}, map[string]int{}
@@ -234,6 +353,9 @@ func measure(s Subject, probes []Probe, costs []float64) Stats {
 			continue
 		}
 		ok++
+		if !p.Answer.Absent {
+			shown++
+		}
 		st.InputTokens += p.Answer.InputTokens
 		st.OutputTokens += p.Answer.OutputTokens
 		st.CostUSD += costs[i]
@@ -273,6 +395,7 @@ func measure(s Subject, probes []Probe, costs []float64) Stats {
 			sents = append(sents, sn.Compound)
 		}
 	}
+	st.Presence = NewRate(shown, ok)
 	st.Mention, st.Citation, st.FirstPosition = NewRate(mentioned, ok), NewRate(cited, ok), NewRate(first, ok)
 	st.ShareOfVoice = NewRate(brandVoice, allVoice)
 	st.SourcesReported = NewRate(reported, ok)

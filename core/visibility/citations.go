@@ -16,7 +16,7 @@ type cited struct {
 	FormulaVersion int            `json:"formula_version"`
 	Overall        *citedStats    `json:"overall"`
 	Engines        []citedEngine  `json:"engines"`
-	byLabel        map[string]int // Engines' index by label
+	byLabel        map[string]int // Engines' index by label and market
 }
 
 type citedStats struct {
@@ -25,9 +25,18 @@ type citedStats struct {
 }
 
 type citedEngine struct {
-	Label string `json:"label"`
-	Kind  string `json:"kind"`
+	Label  string        `json:"label"`
+	Kind   string        `json:"kind"`
+	Market *probe.Market `json:"market"`
 	citedStats
+}
+
+// key is the engine's in a scan: its label, and its market's.
+func (e citedEngine) key() string {
+	if e.Market == nil {
+		return e.Label
+	}
+	return e.Label + "\x00" + e.Market.String()
 }
 
 // readCited reads the citation figures of a breakdown; ok is false for a
@@ -41,8 +50,8 @@ func readCited(breakdown json.RawMessage) (c cited, ok bool) {
 		if c.Engines[i].Kind == "" {
 			c.Engines[i].Kind = probe.KindOpenAIChat // scans from before engine kinds
 		}
-		if _, dup := c.byLabel[c.Engines[i].Label]; !dup {
-			c.byLabel[c.Engines[i].Label] = i
+		if _, dup := c.byLabel[c.Engines[i].key()]; !dup {
+			c.byLabel[c.Engines[i].key()] = i
 		}
 	}
 	return c, true
@@ -88,17 +97,17 @@ func completionEvents(sc store.Scan, out *Outcome, prev store.Scan, now time.Tim
 }
 
 // citationChanges compares the engines of two scans, in cur's order: an
-// engine of the same label and kind in both, that answered in both, whose
-// citation rate moved by a hundredth of a point or more. Scans measured
-// under different formula versions are not compared: their rates may
-// differ by the formula alone.
+// engine of the same label, kind and market in both, that answered in
+// both, whose citation rate moved by a hundredth of a point or more.
+// Scans whose engines' rates were measured under different formulas are
+// not compared: their rates may differ by the formula alone.
 func citationChanges(cur, prev cited) []events.CitationChangeData {
-	if cur.FormulaVersion != prev.FormulaVersion {
+	if citationFormula(cur.FormulaVersion) != citationFormula(prev.FormulaVersion) {
 		return nil
 	}
 	var out []events.CitationChangeData
 	for _, e := range cur.Engines {
-		i, ok := prev.byLabel[e.Label]
+		i, ok := prev.byLabel[e.key()]
 		if !ok {
 			continue
 		}

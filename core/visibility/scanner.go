@@ -24,8 +24,20 @@ const (
 // FormulaVersion is the version of the score's formula a reading was
 // made with (docs/visibility.md, "Formula versions"): 1 counted an answer
 // as citing the domain by the URLs in its text alone; 2 also by the
-// citations and sources the engine reports, with the same weights.
-const FormulaVersion = 2
+// citations and sources the engine reports, with the same weights; 3
+// takes the engines' figures as the mean of their surfaces' where they
+// answer on more than one (probe.OverallOf), as 2 where on one.
+const FormulaVersion = 3
+
+// citationFormula is the formula of an engine's citation rate under a
+// score's formula version: version 3 changed only how engines are
+// combined, so its engines' rates are version 2's.
+func citationFormula(version int) int {
+	if version == 3 {
+		return 2
+	}
+	return version
+}
 
 // Bases of a reading.
 const (

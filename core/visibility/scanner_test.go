@@ -53,7 +53,7 @@ func TestScannerBlend(t *testing.T) {
 	}
 	var b Breakdown
 	json.Unmarshal(out.Breakdown, &b)
-	if out.VisibilityScore != 88 || out.FormulaVersion != 2 || b.FormulaVersion != 2 || out.Sentiment != "positive" || b.Basis != BasisEngines ||
+	if out.VisibilityScore != 88 || out.FormulaVersion != FormulaVersion || b.FormulaVersion != FormulaVersion || out.Sentiment != "positive" || b.Basis != BasisEngines ||
 		b.Overall.Probes != 12 || b.SentimentConfidence <= 0 || b.Components["citation"] != 100 {
 		t.Errorf("%+v %s", out, out.Breakdown)
 	}
@@ -66,7 +66,7 @@ func TestScannerBlend(t *testing.T) {
 		len(se.CitedPages) != 1 || se.CitedPages[0] != (probe.PageCount{URL: "https://docs.acme.example/start", Count: 6}) || b.Engines[0].SourceShare != nil {
 		t.Errorf("engines %+v", b.Engines)
 	}
-	if !strings.Contains(string(out.Breakdown), `"source_share":null`) || !strings.Contains(string(out.Breakdown), `"formula_version":2`) {
+	if !strings.Contains(string(out.Breakdown), `"source_share":null`) || !strings.Contains(string(out.Breakdown), `"formula_version":3`) {
 		t.Errorf("breakdown %s", out.Breakdown)
 	}
 	// Every probe failing is no reading: the scan is retried.
