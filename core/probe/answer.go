@@ -25,7 +25,7 @@ const (
 )
 
 // Kinds are the engine kinds, the default first.
-var Kinds = []string{KindOpenAIChat, KindOpenAIResponses, KindPerplexity, KindAnthropic, KindGemini}
+var Kinds = []string{KindOpenAIChat, KindOpenAIResponses, KindPerplexity, KindAnthropic, KindGemini, KindXAI}
 
 // Source is a page the engine reports it consulted for an answer.
 type Source struct {
@@ -71,8 +71,9 @@ type Answer struct {
 	// charges for.
 	Searches int
 	// CostUSD is what the provider says the answer cost, in dollars
-	// (DataForSEO's cost, xAI's cost_in_usd_ticks), added to what its
-	// tokens and searches cost at the engine's prices.
+	// (DataForSEO's cost, xAI's cost_in_usd_ticks): its exact charge,
+	// which Engine.Cost takes in place of the engine's prices (0: the
+	// provider did not say).
 	CostUSD                   float64
 	InputTokens, OutputTokens int
 	Attempts                  int

@@ -57,11 +57,15 @@ type Engine struct {
 	XSearch bool
 }
 
-// Cost is what the answer cost, in dollars: its tokens and its searches
-// at the engine's prices, and what the provider said it cost.
+// Cost is what the answer cost, in dollars: what the provider said it
+// cost (Answer.CostUSD, its exact charge) where it said, else its tokens
+// and its searches at the engine's prices.
 func (e Engine) Cost(a Answer) float64 {
+	if a.CostUSD > 0 {
+		return a.CostUSD
+	}
 	return (float64(a.InputTokens)*e.InputPricePerMTok+float64(a.OutputTokens)*e.OutputPricePerMTok)/1e6 +
-		float64(a.Searches)*e.SearchPricePer1K/1000 + a.CostUSD
+		float64(a.Searches)*e.SearchPricePer1K/1000
 }
 
 // Client asks engines, retrying throttling and server errors.

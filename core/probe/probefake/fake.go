@@ -34,6 +34,9 @@ type Reply struct {
 	// Queries are the web searches the engine reports it ran; with none,
 	// a kind that always searches makes one of the prompt.
 	Queries []string
+	// XQueries (xai) are the searches of X the engine reports it ran,
+	// when the request gives it the x_search tool.
+	XQueries []string
 	// NoSearch answers without searching: no search call, no metadata.
 	NoSearch bool
 	// NoMetadata searches but reports no sources: gemini leaves out
