@@ -28,9 +28,10 @@ type anthropicRequest struct {
 }
 
 type anthropicTool struct {
-	Type    string `json:"type"`
-	Name    string `json:"name"`
-	MaxUses int    `json:"max_uses"`
+	Type         string        `json:"type"`
+	Name         string        `json:"name"`
+	MaxUses      int           `json:"max_uses"`
+	UserLocation *userLocation `json:"user_location,omitempty"`
 }
 
 // The request sends no temperature: an answer engine is measured as its
@@ -38,7 +39,7 @@ type anthropicTool struct {
 func (anthropic) request(ctx context.Context, e Engine, r Request) (*http.Request, error) {
 	body := anthropicRequest{Model: e.Model, MaxTokens: r.MaxTokens, System: r.System,
 		Messages: []chatMessage{{Role: "user", Content: r.Prompt}},
-		Tools:    []anthropicTool{{Type: "web_search_20250305", Name: "web_search", MaxUses: e.MaxSearches}}}
+		Tools:    []anthropicTool{{Type: "web_search_20250305", Name: "web_search", MaxUses: e.MaxSearches, UserLocation: approximate(r.Market)}}}
 	if body.MaxTokens <= 0 {
 		body.MaxTokens = 1024 // required by the API
 	}
@@ -55,6 +56,10 @@ func (anthropic) request(ctx context.Context, e Engine, r Request) (*http.Reques
 	}
 	return req, nil
 }
+
+// localisation: the web search tool takes the market's country
+// (user_location); the language is asked for in the prompt.
+func (anthropic) localisation(Engine) string { return LocaliseCountry }
 
 type anthropicResponse struct {
 	Content []struct {

@@ -22,10 +22,17 @@ type chatMessage struct {
 }
 
 type chatRequest struct {
-	Model       string        `json:"model"`
-	Messages    []chatMessage `json:"messages"`
-	Temperature *float64      `json:"temperature,omitempty"`
-	MaxTokens   int           `json:"max_tokens,omitempty"`
+	Model            string            `json:"model"`
+	Messages         []chatMessage     `json:"messages"`
+	Temperature      *float64          `json:"temperature,omitempty"`
+	MaxTokens        int               `json:"max_tokens,omitempty"`
+	WebSearchOptions *webSearchOptions `json:"web_search_options,omitempty"`
+}
+
+// webSearchOptions are a search model's (OpenAI's search models,
+// Perplexity's Sonar) options: the user's location.
+type webSearchOptions struct {
+	UserLocation *userLocation `json:"user_location,omitempty"`
 }
 
 // chatMessages are a request's messages: the system message first.
@@ -43,8 +50,23 @@ func (openAIChat) request(ctx context.Context, e Engine, r Request) (*http.Reque
 	if !strings.Contains(e.Model, "-search-") {
 		body.Temperature = &r.Temperature
 	}
+	// A search model takes the market's country, nested under
+	// approximate; a plain model refuses web_search_options.
+	if l := approximate(r.Market); l != nil && e.Surface() == SurfaceSearchAPI {
+		body.WebSearchOptions = &webSearchOptions{UserLocation: &userLocation{Type: l.Type, Approximate: &userLocation{Country: l.Country}}}
+	}
 	req, err := postJSON(ctx, e.BaseURL, "/chat/completions", body)
 	return bearer(req, e.APIKey), err
+}
+
+// localisation: a search model (Engine.SurfaceOf search_api) takes the
+// market's country (web_search_options); a plain model answers from what
+// it learned, and is asked the market in the prompt.
+func (openAIChat) localisation(e Engine) string {
+	if e.Surface() == SurfaceSearchAPI {
+		return LocaliseCountry
+	}
+	return LocalisePrompt
 }
 
 type chatResponse struct {

@@ -26,14 +26,35 @@ type responsesRequest struct {
 }
 
 type responsesTool struct {
-	Type string `json:"type"`
+	Type         string        `json:"type"`
+	UserLocation *userLocation `json:"user_location,omitempty"`
+}
+
+// userLocation is a web search's approximate location: the market's
+// country (OpenAI's Responses and Anthropic's tools; Chat Completions
+// nests the fields under Approximate, Perplexity takes them without a
+// type).
+type userLocation struct {
+	Type        string        `json:"type,omitempty"`
+	Country     string        `json:"country,omitempty"`
+	Approximate *userLocation `json:"approximate,omitempty"`
+}
+
+// approximate is the user location of a request's market, of the shape
+// OpenAI's Responses and Anthropic's tools take: nil without a country.
+func approximate(m Market) *userLocation {
+	if m.Country == "" {
+		return nil
+	}
+	return &userLocation{Type: "approximate", Country: m.Country}
 }
 
 // The request sends no temperature: the reasoning models refuse one
 // (400), and an answer engine is measured as its users get it.
 func (openAIResponses) request(ctx context.Context, e Engine, r Request) (*http.Request, error) {
 	body := responsesRequest{Model: e.Model, Instructions: r.System, Input: r.Prompt, MaxOutputTokens: r.MaxTokens,
-		Tools: []responsesTool{{Type: "web_search"}}, Include: []string{"web_search_call.action.sources"}}
+		Tools:   []responsesTool{{Type: "web_search", UserLocation: approximate(r.Market)}},
+		Include: []string{"web_search_call.action.sources"}}
 	req, err := postJSON(ctx, e.BaseURL, "/responses", body)
 	return bearer(req, e.APIKey), err
 }
@@ -129,6 +150,10 @@ func (openAIResponses) parse(b []byte) (Answer, error) {
 	}
 	return a, nil
 }
+
+// localisation: the web_search tool takes the market's country
+// (user_location); the language is asked for in the prompt.
+func (openAIResponses) localisation(Engine) string { return LocaliseCountry }
 
 func (openAIResponses) failure(status int, h http.Header, b []byte) (time.Duration, error) {
 	return openAIChat{}.failure(status, h, b)

@@ -22,9 +22,19 @@ type perplexity struct{}
 // The request sends no temperature: an answer engine is measured as its
 // users get it, at the provider's own.
 func (perplexity) request(ctx context.Context, e Engine, r Request) (*http.Request, error) {
-	req, err := postJSON(ctx, e.BaseURL, "/chat/completions", chatRequest{Model: e.Model, Messages: chatMessages(r), MaxTokens: r.MaxTokens})
+	body := chatRequest{Model: e.Model, Messages: chatMessages(r), MaxTokens: r.MaxTokens}
+	if r.Market.Country != "" {
+		// Flat, without a type.
+		body.WebSearchOptions = &webSearchOptions{UserLocation: &userLocation{Country: r.Market.Country}}
+	}
+	req, err := postJSON(ctx, e.BaseURL, "/chat/completions", body)
 	return bearer(req, e.APIKey), err
 }
+
+// localisation: the search takes the market's country
+// (web_search_options.user_location); the language is asked for in the
+// prompt.
+func (perplexity) localisation(Engine) string { return LocaliseCountry }
 
 type perplexityResponse struct {
 	Choices []struct {

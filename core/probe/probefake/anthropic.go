@@ -17,6 +17,7 @@ func init() { routes["POST /v1/messages"] = (*Fake).anthropic }
 // tool's max_uses, and every search of a NoMetadata reply, returns a
 // web_search_tool_result_error and is not counted in
 // usage.server_tool_use. Without the web search tool nothing is searched.
+// The tool's user_location, flat with a type, is noted (Locations).
 func (f *Fake) anthropic(w http.ResponseWriter, r *http.Request) {
 	switch key := r.Header.Get("x-api-key"); {
 	case f.Key != "" && key == "":
@@ -44,9 +45,10 @@ func (f *Fake) anthropic(w http.ResponseWriter, r *http.Request) {
 			Content json.RawMessage `json:"content"`
 		} `json:"messages"`
 		Tools []struct {
-			Type    string `json:"type"`
-			Name    string `json:"name"`
-			MaxUses *int   `json:"max_uses"`
+			Type         string          `json:"type"`
+			Name         string          `json:"name"`
+			MaxUses      *int            `json:"max_uses"`
+			UserLocation json.RawMessage `json:"user_location"`
 		} `json:"tools"`
 	}
 	bad := func(msg string) { anthropicErr(w, Failure{Status: http.StatusBadRequest}, msg) }
@@ -89,6 +91,7 @@ func (f *Fake) anthropic(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	search, maxUses := false, -1
+	var loc Location
 	for i, t := range req.Tools {
 		if t.Type != "web_search_20250305" {
 			bad(fmt.Sprintf("tools.%d: Input tag '%s' found using 'type' does not match any of the expected tags", i, t.Type))
@@ -106,7 +109,17 @@ func (f *Fake) anthropic(w http.ResponseWriter, r *http.Request) {
 		if t.MaxUses != nil {
 			maxUses = *t.MaxUses
 		}
+		if t.UserLocation != nil {
+			// Flat beside type, which is required.
+			l, err := anthropicLocation.read(fmt.Sprintf("tools.%d.user_location", i), t.UserLocation)
+			if err != nil {
+				bad(err.Error())
+				return
+			}
+			loc = l
+		}
 	}
+	f.locate(loc)
 	reply, fail, ok := f.take(req.Model, prompt)
 	switch {
 	case fail != nil:

@@ -95,6 +95,8 @@ type Fake struct {
 	to      map[string][]answerTo // by model: answers by what the prompt holds
 	fail    map[string][]Failure  // by model: the next requests' failures
 	prompts []string
+	// locations are the user locations received (Locations).
+	locations []Location
 	// Key, when set, is the key required, in each kind's header.
 	Key string
 	// Delay is how long each answer takes.

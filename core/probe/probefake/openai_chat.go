@@ -4,12 +4,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 )
 
 func init() { routes["POST /v1/chat/completions"] = (*Fake).openAIChat }
 
 // openAIChat answers as Chat Completions: a search model's citations as
-// url_citation annotations with indices into content.
+// url_citation annotations with indices into content. A search model
+// (its name holds "-search-") takes web_search_options, whose
+// user_location nests its fields under approximate (noted: Locations);
+// another model refuses them.
 func (f *Fake) openAIChat(w http.ResponseWriter, r *http.Request) {
 	if f.Key != "" && r.Header.Get("Authorization") != "Bearer "+f.Key {
 		openAIErr(w, Failure{Status: http.StatusUnauthorized, Type: "invalid_api_key"}, "Incorrect API key provided.")
@@ -21,12 +25,23 @@ func (f *Fake) openAIChat(w http.ResponseWriter, r *http.Request) {
 			Role    string `json:"role"`
 			Content string `json:"content"`
 		} `json:"messages"`
-		Temperature *float64 `json:"temperature"`
+		Temperature      *float64        `json:"temperature"`
+		WebSearchOptions json.RawMessage `json:"web_search_options"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Messages) == 0 {
 		openAIErr(w, Failure{Status: http.StatusBadRequest, Type: "invalid_request_error"}, "messages are required")
 		return
 	}
+	var loc Location
+	if req.WebSearchOptions != nil {
+		l, msg := chatSearchOptions(req.Model, req.WebSearchOptions)
+		if msg != "" {
+			openAIErr(w, Failure{Status: http.StatusBadRequest, Type: "invalid_request_error"}, msg)
+			return
+		}
+		loc = l
+	}
+	f.locate(loc)
 	prompt := req.Messages[len(req.Messages)-1].Content
 	reply, fail, ok := f.take(req.Model, prompt)
 	switch {
@@ -57,6 +72,26 @@ func (f *Fake) openAIChat(w http.ResponseWriter, r *http.Request) {
 		"usage": map[string]int{"prompt_tokens": words(prompt), "completion_tokens": words(reply.Text),
 			"total_tokens": words(prompt) + words(reply.Text)},
 	})
+}
+
+// chatSearchOptions reads the web_search_options of a request for model:
+// its user location, or why OpenAI refuses them.
+func chatSearchOptions(model string, raw json.RawMessage) (Location, string) {
+	if !strings.Contains(model, "-search-") {
+		return Location{}, "Web search options not supported with this model."
+	}
+	m, err := object("web_search_options", raw, []string{"search_context_size", "user_location"})
+	if err != nil {
+		return Location{}, "Invalid parameter: " + err.Error()
+	}
+	if m["user_location"] == nil {
+		return Location{}, ""
+	}
+	l, err := openAIChatLocation.read("web_search_options.user_location", m["user_location"])
+	if err != nil {
+		return Location{}, "Invalid parameter: " + err.Error()
+	}
+	return l, ""
 }
 
 // openAITypes are OpenAI's error types by status, and what each says

@@ -10,7 +10,8 @@ import (
 
 func init() { routes["POST /v1/responses"] = (*Fake).openAIResponses }
 
-// openAIResponses answers as OpenAI's Responses API: a web_search_call
+// openAIResponses answers as OpenAI's Responses API: its web_search tool's
+// user_location, flat with a type, noted (Locations); a web_search_call
 // item per query (the prompt when the reply names none), the reply's
 // sources in their action when the request includes them, then the
 // message, whose url_citation annotations carry their fields at the top
@@ -25,7 +26,8 @@ func (f *Fake) openAIResponses(w http.ResponseWriter, r *http.Request) {
 		Input        *string `json:"input"`
 		Instructions string  `json:"instructions"`
 		Tools        []struct {
-			Type string `json:"type"`
+			Type         string          `json:"type"`
+			UserLocation json.RawMessage `json:"user_location"`
 		} `json:"tools"`
 		Include         []string `json:"include"`
 		MaxOutputTokens *int     `json:"max_output_tokens"`
@@ -36,10 +38,20 @@ func (f *Fake) openAIResponses(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	search := false
-	for _, t := range req.Tools {
+	var loc Location
+	for i, t := range req.Tools {
 		switch t.Type {
 		case "web_search", "web_search_preview":
 			search = true
+			if t.UserLocation != nil {
+				// Flat beside type, which is required.
+				l, err := openAIResponsesLocation.read(fmt.Sprintf("tools[%d].user_location", i), t.UserLocation)
+				if err != nil {
+					invalidRequest(w, "Invalid parameter: "+err.Error())
+					return
+				}
+				loc = l
+			}
 		case "function", "file_search", "code_interpreter", "image_generation", "mcp":
 		default:
 			invalidRequest(w, fmt.Sprintf("Invalid value: '%s'. Supported values are: 'function', 'file_search', 'web_search', 'web_search_preview', 'code_interpreter', 'image_generation' and 'mcp'.", t.Type))
@@ -66,6 +78,7 @@ func (f *Fake) openAIResponses(w http.ResponseWriter, r *http.Request) {
 		invalidRequest(w, "Unsupported parameter: 'temperature' is not supported with this model.")
 		return
 	}
+	f.locate(loc)
 	reply, fail, ok := f.take(req.Model, *req.Input)
 	switch {
 	case fail != nil:

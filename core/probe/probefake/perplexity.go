@@ -14,8 +14,9 @@ func init() { routes["POST /chat/completions"] = (*Fake).perplexity }
 // cites its results by number, [n] after each citation's quote, the
 // results (the reply's sources, then the pages cited that are not among
 // them) in search_results and their URLs in citations; the reply's Think
-// in a <think> block before the text. A reply that does not
-// search (NoSearch) leaves both lists out.
+// in a <think> block before the text. A reply that does not search
+// (NoSearch) leaves both lists out. The user_location of
+// web_search_options, flat without a type, is noted (Locations).
 func (f *Fake) perplexity(w http.ResponseWriter, r *http.Request) {
 	if f.Key != "" && r.Header.Get("Authorization") != "Bearer "+f.Key {
 		openAIErr(w, Failure{Status: http.StatusUnauthorized, Type: "invalid_api_key"},
@@ -28,12 +29,26 @@ func (f *Fake) perplexity(w http.ResponseWriter, r *http.Request) {
 			Role    string `json:"role"`
 			Content string `json:"content"`
 		} `json:"messages"`
-		Temperature *float64 `json:"temperature"`
-		MaxTokens   *int     `json:"max_tokens"`
+		Temperature      *float64        `json:"temperature"`
+		MaxTokens        *int            `json:"max_tokens"`
+		WebSearchOptions json.RawMessage `json:"web_search_options"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 		invalidRequest(w, "The request body is not valid JSON.")
 		return
+	}
+	var loc Location
+	if req.WebSearchOptions != nil {
+		// Flat, without a type; coordinates taken.
+		m, err := object("web_search_options", req.WebSearchOptions,
+			[]string{"search_context_size", "search_type", "user_location", "image_search_relevance_enhanced"})
+		if err == nil && m["user_location"] != nil {
+			loc, err = perplexityLocation.read("web_search_options.user_location", m["user_location"])
+		}
+		if err != nil {
+			invalidRequest(w, err.Error())
+			return
+		}
 	}
 	// After the system messages, user and assistant alternate, the user's
 	// last.
@@ -61,6 +76,7 @@ func (f *Fake) perplexity(w http.ResponseWriter, r *http.Request) {
 		invalidRequest(w, "max_tokens must be a positive integer")
 		return
 	}
+	f.locate(loc)
 	prompt := req.Messages[len(req.Messages)-1].Content
 	reply, fail, ok := f.take(req.Model, prompt)
 	switch {
