@@ -33,6 +33,14 @@ type ScanAnswer struct {
 	Competitors []string `json:"competitors"`
 	// Sentences are those that name the brand, each with its sentiment.
 	Sentences []AnswerSentence `json:"sentences"`
+	// Surface is the engine's (model, search_api or serp); Market the
+	// market the prompt was asked in (null: the scan asked none); Absent
+	// says the surface showed no AI answer for the prompt (a Google
+	// search without an AI Overview): an answer that names and cites
+	// nothing, not a failure. Answers kept before surfaces have none.
+	Surface string  `json:"surface,omitempty"`
+	Market  *Market `json:"market,omitempty"`
+	Absent  bool    `json:"absent,omitempty"`
 }
 
 // AnswerPrompt is the prompt an answer answers: its place in the scan's

@@ -13,7 +13,15 @@ type CreateDomain struct {
 	Competitors []string `json:"competitors,omitempty"`
 	Topics      []string `json:"topics,omitempty"`
 	Prompts     []string `json:"prompts,omitempty"`
+	Markets     []Market `json:"markets,omitempty"`
 	ClientID    string   `json:"client_id,omitempty"`
+}
+
+// Market is where, and in which language, a domain is scanned: an ISO
+// 3166-1 alpha-2 country and a BCP 47 language (de, en, zh-Hant).
+type Market struct {
+	Country  string `json:"country"`
+	Language string `json:"language"`
 }
 
 // UpdateDomain is the body of PATCH /v1/domains/{id}: a list given
@@ -24,6 +32,7 @@ type UpdateDomain struct {
 	Competitors *[]string `json:"competitors,omitempty"`
 	Topics      *[]string `json:"topics,omitempty"`
 	Prompts     *[]string `json:"prompts,omitempty"`
+	Markets     *[]Market `json:"markets,omitempty"`
 }
 
 // MonitoredDomain is a domain the visibility engine scans for its owner.
@@ -35,6 +44,7 @@ type MonitoredDomain struct {
 	Competitors []string   `json:"competitors"`
 	Topics      []string   `json:"topics"`
 	Prompts     []string   `json:"prompts"`
+	Markets     []Market   `json:"markets"`
 	NextScanAt  *time.Time `json:"next_scan_at"`
 	LastScanAt  *time.Time `json:"last_scan_at"`
 	ClientID    *string    `json:"client_id"`

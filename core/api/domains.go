@@ -17,6 +17,7 @@ import (
 func domainView(d store.MonitoredDomain) client.MonitoredDomain {
 	prompts, _ := store.SplitPrompts(d.Prompts)
 	return client.MonitoredDomain{ID: d.ID, Domain: d.Domain, Brands: nonNilList(d.Brands), Aliases: nonNilList(d.Aliases),
+		Markets:     visibility.MarketsView(d.Markets),
 		Competitors: nonNilList(d.Competitors), Topics: nonNilList(d.Topics), Prompts: prompts,
 		NextScanAt: optionalTime(d.NextScanAt), LastScanAt: optionalTime(d.LastScanAt), ClientID: optional(d.ClientID),
 		CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt}

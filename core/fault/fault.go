@@ -37,6 +37,7 @@ const (
 	WebhookLimitReached    Code = "WEBHOOK_LIMIT_REACHED"
 	ConnectionLimitReached Code = "CONNECTION_LIMIT_REACHED"
 	PromptLimitReached     Code = "PROMPT_LIMIT_REACHED"
+	MarketLimitReached     Code = "MARKET_LIMIT_REACHED"
 	AlreadyExists          Code = "ALREADY_EXISTS"
 	RateLimitExceeded      Code = "RATE_LIMIT_EXCEEDED"
 	ActiveRequestLimit     Code = "ACTIVE_REQUEST_LIMIT_EXCEEDED"
@@ -69,6 +70,7 @@ var statuses = map[Code]int{
 	WebhookLimitReached:    http.StatusForbidden,
 	ConnectionLimitReached: http.StatusForbidden,
 	PromptLimitReached:     http.StatusForbidden,
+	MarketLimitReached:     http.StatusForbidden,
 	AlreadyExists:          http.StatusConflict,
 	RateLimitExceeded:      http.StatusTooManyRequests,
 	ActiveRequestLimit:     http.StatusTooManyRequests,

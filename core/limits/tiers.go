@@ -31,14 +31,17 @@ type Tier struct {
 	// MaxPrompts caps the owner's own prompts of each monitored domain:
 	// each is asked of every engine, several times, at every scan.
 	MaxPrompts int
+	// MaxMarkets caps the markets of each monitored domain: every prompt
+	// is asked in each.
+	MaxMarkets int
 }
 
 const dollar = 1_000_000
 
 var tiers = map[string]Tier{
-	"starter":      {"starter", "Starter", 60, 1_000, 10_000, 5, 1_000 * dollar, 5_000 * dollar, 5, 7 * 24 * time.Hour, 10, 5, 10},
-	"professional": {"professional", "Professional", 120, 5_000, 50_000, 20, 5_000 * dollar, 25_000 * dollar, 50, 24 * time.Hour, 100, 25, 25},
-	"enterprise":   {"enterprise", "Enterprise", 300, 15_000, 150_000, 100, 20_000 * dollar, 100_000 * dollar, 500, 6 * time.Hour, 1_000, 100, 100},
+	"starter":      {"starter", "Starter", 60, 1_000, 10_000, 5, 1_000 * dollar, 5_000 * dollar, 5, 7 * 24 * time.Hour, 10, 5, 10, 1},
+	"professional": {"professional", "Professional", 120, 5_000, 50_000, 20, 5_000 * dollar, 25_000 * dollar, 50, 24 * time.Hour, 100, 25, 25, 3},
+	"enterprise":   {"enterprise", "Enterprise", 300, 15_000, 150_000, 100, 20_000 * dollar, 100_000 * dollar, 500, 6 * time.Hour, 1_000, 100, 100, 10},
 }
 
 // TierByName finds a tier by its stored name, case-insensitively.
@@ -135,6 +138,16 @@ func (t Tier) CheckPrompts(n int) error {
 	if n > t.MaxPrompts {
 		return fault.New(fault.PromptLimitReached, "the %s tier allows %d prompts of your own per monitored domain, not %d; remove some or change the tier",
 			t.Title, t.MaxPrompts, n)
+	}
+	return nil
+}
+
+// CheckMarkets refuses n markets for one monitored domain past the
+// tier's cap.
+func (t Tier) CheckMarkets(n int) error {
+	if n > t.MaxMarkets {
+		return fault.New(fault.MarketLimitReached, "the %s tier scans a monitored domain in at most %d markets, not %d; remove some or change the tier",
+			t.Title, t.MaxMarkets, n)
 	}
 	return nil
 }

@@ -77,10 +77,14 @@ type MonitoredDomain struct {
 	Competitors []string
 	Topics      []string // what the brand is about, for generated prompts
 	Prompts     []Prompt // the owner's own prompts, in order
-	NextScanAt  time.Time
-	LastScanAt  time.Time
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
+	// Markets are where and in which language the domain is scanned,
+	// each as its language and country ("de-DE", "zh-Hant-TW"), in
+	// order; none: the engines' own default.
+	Markets    []string
+	NextScanAt time.Time
+	LastScanAt time.Time
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
 }
 
 // Prompt is one of an owner's own prompts, with its intent tag.

@@ -30,15 +30,18 @@ type answerDetail struct {
 	Queries       []string                `json:"queries"`
 	Competitors   []string                `json:"competitors"`
 	Sentences     []client.AnswerSentence `json:"sentences"`
+	Surface       string                  `json:"surface,omitempty"`
+	Market        *client.Market          `json:"market,omitempty"`
+	Absent        bool                    `json:"absent,omitempty"`
 }
 
 // answersOf are the answers of a run as a scan keeps them, in the run's
 // order (engine by engine, prompt by prompt, run by run), each with its
 // engine's kind; a failed probe with its error and no answer.
 func answersOf(res probe.Result, engines []probe.Engine) []store.ScanAnswer {
-	kinds := map[string]string{}
+	kinds, surfaces := map[string]string{}, map[string]string{}
 	for _, e := range engines {
-		kinds[e.Label] = cmp.Or(e.Kind, probe.KindOpenAIChat)
+		kinds[e.Label], surfaces[e.Label] = cmp.Or(e.Kind, probe.KindOpenAIChat), e.Surface()
 	}
 	out := make([]store.ScanAnswer, len(res.Probes))
 	for i, pr := range res.Probes {
@@ -49,7 +52,10 @@ func answersOf(res probe.Result, engines []probe.Engine) []store.ScanAnswer {
 			sa.Prompt, sa.Intent = res.Prompts[pr.Prompt].Text, res.Prompts[pr.Prompt].Intent
 		}
 		d := answerDetail{Sources: []client.AnswerSource{}, Citations: []client.AnswerCitation{}, Queries: nonNil(a.Queries),
-			Competitors: nonNil(f.Competitors), Sentences: []client.AnswerSentence{}}
+			Competitors: nonNil(f.Competitors), Sentences: []client.AnswerSentence{}, Surface: surfaces[pr.Engine], Absent: a.Absent}
+		if !pr.Market.IsZero() {
+			d.Market = &client.Market{Country: pr.Market.Country, Language: pr.Market.Language}
+		}
 		if pr.Failure != nil {
 			d.ErrorCategory = &pr.Failure.Category
 			if pr.Failure.Status != 0 {

@@ -57,7 +57,7 @@ func TestScanKeepsItsAnswers(t *testing.T) {
 			string(a.Detail) != `{"sources":[{"url":"https://acme.example/x","title":"X","domain":"acme.example"}],`+
 				`"citations":[{"url":"https://acme.example/x","title":"X","domain":"acme.example","start":0,"end":4,"text":"Acme"}],`+
 				`"queries":[],"competitors":["Globex"],"sentences":[{"text":"Acme (https://acme.example/x) beats Globex.","sentiment":0},`+
-				`{"text":"Acme is great.","sentiment":0.6249}]}` {
+				`{"text":"Acme is great.","sentiment":0.6249}],"surface":"model"}` {
 			t.Errorf("answer %d: %+v %s", i, a, a.Detail)
 		}
 	}

@@ -1,6 +1,7 @@
 package visibility
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -88,7 +89,7 @@ func (s *Domains) Create(ctx context.Context, p auth.Principal, in client.Create
 	}
 	md := store.MonitoredDomain{Domain: d, Brands: cleanList(&f, "brands", in.Brands), Aliases: cleanList(&f, "aliases", in.Aliases),
 		Competitors: cleanList(&f, "competitors", in.Competitors), Topics: cleanList(&f, "topics", in.Topics),
-		Prompts: keepIntents(cleanList(&f, "prompts", in.Prompts), nil)}
+		Prompts: keepIntents(cleanList(&f, "prompts", in.Prompts), nil), Markets: cleanMarkets(&f, in.Markets)}
 	clientID, err := accounts.Owner(ctx, s.Store, p, in.ClientID)
 	if err != nil {
 		return md, err
@@ -97,7 +98,7 @@ func (s *Domains) Create(ctx context.Context, p auth.Principal, in client.Create
 		return md, err
 	}
 	tier, _ := limits.TierByName(p.Account.Tier)
-	if err := tier.CheckPrompts(len(md.Prompts)); err != nil {
+	if err := cmp.Or(tier.CheckPrompts(len(md.Prompts)), tier.CheckMarkets(len(md.Markets))); err != nil {
 		return md, err
 	}
 	if len(md.Brands) == 0 {
@@ -163,11 +164,15 @@ func (s *Domains) Update(ctx context.Context, p auth.Principal, id string, in cl
 	if b, ok := clean["brands"]; ok && len(b) == 0 {
 		f.Add("brands", "must name the brand at least once")
 	}
+	var markets []string
+	if in.Markets != nil {
+		markets = cleanMarkets(&f, *in.Markets)
+	}
 	if err := f.Err(); err != nil {
 		return store.MonitoredDomain{}, err
 	}
 	tier, _ := limits.TierByName(p.Account.Tier)
-	if err := tier.CheckPrompts(len(clean["prompts"])); err != nil {
+	if err := cmp.Or(tier.CheckPrompts(len(clean["prompts"])), tier.CheckMarkets(len(markets))); err != nil {
 		return store.MonitoredDomain{}, err
 	}
 	var d store.MonitoredDomain
@@ -186,8 +191,11 @@ func (s *Domains) Update(ctx context.Context, p auth.Principal, id string, in cl
 		if l, ok := clean["prompts"]; ok {
 			d.Prompts = keepIntents(l, d.Prompts)
 		}
+		if markets != nil {
+			d.Markets = markets
+		}
 		if slices.Equal(d.Brands, was.Brands) && slices.Equal(d.Aliases, was.Aliases) && slices.Equal(d.Competitors, was.Competitors) &&
-			slices.Equal(d.Topics, was.Topics) && slices.Equal(d.Prompts, was.Prompts) {
+			slices.Equal(d.Topics, was.Topics) && slices.Equal(d.Prompts, was.Prompts) && slices.Equal(d.Markets, was.Markets) {
 			return nil // nothing changes: updated_at stays
 		}
 		d.UpdatedAt = s.Now()

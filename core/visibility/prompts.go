@@ -43,7 +43,38 @@ func subject(d store.MonitoredDomain) probe.Subject {
 	for _, p := range d.Prompts {
 		s.Prompts = append(s.Prompts, probe.Prompt{Text: p.Text, Intent: p.Intent})
 	}
+	for _, m := range MarketsView(d.Markets) {
+		s.Markets = append(s.Markets, probe.Market{Country: m.Country, Language: m.Language})
+	}
 	return s
+}
+
+// MarketsView is a domain's markets, kept as language-COUNTRY tags, as
+// the API shows them.
+func MarketsView(tags []string) []client.Market {
+	out := make([]client.Market, 0, len(tags))
+	for _, t := range tags {
+		if i := strings.LastIndexByte(t, '-'); i > 0 {
+			out = append(out, client.Market{Country: t[i+1:], Language: t[:i]})
+		}
+	}
+	return out
+}
+
+// cleanMarkets reads markets: each a country and a language
+// (probe.ParseMarket), a repeated one dropped; as tags to keep.
+func cleanMarkets(f *fault.Fields, in []client.Market) []string {
+	out := []string{}
+	for i, m := range in {
+		pm, err := probe.ParseMarket(m.Country, m.Language)
+		switch {
+		case err != nil:
+			f.Add(fmt.Sprintf("markets[%d]", i), "%s", err.Error())
+		case !slices.Contains(out, pm.String()):
+			out = append(out, pm.String())
+		}
+	}
+	return out
 }
 
 // keepIntents makes the owner's prompts of a list of texts (the domain's

@@ -74,6 +74,10 @@ type Breakdown struct {
 	Runs                int                  `json:"runs,omitempty"`
 	Overall             *probe.Stats         `json:"overall,omitempty"`
 	Engines             []probe.EngineResult `json:"engines,omitempty"`
+	// Surfaces are the figures of each surface's engines, and Markets of
+	// each market's answers (a scan that asked markets).
+	Surfaces []probe.SurfaceResult `json:"surfaces,omitempty"`
+	Markets  []probe.MarketResult  `json:"markets,omitempty"`
 }
 
 // ErrEnginesFailed is a scan whose every probe failed: it is retried
@@ -105,6 +109,7 @@ func (s *EngineScanner) Scan(ctx context.Context, d store.MonitoredDomain) (Outc
 			return Outcome{}, errors.New(msg)
 		}
 		b.Basis, b.Prompts, b.Runs, b.Overall, b.Engines = BasisEngines, res.Prompts, res.Runs, &ov, res.Engines
+		b.Surfaces, b.Markets = res.Surfaces, res.Markets
 		out.PromptSet, out.Answers = NewPromptSet(res.Prompts), answersOf(res, s.Prober.Engines)
 		b.Components = map[string]float64{"readiness": float64(score), "mention": 100 * ov.Mention.Value,
 			"citation": 100 * ov.Citation.Value, "position": 100 * ov.PositionScore, "share_of_voice": 100 * ov.ShareOfVoice.Value}

@@ -13,7 +13,7 @@ import (
 // the transaction left usable). The cap of an account's domains is
 // CountDomains then InsertDomain in one SERIALIZABLE Update.
 
-const domainColumns = `id, account_id, client_id, domain, brands, aliases, competitors, topics, prompts, prompt_intents,
+const domainColumns = `id, account_id, client_id, domain, brands, aliases, competitors, topics, prompts, prompt_intents, markets,
 	next_scan_at, next_scan_at_ns, last_scan_at, last_scan_at_ns, created_at, created_at_ns, updated_at, updated_at_ns`
 
 func scanDomain(s scanner, first ...any) (store.MonitoredDomain, error) {
@@ -22,7 +22,7 @@ func scanDomain(s scanner, first ...any) (store.MonitoredDomain, error) {
 	var prompts, intents []string
 	var next, last, created, updated tcol
 	err := s.Scan(append(first, &d.ID, &d.AccountID, &client, &d.Domain, &d.Brands, &d.Aliases, &d.Competitors, &d.Topics, &prompts,
-		&intents, &next.t, &next.ns, &last.t, &last.ns, &created.t, &created.ns, &updated.t, &updated.ns)...)
+		&intents, &d.Markets, &next.t, &next.ns, &last.t, &last.ns, &created.t, &created.ns, &updated.t, &updated.ns)...)
 	if err != nil {
 		return d, err
 	}
@@ -36,9 +36,9 @@ func scanDomain(s scanner, first ...any) (store.MonitoredDomain, error) {
 
 func (t *txn) InsertDomain(d store.MonitoredDomain) error {
 	prompts, intents := store.SplitPrompts(d.Prompts)
-	tag, err := t.tx.Exec(t.ctx, `INSERT INTO monitored_domains (`+domainColumns+`) VALUES (`+params(1, 18)+`) ON CONFLICT DO NOTHING`,
+	tag, err := t.tx.Exec(t.ctx, `INSERT INTO monitored_domains (`+domainColumns+`) VALUES (`+params(1, 19)+`) ON CONFLICT DO NOTHING`,
 		d.ID, d.AccountID, null(d.ClientID), d.Domain, nonNil(d.Brands), nonNil(d.Aliases), nonNil(d.Competitors), nonNil(d.Topics),
-		prompts, intents, tsz(d.NextScanAt), nsz(d.NextScanAt), tsz(d.LastScanAt), nsz(d.LastScanAt),
+		prompts, intents, nonNil(d.Markets), tsz(d.NextScanAt), nsz(d.NextScanAt), tsz(d.LastScanAt), nsz(d.LastScanAt),
 		ts(d.CreatedAt), ns(d.CreatedAt), ts(d.UpdatedAt), ns(d.UpdatedAt))
 	if err != nil {
 		return fmt.Errorf("postgres: insert domain: %w", conflict(err))
@@ -64,10 +64,10 @@ func (t *txn) MonitoredDomain(accountID, id string) (store.MonitoredDomain, erro
 func (t *txn) UpdateDomain(d store.MonitoredDomain) error {
 	prompts, intents := store.SplitPrompts(d.Prompts)
 	tag, err := t.tx.Exec(t.ctx, `UPDATE monitored_domains SET brands = $3, aliases = $4, competitors = $5, topics = $6, prompts = $7,
-		prompt_intents = $8, next_scan_at = $9, next_scan_at_ns = $10, last_scan_at = $11, last_scan_at_ns = $12, updated_at = $13,
+		prompt_intents = $8, markets = $15, next_scan_at = $9, next_scan_at_ns = $10, last_scan_at = $11, last_scan_at_ns = $12, updated_at = $13,
 		updated_at_ns = $14 WHERE id = $1 AND account_id = $2`, d.ID, d.AccountID, nonNil(d.Brands), nonNil(d.Aliases),
 		nonNil(d.Competitors), nonNil(d.Topics), prompts, intents, tsz(d.NextScanAt), nsz(d.NextScanAt), tsz(d.LastScanAt),
-		nsz(d.LastScanAt), ts(d.UpdatedAt), ns(d.UpdatedAt))
+		nsz(d.LastScanAt), ts(d.UpdatedAt), ns(d.UpdatedAt), nonNil(d.Markets))
 	if err != nil {
 		return fmt.Errorf("postgres: update domain: %w", err)
 	}

@@ -12,22 +12,22 @@ import (
 
 // The lists are JSON arrays of strings; the prompts' texts and intents
 // two of them.
-const domainColumns = `id, account_id, client_id, domain, brands, aliases, competitors, topics, prompts, prompt_intents,
+const domainColumns = `id, account_id, client_id, domain, brands, aliases, competitors, topics, prompts, prompt_intents, markets,
 	next_scan_at, last_scan_at, created_at, updated_at`
 
 func scanDomain(s scanner) (store.MonitoredDomain, error) {
 	var d store.MonitoredDomain
 	var client sql.NullString
-	var lists [6]string
+	var lists [7]string
 	var prompts, intents []string
 	var next, last, created, updated sql.NullInt64
 	err := s.Scan(&d.ID, &d.AccountID, &client, &d.Domain, &lists[0], &lists[1], &lists[2], &lists[3], &lists[4], &lists[5],
-		&next, &last, &created, &updated)
+		&lists[6], &next, &last, &created, &updated)
 	if err != nil {
 		return d, err
 	}
 	d.ClientID = client.String
-	for i, dst := range []*[]string{&d.Brands, &d.Aliases, &d.Competitors, &d.Topics, &prompts, &intents} {
+	for i, dst := range []*[]string{&d.Brands, &d.Aliases, &d.Competitors, &d.Topics, &prompts, &intents, &d.Markets} {
 		if err := json.Unmarshal([]byte(lists[i]), dst); err != nil {
 			return d, fmt.Errorf("domain %s: %w", d.ID, err)
 		}
@@ -42,7 +42,7 @@ func scanDomain(s scanner) (store.MonitoredDomain, error) {
 func domainArgs(d store.MonitoredDomain) ([]any, error) {
 	args := []any{d.ID, d.AccountID, nullStr(d.ClientID), d.Domain}
 	prompts, intents := store.SplitPrompts(d.Prompts)
-	for _, l := range [][]string{d.Brands, d.Aliases, d.Competitors, d.Topics, prompts, intents} {
+	for _, l := range [][]string{d.Brands, d.Aliases, d.Competitors, d.Topics, prompts, intents, d.Markets} {
 		b, err := listJSON(l)
 		if err != nil {
 			return nil, err
@@ -76,10 +76,10 @@ func (t *txn) UpdateDomain(d store.MonitoredDomain) error {
 	if err != nil {
 		return err
 	}
-	// brands .. prompt_intents, next and last scan, updated_at; then the key.
-	set := append(args[4:12:12], args[13], d.ID, d.AccountID)
+	// brands .. markets, next and last scan, updated_at; then the key.
+	set := append(args[4:13:13], args[14], d.ID, d.AccountID)
 	res, err := t.tx.Exec(`UPDATE monitored_domains SET brands = ?, aliases = ?, competitors = ?, topics = ?, prompts = ?,
-		prompt_intents = ?, next_scan_at = ?, last_scan_at = ?, updated_at = ? WHERE id = ? AND account_id = ?`, set...)
+		prompt_intents = ?, markets = ?, next_scan_at = ?, last_scan_at = ?, updated_at = ? WHERE id = ? AND account_id = ?`, set...)
 	if err != nil {
 		return fmt.Errorf("sqlite: update domain: %w", err)
 	}

@@ -351,6 +351,7 @@ func testDomains(t *testing.T, newStore Constructor) {
 	full := store.MonitoredDomain{ID: "dom_1", AccountID: "acct_1", ClientID: "cli_1", Domain: "xn--bcher-kva.example",
 		Brands: []string{"Bücher", "Buecher"}, Aliases: []string{"BK"}, Competitors: []string{"other.example"},
 		Topics: []string{"books", "reading"}, Prompts: []store.Prompt{{Text: "best \"books\"?", Intent: "discovery"}, {Text: "Bücher?", Intent: "custom"}},
+		Markets:    []string{"de-DE", "de-AT", "zh-Hant-TW"},
 		NextScanAt: t0.Add(time.Hour).In(elsewhere),
 		LastScanAt: t0.Add(-time.Hour), CreatedAt: t0.In(elsewhere), UpdatedAt: t0}
 	update(t, s, "InsertDomain", func(tx store.Tx) error {
@@ -367,7 +368,7 @@ func testDomains(t *testing.T, newStore Constructor) {
 	if got, err := s.MonitoredDomain(ctx, "acct_1", "dom_1"); err != nil || !reflect.DeepEqual(got, want) {
 		t.Errorf("MonitoredDomain round trip:\n got  %+v, %v\n want %+v", got, err, want)
 	}
-	if got, err := s.MonitoredDomain(ctx, "acct_1", "dom_3"); err != nil || len(got.Brands)+len(got.Aliases)+len(got.Competitors)+len(got.Topics)+len(got.Prompts) != 0 ||
+	if got, err := s.MonitoredDomain(ctx, "acct_1", "dom_3"); err != nil || len(got.Brands)+len(got.Aliases)+len(got.Competitors)+len(got.Topics)+len(got.Prompts)+len(got.Markets) != 0 ||
 		!got.NextScanAt.IsZero() || !got.LastScanAt.IsZero() {
 		t.Errorf("a domain without lists or scans: %#v, %v; want no lists and zero times", got, err)
 	}
@@ -386,7 +387,7 @@ func testDomains(t *testing.T, newStore Constructor) {
 	edit := want
 	edit.ClientID, edit.Domain, edit.CreatedAt = "", "changed.example", t0.Add(time.Hour) // not changed by an update
 	edit.Brands, edit.Aliases, edit.Competitors, edit.Topics = []string{"B"}, []string{}, []string{"c.example"}, []string{"t"}
-	edit.Prompts = []store.Prompt{{Text: "Bücher?", Intent: "branded"}}
+	edit.Prompts, edit.Markets = []store.Prompt{{Text: "Bücher?", Intent: "branded"}}, []string{"en-US"}
 	edit.NextScanAt, edit.LastScanAt, edit.UpdatedAt = t0.Add(2*time.Hour), t0.Add(time.Minute), t0.Add(time.Minute)
 	update(t, s, "UpdateDomain", func(tx store.Tx) error {
 		in, err := tx.MonitoredDomain("acct_1", "dom_1")

@@ -91,7 +91,7 @@ class Client:
         data = None
         headers = self._headers(path)
         if body is not None:
-            data = json.dumps(body).encode("utf-8")
+            data = json.dumps(body, default=_jsonable).encode("utf-8")
             headers["Content-Type"] = "application/json"
         if idempotency_key is not None:
             headers["Idempotency-Key"] = idempotency_key
@@ -399,7 +399,8 @@ class Client:
         return self._all(MonitoredDomain, "/v1/domains", {"client_id": client_id, "limit": limit})
 
     def create_domain(self, domain: str, *, idempotency_key: Optional[str] = None, **fields: Any) -> MonitoredDomain:
-        """POST /v1/domains; fields: brands, aliases, competitors, topics, prompts, client_id."""
+        """POST /v1/domains; fields: brands, aliases, competitors, topics, prompts, markets (Market or
+        {"country", "language"} each), client_id."""
         return self._one(MonitoredDomain, "POST", "/v1/domains", body=dict(fields, domain=domain),
                          idempotency_key=idempotency_key)
 
@@ -408,7 +409,7 @@ class Client:
         return self._one(MonitoredDomain, "GET", "/v1/domains/" + _seg(id))
 
     def update_domain(self, id: str, **fields: Any) -> MonitoredDomain:
-        """PATCH /v1/domains/{id}; fields: brands, aliases, competitors, topics, prompts."""
+        """PATCH /v1/domains/{id}; fields: brands, aliases, competitors, topics, prompts, markets."""
         return self._one(MonitoredDomain, "PATCH", "/v1/domains/" + _seg(id), body=fields)
 
     def delete_domain(self, id: str) -> None:
@@ -485,6 +486,13 @@ def _stamp(t: Optional[Union[str, datetime.datetime]]) -> Optional[str]:
     if t.tzinfo is None:
         t = t.replace(tzinfo=datetime.timezone.utc)
     return t.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _jsonable(v: Any) -> Any:
+    """A resource given in a body (a Market) as its JSON object."""
+    if isinstance(v, Model):
+        return v.to_dict()
+    raise TypeError("%r is not JSON serializable" % (v,))
 
 
 def _params(params: Dict[str, Any]) -> Dict[str, Any]:

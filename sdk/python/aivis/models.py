@@ -268,6 +268,14 @@ class ZapierSubscription(Model):
 
 
 @dataclass
+class Market(Model):
+    """Where, and in which language, a domain is scanned: an ISO 3166-1 alpha-2 country and a BCP 47 language."""
+
+    country: Optional[str] = None
+    language: Optional[str] = None
+
+
+@dataclass
 class MonitoredDomain(Model):
     """MonitoredDomain"""
 
@@ -278,6 +286,7 @@ class MonitoredDomain(Model):
     competitors: Optional[List[str]] = None
     topics: Optional[List[str]] = None
     prompts: Optional[List[str]] = None
+    markets: Optional[List[Market]] = None
     next_scan_at: Optional[str] = None
     last_scan_at: Optional[str] = None
     client_id: Optional[str] = None
@@ -336,6 +345,9 @@ class ScanAnswer(Model):
     position: Optional[int] = None
     competitors: Optional[List[str]] = None
     sentences: Optional[List[AnswerSentence]] = None
+    surface: Optional[str] = None
+    market: Optional[Market] = None
+    absent: Optional[bool] = None
 
 
 @dataclass
@@ -551,6 +563,8 @@ class ScanBreakdown(Model):
     runs: Optional[int] = None
     overall: Optional[Dict[str, Any]] = None
     engines: Optional[List[Dict[str, Any]]] = None
+    surfaces: Optional[List[Dict[str, Any]]] = None
+    markets: Optional[List[Dict[str, Any]]] = None
 
 
 @dataclass
@@ -633,7 +647,9 @@ _NESTED.update({
     Delivery: {"attempt_log": (DeliveryAttempt, True)},
     ConnectorKind: {"instances": (ConnectorInstance, True)},
     DomainPrompts: {"prompts": (Prompt, True), "generated": (Prompt, True)},
-    ScanAnswer: {"sources": (AnswerSource, True), "citations": (AnswerCitation, True), "sentences": (AnswerSentence, True)},
+    MonitoredDomain: {"markets": (Market, True)},
+    ScanAnswer: {"sources": (AnswerSource, True), "citations": (AnswerCitation, True), "sentences": (AnswerSentence, True),
+                 "market": (Market, False)},
     ContentResult: {"analysis": (ContentAnalysis, False), "analysis_after": (ContentAnalysis, False), "flags": (ContentFlag, True), "drafts": (ContentDrafts, False), "source": (ContentSource, False), "charges": (ContentCharge, True)},
     ContentAnalysis: {"findings": (ContentFinding, True)},
     ScanSummary: {"breakdown": (ScanBreakdown, False)},

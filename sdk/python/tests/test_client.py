@@ -317,6 +317,14 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(cm.exception.code, "IDEMPOTENCY_CONFLICT")
         self.assertIsInstance(d, aivis.MonitoredDomain)
         self.assertEqual(c.get_domain(d.id).domain, "acme.example")
+        # Markets: a Market or a dictionary each, read back as Markets (the country upper case).
+        m = c.update_domain(d.id, markets=[aivis.Market(country="de", language="de"), {"country": "AT", "language": "de"}]).markets
+        self.assertEqual([(x.country, x.language) for x in m], [("DE", "de"), ("AT", "de")])
+        self.assertIsInstance(m[0], aivis.Market)
+        with self.assertRaises(aivis.ValidationError) as cm:
+            c.update_domain(d.id, markets=[{"country": "XX", "language": "de"}])
+        self.assertEqual(cm.exception.details[0]["field"], "markets[0]")
+        self.assertEqual(c.update_domain(d.id, markets=[]).markets, [])
         self.assertIn(d.id, [x.id for x in c.list_domains(limit=1)])
         self.assertEqual(c.update_domain(d.id, competitors=["Globex"]).competitors, ["Globex"])
         self.assertEqual(c.get_domain_prompts(d.id).domain_id, d.id)

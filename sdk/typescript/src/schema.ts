@@ -1320,7 +1320,7 @@ export interface components {
          * @description A stable error code; see the errors table in the API reference.
          * @enum {string}
          */
-        ErrorCode: "INVALID_JSON" | "VALIDATION_ERROR" | "MISSING_CREDENTIALS" | "INVALID_CREDENTIALS" | "KEY_EXPIRED" | "KEY_REVOKED" | "MONTHLY_BUDGET_EXCEEDED" | "INSUFFICIENT_SCOPE" | "PLAN_NOT_ALLOWED" | "HTTPS_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "IDEMPOTENCY_CONFLICT" | "INVALID_STATE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "BUDGET_EXCEEDS_TIER_LIMIT" | "WEBHOOK_VERIFICATION_FAILED" | "CONNECTOR_UNAVAILABLE" | "RATE_LIMIT_EXCEEDED" | "ACTIVE_REQUEST_LIMIT_EXCEEDED" | "RATE_LIMIT_UNAVAILABLE" | "SERVICE_UNAVAILABLE" | "INTERNAL_ERROR" | "DOMAIN_LIMIT_REACHED" | "WEBHOOK_LIMIT_REACHED" | "CONNECTION_LIMIT_REACHED" | "PROMPT_LIMIT_REACHED" | "ALREADY_EXISTS";
+        ErrorCode: "INVALID_JSON" | "VALIDATION_ERROR" | "MISSING_CREDENTIALS" | "INVALID_CREDENTIALS" | "KEY_EXPIRED" | "KEY_REVOKED" | "MONTHLY_BUDGET_EXCEEDED" | "INSUFFICIENT_SCOPE" | "PLAN_NOT_ALLOWED" | "HTTPS_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "IDEMPOTENCY_CONFLICT" | "INVALID_STATE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "BUDGET_EXCEEDS_TIER_LIMIT" | "WEBHOOK_VERIFICATION_FAILED" | "CONNECTOR_UNAVAILABLE" | "RATE_LIMIT_EXCEEDED" | "ACTIVE_REQUEST_LIMIT_EXCEEDED" | "RATE_LIMIT_UNAVAILABLE" | "SERVICE_UNAVAILABLE" | "INTERNAL_ERROR" | "DOMAIN_LIMIT_REACHED" | "WEBHOOK_LIMIT_REACHED" | "CONNECTION_LIMIT_REACHED" | "PROMPT_LIMIT_REACHED" | "MARKET_LIMIT_REACHED" | "ALREADY_EXISTS";
         /** @description One field that breaks a rule. */
         FieldError: {
             /** @description The field, query parameter or header at fault, e.g. budget, target_queries[2], metadata.team, limit, Idempotency-Key. */
@@ -2315,6 +2315,26 @@ export interface components {
         } & components["schemas"]["ErrorEnvelope"];
         /** @example dom_4Kq9LmX2pR7tVz1cNb8w */
         MonitoredDomainId: string;
+        /** @description Where, and in which language, a domain is scanned: each engine is asked each prompt in each of the domain's markets, through its own location and language options where it has them, else by asking in the prompt (docs/visibility.md, Markets). */
+        Market: {
+            /**
+             * @description An ISO 3166-1 alpha-2 country code (DE); kept upper case.
+             * @example DE
+             */
+            country: string;
+            /**
+             * @description A BCP 47 language tag: a language and at most a script (de, en, zh-Hant); the country goes in country.
+             * @example de
+             */
+            language: string;
+        };
+        /** @description The tier's cap on the markets of a monitored domain is passed. */
+        MarketLimitReachedError: {
+            error?: {
+                /** @enum {unknown} */
+                code?: "MARKET_LIMIT_REACHED";
+            };
+        } & components["schemas"]["ErrorEnvelope"];
         CreateDomain: {
             /** @description The domain; normalized (lower case, punycode). */
             domain: string;
@@ -2328,6 +2348,8 @@ export interface components {
             topics?: string[];
             /** @description The owner's own prompts (their texts; GET /v1/domains/{id}/prompts shows their intents), asked before the generated ones. How many: the tier's cap (Starter 10, Professional 25, Enterprise 100), else 403 PROMPT_LIMIT_REACHED. */
             prompts?: string[];
+            /** @description Where and in which language the domain is scanned, in order, a repeated one kept once. How many: the tier's cap (Starter 1, Professional 3, Enterprise 10), else 403 MARKET_LIMIT_REACHED; none (the default): the engines' own default market. */
+            markets?: components["schemas"]["Market"][];
             /** @description Agency account keys: the client that owns it. */
             client_id?: string;
         };
@@ -2343,6 +2365,8 @@ export interface components {
             topics?: string[];
             /** @description The owner's own prompts (their texts; GET /v1/domains/{id}/prompts shows their intents), asked before the generated ones. How many: the tier's cap (Starter 10, Professional 25, Enterprise 100), else 403 PROMPT_LIMIT_REACHED. */
             prompts?: string[];
+            /** @description Where and in which language the domain is scanned, in order, a repeated one kept once. How many: the tier's cap (Starter 1, Professional 3, Enterprise 10), else 403 MARKET_LIMIT_REACHED; none (the default): the engines' own default market. */
+            markets?: components["schemas"]["Market"][];
         };
         MonitoredDomain: {
             id: components["schemas"]["MonitoredDomainId"];
@@ -2357,6 +2381,8 @@ export interface components {
             topics: string[];
             /** @description The owner's own prompts (their texts; GET /v1/domains/{id}/prompts shows their intents), asked before the generated ones. */
             prompts: string[];
+            /** @description Where and in which language the domain is scanned; [] for the engines' own default. */
+            markets: components["schemas"]["Market"][];
             /** @description When its next scheduled scan is due. */
             next_scan_at: components["schemas"]["NullableTimestamp"];
             last_scan_at: components["schemas"]["NullableTimestamp"];
@@ -2460,10 +2486,14 @@ export interface components {
             readiness: Record<string, unknown>;
             prompts?: Record<string, unknown>[];
             runs?: number;
-            /** @description Mention, citation, first-position and share-of-voice rates (value, hits, of, interval_95), average position, position score, competitor mentions, sentiment, tokens and cost. */
+            /** @description Mention, citation, first-position and share-of-voice rates, sources reported and overview_presence (value, hits, of, interval_95), average position, position score, competitor mentions, sentiment, tokens and cost. Over engines of one surface every answer pooled; over several, each rate and the position score the mean of the surfaces' (docs/visibility.md, Surfaces and markets). */
             overall?: Record<string, unknown>;
-            /** @description The same measures per engine, with its label, model and errors. */
+            /** @description The same measures per engine and market, with its label, kind, model, surface (model, search_api or serp), market and localisation (native, country or prompt) when the scan asked markets, and errors. */
             engines?: Record<string, unknown>[];
+            /** @description The same measures per surface ({surface, ...}), every answer of its engines pooled. */
+            surfaces?: Record<string, unknown>[];
+            /** @description The same measures per market ({market: {country, language}, ...}) over every engine; absent when the scan asked no market. */
+            markets?: Record<string, unknown>[];
         } & {
             [key: string]: unknown;
         };
@@ -2725,6 +2755,15 @@ export interface components {
             competitors: string[];
             /** @description The sentences that name the brand, each with its sentiment. */
             sentences: components["schemas"]["AnswerSentence"][];
+            /**
+             * @description The engine's surface; absent on answers kept before surfaces.
+             * @enum {string}
+             */
+            surface?: "model" | "search_api" | "serp";
+            /** @description The market the prompt was asked in; absent when the scan asked none. */
+            market?: components["schemas"]["Market"];
+            /** @description True when the surface showed no AI answer for the prompt (a Google search without an AI Overview): an answer that names and cites nothing, not a failure; absent otherwise. */
+            absent?: boolean;
         };
         /** @description One page of a scan's answers, in the order of seq. */
         ScanAnswerPage: {
@@ -5601,7 +5640,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
-            /** @description The key lacks the scope, the tier's cap on monitored domains is reached, or the prompts pass its cap on the owner's own prompts. */
+            /** @description The key lacks the scope, the tier's cap on monitored domains is reached, or the prompts pass its cap on the owner's own prompts, or the markets pass its cap on markets. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5613,7 +5652,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ForbiddenError"] | components["schemas"]["DomainLimitReachedError"] | components["schemas"]["PromptLimitReachedError"];
+                    "application/json": components["schemas"]["ForbiddenError"] | components["schemas"]["DomainLimitReachedError"] | components["schemas"]["PromptLimitReachedError"] | components["schemas"]["MarketLimitReachedError"];
                 };
             };
             404: components["responses"]["NotFound"];
@@ -5726,7 +5765,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
-            /** @description The key lacks the scope, or the prompts pass the tier's cap on the owner's own prompts. */
+            /** @description The key lacks the scope, or the prompts pass the tier's cap on the owner's own prompts, or the markets pass its cap on markets. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5738,7 +5777,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ForbiddenError"] | components["schemas"]["PromptLimitReachedError"];
+                    "application/json": components["schemas"]["ForbiddenError"] | components["schemas"]["PromptLimitReachedError"] | components["schemas"]["MarketLimitReachedError"];
                 };
             };
             404: components["responses"]["NotFound"];

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/aivis/aivis/client"
+	"github.com/aivis/aivis/core/probe/probefake"
+)
+
+// TestDomainMarkets: a monitored domain's markets through the binary:
+// kept normalised, a repeat once, refused past the tier's cap (Starter 1)
+// and when not a market; a scan asks the engine every prompt in each
+// market (a chat model, asked in the prompt) and gives figures per engine
+// and market, per market and per surface, and answers that say their
+// market and surface.
+func TestDomainMarkets(t *testing.T) {
+	dir := t.TempDir()
+	engine := probefake.New()
+	defer engine.Close()
+	// The model names the brand when asked in German only.
+	engine.Answer("fake-model", "Globex is the one to buy.")
+	engine.AnswerTo("fake-model", "Answer in German, for someone in Germany.", "Acme ist die beste Wahl.")
+	cfg := writeConfig(t, dir, map[string]any{"engines": []map[string]any{
+		{"label": "Chat", "base_url": engine.URL(), "model": "fake-model", "concurrency": 2}}})
+	a := newAccount(t, dir, "enterprise", false)
+	k := newKey(t, dir, a.ID)
+	starter := newKey(t, dir, newAccount(t, dir, "starter", false).ID)
+	s := start(t, dir, "--config", cfg)
+
+	two := `[{"country":"de","language":"de"},{"country":"US","language":"en"},{"country":"DE","language":"de"}]`
+	if r := s.do(t, req{method: "POST", path: "/v1/domains", header: bearer(starter), body: `{"domain":"acme.invalid","markets":` + two + `}`}); r.Status != 403 || r.errorCode(t) != "MARKET_LIMIT_REACHED" {
+		t.Errorf("two markets on Starter: %d %s", r.Status, r.Body)
+	}
+	var one client.MonitoredDomain
+	if r := s.do(t, req{method: "POST", path: "/v1/domains", header: bearer(starter), body: `{"domain":"acme.invalid","markets":[{"country":"gb","language":"en"}]}`}); r.Status != 201 {
+		t.Errorf("one market on Starter: %d %s", r.Status, r.Body)
+	} else if r.decode(t, &one); !slices.Equal(one.Markets, []client.Market{{Country: "GB", Language: "en"}}) {
+		t.Errorf("one market: %+v", one.Markets)
+	}
+	for _, bad := range []string{`[{"country":"XX","language":"de"}]`, `[{"country":"DE","language":"de-AT"}]`, `[{"country":"DEU","language":"de"}]`, `[{"country":"DE"}]`} {
+		r := s.do(t, req{method: "POST", path: "/v1/domains", header: bearer(k), body: `{"domain":"acme.invalid","markets":` + bad + `}`})
+		var e client.ErrorEnvelope
+		r.decode(t, &e)
+		if r.Status != 400 || len(e.Error.Details) != 1 || e.Error.Details[0].Field != "markets[0]" {
+			t.Errorf("markets %s: %d %s", bad, r.Status, r.Body)
+		}
+	}
+	var d client.MonitoredDomain
+	s.do(t, req{method: "POST", path: "/v1/domains", header: bearer(k), body: `{"domain":"acme.invalid","brands":["Acme"],"competitors":["Globex"],"markets":` + two + `}`}).decode(t, &d)
+	want := []client.Market{{Country: "DE", Language: "de"}, {Country: "US", Language: "en"}}
+	if !slices.Equal(d.Markets, want) {
+		t.Fatalf("markets %+v, want %+v", d.Markets, want)
+	}
+
+	sc := completedScan(t, s, k, "acme.invalid")
+	var res struct {
+		Breakdown struct {
+			Engines []struct {
+				Label        string        `json:"label"`
+				Surface      string        `json:"surface"`
+				Market       client.Market `json:"market"`
+				Localisation string        `json:"localisation"`
+				Probes       int           `json:"probes"`
+				Mention      rate          `json:"mention_rate"`
+				Presence     rate          `json:"overview_presence"`
+			} `json:"engines"`
+			Markets []struct {
+				Market  client.Market `json:"market"`
+				Mention rate          `json:"mention_rate"`
+			} `json:"markets"`
+			Surfaces []struct {
+				Surface string `json:"surface"`
+				Mention rate   `json:"mention_rate"`
+			} `json:"surfaces"`
+			Overall struct {
+				Mention rate `json:"mention_rate"`
+			} `json:"overall"`
+			Prompts []json.RawMessage `json:"prompts"`
+			Runs    int               `json:"runs"`
+		} `json:"breakdown"`
+	}
+	if err := json.Unmarshal(sc.Result, &res); err != nil {
+		t.Fatal(err)
+	}
+	b := res.Breakdown
+	n := len(b.Prompts) * b.Runs
+	if n == 0 || len(b.Engines) != 2 {
+		t.Fatalf("engines %+v", b.Engines)
+	}
+	// In Germany every answer names the brand; in the United States none.
+	for i, e := range b.Engines {
+		hits := map[int]int{0: n, 1: 0}[i]
+		if e.Label != "Chat" || e.Market != want[i] || e.Surface != "model" || e.Localisation != "prompt" || e.Probes != n ||
+			e.Mention != (rate{hits, n}) || e.Presence != (rate{n, n}) {
+			t.Errorf("engine %d: %+v, want %d of %d mentions in %v", i, e, hits, n, want[i])
+		}
+	}
+	if len(b.Markets) != 2 || b.Markets[0].Market != want[0] || b.Markets[0].Mention != (rate{n, n}) || b.Markets[1].Mention != (rate{0, n}) {
+		t.Errorf("markets %+v", b.Markets)
+	}
+	if len(b.Surfaces) != 1 || b.Surfaces[0].Surface != "model" || b.Surfaces[0].Mention != (rate{n, 2 * n}) || b.Overall.Mention != (rate{n, 2 * n}) {
+		t.Errorf("surfaces %+v, overall %+v", b.Surfaces, b.Overall)
+	}
+	// The engine was asked each prompt in each market, the market in the prompt.
+	german, english := 0, 0
+	for _, p := range engine.Prompts() {
+		switch {
+		case strings.HasSuffix(p, "(Answer in German, for someone in Germany.)"):
+			german++
+		case strings.HasSuffix(p, "(Answer in English, for someone in United States.)"):
+			english++
+		}
+	}
+	if german != n || english != n {
+		t.Errorf("prompts in German %d, in English %d, want %d each", german, english, n)
+	}
+	answers := walk[client.ScanAnswer](t, s, k, "/v1/visibility/scans/"+sc.ID+"/answers?")
+	if len(answers) != 2*n {
+		t.Fatalf("%d answers", len(answers))
+	}
+	for i, an := range answers {
+		if an.Surface != "model" || an.Market == nil || *an.Market != want[i/n] || an.Absent || an.Mentioned != (i < n) {
+			t.Errorf("answer %d: surface %q market %v absent %v mentioned %v", i, an.Surface, an.Market, an.Absent, an.Mentioned)
+		}
+	}
+
+	// PATCH replaces them; [] removes them.
+	var up client.MonitoredDomain
+	s.do(t, req{method: "PATCH", path: "/v1/domains/" + d.ID, header: bearer(k), body: `{"markets":[{"country":"fr","language":"fr"}]}`}).decode(t, &up)
+	if !slices.Equal(up.Markets, []client.Market{{Country: "FR", Language: "fr"}}) {
+		t.Errorf("after PATCH: %+v", up.Markets)
+	}
+	s.do(t, req{method: "PATCH", path: "/v1/domains/" + d.ID, header: bearer(k), body: `{"markets":[]}`}).decode(t, &up)
+	if up.Markets == nil || len(up.Markets) != 0 {
+		t.Errorf("after PATCH []: %+v", up.Markets)
+	}
+}

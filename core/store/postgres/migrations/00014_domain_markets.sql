@@ -1,0 +1,8 @@
+-- +goose Up
+
+-- A monitored domain's markets: "language-COUNTRY" tags, none for the
+-- domains kept before (scanned in the engines' default).
+ALTER TABLE monitored_domains ADD COLUMN markets text[] NOT NULL DEFAULT '{}';
+
+-- +goose Down
+ALTER TABLE monitored_domains DROP COLUMN markets;
