@@ -151,6 +151,12 @@ type Engine struct {
 	MaxSearches        int      `json:"max_searches,omitempty"`
 	Concurrency        int      `json:"concurrency"`
 	Timeout            Duration `json:"timeout"`
+	// Surface is search_api for an openai-chat engine of a search model
+	// (gpt-4o-search-preview): its answers come from a web search, and
+	// it takes a market's country ("": its kind's, a model's answers).
+	Surface string `json:"surface,omitempty"`
+	// XSearch also gives an xai engine the x_search tool (posts on X).
+	XSearch bool `json:"x_search,omitempty"`
 }
 
 // defaultBaseURLs are the base URLs of the kinds of one provider: its
@@ -160,6 +166,7 @@ var defaultBaseURLs = map[string]string{
 	probe.KindPerplexity:      "https://api.perplexity.ai",
 	probe.KindAnthropic:       "https://api.anthropic.com",
 	probe.KindGemini:          "https://generativelanguage.googleapis.com",
+	probe.KindXAI:             "https://api.x.ai/v1",
 }
 
 // URL is the engine's base URL: BaseURL, or by default its kind's
@@ -601,6 +608,15 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%s.max_searches must be between 0 (the default, 5) and 20", at))
 		} else if e.MaxSearches != 0 && kind != probe.KindAnthropic {
 			errs = append(errs, fmt.Errorf("%s.max_searches bounds the searches of kind %s only; a %s engine searches as its provider decides", at, probe.KindAnthropic, kind))
+		}
+		switch {
+		case e.Surface != "" && e.Surface != probe.SurfaceSearchAPI:
+			errs = append(errs, fmt.Errorf("%s.surface must be %s (a search model) or unset", at, probe.SurfaceSearchAPI))
+		case e.Surface != "" && kind != probe.KindOpenAIChat:
+			errs = append(errs, fmt.Errorf("%s.surface is for kind %s only (a search model such as gpt-4o-search-preview); a %s engine's surface is its kind's", at, probe.KindOpenAIChat, kind))
+		}
+		if e.XSearch && kind != probe.KindXAI {
+			errs = append(errs, fmt.Errorf("%s.x_search is for kind %s only", at, probe.KindXAI))
 		}
 		if e.InputPricePerMTok < 0 || e.OutputPricePerMTok < 0 || e.SearchPricePer1K < 0 {
 			errs = append(errs, fmt.Errorf("%s: prices must not be negative", at))

@@ -329,6 +329,15 @@ func TestValidate(t *testing.T) {
 		}, []string{"engines[0].base_url must be set for kind openai-chat", "engines[1].kind must be one of openai-chat, openai-responses, perplexity, anthropic, gemini",
 			"engines[2].base_url must be an http(s) URL such as https://api.perplexity.ai", "engines[2].max_searches bounds the searches of kind anthropic only",
 			"engines[3].max_searches must be between 0 (the default, 5) and 20", "engines[3]: prices"}},
+		{"surface and x_search where they belong", func(c *config.Config) {
+			c.Engines = []config.Engine{{Label: "grok", Kind: "xai", Model: "grok-4", XSearch: true, SearchPricePer1K: 5},
+				{Label: "search", BaseURL: "https://api.openai.com/v1", Model: "gpt-4o-search-preview", Surface: "search_api"}}
+		}, nil},
+		{"surface and x_search elsewhere", func(c *config.Config) {
+			c.Engines = []config.Engine{{Label: "a", Kind: "openai-responses", Model: "m", Surface: "search_api", XSearch: true},
+				{Label: "b", BaseURL: "https://api.example.com/v1", Model: "m", Surface: "serp"}}
+		}, []string{"engines[0].surface is for kind openai-chat only", "engines[0].x_search is for kind xai only",
+			"engines[1].surface must be search_api"}},
 		{"scan workers", func(c *config.Config) { c.ScanWorkers = 0 }, []string{"scan_workers"}},
 		{"cluster names", func(c *config.Config) { c.ClusterName = "a-B_9" + strings.Repeat("x", 27) }, nil},
 		{"no cluster name", func(c *config.Config) { c.ClusterName = "" }, []string{"cluster_name"}},
@@ -599,6 +608,24 @@ func TestEngineKinds(t *testing.T) {
 	if _, _, err := config.Load(nil, env(map[string]string{"AIVIS_CONFIG": bad}), true, nil); err == nil ||
 		!strings.Contains(err.Error(), "engines[0].base_url must be set for kind openai-chat") {
 		t.Errorf("openai-chat without base_url: %v", err)
+	}
+}
+
+// TestEngineSearchSettings: an xai engine takes xAI's API by default and
+// x_search; an openai-chat engine of a search model, surface search_api.
+func TestEngineSearchSettings(t *testing.T) {
+	file := writeFile(t, `{"engines": [
+		{"label": "Grok", "kind": "xai", "model": "grok-4", "search_price_per_1k": 5, "x_search": true},
+		{"label": "Search", "base_url": "https://api.openai.com/v1", "model": "gpt-4o-search-preview", "surface": "search_api"}]}`)
+	got, _, err := config.Load(nil, env(map[string]string{"AIVIS_CONFIG": file}), true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := got.Engines[0]; e.URL() != "https://api.x.ai/v1" || !e.XSearch || e.Surface != "" {
+		t.Errorf("the xai engine %+v", e)
+	}
+	if e := got.Engines[1]; e.Surface != "search_api" || e.XSearch {
+		t.Errorf("the search model %+v", e)
 	}
 }
 

@@ -523,7 +523,7 @@ func probeEngines(cs []config.Engine) []probe.Engine {
 		out[i] = probe.Engine{Label: e.Label, Kind: e.Kind, BaseURL: e.URL(), Model: e.Model, APIKey: e.Key(),
 			InputPricePerMTok: e.InputPricePerMTok, OutputPricePerMTok: e.OutputPricePerMTok,
 			SearchPricePer1K: e.SearchPricePer1K, MaxSearches: e.MaxSearches,
-			Concurrency: e.Concurrency, Timeout: time.Duration(e.Timeout)}
+			Concurrency: e.Concurrency, Timeout: time.Duration(e.Timeout), SurfaceOf: e.Surface, XSearch: e.XSearch}
 	}
 	return out
 }
