@@ -59,6 +59,9 @@ func fakeAnswers(tb testing.TB) map[string][]served {
 		if kind == KindOpenAIChat || kind == KindOpenAIResponses {
 			e.BaseURL = f.URL()
 		}
+		if kind == KindXAI {
+			e.BaseURL = f.XAI()
+		}
 		f.Script(e.Model, replies...)
 		f.FailWith(e.Model, failures...)
 		for range len(replies) + len(failures) {
