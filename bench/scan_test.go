@@ -33,12 +33,16 @@ func BenchmarkScanProbes(b *testing.B) {
 	engine := func(kind string, i int) probe.Engine {
 		// A chat model cites as search models do, which take no temperature.
 		model := fmt.Sprintf("%s-search-%d", kind, i)
+		label := model
+		if kind == probe.KindDataForSEO {
+			model = probe.DataForSEOOverview // its model names the page it reads
+		}
 		f.Script(model, reply)
 		base := f.Root()
 		if strings.HasPrefix(kind, "openai") {
 			base = f.URL()
 		}
-		return probe.Engine{Label: model, Kind: kind, BaseURL: base, Model: model, Concurrency: conc}
+		return probe.Engine{Label: label, Kind: kind, BaseURL: base, Model: model, Concurrency: conc}
 	}
 	type phase struct {
 		name    string

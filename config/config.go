@@ -166,6 +166,7 @@ var defaultBaseURLs = map[string]string{
 	probe.KindPerplexity:      "https://api.perplexity.ai",
 	probe.KindAnthropic:       "https://api.anthropic.com",
 	probe.KindGemini:          "https://generativelanguage.googleapis.com",
+	probe.KindDataForSEO:      "https://api.dataforseo.com",
 	probe.KindXAI:             "https://api.x.ai/v1",
 }
 
@@ -618,6 +619,9 @@ func (c *Config) Validate() error {
 		if e.XSearch && kind != probe.KindXAI {
 			errs = append(errs, fmt.Errorf("%s.x_search is for kind %s only", at, probe.KindXAI))
 		}
+		if kind == probe.KindDataForSEO {
+			errs = append(errs, checkDataForSEO(at, e)...)
+		}
 		if e.InputPricePerMTok < 0 || e.OutputPricePerMTok < 0 || e.SearchPricePer1K < 0 {
 			errs = append(errs, fmt.Errorf("%s: prices must not be negative", at))
 		}
@@ -640,6 +644,24 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: %w", ErrInvalid, errors.Join(errs...))
 	}
 	return nil
+}
+
+// checkDataForSEO checks a dataforseo engine: its model a surface, its
+// key DataForSEO's login:password (where the key is at hand: a variable
+// api_key_env names may be set later), never repeated.
+func checkDataForSEO(at string, e Engine) []error {
+	var errs []error
+	if e.Model != "" && e.Model != probe.DataForSEOOverview && e.Model != probe.DataForSEOAIMode {
+		errs = append(errs, fmt.Errorf("%s.model of kind %s must be %s (Google's AI Overview) or %s (Google's AI Mode)", at, probe.KindDataForSEO, probe.DataForSEOOverview, probe.DataForSEOAIMode))
+	}
+	login, password, _ := strings.Cut(e.Key(), ":")
+	switch {
+	case e.APIKey == "" && e.APIKeyEnv == "":
+		errs = append(errs, fmt.Errorf("%s: kind %s needs api_key or api_key_env: DataForSEO's API login and password as login:password", at, probe.KindDataForSEO))
+	case e.Key() != "" && (login == "" || password == ""):
+		errs = append(errs, fmt.Errorf("%s: the key of kind %s (api_key, or the variable api_key_env names) must be DataForSEO's API login and password as login:password", at, probe.KindDataForSEO))
+	}
+	return errs
 }
 
 // checkOrigin checks an origin of cors_allowed_origins: scheme://host

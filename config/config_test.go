@@ -629,6 +629,33 @@ func TestEngineSearchSettings(t *testing.T) {
 	}
 }
 
+// TestDataForSEOEngine: a dataforseo engine takes DataForSEO's API by
+// default; its model is a surface, its key (given or from a variable) a
+// login:password, which an error never repeats.
+func TestDataForSEOEngine(t *testing.T) {
+	t.Setenv("AIVIS_TEST_DFS_KEY", "")
+	c := config.Default()
+	c.Engines = []config.Engine{{Label: "AIO", Kind: "dataforseo", Model: "ai_overview", APIKey: "api@acme.example:pw-secret-1"},
+		{Label: "AI Mode", Kind: "dataforseo", Model: "ai_mode", APIKeyEnv: "AIVIS_TEST_DFS_KEY"}}
+	if err := c.Validate(); err != nil || c.Engines[0].URL() != "https://api.dataforseo.com" {
+		t.Fatalf("%v, %s", err, c.Engines[0].URL())
+	}
+	t.Setenv("AIVIS_TEST_DFS_KEY", "no-colon-secret-2")
+	c.Engines = append(c.Engines, config.Engine{Label: "bad", Kind: "dataforseo", Model: "google", APIKey: ":pw-secret-3"},
+		config.Engine{Label: "keyless", Kind: "dataforseo", Model: "ai_mode"})
+	err := c.Validate()
+	for _, w := range []string{"engines[1]: the key of kind dataforseo (api_key, or the variable api_key_env names) must be DataForSEO's API login and password as login:password",
+		"engines[2].model of kind dataforseo must be ai_overview (Google's AI Overview) or ai_mode", "engines[2]: the key of kind dataforseo",
+		"engines[3]: kind dataforseo needs api_key or api_key_env"} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("error %v does not mention %q", err, w)
+		}
+	}
+	if err != nil && (strings.Contains(err.Error(), "engines[0]") || strings.Contains(err.Error(), "secret")) {
+		t.Errorf("error %v", err)
+	}
+}
+
 // delivery_retention and answer_retention are set as every setting is:
 // in the file, by AIVIS_..., by --..., each over the one before; one below
 // its least is refused.

@@ -10,6 +10,7 @@ package probe
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -179,6 +180,9 @@ func (c *Client) complete(ctx context.Context, e Engine, r Request) (Answer, int
 	}
 	r.Prompt = marketPrompt(r.Prompt, r.Market, e.Localisation())
 	var last error
+	// billed is what the failed attempts were billed (Failure.CostUSD):
+	// part of the answer's cost, or of the last failure's.
+	var billed float64
 	i := 1
 	for ; i <= attempts; i++ {
 		start := time.Now()
@@ -186,9 +190,15 @@ func (c *Client) complete(ctx context.Context, e Engine, r Request) (Answer, int
 		c.count(e, a, err, time.Since(start))
 		if err == nil {
 			a.Attempts = i
+			a.CostUSD += billed
 			return a, i, nil
 		}
 		last = err
+		var f *Failure
+		if errors.As(err, &f) {
+			billed += f.CostUSD
+			f.CostUSD = billed
+		}
 		if errors.Is(err, ErrPermanent) || i == attempts {
 			break
 		}
@@ -245,6 +255,12 @@ func (c *Client) once(ctx context.Context, e Engine, ad adapter, r Request) (Ans
 		return Answer{}, wait, err
 	}
 	a, err := ad.parse(b)
+	var f *Failure
+	if errors.As(err, &f) {
+		// A failure the answer of 200 tells (DataForSEO's task codes).
+		f.Status, f.Detail = resp.StatusCode, e.said(f.Detail)
+		return Answer{}, 0, err
+	}
 	if err != nil {
 		// An answer of 200 may be an error in the engine's words.
 		return Answer{}, 0, &Failure{Category: FailProvider, Status: resp.StatusCode,
@@ -258,7 +274,18 @@ func (c *Client) once(ctx context.Context, e Engine, ad adapter, r Request) (Ans
 // text, the key redacted (after the NULs are gone, which could hide it),
 // and cut to 1,024 bytes.
 func (e Engine) said(s string) string {
-	return text.Cut(sdk.Redact(text.Clean(s, 0), e.APIKey), 1024)
+	return text.Cut(sdk.Redact(text.Clean(s, 0), e.secrets()...), 1024)
+}
+
+// secrets are the forms of the engine's key its words could show: the
+// key, and of a login:password (DataForSEO's) the password alone and the
+// Basic credentials.
+func (e Engine) secrets() []string {
+	out := []string{e.APIKey}
+	if _, pw, ok := strings.Cut(e.APIKey, ":"); ok && len(pw) >= 8 {
+		out = append(out, pw, base64.StdEncoding.EncodeToString([]byte(e.APIKey)))
+	}
+	return out
 }
 
 func (e Engine) kind() string {
@@ -286,6 +313,10 @@ type Failure struct {
 	Category string
 	Status   int
 	Detail   string
+	// CostUSD is what the provider billed for the request that failed, in
+	// dollars (DataForSEO bills a search Google failed, 40101); of a
+	// failure Complete returns, what all its attempts were billed.
+	CostUSD float64
 }
 
 func (f *Failure) Error() string { return f.Detail }

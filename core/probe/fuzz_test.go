@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -20,6 +21,10 @@ import (
 // echoes it must not get it into a failure's words, the operator's log's
 // included.
 const fuzzKey = "sk-fuzz-0123456789abcdefOPERATOR"
+
+// fuzzModels are the models of the kinds whose model names an endpoint
+// ("m" for the others).
+var fuzzModels = map[string]string{KindDataForSEO: DataForSEOOverview}
 
 // served is what the fuzz engine answers: a status, a Retry-After and a
 // body.
@@ -55,7 +60,7 @@ func fakeAnswers(tb testing.TB) map[string][]served {
 	}
 	out := map[string][]served{}
 	for _, kind := range Kinds {
-		e := Engine{Kind: kind, BaseURL: f.Root(), Model: "fuzz-" + kind, APIKey: fuzzKey}
+		e := Engine{Kind: kind, BaseURL: f.Root(), Model: cmp.Or(fuzzModels[kind], "fuzz-"+kind), APIKey: fuzzKey}
 		if kind == KindOpenAIChat || kind == KindOpenAIResponses {
 			e.BaseURL = f.URL()
 		}
@@ -142,7 +147,7 @@ func FuzzEngineAnswer(f *testing.F) {
 			return r
 		}, retryAfter)
 		next.Store(&served{status, retryAfter, body})
-		e := Engine{Label: "fuzz", Kind: kind, BaseURL: srv.URL, Model: "m", APIKey: fuzzKey, Timeout: 10 * time.Second}
+		e := Engine{Label: "fuzz", Kind: kind, BaseURL: srv.URL, Model: cmp.Or(fuzzModels[kind], "m"), APIKey: fuzzKey, Timeout: 10 * time.Second}
 		a, wait, err := c.once(context.Background(), e, adapters[kind], Request{Prompt: "Which rocket skates should I buy?"})
 		if wait < 0 {
 			t.Fatalf("wait %s", wait)
@@ -179,6 +184,13 @@ func checkFailure(t *testing.T, status int, err error) {
 	}
 	want := FailProvider
 	switch {
+	case status == http.StatusOK && f.Category != FailProvider:
+		// A failure the answer of 200 tells by a code of the engine's
+		// own (DataForSEO's), of any category.
+		if _, ok := failurePhrases[f.Category]; !ok {
+			t.Fatalf("a 200 answered is of category %q", f.Category)
+		}
+		want = f.Category
 	case status == http.StatusOK:
 	case status == 429:
 		want = FailRateLimited

@@ -46,6 +46,9 @@ type Reply struct {
 	// Think (perplexity reasoning models) is put in a <think> block
 	// before the text.
 	Think string
+	// NoOverview (dataforseo) is a page without an AI Overview: Google
+	// showed none for the search.
+	NoOverview bool
 }
 
 // Source is a page an engine reports.
@@ -95,6 +98,8 @@ type Fake struct {
 	to      map[string][]answerTo // by model: answers by what the prompt holds
 	fail    map[string][]Failure  // by model: the next requests' failures
 	prompts []string
+	// tasks are the DataForSEO tasks received (Tasks).
+	tasks []Task
 	// locations are the user locations received (Locations).
 	locations []Location
 	// Key, when set, is the key required, in each kind's header.
