@@ -231,7 +231,8 @@ type AnswerParams struct {
 	Limit     int
 	Cursor    string
 	Engine    string
-	Prompt    *int // the prompt's index in the scan's prompt set
+	Market    string // the answers of one market, its language and country: "de-DE"
+	Prompt    *int   // the prompt's index in the scan's prompt set
 	Mentioned *bool
 	Cited     *bool
 	Q         string // text the answer contains, ignoring case
@@ -244,7 +245,7 @@ func (c *Client) ListScanAnswers(ctx context.Context, scanID string, p AnswerPar
 		prompt = strconv.Itoa(*p.Prompt)
 	}
 	return call[List[ScanAnswer]](ctx, c, http.MethodGet, "/v1/visibility/scans/"+esc(scanID)+"/answers"+
-		query("limit", itoa(p.Limit), "cursor", p.Cursor, "engine", p.Engine, "prompt", prompt,
+		query("limit", itoa(p.Limit), "cursor", p.Cursor, "engine", p.Engine, "market", p.Market, "prompt", prompt,
 			"mentioned", boolParam(p.Mentioned), "cited", boolParam(p.Cited), "q", p.Q), nil, nil)
 }
 

@@ -105,17 +105,17 @@ func TestDomainMarkets(t *testing.T) {
 		t.Errorf("surfaces %+v, overall %+v", b.Surfaces, b.Overall)
 	}
 	// The engine was asked each prompt in each market, the market in the prompt.
-	german, english := 0, 0
+	inGerman, inEnglish := 0, 0
 	for _, p := range engine.Prompts() {
 		switch {
 		case strings.HasSuffix(p, "(Answer in German, for someone in Germany.)"):
-			german++
+			inGerman++
 		case strings.HasSuffix(p, "(Answer in English, for someone in United States.)"):
-			english++
+			inEnglish++
 		}
 	}
-	if german != n || english != n {
-		t.Errorf("prompts in German %d, in English %d, want %d each", german, english, n)
+	if inGerman != n || inEnglish != n {
+		t.Errorf("prompts in German %d, in English %d, want %d each", inGerman, inEnglish, n)
 	}
 	answers := walk[client.ScanAnswer](t, s, k, "/v1/visibility/scans/"+sc.ID+"/answers?")
 	if len(answers) != 2*n {
@@ -124,6 +124,16 @@ func TestDomainMarkets(t *testing.T) {
 	for i, an := range answers {
 		if an.Surface != "model" || an.Market == nil || *an.Market != want[i/n] || an.Absent || an.Mentioned != (i < n) {
 			t.Errorf("answer %d: surface %q market %v absent %v mentioned %v", i, an.Surface, an.Market, an.Absent, an.Mentioned)
+		}
+	}
+	// Filtered by market (its case as it comes), and a market that is none refused.
+	german := walk[client.ScanAnswer](t, s, k, "/v1/visibility/scans/"+sc.ID+"/answers?market=de-de")
+	if len(german) != n || slices.ContainsFunc(german, func(a client.ScanAnswer) bool { return *a.Market != want[0] }) {
+		t.Errorf("answers in de-DE: %d", len(german))
+	}
+	for _, bad := range []string{"de", "de-XX", "DE-de-at"} {
+		if r := s.do(t, req{method: "GET", path: "/v1/visibility/scans/" + sc.ID + "/answers?market=" + bad, header: bearer(k)}); r.Status != 400 {
+			t.Errorf("market=%s: %d %s", bad, r.Status, r.Body)
 		}
 	}
 

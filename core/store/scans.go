@@ -57,8 +57,11 @@ type ScanAnswer struct {
 	Run         int    // which of the prompt's runs on the engine, from 0
 	Engine      string // the engine's label
 	Kind        string // the engine's kind
-	Text        string
-	Error       string // a failed probe's: no answer
+	// Market is the market the prompt was asked in, as its language and
+	// country ("de-DE"); "" when the scan asked none.
+	Market string
+	Text   string
+	Error  string // a failed probe's: no answer
 	// SourcesReported says whether the engine reported its sources.
 	SourcesReported bool
 	Mentioned       bool
@@ -76,7 +79,8 @@ type AnswerFilter struct {
 	AccountID string
 	ScanID    string
 	Engine    string
-	Prompt    *int // PromptIndex
+	Market    string // the answers of one market ("de-DE"; "" any)
+	Prompt    *int   // PromptIndex
 	Mentioned *bool
 	Cited     *bool
 	// Query matches the answers whose Text contains it, case-insensitively

@@ -46,7 +46,7 @@ func answersOf(res probe.Result, engines []probe.Engine) []store.ScanAnswer {
 	out := make([]store.ScanAnswer, len(res.Probes))
 	for i, pr := range res.Probes {
 		a, f := pr.Answer, pr.Finding
-		sa := store.ScanAnswer{Seq: i, PromptIndex: pr.Prompt, Run: pr.Run, Engine: pr.Engine, Kind: kinds[pr.Engine],
+		sa := store.ScanAnswer{Seq: i, PromptIndex: pr.Prompt, Run: pr.Run, Engine: pr.Engine, Kind: kinds[pr.Engine], Market: pr.Market.String(),
 			Text: a.Text, Error: pr.Err, SourcesReported: a.SourcesReported, Mentioned: f.Mentioned, Cited: f.Cited, Position: f.Position}
 		if pr.Prompt >= 0 && pr.Prompt < len(res.Prompts) {
 			sa.Prompt, sa.Intent = res.Prompts[pr.Prompt].Text, res.Prompts[pr.Prompt].Intent
@@ -112,8 +112,8 @@ func (s *Scans) Answers(ctx context.Context, p auth.Principal, scanID string, f 
 }
 
 // ParseAnswerFilter reads the filters of a scan's answers from a query
-// (engine, prompt, mentioned, cited, q), as the API and the dashboard
-// take them.
+// (engine, market, prompt, mentioned, cited, q), as the API and the
+// dashboard take them.
 func ParseAnswerFilter(q url.Values) (store.AnswerFilter, error) {
 	var f fault.Fields
 	af := store.AnswerFilter{Engine: q.Get("engine"), Query: q.Get("q")}
@@ -121,6 +121,13 @@ func ParseAnswerFilter(q url.Values) (store.AnswerFilter, error) {
 		if !utf8.ValidString(p[1]) || utf8.RuneCountInString(p[1]) > 200 {
 			f.Add(p[0], "must be at most 200 characters of valid UTF-8")
 		}
+	}
+	if v := q.Get("market"); v != "" {
+		m, err := ParseMarketTag(v)
+		if err != nil {
+			f.Add("market", "%s", err.Error())
+		}
+		af.Market = m.String()
 	}
 	if v := q.Get("prompt"); v != "" {
 		n, err := strconv.Atoi(v)

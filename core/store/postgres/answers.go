@@ -18,17 +18,17 @@ import (
 // locale lower folds ASCII only).
 
 var answerColumns = []string{"scan_id", "seq", "prompt_index", "prompt", "intent", "run", "engine", "kind", "text", "error",
-	"sources_reported", "mentioned", "cited", "position", "detail", "recorded_at", "recorded_at_ns"}
+	"sources_reported", "mentioned", "cited", "position", "detail", "recorded_at", "recorded_at_ns", "market"}
 
 const answerSelect = `SELECT scan_id, seq, prompt_index, prompt, intent, run, engine, kind, text, error, sources_reported, mentioned,
-	cited, position, detail, recorded_at, recorded_at_ns FROM scan_answers`
+	cited, position, detail, recorded_at, recorded_at_ns, market FROM scan_answers`
 
 func scanAnswer(s scanner) (store.ScanAnswer, error) {
 	var a store.ScanAnswer
 	var errText *string
 	var recorded tcol
 	err := s.Scan(&a.ScanID, &a.Seq, &a.PromptIndex, &a.Prompt, &a.Intent, &a.Run, &a.Engine, &a.Kind, &a.Text, &errText,
-		&a.SourcesReported, &a.Mentioned, &a.Cited, &a.Position, &a.Detail, &recorded.t, &recorded.ns)
+		&a.SourcesReported, &a.Mentioned, &a.Cited, &a.Position, &a.Detail, &recorded.t, &recorded.ns, &a.Market)
 	a.Error, a.RecordedAt = str(errText), recorded.time()
 	return a, err
 }
@@ -37,7 +37,7 @@ func (t *txn) InsertScanAnswers(answers []store.ScanAnswer) error {
 	_, err := t.tx.CopyFrom(t.ctx, pgx.Identifier{"scan_answers"}, answerColumns, pgx.CopyFromSlice(len(answers), func(i int) ([]any, error) {
 		a := answers[i]
 		return []any{a.ScanID, a.Seq, a.PromptIndex, a.Prompt, a.Intent, a.Run, a.Engine, a.Kind, a.Text, null(a.Error),
-			a.SourcesReported, a.Mentioned, a.Cited, a.Position, []byte(a.Detail), ts(a.RecordedAt), ns(a.RecordedAt)}, nil
+			a.SourcesReported, a.Mentioned, a.Cited, a.Position, []byte(a.Detail), ts(a.RecordedAt), ns(a.RecordedAt), a.Market}, nil
 	}))
 	if err != nil {
 		return fmt.Errorf("postgres: insert scan answers: %w", conflict(err))
@@ -61,6 +61,9 @@ func (db *DB) ListScanAnswers(ctx context.Context, f store.AnswerFilter) ([]stor
 	}
 	if f.Engine != "" {
 		w.and("engine = ?", f.Engine)
+	}
+	if f.Market != "" {
+		w.and("market = ?", f.Market)
 	}
 	if f.Prompt != nil {
 		w.and("prompt_index = ?", *f.Prompt)

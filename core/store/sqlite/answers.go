@@ -16,9 +16,9 @@ import (
 // lower knows ASCII only).
 
 const answerColumns = `scan_id, seq, prompt_index, prompt, intent, run, engine, kind, text, error, sources_reported, mentioned,
-	cited, position, detail, recorded_at`
+	cited, position, detail, recorded_at, market`
 
-// answersPerInsert bounds the rows of one INSERT (16 values each).
+// answersPerInsert bounds the rows of one INSERT (17 values each).
 const answersPerInsert = 64
 
 func scanAnswer(s scanner) (store.ScanAnswer, error) {
@@ -27,7 +27,7 @@ func scanAnswer(s scanner) (store.ScanAnswer, error) {
 	var detail string
 	var recorded int64
 	err := s.Scan(&a.ScanID, &a.Seq, &a.PromptIndex, &a.Prompt, &a.Intent, &a.Run, &a.Engine, &a.Kind, &a.Text, &errText,
-		&a.SourcesReported, &a.Mentioned, &a.Cited, &a.Position, &detail, &recorded)
+		&a.SourcesReported, &a.Mentioned, &a.Cited, &a.Position, &detail, &recorded, &a.Market)
 	a.Error, a.Detail, a.RecordedAt = errText.String, []byte(detail), time.Unix(0, recorded).UTC()
 	return a, err
 }
@@ -36,11 +36,11 @@ func (t *txn) InsertScanAnswers(answers []store.ScanAnswer) error {
 	for len(answers) > 0 {
 		n := min(len(answers), answersPerInsert)
 		rows := make([]string, n)
-		args := make([]any, 0, 16*n)
+		args := make([]any, 0, 17*n)
 		for i, a := range answers[:n] {
-			rows[i] = "(" + placeholders(16) + ")"
+			rows[i] = "(" + placeholders(17) + ")"
 			args = append(args, a.ScanID, a.Seq, a.PromptIndex, a.Prompt, a.Intent, a.Run, a.Engine, a.Kind, a.Text, nullStr(a.Error),
-				a.SourcesReported, a.Mentioned, a.Cited, a.Position, string(a.Detail), stamp(a.RecordedAt))
+				a.SourcesReported, a.Mentioned, a.Cited, a.Position, string(a.Detail), stamp(a.RecordedAt), a.Market)
 		}
 		if _, err := t.tx.Exec(`INSERT INTO scan_answers (`+answerColumns+`) VALUES `+strings.Join(rows, ", "), args...); err != nil {
 			return fmt.Errorf("sqlite: insert scan answers: %w", conflict(err))
@@ -71,6 +71,7 @@ func (db *DB) ListScanAnswers(ctx context.Context, f store.AnswerFilter) ([]stor
 		arg  any
 	}{
 		{"engine = ?", f.Engine != "", f.Engine},
+		{"market = ?", f.Market != "", f.Market},
 		{"prompt_index = ?", f.Prompt != nil, deref(f.Prompt)},
 		{"mentioned = ?", f.Mentioned != nil, deref(f.Mentioned)},
 		{"cited = ?", f.Cited != nil, deref(f.Cited)},

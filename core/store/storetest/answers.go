@@ -33,7 +33,7 @@ func scanAnswers(scanID string, n int, at time.Time) []store.ScanAnswer {
 	as := make([]store.ScanAnswer, n)
 	for i := range as {
 		as[i] = store.ScanAnswer{ScanID: scanID, Seq: i, PromptIndex: i / 2 % max(n/6, 1), Prompt: fmt.Sprintf("Question %d?", i/2%max(n/6, 1)),
-			Intent: "custom", Run: i % 2, Engine: []string{"gpt", "sonar", "claude"}[i%3], Kind: "openai-chat",
+			Intent: "custom", Run: i % 2, Engine: []string{"gpt", "sonar", "claude"}[i%3], Kind: "openai-chat", Market: []string{"", "de-DE"}[i/30%2],
 			Text: fmt.Sprintf("Answer %d about rocket skates.", i), SourcesReported: i%2 == 0, Mentioned: i%3 == 0, Cited: i%4 == 0,
 			Detail: json.RawMessage(`{"sources":[]}`), RecordedAt: at}
 		if as[i].Mentioned {
@@ -62,7 +62,7 @@ func testScanAnswers(t *testing.T, newStore Constructor) {
 	answersScan(t, s, "scan_2", "acct_1")
 	answersScan(t, s, "scan_x", "acct_2")
 	full := store.ScanAnswer{ScanID: "scan_1", Seq: 0, PromptIndex: 3, Prompt: "Qui fabrique les meilleurs patins à fusée ?", Intent: "discovery",
-		Run: 2, Engine: "Perplexity Sonar", Kind: "perplexity", Text: "Les patins ACME sont réputés. Voir https://acme.example/patins.",
+		Run: 2, Engine: "Perplexity Sonar", Kind: "perplexity", Market: "zh-Hant-TW", Text: "Les patins ACME sont réputés. Voir https://acme.example/patins.",
 		SourcesReported: true, Mentioned: true, Cited: true, Position: 2,
 		Detail:     json.RawMessage(`{"sources":[{"url":"https://acme.example/patins","title":"Patins","domain":"acme.example"}], "queries":["patins"]}`),
 		RecordedAt: t0.In(elsewhere)}
@@ -104,6 +104,8 @@ func testScanAnswers(t *testing.T, newStore Constructor) {
 	}{
 		{"none", store.AnswerFilter{}, func(store.ScanAnswer) bool { return true }},
 		{"engine", store.AnswerFilter{Engine: "sonar"}, func(a store.ScanAnswer) bool { return a.Engine == "sonar" }},
+		{"market", store.AnswerFilter{Market: "de-DE"}, func(a store.ScanAnswer) bool { return a.Market == "de-DE" }},
+		{"market and engine", store.AnswerFilter{Market: "de-DE", Engine: "gpt"}, func(a store.ScanAnswer) bool { return a.Market == "de-DE" && a.Engine == "gpt" }},
 		{"prompt", store.AnswerFilter{Prompt: &three}, func(a store.ScanAnswer) bool { return a.PromptIndex == 3 }},
 		{"mentioned", store.AnswerFilter{Mentioned: &yes}, func(a store.ScanAnswer) bool { return a.Mentioned }},
 		{"not mentioned", store.AnswerFilter{Mentioned: &no}, func(a store.ScanAnswer) bool { return !a.Mentioned }},

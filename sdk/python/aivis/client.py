@@ -246,12 +246,13 @@ class Client:
         """GET /v1/visibility/scans/{id}."""
         return self._one(Scan, "GET", "/v1/visibility/scans/" + _seg(id))
 
-    def list_scan_answers(self, id: str, *, engine: Optional[str] = None, prompt: Optional[int] = None,
+    def list_scan_answers(self, id: str, *, engine: Optional[str] = None, market: Optional[str] = None,
+                          prompt: Optional[int] = None,
                           mentioned: Optional[bool] = None, cited: Optional[bool] = None, q: Optional[str] = None,
                           limit: Optional[int] = None) -> Iterator[ScanAnswer]:
         """GET /v1/visibility/scans/{id}/answers: the engines' answers of a scan, every page."""
         return self._all(ScanAnswer, "/v1/visibility/scans/" + _seg(id) + "/answers",
-                         {"engine": engine, "prompt": prompt, "mentioned": mentioned, "cited": cited, "q": q,
+                         {"engine": engine, "market": market, "prompt": prompt, "mentioned": mentioned, "cited": cited, "q": q,
                           "limit": limit})
 
     # webhooks

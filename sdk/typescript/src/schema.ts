@@ -6033,6 +6033,11 @@ export interface operations {
                 format?: components["parameters"]["Format"];
                 /** @description Only the answers of the engine with this label. */
                 engine?: string;
+                /**
+                 * @description Only the answers of this market, written as its language and country (de-DE, en-US, zh-Hant-TW); 400 VALIDATION_ERROR when it is not one.
+                 * @example de-DE
+                 */
+                market?: string;
                 /** @description Only the answers to this prompt: its index in the scan's prompt set (result.prompt_set.prompts). */
                 prompt?: number;
                 /** @description Only the answers that name the brand (true) or do not (false; failed probes included). */
