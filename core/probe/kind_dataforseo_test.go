@@ -218,3 +218,21 @@ func TestDataForSEOModel(t *testing.T) {
 		t.Errorf("%v, %d requests", err, f.Requests())
 	}
 }
+
+// TestDataForSEOScanCost: a scan's cost counts what failed answers were
+// billed (Google failed the search twice: 40101) beside the answers'.
+func TestDataForSEOScanCost(t *testing.T) {
+	f := probefake.New()
+	defer f.Close()
+	f.Answer(DataForSEOOverview, "Acme.")
+	f.FailWith(DataForSEOOverview, probefake.Failure{Status: 40101}, probefake.Failure{Status: 40101})
+	e := dfsEngine(f, DataForSEOOverview)
+	e.Concurrency = 1
+	p := &Prober{Client: &Client{HTTP: http.DefaultClient, Backoff: time.Millisecond, MaxAttempts: 2}, Engines: []Engine{e}, Runs: 2, MaxPrompts: 1}
+	res := p.Run(context.Background(), Subject{Domain: "acme.example", Brands: []string{"Acme"}, Prompts: []Prompt{{Text: "rocket skates"}}})
+	billed := 2 * probefake.DataForSEOPrice(DataForSEOOverview, false)
+	answered := probefake.DataForSEOPrice(DataForSEOOverview, true)
+	if st := res.Engines[0].Stats; st.Probes != 2 || st.Failed != 1 || !near(st.CostUSD*1e4, (billed+answered)*1e4) || !near(res.Overall.CostUSD*1e4, (billed+answered)*1e4) {
+		t.Errorf("%d probes, %d failed, cost %v (overall %v), want %v", st.Probes, st.Failed, st.CostUSD, res.Overall.CostUSD, billed+answered)
+	}
+}

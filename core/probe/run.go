@@ -326,6 +326,7 @@ func (p *Prober) runEngine(ctx context.Context, s Subject, e Engine, markets []M
 			<-sem
 			if err != nil {
 				pr.fail(FailureOf(err))
+				costs[j] = pr.Failure.CostUSD // what the provider billed all the same
 			} else {
 				pr.Answer, pr.Finding = a, Analyze(s, a)
 				costs[j] = e.Cost(a)
@@ -348,6 +349,8 @@ func measure(s Subject, probes []Probe, costs []float64) Stats {
 	var sents []float64
 	domains, pages := map[string]int{}, map[string]int{}
 	for i, p := range probes {
+		// A failure may have been billed (Failure.CostUSD).
+		st.CostUSD += costs[i]
 		if p.Err != "" {
 			st.Failed++
 			continue
@@ -358,7 +361,6 @@ func measure(s Subject, probes []Probe, costs []float64) Stats {
 		}
 		st.InputTokens += p.Answer.InputTokens
 		st.OutputTokens += p.Answer.OutputTokens
-		st.CostUSD += costs[i]
 		f := p.Finding
 		allVoice += len(f.Competitors)
 		for _, c := range f.Competitors {
