@@ -30,6 +30,7 @@ const (
 	keyPrincipal
 	keyDecision
 	keyAddr // the client address's subject, for rateLimit's Admit
+	keyInProcess
 )
 
 func requestID(r *http.Request) string {
@@ -187,8 +188,17 @@ func (s *Server) RequireHTTPS() http.Handler {
 // credentials, rateLimit's Admit, which refuses them while the address is
 // out of failures and else counts the request.
 func (s *Server) authenticate(withSecret bool) func(http.Handler) http.Handler {
+	return s.authenticateWith(withSecret, func(r *http.Request, withSecret, sent bool) string { return challenge(withSecret, sent) })
+}
+
+// authenticateWith is authenticate with the 401's WWW-Authenticate made by
+// wwwAuth. On the key-and-secret interface, a request this process makes
+// for a principal its bearer key authenticated (InProcess) is
+// authenticated by that key alone.
+func (s *Server) authenticateWith(withSecret bool, wwwAuth func(r *http.Request, withSecret, sent bool) string) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			withSecret := withSecret && r.Context().Value(keyInProcess) == nil
 			now := s.now()
 			addr := limits.AddrSubject(s.clientAddr(r))
 			if !s.admitted(w, r)(s.guard.Screen(r.Context(), addr, now)) {
@@ -214,10 +224,10 @@ func (s *Server) authenticate(withSecret bool) func(http.Handler) http.Handler {
 				// No guess, but an address out of failures is refused
 				// all the same (its exact window: Screen may not know).
 				if s.admitted(w, r)(s.guard.Peek(r.Context(), addr, now)) {
-					s.fail(w, r, limits.KeySubject(key), now, keyPolicy, err, challenge(withSecret, true))
+					s.fail(w, r, limits.KeySubject(key), now, keyPolicy, err, wwwAuth(r, withSecret, true))
 				}
 			case fe != nil && fe.Code.Status() == http.StatusUnauthorized:
-				s.fail(w, r, addr, now, addrPolicy, err, challenge(withSecret, key != ""))
+				s.fail(w, r, addr, now, addrPolicy, err, wwwAuth(r, withSecret, key != ""))
 			default:
 				if s.admitted(w, r)(s.guard.Peek(r.Context(), addr, now)) {
 					writeError(w, r, s.log, err)

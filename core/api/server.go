@@ -90,7 +90,16 @@ type Deps struct {
 	Health *health.Health
 	// Metrics counts the requests and the limits' decisions (nil: none).
 	Metrics *metrics.Metrics
+	// MCP, when set, makes the handler of the MCP endpoint and its
+	// protected-resource metadata (MCPPaths), given the server whose
+	// handler its tools call.
+	MCP func(*Server) http.Handler
 }
+
+// MCPPaths are the paths Deps.MCP's handler serves: the MCP endpoint and
+// its OAuth protected-resource metadata (RFC 9728), at the root and
+// suffixed with the endpoint's path.
+var MCPPaths = []string{"/mcp", "/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"}
 
 // Server is the v1 API.
 type Server struct {
@@ -114,6 +123,7 @@ type Server struct {
 	router      chi.Router
 	handler     http.Handler
 	dashboard   http.Handler
+	mcp         http.Handler
 	httpMetrics *metrics.HTTP
 	limits      *metrics.Limits
 }
@@ -133,6 +143,9 @@ func New(cfg Config, d Deps) *Server {
 	}
 	if d.Metrics != nil {
 		s.httpMetrics, s.limits = d.Metrics.HTTP, d.Metrics.Limits
+	}
+	if d.MCP != nil {
+		s.mcp = d.MCP(s)
 	}
 	s.router = s.Router()
 	s.handler = s.base(s.edges(s.cfg.HSTS, s.router))
@@ -211,6 +224,11 @@ func (s *Server) Router() chi.Router {
 		r.Post("/zapier/hooks", s.scope("connectors:write", s.zapierSubscribe))
 		r.Delete("/zapier/hooks/{id}", s.scope("connectors:write", s.zapierUnsubscribe))
 	})
+	if s.mcp != nil {
+		for _, p := range MCPPaths {
+			r.Handle(p, s.mcp)
+		}
+	}
 	if s.dashboard != nil {
 		r.Mount("/", s.dashboard)
 	}
