@@ -27,6 +27,7 @@ import (
 	"github.com/aivis/aivis/core/engines"
 	"github.com/aivis/aivis/core/health"
 	"github.com/aivis/aivis/core/hub"
+	"github.com/aivis/aivis/core/mcp"
 	"github.com/aivis/aivis/core/metrics"
 	"github.com/aivis/aivis/core/netguard"
 	"github.com/aivis/aivis/core/people"
@@ -455,6 +456,9 @@ func serveAPI(ctx context.Context, cfg config.Config, svc *Services, w *workers,
 		Guard: guard, Log: log,
 		Readings: w.recorder, Webhooks: w.webhooks, Scans: w.scans,
 		Domains: domainsSvc, Hub: w.connectors, Dashboard: dash, Health: hc, Metrics: svc.Metrics,
+		MCP: func(a *api.Server) http.Handler {
+			return mcp.New(a, mcp.Options{Log: log, Version: buildinfo.Get().Version})
+		},
 	})
 	dash.ClientAddr = srv.ClientAddr
 	// The first start without users prints a one-time link that creates

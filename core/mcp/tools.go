@@ -1,0 +1,492 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Tool is a tool the server offers and the scope its key must hold.
+type Tool struct {
+	Name, Scope string
+}
+
+// Tools are the server's tools, each with the scope of the API operations
+// it makes.
+var Tools = []Tool{
+	{"list_domains", "visibility:read"},
+	{"get_visibility", "visibility:read"},
+	{"get_visibility_history", "visibility:read"},
+	{"get_scan", "visibility:read"},
+	{"get_scan_figures", "visibility:read"},
+	{"get_cited_sources", "visibility:read"},
+	{"search_answers", "visibility:read"},
+	{"compare_scans", "visibility:read"},
+	{"start_scan", "visibility:write"},
+	{"list_content_requests", "content:read"},
+	{"get_content_request", "content:read"},
+	{"create_content_request", "content:write"},
+	{"get_budget_status", "budget:read"},
+}
+
+// Page is the paging of a list tool's input.
+type Page struct {
+	Cursor string `json:"cursor,omitempty" jsonschema:"the next_cursor of the previous page, to read the next"`
+	Limit  int    `json:"limit,omitempty" jsonschema:"items per page, 1 to 100 (default 20)"`
+}
+
+func (p Page) query(q url.Values) url.Values {
+	if p.Cursor != "" {
+		q.Set("cursor", p.Cursor)
+	}
+	if p.Limit != 0 {
+		q.Set("limit", strconv.Itoa(p.Limit))
+	}
+	return q
+}
+
+func setIf(q url.Values, name, v string) {
+	if v != "" {
+		q.Set(name, v)
+	}
+}
+
+// Interval is a 95% Wilson score interval of a rate.
+type Interval struct {
+	Low  float64 `json:"low"`
+	High float64 `json:"high"`
+}
+
+// Rate is a proportion of answers, with its interval.
+type Rate struct {
+	Value    float64  `json:"value" jsonschema:"hits/of, 0 to 1"`
+	Hits     int      `json:"hits"`
+	Of       int      `json:"of"`
+	Interval Interval `json:"interval_95" jsonschema:"the 95% Wilson score interval"`
+}
+
+// ListDomainsIn is list_domains's input.
+type ListDomainsIn struct {
+	ClientID string `json:"client_id,omitempty" jsonschema:"an agency's client whose domains to list (an agency-level key only)"`
+	Page
+}
+
+// Domain is a monitored domain.
+type Domain struct {
+	ID          string   `json:"id"`
+	Domain      string   `json:"domain"`
+	Brands      []string `json:"brands"`
+	Aliases     []string `json:"aliases"`
+	Competitors []string `json:"competitors"`
+	Topics      []string `json:"topics"`
+	Prompts     []string `json:"prompts"`
+	NextScanAt  *string  `json:"next_scan_at"`
+	LastScanAt  *string  `json:"last_scan_at"`
+	ClientID    *string  `json:"client_id"`
+	CreatedAt   string   `json:"created_at"`
+	UpdatedAt   string   `json:"updated_at"`
+}
+
+// Domains is a page of monitored domains (GET /v1/domains).
+type Domains struct {
+	passthrough
+	Items      []Domain `json:"items"`
+	HasMore    bool     `json:"has_more"`
+	NextCursor *string  `json:"next_cursor" jsonschema:"pass as cursor for the next page; null on the last"`
+}
+
+// DomainIn names a domain.
+type DomainIn struct {
+	Domain   string `json:"domain" jsonschema:"the monitored domain, e.g. example.com"`
+	ClientID string `json:"client_id,omitempty" jsonschema:"the agency's client the domain is monitored for (an agency-level key only)"`
+}
+
+// Visibility is a domain's visibility now (GET /v1/visibility).
+type Visibility struct {
+	passthrough
+	Domain          string          `json:"domain"`
+	VisibilityScore int             `json:"visibility_score" jsonschema:"0 to 100"`
+	Sentiment       string          `json:"sentiment"`
+	SentimentScore  float64         `json:"sentiment_score"`
+	MeasuredAt      string          `json:"measured_at"`
+	Source          string          `json:"source"`
+	ClientID        *string         `json:"client_id"`
+	FormulaVersion  *int            `json:"formula_version"`
+	Trend           json.RawMessage `json:"trend" jsonschema:"the score 7 and 30 days before, and the change since"`
+	LastScan        json.RawMessage `json:"last_scan" jsonschema:"the last completed scan: id, readiness score and the breakdown the score stands on, with the engines' rates and their 95% intervals"`
+}
+
+// HistoryIn is get_visibility_history's input.
+type HistoryIn struct {
+	DomainIn
+	Page
+}
+
+// Reading is a visibility reading.
+type Reading struct {
+	Domain          string  `json:"domain"`
+	VisibilityScore int     `json:"visibility_score"`
+	Sentiment       string  `json:"sentiment"`
+	SentimentScore  float64 `json:"sentiment_score"`
+	MeasuredAt      string  `json:"measured_at"`
+	Source          string  `json:"source"`
+	ClientID        *string `json:"client_id"`
+	FormulaVersion  *int    `json:"formula_version"`
+}
+
+// History is a page of a domain's readings, newest first
+// (GET /v1/visibility/history).
+type History struct {
+	passthrough
+	Items      []Reading `json:"items"`
+	HasMore    bool      `json:"has_more"`
+	NextCursor *string   `json:"next_cursor"`
+}
+
+// ScanIn names a scan.
+type ScanIn struct {
+	ScanID string `json:"scan_id" jsonschema:"the scan's id (scan_...), from start_scan, get_visibility's last_scan or get_scan"`
+}
+
+// StartScanIn is start_scan's input.
+type StartScanIn struct {
+	DomainIn
+	IdempotencyKey string `json:"idempotency_key,omitempty" jsonschema:"retrying with the same key answers the first scan rather than starting another"`
+}
+
+// Scan is a scan (POST /v1/visibility/scans, GET /v1/visibility/scans/{id}).
+type Scan struct {
+	passthrough
+	ID         string          `json:"id"`
+	Domain     string          `json:"domain"`
+	DomainID   string          `json:"domain_id"`
+	Trigger    string          `json:"trigger"`
+	Status     string          `json:"status" jsonschema:"queued, running, completed or failed"`
+	Attempts   int             `json:"attempts"`
+	Result     json.RawMessage `json:"result" jsonschema:"the completed scan's scores and breakdown (null before)"`
+	Error      *string         `json:"error"`
+	ClientID   *string         `json:"client_id"`
+	CreatedAt  string          `json:"created_at"`
+	StartedAt  *string         `json:"started_at"`
+	FinishedAt *string         `json:"finished_at"`
+}
+
+// ScanStatus is get_scan's result: a scan without its breakdown, with
+// its scores once completed.
+type ScanStatus struct {
+	passthrough
+	ID              string  `json:"id"`
+	Domain          string  `json:"domain"`
+	Status          string  `json:"status" jsonschema:"queued, running, completed or failed"`
+	Attempts        int     `json:"attempts"`
+	Error           *string `json:"error"`
+	CreatedAt       string  `json:"created_at"`
+	StartedAt       *string `json:"started_at"`
+	FinishedAt      *string `json:"finished_at"`
+	VisibilityScore *int    `json:"visibility_score,omitempty"`
+	ReadinessScore  *int    `json:"readiness_score,omitempty"`
+	Sentiment       string  `json:"sentiment,omitempty"`
+}
+
+// SearchAnswersIn is search_answers's input.
+type SearchAnswersIn struct {
+	ScanIn
+	Q         string `json:"q,omitempty" jsonschema:"words the answer's text contains"`
+	Engine    string `json:"engine,omitempty" jsonschema:"an engine's label"`
+	Cited     *bool  `json:"cited,omitempty" jsonschema:"only answers that cite the domain (true) or do not (false)"`
+	Mentioned *bool  `json:"mentioned,omitempty" jsonschema:"only answers that name the brand (true) or do not (false)"`
+	Prompt    *int   `json:"prompt,omitempty" jsonschema:"only the answers to this prompt of the scan's prompt set (its index, from 0)"`
+	Page
+}
+
+// Answer is an engine's answer in a scan.
+type Answer struct {
+	Seq       int             `json:"seq"`
+	Prompt    json.RawMessage `json:"prompt"`
+	Run       int             `json:"run"`
+	Engine    string          `json:"engine"`
+	Kind      string          `json:"kind"`
+	Text      string          `json:"text"`
+	Error     *string         `json:"error"`
+	Mentioned bool            `json:"mentioned"`
+	Cited     bool            `json:"cited"`
+	Position  int             `json:"position"`
+	Sources   json.RawMessage `json:"sources"`
+	Citations json.RawMessage `json:"citations"`
+}
+
+// Answers is a page of a scan's answers
+// (GET /v1/visibility/scans/{id}/answers).
+type Answers struct {
+	passthrough
+	Items      []Answer `json:"items"`
+	HasMore    bool     `json:"has_more"`
+	NextCursor *string  `json:"next_cursor"`
+}
+
+// ContentListIn is list_content_requests's input.
+type ContentListIn struct {
+	Status   string `json:"status,omitempty" jsonschema:"queued, processing, completed, failed or cancelled"`
+	Domain   string `json:"domain,omitempty"`
+	ClientID string `json:"client_id,omitempty" jsonschema:"an agency's client (an agency-level key only)"`
+	Page
+}
+
+// ContentRequest is a content request.
+type ContentRequest struct {
+	ID            string            `json:"id"`
+	Status        string            `json:"status"`
+	Step          *string           `json:"step"`
+	Type          string            `json:"type"`
+	Domain        string            `json:"domain"`
+	URL           *string           `json:"url"`
+	Content       *string           `json:"content,omitempty"`
+	TargetQueries []string          `json:"target_queries"`
+	ClientID      *string           `json:"client_id"`
+	Currency      string            `json:"currency"`
+	Budget        float64           `json:"budget" jsonschema:"US dollars"`
+	Spent         float64           `json:"spent"`
+	Reserved      float64           `json:"reserved"`
+	Metadata      map[string]string `json:"metadata"`
+	FailureReason *string           `json:"failure_reason"`
+	Result        json.RawMessage   `json:"result"`
+	CreatedAt     string            `json:"created_at"`
+	UpdatedAt     string            `json:"updated_at"`
+	StartedAt     *string           `json:"started_at"`
+	EndedAt       *string           `json:"ended_at"`
+}
+
+// ContentRequestOut is one content request.
+type ContentRequestOut struct {
+	passthrough
+	ContentRequest
+}
+
+// ContentRequests is a page of content requests.
+type ContentRequests struct {
+	passthrough
+	Items      []ContentRequest `json:"items"`
+	HasMore    bool             `json:"has_more"`
+	NextCursor *string          `json:"next_cursor"`
+}
+
+// ContentIDIn names a content request.
+type ContentIDIn struct {
+	ID string `json:"id" jsonschema:"the content request's id"`
+}
+
+// CreateContentIn is create_content_request's input.
+type CreateContentIn struct {
+	Domain         string            `json:"domain"`
+	Budget         float64           `json:"budget" jsonschema:"the most it may spend, in US dollars (within the account's monthly budget and per-request maximum)"`
+	URL            string            `json:"url,omitempty" jsonschema:"the page to analyse or optimize"`
+	Content        string            `json:"content,omitempty" jsonschema:"the text to analyse or optimize, instead of url"`
+	TargetQueries  []string          `json:"target_queries,omitempty" jsonschema:"the questions the content should answer"`
+	Type           string            `json:"type,omitempty" jsonschema:"optimize (default) or analyze"`
+	ClientID       string            `json:"client_id,omitempty"`
+	Metadata       map[string]string `json:"metadata,omitempty"`
+	IdempotencyKey string            `json:"idempotency_key,omitempty" jsonschema:"retrying with the same key answers the first request rather than making another"`
+}
+
+// BudgetStatus is the account's rate limits, usage and monthly budget
+// (GET /api/v1/ai/budget-status).
+type BudgetStatus struct {
+	passthrough
+	QuotaTier      string          `json:"quota_tier"`
+	RateLimits     json.RawMessage `json:"rate_limits"`
+	Usage          json.RawMessage `json:"usage"`
+	Remaining      json.RawMessage `json:"remaining"`
+	Resets         json.RawMessage `json:"resets"`
+	Budget         json.RawMessage `json:"budget"`
+	ActiveRequests json.RawMessage `json:"active_requests"`
+	AccountID      string          `json:"account_id"`
+	ClientID       *string         `json:"client_id"`
+}
+
+var (
+	yes = true
+	no  = false
+)
+
+func read(title string) *mcp.ToolAnnotations {
+	return &mcp.ToolAnnotations{Title: title, ReadOnlyHint: true, OpenWorldHint: &no}
+}
+
+func write(title string) *mcp.ToolAnnotations {
+	return &mcp.ToolAnnotations{Title: title, DestructiveHint: &no, OpenWorldHint: &no}
+}
+
+// tool adds a tool whose result is Out, with Out's open output schema.
+func tool[In, Out any](h *Handler, name, description string, ann *mcp.ToolAnnotations, fn mcp.ToolHandlerFor[In, Out]) {
+	scope := ""
+	for _, t := range Tools {
+		if t.Name == name {
+			scope = t.Scope
+		}
+	}
+	if scope == "" {
+		panic("mcp: tool " + name + " is not in Tools")
+	}
+	mcp.AddTool(h.server, &mcp.Tool{Name: name, Title: ann.Title, Description: description + " Needs the " + scope + " scope.",
+		Annotations: ann, OutputSchema: outputSchema[Out]()}, fn)
+}
+
+func (h *Handler) addTools() {
+	tool(h, "list_domains", "The monitored domains, with their brands, competitors, topics and prompts.", read("Monitored domains"),
+		func(ctx context.Context, req *mcp.CallToolRequest, in ListDomainsIn) (*mcp.CallToolResult, Domains, error) {
+			q := url.Values{}
+			setIf(q, "client_id", in.ClientID)
+			b, err := h.call(ctx, req, http.MethodGet, "/v1/domains", in.Page.query(q), nil, "")
+			return nil, Domains{passthrough: passthrough{b}}, err
+		})
+	tool(h, "get_visibility", "A domain's AI visibility now: its score (0-100), sentiment, the trend over 7 and 30 days, "+
+		"and the last scan's breakdown (mention, citation and share-of-voice rates per engine with 95% intervals).",
+		read("Visibility now"),
+		func(ctx context.Context, req *mcp.CallToolRequest, in DomainIn) (*mcp.CallToolResult, Visibility, error) {
+			b, err := h.call(ctx, req, http.MethodGet, "/v1/visibility", in.query(url.Values{}), nil, "")
+			return nil, Visibility{passthrough: passthrough{b}}, err
+		})
+	tool(h, "get_visibility_history", "A domain's visibility readings, newest first, a page at a time.", read("Visibility history"),
+		func(ctx context.Context, req *mcp.CallToolRequest, in HistoryIn) (*mcp.CallToolResult, History, error) {
+			b, err := h.call(ctx, req, http.MethodGet, "/v1/visibility/history", in.Page.query(in.DomainIn.query(url.Values{})), nil, "")
+			return nil, History{passthrough: passthrough{b}}, err
+		})
+	tool(h, "get_scan", "A scan's status (queued, running, completed or failed) and, once completed, its scores.", read("Scan status"),
+		func(ctx context.Context, req *mcp.CallToolRequest, in ScanIn) (*mcp.CallToolResult, ScanStatus, error) {
+			b, err := h.call(ctx, req, http.MethodGet, scanPath(in.ScanID), nil, nil, "")
+			if err != nil {
+				return nil, ScanStatus{}, err
+			}
+			out, err := scanStatus(b)
+			return nil, out, err
+		})
+	tool(h, "get_scan_figures", "A completed scan's figures over every engine and per engine (and per surface and market when "+
+		"the scan has them): presence, mention, citation, first-position and share-of-voice rates, each with its hits, "+
+		"its base and its 95% Wilson interval; position, sentiment and competitors' mentions.", read("Scan figures"),
+		func(ctx context.Context, req *mcp.CallToolRequest, in ScanIn) (*mcp.CallToolResult, ScanFigures, error) {
+			sc, err := h.scan(ctx, req, in.ScanID)
+			if err != nil {
+				return nil, ScanFigures{}, err
+			}
+			return nil, figures(sc), nil
+		})
+	tool(h, "get_cited_sources", "The sources the engines cited in a completed scan: the domains cited most and the scanned "+
+		"domain's own pages cited, over every engine and per engine, with the domain's share of the sources.",
+		read("Cited sources"),
+		func(ctx context.Context, req *mcp.CallToolRequest, in ScanIn) (*mcp.CallToolResult, CitedSources, error) {
+			sc, err := h.scan(ctx, req, in.ScanID)
+			if err != nil {
+				return nil, CitedSources{}, err
+			}
+			return nil, citedSources(sc), nil
+		})
+	tool(h, "search_answers", "A scan's answers, the evidence of its figures: each engine's answer to each prompt with "+
+		"whether it names and cites the domain, its sources and citations; filtered by words (q), engine, cited, "+
+		"mentioned or prompt.", read("Search answers"),
+		func(ctx context.Context, req *mcp.CallToolRequest, in SearchAnswersIn) (*mcp.CallToolResult, Answers, error) {
+			q := url.Values{}
+			setIf(q, "q", in.Q)
+			setIf(q, "engine", in.Engine)
+			if in.Cited != nil {
+				q.Set("cited", strconv.FormatBool(*in.Cited))
+			}
+			if in.Mentioned != nil {
+				q.Set("mentioned", strconv.FormatBool(*in.Mentioned))
+			}
+			if in.Prompt != nil {
+				q.Set("prompt", strconv.Itoa(*in.Prompt))
+			}
+			b, err := h.call(ctx, req, http.MethodGet, scanPath(in.ScanID)+"/answers", in.Page.query(q), nil, "")
+			return nil, Answers{passthrough: passthrough{b}}, err
+		})
+	tool(h, "compare_scans", "Two completed scans of a domain compared: per engine (and over every engine), the mention and "+
+		"citation rates of each with their 95% intervals, the change, and whether the intervals are apart.",
+		read("Compare scans"),
+		func(ctx context.Context, req *mcp.CallToolRequest, in CompareIn) (*mcp.CallToolResult, Comparison, error) {
+			from, err := h.scan(ctx, req, in.FromScanID)
+			if err != nil {
+				return nil, Comparison{}, err
+			}
+			to, err := h.scan(ctx, req, in.ToScanID)
+			if err != nil {
+				return nil, Comparison{}, err
+			}
+			out, err := compare(from, to)
+			return nil, out, err
+		})
+	tool(h, "start_scan", "Starts a scan of a monitored domain now (or answers the one already queued or running); "+
+		"follow it with get_scan.", write("Start a scan"),
+		func(ctx context.Context, req *mcp.CallToolRequest, in StartScanIn) (*mcp.CallToolResult, Scan, error) {
+			body := map[string]string{"domain": in.Domain}
+			if in.ClientID != "" {
+				body["client_id"] = in.ClientID
+			}
+			b, err := h.call(ctx, req, http.MethodPost, "/v1/visibility/scans", nil, body, in.IdempotencyKey)
+			return nil, Scan{passthrough: passthrough{b}}, err
+		})
+	tool(h, "list_content_requests", "Content requests (analyses and optimizations of a page or text for AI answers), "+
+		"newest first, without their content.", read("Content requests"),
+		func(ctx context.Context, req *mcp.CallToolRequest, in ContentListIn) (*mcp.CallToolResult, ContentRequests, error) {
+			q := url.Values{}
+			setIf(q, "status", in.Status)
+			setIf(q, "domain", in.Domain)
+			setIf(q, "client_id", in.ClientID)
+			b, err := h.call(ctx, req, http.MethodGet, "/api/v1/ai/content-requests", in.Page.query(q), nil, "")
+			if err == nil {
+				b, err = data(b)
+			}
+			return nil, ContentRequests{passthrough: passthrough{b}}, err
+		})
+	tool(h, "get_content_request", "A content request: its status, step, spending and, once completed, its result.",
+		read("Content request"),
+		func(ctx context.Context, req *mcp.CallToolRequest, in ContentIDIn) (*mcp.CallToolResult, ContentRequestOut, error) {
+			b, err := h.call(ctx, req, http.MethodGet, "/api/v1/ai/content-requests/"+url.PathEscape(in.ID), nil, nil, "")
+			if err == nil {
+				b, err = data(b)
+			}
+			return nil, ContentRequestOut{passthrough: passthrough{b}}, err
+		})
+	tool(h, "create_content_request", "Asks for a page or text to be analysed or optimized for AI answers, spending at most "+
+		"budget US dollars; refused beyond the account's monthly budget or its per-request maximum (see get_budget_status).",
+		write("Create a content request"),
+		func(ctx context.Context, req *mcp.CallToolRequest, in CreateContentIn) (*mcp.CallToolResult, ContentRequestOut, error) {
+			body := map[string]any{"domain": in.Domain, "budget": json.Number(strconv.FormatFloat(in.Budget, 'f', -1, 64))}
+			for k, v := range map[string]string{"url": in.URL, "content": in.Content, "type": in.Type, "client_id": in.ClientID} {
+				if v != "" {
+					body[k] = v
+				}
+			}
+			if len(in.TargetQueries) > 0 {
+				body["target_queries"] = in.TargetQueries
+			}
+			if len(in.Metadata) > 0 {
+				body["metadata"] = in.Metadata
+			}
+			b, err := h.call(ctx, req, http.MethodPost, "/api/v1/ai/content-requests", nil, body, in.IdempotencyKey)
+			if err == nil {
+				b, err = data(b)
+			}
+			return nil, ContentRequestOut{passthrough: passthrough{b}}, err
+		})
+	tool(h, "get_budget_status", "The account's tier, rate limits and their use in the current minute, hour and day, and "+
+		"its content budget for the month: spent, reserved and remaining.", read("Budget status"),
+		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, BudgetStatus, error) {
+			b, err := h.call(ctx, req, http.MethodGet, "/api/v1/ai/budget-status", nil, nil, "")
+			if err == nil {
+				b, err = data(b)
+			}
+			return nil, BudgetStatus{passthrough: passthrough{b}}, err
+		})
+}
+
+func (in DomainIn) query(q url.Values) url.Values {
+	q.Set("domain", in.Domain)
+	setIf(q, "client_id", in.ClientID)
+	return q
+}
+
+func scanPath(id string) string { return "/v1/visibility/scans/" + url.PathEscape(id) }
