@@ -25,7 +25,7 @@ const (
 )
 
 // Kinds are the engine kinds, the default first.
-var Kinds = []string{KindOpenAIChat, KindOpenAIResponses, KindPerplexity, KindAnthropic, KindGemini, KindXAI, KindDataForSEO}
+var Kinds = []string{KindOpenAIChat, KindOpenAIResponses, KindPerplexity, KindAnthropic, KindGemini, KindXAI, KindDataForSEO, KindSerpAPI}
 
 // Source is a page the engine reports it consulted for an answer.
 type Source struct {

@@ -113,6 +113,15 @@ type adapter interface {
 	failure(status int, h http.Header, body []byte) (time.Duration, error)
 }
 
+// deferrer is an adapter whose answer of 200 may leave part of itself to
+// a second request, made at once (SerpApi's Google search, whose AI
+// Overview may come by a token that lives about a minute).
+type deferrer interface {
+	// deferred is the request of what the 200 answer b left to a second
+	// one; nil when it left nothing.
+	deferred(ctx context.Context, e Engine, b []byte) (*http.Request, error)
+}
+
 // adapters are the kinds' adapters, by kind; each kind's file adds its own.
 var adapters = map[string]adapter{}
 
@@ -214,7 +223,8 @@ func (c *Client) complete(ctx context.Context, e Engine, r Request) (Answer, int
 	return Answer{}, i, fmt.Errorf("%s: %w", e.Label, last)
 }
 
-// once makes one attempt; wait is what the engine asked to wait.
+// once makes one attempt, with the second request its answer leaves to
+// one (deferrer); wait is what the engine asked to wait.
 func (c *Client) once(ctx context.Context, e Engine, ad adapter, r Request) (Answer, time.Duration, error) {
 	timeout := e.Timeout
 	if timeout <= 0 {
@@ -251,6 +261,10 @@ func (c *Client) once(ctx context.Context, e Engine, ad adapter, r Request) (Ans
 		var f *Failure
 		if errors.As(err, &f) {
 			f.Detail = e.said(f.Detail)
+			// A wrapping error's text was made of the words before.
+			if errors.Is(err, ErrPermanent) {
+				err = fmt.Errorf("%w: %w", ErrPermanent, f)
+			}
 		}
 		return Answer{}, wait, err
 	}
@@ -266,7 +280,50 @@ func (c *Client) once(ctx context.Context, e Engine, ad adapter, r Request) (Ans
 		return Answer{}, 0, &Failure{Category: FailProvider, Status: resp.StatusCode,
 			Detail: e.said(fmt.Sprintf("the engine's answer is not a %s answer: %v", e.kind(), err))}
 	}
-	return a.tidy(), 0, nil
+	return c.rest(ctx, e, ad, r, a, b)
+}
+
+// rest is the answer a, of the body b, with what it left to a second
+// request if it left any: that request's answer, read and failing as any
+// of the adapter's (an absent one fails: the first said there was more),
+// with what both cost. The second shares the attempt's time.
+func (c *Client) rest(ctx context.Context, e Engine, ad adapter, r Request, a Answer, b []byte) (Answer, time.Duration, error) {
+	d, ok := ad.(deferrer)
+	if !ok {
+		return a.tidy(), 0, nil
+	}
+	req, err := d.deferred(ctx, e, b)
+	if err != nil {
+		return Answer{}, 0, fmt.Errorf("%w: %w", ErrPermanent, &Failure{Category: FailBadRequest,
+			Detail: "the second request could not be made: " + err.Error()})
+	}
+	if req == nil {
+		return a.tidy(), 0, nil
+	}
+	more, wait, err := c.once(ctx, e, second{ad, req}, r)
+	switch {
+	case err != nil:
+		return Answer{}, wait, err
+	case more.Absent:
+		return Answer{}, 0, &Failure{Category: FailProvider, Status: http.StatusOK,
+			Detail: "the engine's second request did not bring what its first left to it"}
+	}
+	more.Searches += a.Searches
+	more.CostUSD += a.CostUSD
+	more.InputTokens += a.InputTokens
+	more.OutputTokens += a.OutputTokens
+	return more, 0, nil
+}
+
+// second is the adapter of an attempt's second request (deferrer): req,
+// its answer read as any of the first's adapter.
+type second struct {
+	adapter
+	req *http.Request
+}
+
+func (s second) request(ctx context.Context, _ Engine, _ Request) (*http.Request, error) {
+	return s.req.WithContext(ctx), nil
 }
 
 // said is what the engine said of a failure, for the operator's log

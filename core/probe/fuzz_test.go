@@ -24,7 +24,7 @@ const fuzzKey = "sk-fuzz-0123456789abcdefOPERATOR"
 
 // fuzzModels are the models of the kinds whose model names an endpoint
 // ("m" for the others).
-var fuzzModels = map[string]string{KindDataForSEO: DataForSEOOverview}
+var fuzzModels = map[string]string{KindDataForSEO: DataForSEOOverview, KindSerpAPI: "google_ai_overview"}
 
 // served is what the fuzz engine answers: a status, a Retry-After and a
 // body.
@@ -129,6 +129,14 @@ func FuzzEngineAnswer(f *testing.F) {
 		{KindAnthropic, 529, `{"type":"error","error":{"type":"overloaded_error","message":"` + fuzzKey + `"}}`},
 		{KindGemini, 429, `{"error":{"code":429,"status":"RESOURCE_EXHAUSTED","message":"` + fuzzKey + `","details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"17s"}]}}`},
 		{KindPerplexity, 502, "<html>bad gateway \xff\xfe\x00</html>"},
+		// SerpApi's overview deferred (the second request answered the
+		// same: deferred again), a search that found nothing, blocks
+		// citing a reference that is no web page and one missing, a plan
+		// out of searches.
+		{KindSerpAPI, 200, `{"search_metadata":{"status":"Success"},"ai_overview":{"page_token":"tok","serpapi_link":"x"}}`},
+		{KindSerpAPI, 200, `{"search_metadata":{"status":"Success"},"error":"Google hasn't returned any results for this query."}`},
+		{KindSerpAPI, 200, `{"search_metadata":{"status":"Success"},"ai_overview":{"text_blocks":[{"type":"list","list":[{"snippet":"Acme\u0000 leads.","reference_indexes":[3,99],"list":[{"title":"x"}]}]}],"references":[{"link":"javascript:alert(1)","index":3}]}}`},
+		{KindSerpAPI, 429, `{"error":"Your account has run out of searches. ` + fuzzKey + `"}`},
 	} {
 		f.Add(uint8(indexOf(Kinds, s.kind)), s.status, "", []byte(s.body))
 	}
@@ -204,7 +212,9 @@ func checkFailure(t *testing.T, status int, err error) {
 	if f.Category != want || f.Status != status {
 		t.Fatalf("a %d answered is %s %d, want %s", status, f.Category, f.Status, want)
 	}
-	if permanent := errors.Is(err, ErrPermanent); status != http.StatusOK && permanent != !(status == 429 || status == 408 || status >= 500) {
+	// A SerpApi plan out of searches (429) is permanent.
+	outOfSearches := status == 429 && strings.Contains(f.Detail, "run out of searches")
+	if permanent := errors.Is(err, ErrPermanent); status != http.StatusOK && !outOfSearches && permanent != !(status == 429 || status == 408 || status >= 500) {
 		t.Fatalf("a %d answered is permanent: %v", status, permanent)
 	}
 	if got, phrase := f.Public(), failurePhrases[f.Category]; phrase == "" || got != fmt.Sprintf("%s (HTTP %d)", phrase, status) {

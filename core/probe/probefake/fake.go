@@ -43,6 +43,9 @@ type Reply struct {
 	// groundingMetadata, as Gemini occasionally does; anthropic's searches
 	// fail (web_search_tool_result_error).
 	NoMetadata bool
+	// SERP (serpapi) is how the page shows its AI answer when not inline:
+	// SERPDeferred, SERPExpired, SERPFailed or SERPNoResults.
+	SERP string
 	// Think (perplexity reasoning models) is put in a <think> block
 	// before the text.
 	Think string
@@ -105,7 +108,10 @@ type Fake struct {
 	// Key, when set, is the key required, in each kind's header.
 	Key string
 	// Delay is how long each answer takes.
-	Delay    time.Duration
+	Delay time.Duration
+	// TokenTTL is how long a SerpApi page_token lives (default a minute).
+	TokenTTL time.Duration
+	serp     serpState
 	inFlight atomic.Int64
 	peak     atomic.Int64
 	requests atomic.Int64
