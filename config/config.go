@@ -168,6 +168,7 @@ var defaultBaseURLs = map[string]string{
 	probe.KindGemini:          "https://generativelanguage.googleapis.com",
 	probe.KindDataForSEO:      "https://api.dataforseo.com",
 	probe.KindXAI:             "https://api.x.ai/v1",
+	probe.KindSerpAPI:         "https://serpapi.com",
 }
 
 // URL is the engine's base URL: BaseURL, or by default its kind's
@@ -601,6 +602,9 @@ func (c *Config) Validate() error {
 		}
 		if e.Model == "" {
 			errs = append(errs, fmt.Errorf("%s.model must be set", at))
+		} else if kind == probe.KindSerpAPI && !slices.Contains(probe.SerpAPIModels, e.Model) {
+			errs = append(errs, fmt.Errorf("%s.model of kind %s must be one of %s: the surface SerpApi reads (Google's AI Overview, Google's AI Mode or Copilot)",
+				at, probe.KindSerpAPI, strings.Join(probe.SerpAPIModels, ", ")))
 		}
 		if e.APIKey != "" && e.APIKeyEnv != "" {
 			errs = append(errs, fmt.Errorf("%s: set api_key or api_key_env, not both", at))

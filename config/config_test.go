@@ -611,6 +611,27 @@ func TestEngineKinds(t *testing.T) {
 	}
 }
 
+// TestSerpAPIEngine: a serpapi engine takes SerpApi's API by default; its
+// model is one of SerpApi's engines it reads; it takes no max_searches.
+func TestSerpAPIEngine(t *testing.T) {
+	c := config.Default()
+	for _, m := range []string{"google_ai_overview", "google_ai_mode", "bing_copilot"} {
+		c.Engines = append(c.Engines, config.Engine{Label: m, Kind: "serpapi", Model: m, APIKey: "k", SearchPricePer1K: 15})
+	}
+	if err := c.Validate(); err != nil || c.Engines[0].URL() != "https://serpapi.com" {
+		t.Fatalf("%v, %s", err, c.Engines[0].URL())
+	}
+	c.Engines = []config.Engine{{Label: "bing", Kind: "serpapi", Model: "bing", APIKey: "k"},
+		{Label: "bounded", Kind: "serpapi", Model: "google_ai_mode", APIKey: "k", MaxSearches: 2}}
+	err := c.Validate()
+	for _, w := range []string{"engines[0].model of kind serpapi must be one of google_ai_overview, google_ai_mode, bing_copilot",
+		"engines[1].max_searches bounds the searches of kind anthropic only"} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("error %v does not mention %q", err, w)
+		}
+	}
+}
+
 // TestEngineSearchSettings: an xai engine takes xAI's API by default and
 // x_search; an openai-chat engine of a search model, surface search_api.
 func TestEngineSearchSettings(t *testing.T) {
