@@ -192,6 +192,11 @@ func listTools(t *testing.T, cs *mcp.ClientSession) {
 		if !strings.Contains(string(in), `"type":"object"`) || !strings.Contains(string(out), `"type":"object"`) {
 			t.Errorf("%s: input schema %s, output schema %s; want objects", tool.Name, in, out)
 		}
+		var schema any
+		json.Unmarshal(out, &schema)
+		if path := booleanSchema(schema, "outputSchema"); path != "" {
+			t.Errorf("%s: %s is a boolean schema; clients (the TypeScript SDK) want an object", tool.Name, path)
+		}
 		if tool.Annotations == nil || tool.Description == "" {
 			t.Errorf("%s: no annotations or description", tool.Name)
 		}
@@ -205,6 +210,26 @@ func listTools(t *testing.T, cs *mcp.ClientSession) {
 	if !slices.Equal(names, want) {
 		t.Errorf("tools %v; want %v", names, want)
 	}
+}
+
+// booleanSchema is the path of a property or items schema of s that is
+// true or false, "" if none is.
+func booleanSchema(s any, path string) string {
+	m, ok := s.(map[string]any)
+	if !ok {
+		return path
+	}
+	if props, ok := m["properties"].(map[string]any); ok {
+		for name, p := range props {
+			if bad := booleanSchema(p, path+".properties."+name); bad != "" {
+				return bad
+			}
+		}
+	}
+	if items, ok := m["items"]; ok {
+		return booleanSchema(items, path+".items")
+	}
+	return ""
 }
 
 // completed starts a scan of domain and waits for it to complete.

@@ -16,7 +16,7 @@ import (
 // out is no protocol error.
 func outputSchema[Out any]() *jsonschema.Schema {
 	s, err := jsonschema.For[Out](&jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
-		reflect.TypeFor[json.RawMessage](): {},
+		reflect.TypeFor[json.RawMessage](): anyJSON,
 	}})
 	if err != nil {
 		panic(fmt.Sprintf("mcp: output schema of %T: %v", *new(Out), err))
@@ -24,6 +24,11 @@ func outputSchema[Out any]() *jsonschema.Schema {
 	open(s)
 	return s
 }
+
+// anyJSON takes any JSON value. It is no empty schema, which marshals as
+// true: clients (the TypeScript SDK) take a property's schema to be an
+// object.
+var anyJSON = &jsonschema.Schema{Types: []string{"object", "array", "string", "number", "boolean", "null"}}
 
 func open(s *jsonschema.Schema) {
 	if s == nil {
