@@ -134,13 +134,14 @@ func TestCitationEvents(t *testing.T) {
 		t.Fatalf("kept %+v, dropped %+v", got, f.Dropped())
 	}
 	want := map[string]any{"event_id": "evt_c", "domain": "example.com", "engine": "Perplexity", "kind": "perplexity",
+		"surface": "search_api", "market": "de-DE",
 		"citation_change": -27.5, "citation_rate": 0.125, "previous_citation_rate": 0.4, "source_share": 1.0 / 30,
 		"previous_source_share": 0.075, "scan_id": "scan_2", "previous_scan_id": "scan_1"}
 	if got[0].Name != "aivis_citation_change" || !maps.Equal(got[0].Params, want) {
 		t.Errorf("%s %v\nwant %v", got[0].Name, got[0].Params, want)
 	}
 	want = map[string]any{"event_id": "evt_s", "domain": "example.com", "scan_id": "scan_1", "visibility_score": 64.0,
-		"sentiment": "positive", "readiness_score": 80.0, "citation_rate": 0.25, "source_share": 0.075}
+		"sentiment": "positive", "readiness_score": 80.0, "citation_rate": 0.25, "source_share": 0.075, "overview_presence": 1.0}
 	if got[1].Name != "aivis_scan_completed" || !maps.Equal(got[1].Params, want) {
 		t.Errorf("%s %v\nwant %v", got[1].Name, got[1].Params, want)
 	}

@@ -84,12 +84,12 @@ func TestCitationMessages(t *testing.T) {
 		t.Fatalf("results %+v", rs)
 	}
 	got := f.Received()
-	if len(got) != 2 || got[0].Text != "Citation rate changed: example.com in Perplexity 12.5% (-27.5 pts)" ||
+	if len(got) != 2 || got[0].Text != "Citation rate changed: example.com in Perplexity (de-DE) 12.5% (-27.5 pts)" ||
 		got[1].Text != "Visibility scan completed: example.com 64" {
 		t.Fatalf("received %+v", got)
 	}
 	for i, wants := range [][]string{
-		{`"text":"Citation rate changed: example.com"`, `*Engine*\nPerplexity (perplexity)`,
+		{`"text":"Citation rate changed: example.com"`, `*Engine*\nPerplexity (perplexity, search_api)`, `*Market*\nde-DE`,
 			`*Citation rate*\n12.5% (1 of 8), was 40% (4 of 10): -27.5 pts`, `*Source share*\n3.3% (1 of 30), was 7.5% (3 of 40)`},
 		{`*Citation rate*\n25% (5 of 20)`, `*Source share*\n7.5% (3 of 40)`,
 			`*Citations by engine*\nChatGPT: cited in 10% (1 of 10)\nPerplexity: cited in 40% (4 of 10), 7.5% of sources`},

@@ -52,15 +52,24 @@ type ContentOptimizedData struct {
 // are the scan's (overall) and each engine's; CitationRate is nil, and
 // Engines empty, for a scan that asked no engine.
 type ScanCompletedData struct {
-	ScanID          string            `json:"scan_id"`
-	Domain          string            `json:"domain"`
-	VisibilityScore int               `json:"visibility_score"`
-	Sentiment       string            `json:"sentiment"`
-	ReadinessScore  int               `json:"readiness_score"`
-	CitationRate    *Rate             `json:"citation_rate"`
-	SourceShare     *Rate             `json:"source_share"`
-	Engines         []EngineCitations `json:"engines"`
-	ClientID        *string           `json:"client_id"`
+	ScanID          string `json:"scan_id"`
+	Domain          string `json:"domain"`
+	VisibilityScore int    `json:"visibility_score"`
+	Sentiment       string `json:"sentiment"`
+	ReadinessScore  int    `json:"readiness_score"`
+	CitationRate    *Rate  `json:"citation_rate"`
+	SourceShare     *Rate  `json:"source_share"`
+	// OverviewPresence is the answers whose surface showed an AI answer
+	// at all, of the answers (nil for a scan that asked no engine).
+	OverviewPresence *Rate             `json:"overview_presence"`
+	Engines          []EngineCitations `json:"engines"`
+	ClientID         *string           `json:"client_id"`
+}
+
+// Market is where, and in which language, a prompt was asked.
+type Market struct {
+	Country  string `json:"country"`
+	Language string `json:"language"`
 }
 
 // Rate is a proportion as events carry it: Hits of Of, and their ratio
@@ -75,10 +84,15 @@ type Rate struct {
 // answers that cite the domain, and the domain's share of the sources
 // cited (nil when no answer of the engine reported sources).
 type EngineCitations struct {
-	Label        string `json:"label"`
-	Kind         string `json:"kind"`
-	CitationRate Rate   `json:"citation_rate"`
-	SourceShare  *Rate  `json:"source_share"`
+	Label string `json:"label"`
+	Kind  string `json:"kind"`
+	// Surface is the engine's (model, search_api or serp); Market the
+	// market of these figures (nil: the scan asked none).
+	Surface          string  `json:"surface"`
+	Market           *Market `json:"market"`
+	CitationRate     Rate    `json:"citation_rate"`
+	SourceShare      *Rate   `json:"source_share"`
+	OverviewPresence Rate    `json:"overview_presence"`
 }
 
 // CitationChangeData is the data of citation_change: one engine's
@@ -89,6 +103,8 @@ type CitationChangeData struct {
 	Domain               string  `json:"domain"`
 	Engine               string  `json:"engine"`
 	Kind                 string  `json:"kind"`
+	Surface              string  `json:"surface"`
+	Market               *Market `json:"market"`
 	CitationRate         Rate    `json:"citation_rate"`
 	PreviousCitationRate Rate    `json:"previous_citation_rate"`
 	CitationChange       float64 `json:"citation_change"`

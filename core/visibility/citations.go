@@ -20,14 +20,16 @@ type cited struct {
 }
 
 type citedStats struct {
-	CitationRate events.Rate  `json:"citation_rate"`
-	SourceShare  *events.Rate `json:"source_share"`
+	CitationRate     events.Rate  `json:"citation_rate"`
+	SourceShare      *events.Rate `json:"source_share"`
+	OverviewPresence *events.Rate `json:"overview_presence"`
 }
 
 type citedEngine struct {
-	Label  string        `json:"label"`
-	Kind   string        `json:"kind"`
-	Market *probe.Market `json:"market"`
+	Label   string         `json:"label"`
+	Kind    string         `json:"kind"`
+	Surface string         `json:"surface"`
+	Market  *events.Market `json:"market"`
 	citedStats
 }
 
@@ -36,7 +38,20 @@ func (e citedEngine) key() string {
 	if e.Market == nil {
 		return e.Label
 	}
-	return e.Label + "\x00" + e.Market.String()
+	return e.Label + "\x00" + e.Market.Language + "-" + e.Market.Country
+}
+
+// presence is a figure's overview presence: every answer shown for one
+// kept before presence was measured.
+func (s citedStats) presence() events.Rate {
+	if s.OverviewPresence == nil {
+		r := events.Rate{Hits: s.CitationRate.Of, Of: s.CitationRate.Of}
+		if r.Of > 0 {
+			r.Value = 1
+		}
+		return r
+	}
+	return *s.OverviewPresence
 }
 
 // readCited reads the citation figures of a breakdown; ok is false for a
@@ -49,6 +64,9 @@ func readCited(breakdown json.RawMessage) (c cited, ok bool) {
 	for i := range c.Engines {
 		if c.Engines[i].Kind == "" {
 			c.Engines[i].Kind = probe.KindOpenAIChat // scans from before engine kinds
+		}
+		if c.Engines[i].Surface == "" {
+			c.Engines[i].Surface = probe.Engine{Kind: c.Engines[i].Kind}.Surface() // from before surfaces
 		}
 		if _, dup := c.byLabel[c.Engines[i].key()]; !dup {
 			c.byLabel[c.Engines[i].key()] = i
@@ -75,10 +93,11 @@ func completionEvents(sc store.Scan, out *Outcome, prev store.Scan, now time.Tim
 		ReadinessScore: out.ReadinessScore, Engines: []events.EngineCitations{}, ClientID: events.Optional(sc.ClientID)}
 	var evs []events.Event
 	if cur, ok := readCited(out.Breakdown); ok {
-		data.CitationRate, data.SourceShare = &cur.Overall.CitationRate, cur.Overall.SourceShare
+		presence := cur.Overall.presence()
+		data.CitationRate, data.SourceShare, data.OverviewPresence = &cur.Overall.CitationRate, cur.Overall.SourceShare, &presence
 		for _, e := range cur.Engines {
-			data.Engines = append(data.Engines, events.EngineCitations{Label: e.Label, Kind: e.Kind, CitationRate: e.CitationRate,
-				SourceShare: e.SourceShare})
+			data.Engines = append(data.Engines, events.EngineCitations{Label: e.Label, Kind: e.Kind, Surface: e.Surface, Market: e.Market,
+				CitationRate: e.CitationRate, SourceShare: e.SourceShare, OverviewPresence: e.presence()})
 		}
 		if before, ok := readScanCited(prev); ok {
 			for _, d := range citationChanges(cur, before) {
@@ -119,7 +138,7 @@ func citationChanges(cur, prev cited) []events.CitationChangeData {
 		if change == 0 {
 			continue
 		}
-		out = append(out, events.CitationChangeData{Engine: e.Label, Kind: e.Kind, CitationRate: e.CitationRate,
+		out = append(out, events.CitationChangeData{Engine: e.Label, Kind: e.Kind, Surface: e.Surface, Market: e.Market, CitationRate: e.CitationRate,
 			PreviousCitationRate: p.CitationRate, CitationChange: change, SourceShare: e.SourceShare, PreviousSourceShare: p.SourceShare})
 	}
 	return out

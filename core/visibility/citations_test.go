@@ -231,9 +231,12 @@ func TestCitationEvents(t *testing.T) {
 		if len(evs) != len(s.changes)+1 {
 			t.Fatalf("scan %d, %s: %d events after the reading's, want %d citation changes and scan_completed", i+1, s.what, len(evs), len(s.changes))
 		}
+		// These breakdowns are of before surfaces: each engine's surface is
+		// its kind's, and every answer was shown.
+		surface := func(kind string) string { return probe.Engine{Kind: kind}.Surface() }
 		for j, want := range s.changes {
 			e := evs[j]
-			want.Domain, want.ScanID, want.PreviousScanID = "example.com", scan.ID, prevID
+			want.Domain, want.ScanID, want.PreviousScanID, want.Surface = "example.com", scan.ID, prevID, surface(want.Kind)
 			var got events.CitationChangeData
 			if err := json.Unmarshal(e.body.Data, &got); err != nil || e.body.Event != events.CitationChange || !reflect.DeepEqual(got, want) {
 				t.Errorf("scan %d, %s: event %d %s %s\nwant %+v", i+1, s.what, j, e.body.Event, e.body.Data, want)
@@ -245,6 +248,12 @@ func TestCitationEvents(t *testing.T) {
 		last := evs[len(evs)-1]
 		want := s.completed
 		want.ScanID, want.Domain, want.VisibilityScore, want.Sentiment, want.ReadinessScore = scan.ID, "example.com", 50, "neutral", 70
+		if want.CitationRate != nil {
+			want.OverviewPresence = rp(want.CitationRate.Of, want.CitationRate.Of)
+		}
+		for k, e := range want.Engines {
+			want.Engines[k].Surface, want.Engines[k].OverviewPresence = surface(e.Kind), r(e.CitationRate.Of, e.CitationRate.Of)
+		}
 		var got events.ScanCompletedData
 		if err := json.Unmarshal(last.body.Data, &got); err != nil || last.body.Event != events.ScanCompleted || !reflect.DeepEqual(got, want) {
 			t.Errorf("scan %d, %s: last event %s %s\nwant %+v", i+1, s.what, last.body.Event, last.body.Data, want)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -39,11 +40,14 @@ type Alert struct {
 	// the change in percentage points.
 	Engine               string
 	EngineKind           string
+	Surface              string // the engine's: model, search_api or serp
+	Market               string // the figures' market, "de-DE"; "" for none
 	CitationRate         *Rate
 	PreviousCitationRate *Rate
 	CitationChange       *float64
 	SourceShare          *Rate
 	PreviousSourceShare  *Rate
+	OverviewPresence     *Rate // scan_completed's, over every engine
 	Engines              []EngineCitations
 
 	// Data is the event's data object as sent.
@@ -80,6 +84,9 @@ func Parse(ev sdk.Event) Alert {
 
 		Engine               string            `json:"engine"`
 		Kind                 string            `json:"kind"`
+		Surface              string            `json:"surface"`
+		Market               *Market           `json:"market"`
+		OverviewPresence     *Rate             `json:"overview_presence"`
 		CitationRate         *Rate             `json:"citation_rate"`
 		PreviousCitationRate *Rate             `json:"previous_citation_rate"`
 		CitationChange       *float64          `json:"citation_change"`
@@ -117,7 +124,23 @@ func Parse(ev sdk.Event) Alert {
 	}
 	a.Engine, a.EngineKind, a.CitationRate, a.PreviousCitationRate = d.Engine, d.Kind, d.CitationRate, d.PreviousCitationRate
 	a.CitationChange, a.SourceShare, a.PreviousSourceShare, a.Engines = d.CitationChange, d.SourceShare, d.PreviousSourceShare, d.Engines
+	a.Surface, a.Market, a.OverviewPresence = d.Surface, d.Market.String(), d.OverviewPresence
 	return a
+}
+
+// Market is where, and in which language, an engine's figures were asked.
+type Market struct {
+	Country  string `json:"country"`
+	Language string `json:"language"`
+}
+
+// String is the market as its language and country, "de-DE" ("" for
+// none).
+func (m *Market) String() string {
+	if m == nil || m.Country == "" {
+		return ""
+	}
+	return m.Language + "-" + m.Country
 }
 
 // Rate is a proportion of an event: Hits of Of.
@@ -137,10 +160,21 @@ func (r Rate) String() string {
 
 // EngineCitations are one engine's figures in scan_completed.
 type EngineCitations struct {
-	Label        string `json:"label"`
-	Kind         string `json:"kind"`
-	CitationRate Rate   `json:"citation_rate"`
-	SourceShare  *Rate  `json:"source_share"`
+	Label            string  `json:"label"`
+	Kind             string  `json:"kind"`
+	Surface          string  `json:"surface"`
+	Market           *Market `json:"market"`
+	CitationRate     Rate    `json:"citation_rate"`
+	SourceShare      *Rate   `json:"source_share"`
+	OverviewPresence *Rate   `json:"overview_presence"`
+}
+
+// name is the engine as a line names it: its label, and its market's.
+func (e EngineCitations) name() string {
+	if m := e.Market.String(); m != "" {
+		return e.Label + " (" + m + ")"
+	}
+	return e.Label
 }
 
 // Number writes v with at most the given decimals, and none that are
@@ -193,6 +227,9 @@ func (a Alert) Headline() string {
 	}
 	if a.Engine != "" {
 		h += " in " + a.Engine
+		if a.Market != "" {
+			h += " (" + a.Market + ")"
+		}
 		if a.CitationRate != nil {
 			h += " " + Number(a.CitationRate.Percent(), 1) + "%"
 			if a.CitationChange != nil {
@@ -250,9 +287,12 @@ func (a Alert) Facts() []Fact {
 	if a.Engine != "" {
 		v := a.Engine
 		if a.EngineKind != "" {
-			v += " (" + a.EngineKind + ")"
+			v += " (" + strings.Join(slices.DeleteFunc([]string{a.EngineKind, a.Surface}, func(s string) bool { return s == "" }), ", ") + ")"
 		}
 		add("Engine", v)
+	}
+	if a.Market != "" {
+		add("Market", a.Market)
 	}
 	if a.CitationRate != nil {
 		v := a.CitationRate.String()
@@ -274,12 +314,18 @@ func (a Alert) Facts() []Fact {
 		}
 		add("Source share", v)
 	}
+	if a.OverviewPresence != nil && a.OverviewPresence.Hits < a.OverviewPresence.Of {
+		add("AI answer shown", a.OverviewPresence.String())
+	}
 	if len(a.Engines) > 0 {
 		lines := make([]string, len(a.Engines))
 		for i, e := range a.Engines {
-			lines[i] = e.Label + ": cited in " + e.CitationRate.String()
+			lines[i] = e.name() + ": cited in " + e.CitationRate.String()
 			if e.SourceShare != nil {
 				lines[i] += ", " + Number(e.SourceShare.Percent(), 1) + "% of sources"
+			}
+			if p := e.OverviewPresence; p != nil && p.Hits < p.Of {
+				lines[i] += ", AI answer shown in " + p.String()
 			}
 		}
 		add("Citations by engine", strings.Join(lines, "\n"))

@@ -107,10 +107,10 @@ func TestParse(t *testing.T) {
 func TestCitationAlerts(t *testing.T) {
 	a := Parse(kittest.Citation("evt_c", "example.com"))
 	when := "\nWhen: " + a.Time.Format("2006-01-02 15:04 MST")
-	if h := a.Headline(); h != "Citation rate changed: example.com in Perplexity 12.5% (-27.5 pts)" {
+	if h := a.Headline(); h != "Citation rate changed: example.com in Perplexity (de-DE) 12.5% (-27.5 pts)" {
 		t.Errorf("headline %q", h)
 	}
-	want := "Citation rate changed: example.com in Perplexity 12.5% (-27.5 pts)\nEngine: Perplexity (perplexity)" +
+	want := "Citation rate changed: example.com in Perplexity (de-DE) 12.5% (-27.5 pts)\nEngine: Perplexity (perplexity, search_api)\nMarket: de-DE" +
 		"\nCitation rate: 12.5% (1 of 8), was 40% (4 of 10): -27.5 pts\nSource share: 3.3% (1 of 30), was 7.5% (3 of 40)" + when
 	if a.Text() != want {
 		t.Errorf("text %q\nwant %q", a.Text(), want)
@@ -147,5 +147,29 @@ func TestUnreachableTellsNoSecret(t *testing.T) {
 		if strings.Contains(r.Reason, secret) {
 			t.Errorf("the reason %q carries %q", r.Reason, secret)
 		}
+	}
+}
+
+// A scan's engines of a SERP surface, per market: each line names its
+// market, and says how often the page showed an AI answer when it did
+// not always; so does the scan's figure.
+func TestScanAlertOfMarketsAndPresence(t *testing.T) {
+	body := `{"id":"evt_m","event":"scan_completed","timestamp":"2026-11-22T10:38:56Z","data":{"domain":"example.com",` +
+		`"citation_rate":{"value":0.1,"hits":2,"of":20},"source_share":null,"overview_presence":{"value":0.5,"hits":10,"of":20},"engines":[` +
+		`{"label":"AI Overviews","kind":"serpapi","surface":"serp","market":{"country":"DE","language":"de"},"citation_rate":{"value":0.2,"hits":2,"of":10},"source_share":null,"overview_presence":{"value":0.3,"hits":3,"of":10}},` +
+		`{"label":"AI Overviews","kind":"serpapi","surface":"serp","market":{"country":"US","language":"en"},"citation_rate":{"value":0,"hits":0,"of":10},"source_share":null,"overview_presence":{"value":1,"hits":10,"of":10}}]}}`
+	a := Parse(sdk.Event{ID: "evt_m", Kind: "scan_completed", Body: []byte(body)})
+	var lines, shown string
+	for _, f := range a.Facts() {
+		switch f.Label {
+		case "Citations by engine":
+			lines = f.Value
+		case "AI answer shown":
+			shown = f.Value
+		}
+	}
+	want := "AI Overviews (de-DE): cited in 20% (2 of 10), AI answer shown in 30% (3 of 10)\nAI Overviews (en-US): cited in 0% (0 of 10)"
+	if lines != want || shown != "50% (10 of 20)" {
+		t.Errorf("engines %q\nwant %q; shown %q", lines, want, shown)
 	}
 }

@@ -100,10 +100,12 @@ func Change(id, domain string, score, previous int, sentiment string) sdk.Event 
 }
 
 // Citation is a citation_change as aivis makes it: Perplexity's citation
-// rate of domain down from 4 of 10 answers to 1 of 8 (-27.5 points), the
-// domain's share of the sources cited from 3 of 40 to 1 of 30.
+// rate of domain in Germany, in German, down from 4 of 10 answers to 1 of
+// 8 (-27.5 points), the domain's share of the sources cited from 3 of 40
+// to 1 of 30.
 func Citation(id, domain string) sdk.Event {
 	return made(id, events.CitationChange, domain, events.CitationChangeData{Domain: domain, Engine: "Perplexity", Kind: "perplexity",
+		Surface: "search_api", Market: &events.Market{Country: "DE", Language: "de"},
 		CitationRate: events.Rate{Value: 0.125, Hits: 1, Of: 8}, PreviousCitationRate: events.Rate{Value: 0.4, Hits: 4, Of: 10},
 		CitationChange: -27.5, SourceShare: &events.Rate{Value: 1.0 / 30, Hits: 1, Of: 30},
 		PreviousSourceShare: &events.Rate{Value: 0.075, Hits: 3, Of: 40}, ScanID: "scan_2", PreviousScanID: "scan_1"})
@@ -112,13 +114,18 @@ func Citation(id, domain string) sdk.Event {
 // Scan is a scan_completed as aivis makes it, with its citation figures:
 // 5 of 20 answers cite domain and 3 of the 40 sources reported are its;
 // ChatGPT cites it in 1 of 10 answers and reports no sources, Perplexity
-// in 4 of 10 with those 3 of 40.
+// in 4 of 10 with those 3 of 40; every answer showed.
 func Scan(id, domain string) sdk.Event {
 	share := &events.Rate{Value: 0.075, Hits: 3, Of: 40}
+	all := func(n int) events.Rate { return events.Rate{Value: 1, Hits: n, Of: n} }
+	presence := all(20)
 	return made(id, events.ScanCompleted, domain, events.ScanCompletedData{ScanID: "scan_1", Domain: domain, VisibilityScore: 64,
 		Sentiment: "positive", ReadinessScore: 80, CitationRate: &events.Rate{Value: 0.25, Hits: 5, Of: 20}, SourceShare: share,
-		Engines: []events.EngineCitations{{Label: "ChatGPT", Kind: "openai-chat", CitationRate: events.Rate{Value: 0.1, Hits: 1, Of: 10}},
-			{Label: "Perplexity", Kind: "perplexity", CitationRate: events.Rate{Value: 0.4, Hits: 4, Of: 10}, SourceShare: share}}})
+		OverviewPresence: &presence,
+		Engines: []events.EngineCitations{{Label: "ChatGPT", Kind: "openai-chat", Surface: "model", CitationRate: events.Rate{Value: 0.1, Hits: 1, Of: 10},
+			OverviewPresence: all(10)},
+			{Label: "Perplexity", Kind: "perplexity", Surface: "search_api", CitationRate: events.Rate{Value: 0.4, Hits: 4, Of: 10}, SourceShare: share,
+				OverviewPresence: all(10)}}})
 }
 
 // made is an event of aivis's catalog as the server hands it to a

@@ -1729,7 +1729,9 @@ export interface components {
             citation_rate: components["schemas"]["EventRate"] | null;
             /** @description The domain's sources of all the sources cited; null when no answer reported sources. */
             source_share: components["schemas"]["EventRate"] | null;
-            /** @description Each engine's figures, in the configuration's order. */
+            /** @description The answers whose surface showed an AI answer at all, of all the engines' answers (the mean of the surfaces' over engines of several, as citation_rate); null for a scan that asked no engine. */
+            overview_presence: components["schemas"]["EventRate"] | null;
+            /** @description Each engine's figures (per market when the scan asked markets), in the configuration's order. */
             engines: components["schemas"]["EngineCitations"][];
             client_id: components["schemas"]["NullableClientId"];
         };
@@ -1739,16 +1741,25 @@ export interface components {
             hits: number;
             of: number;
         };
-        /** @description One engine's citation figures in a scan. */
+        /** @description One engine's figures in a scan, in one market when the scan asked markets. */
         EngineCitations: {
             /** @description The engine's label in the configuration. */
             label: string;
-            /** @description The engine's kind: openai-chat, openai-responses, perplexity, anthropic, gemini. */
+            /** @description The engine's kind: openai-chat, openai-responses, perplexity, anthropic, gemini, xai, serpapi, dataforseo. */
             kind: string;
+            /**
+             * @description The engine's surface: model (a chat model without search), search_api (an API answering from a web search), serp (the page people see, through a SERP API).
+             * @enum {string}
+             */
+            surface: "model" | "search_api" | "serp";
+            /** @description The market of these figures; null when the scan asked none. */
+            market: components["schemas"]["Market"] | null;
             /** @description The answers that cite the domain, of the engine's answers. */
             citation_rate: components["schemas"]["EventRate"];
             /** @description The domain's sources of all the sources the engine's answers cited; null when no answer reported sources. */
             source_share: components["schemas"]["EventRate"] | null;
+            /** @description The engine's answers in which its surface showed an AI answer at all (a Google search may show no AI Overview), of its answers. */
+            overview_presence: components["schemas"]["EventRate"];
         };
         CitationChangeData: {
             domain: components["schemas"]["Domain"];
@@ -1756,6 +1767,13 @@ export interface components {
             engine: string;
             /** @description The engine's kind. */
             kind: string;
+            /**
+             * @description The engine's surface: model (a chat model without search), search_api (an API answering from a web search), serp (the page people see, through a SERP API).
+             * @enum {string}
+             */
+            surface: "model" | "search_api" | "serp";
+            /** @description The market of these figures; null when the scan asked none. */
+            market: components["schemas"]["Market"] | null;
             /** @description The engine's answers that cite the domain in this scan. */
             citation_rate: components["schemas"]["EventRate"];
             /** @description The same in the domain's previous scan. */
@@ -1967,20 +1985,34 @@ export interface components {
          *           "hits": 3,
          *           "of": 40
          *         },
+         *         "overview_presence": {
+         *           "value": 1,
+         *           "hits": 20,
+         *           "of": 20
+         *         },
          *         "engines": [
          *           {
          *             "label": "ChatGPT",
          *             "kind": "openai-chat",
+         *             "surface": "model",
+         *             "market": null,
          *             "citation_rate": {
          *               "value": 0.1,
          *               "hits": 1,
          *               "of": 10
          *             },
-         *             "source_share": null
+         *             "source_share": null,
+         *             "overview_presence": {
+         *               "value": 1,
+         *               "hits": 10,
+         *               "of": 10
+         *             }
          *           },
          *           {
          *             "label": "Perplexity",
          *             "kind": "perplexity",
+         *             "surface": "search_api",
+         *             "market": null,
          *             "citation_rate": {
          *               "value": 0.4,
          *               "hits": 4,
@@ -1990,6 +2022,11 @@ export interface components {
          *               "value": 0.075,
          *               "hits": 3,
          *               "of": 40
+         *             },
+         *             "overview_presence": {
+         *               "value": 1,
+         *               "hits": 10,
+         *               "of": 10
          *             }
          *           }
          *         ],
@@ -2243,6 +2280,11 @@ export interface components {
          *         "domain": "example.com",
          *         "engine": "Perplexity",
          *         "kind": "perplexity",
+         *         "surface": "search_api",
+         *         "market": {
+         *           "country": "DE",
+         *           "language": "de"
+         *         },
          *         "citation_rate": {
          *           "value": 0.125,
          *           "hits": 1,
