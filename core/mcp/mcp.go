@@ -17,9 +17,9 @@ package mcp
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
@@ -63,6 +63,7 @@ type Handler struct {
 	stateful  http.Handler
 	stateless http.Handler
 	endpoint  http.Handler
+	sessions  sessions
 }
 
 // New builds the handler. Its tools call a's handler.
@@ -75,10 +76,13 @@ func New(a *api.Server, o Options) *Handler {
 	if version == "" {
 		version = "(devel)"
 	}
-	h := &Handler{api: a}
+	h := &Handler{api: a, sessions: sessions{live: map[string]int{}}}
 	h.server = mcp.NewServer(&mcp.Implementation{Name: "aivis", Title: "aivis", Version: version}, &mcp.ServerOptions{
 		Instructions: instructions, Logger: log,
+		// The tools never change, and the server logs nothing to clients.
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 	})
+	h.server.AddReceivingMiddleware(h.sessions.track)
 	h.addTools()
 	get := func(*http.Request) *mcp.Server { return h.server }
 	// Every request is authenticated by the API with its bearer key, so
@@ -119,6 +123,9 @@ func (h *Handler) dispatch(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Method Not Allowed: this server sends no messages of its own", http.StatusMethodNotAllowed)
 	case r.Header.Get("Mcp-Protocol-Version") >= modern:
 		h.stateless.ServeHTTP(w, r)
+	case r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" && h.sessions.full(keyID(r)):
+		http.Error(w, fmt.Sprintf("Too Many Requests: this key holds %d sessions; end one (DELETE) or let one idle out", MaxSessionsPerKey),
+			http.StatusTooManyRequests)
 	default:
 		h.stateful.ServeHTTP(w, r)
 	}
@@ -132,6 +139,11 @@ func verify(_ context.Context, _ string, r *http.Request) (*sdkauth.TokenInfo, e
 		return nil, sdkauth.ErrInvalidToken
 	}
 	return &sdkauth.TokenInfo{Scopes: p.Key.Scopes, UserID: p.Key.ID, Expiration: p.Key.ExpiresAt}, nil
+}
+
+func keyID(r *http.Request) string {
+	p, _ := api.PrincipalOf(r.Context())
+	return p.Key.ID
 }
 
 // base is the URL of the server the request reached (aivis serves HTTPS
@@ -158,10 +170,6 @@ func metadata(w http.ResponseWriter, r *http.Request) {
 		ScopesSupported:        auth.Scopes,
 		BearerMethodsSupported: []string{"header"},
 		ResourceName:           "aivis",
-	}
-	if !strings.HasPrefix(r.URL.Path, MetadataPath) {
-		http.NotFound(w, r)
-		return
 	}
 	sdkauth.ProtectedResourceMetadataHandler(prm).ServeHTTP(w, r)
 }

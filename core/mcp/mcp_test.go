@@ -175,6 +175,7 @@ func TestMCPThroughServe(t *testing.T) {
 		}
 	})
 	t.Run("authentication", func(t *testing.T) { authentication(t, e) })
+	t.Run("sessions per key", func(t *testing.T) { sessionsPerKey(t, e) })
 	t.Run("protected resource metadata", func(t *testing.T) { metadata(t, e) })
 }
 
@@ -596,11 +597,70 @@ func authentication(t *testing.T, e *env) {
 			t.Errorf("key %q: %d WWW-Authenticate %q; want 401 with %s", tc.key, status, www, tc.challenge)
 		}
 	}
+	// A browser's page of another origin is refused before its key is
+	// looked at.
+	if status, _, _ := e.post(t, e.Key.Key, initialize, map[string]string{"Origin": "https://elsewhere.example",
+		"Sec-Fetch-Site": "cross-site"}); status != http.StatusForbidden {
+		t.Errorf("a cross-origin request from a browser: %d; want 403", status)
+	}
 	if _, err := connect(t, e, key{}, "", nil); err == nil {
 		t.Error("the Go SDK's client connected without a key")
 	}
 	if _, err := connect(t, e, key{Key: "svc_" + strings.Repeat("y", 40)}, "2025-11-25", nil); err == nil {
 		t.Error("the Go SDK's client connected with an unknown key")
+	}
+}
+
+const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",` +
+	`"capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+
+// sessionsPerKey: a key holds at most MaxSessionsPerKey sessions; ending
+// one frees its place.
+func sessionsPerKey(t *testing.T, e *env) {
+	var ids []string
+	for range aivismcp.MaxSessionsPerKey {
+		status, h, body := e.post(t, e.AgencyKey.Key, initialize, nil)
+		if status != http.StatusOK || h.Get("Mcp-Session-Id") == "" {
+			t.Fatalf("initialize %d: %d %s", len(ids)+1, status, body)
+		}
+		ids = append(ids, h.Get("Mcp-Session-Id"))
+	}
+	if status, _, body := e.post(t, e.AgencyKey.Key, initialize, nil); status != http.StatusTooManyRequests {
+		t.Fatalf("initialize past %d sessions: %d %s; want 429", aivismcp.MaxSessionsPerKey, status, body)
+	}
+	// Another key is not held back by this one's sessions.
+	if status, _, body := e.post(t, e.ClientKey.Key, initialize, nil); status != http.StatusOK {
+		t.Fatalf("another key's initialize: %d %s", status, body)
+	}
+	end := func(id string) {
+		r, _ := http.NewRequest(http.MethodDelete, e.URL+"/mcp", nil)
+		r.Header.Set("Authorization", "Bearer "+e.AgencyKey.Key)
+		r.Header.Set("Mcp-Session-Id", id)
+		r.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		resp, err := (&http.Client{Transport: e.transport(nil)}).Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNoContent {
+			t.Fatalf("DELETE: %d", resp.StatusCode)
+		}
+	}
+	end(ids[0])
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		status, h, _ := e.post(t, e.AgencyKey.Key, initialize, nil)
+		if status == http.StatusOK {
+			ids[0] = h.Get("Mcp-Session-Id")
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("initialize after a session ended: %d", status)
+		}
+		time.Sleep(20 * time.Millisecond) // the session's end is counted as it closes
+	}
+	for _, id := range ids {
+		end(id)
 	}
 }
 
