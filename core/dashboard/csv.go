@@ -21,6 +21,9 @@ func (d domainData) CSVLink(table string) string {
 	if d.ClientID != "" {
 		q.Set("client", d.ClientID)
 	}
+	if d.Market != "" && table != "readings" {
+		q.Set("market", d.Market)
+	}
 	return "/domains/" + d.Domain + "?" + q.Encode()
 }
 
@@ -28,7 +31,8 @@ func (d domainData) CSVLink(table string) string {
 // (every page of them) as CSV.
 func (d domainData) AnswersCSVLink() string {
 	q := url.Values{"csv": {"answers"}}
-	for k, v := range map[string]string{"client": d.ClientID, "q": d.Ask.Q, "engine": d.Ask.Engine, "mentioned": d.Ask.Mentioned, "cited": d.Ask.Cited} {
+	for k, v := range map[string]string{"client": d.ClientID, "q": d.Ask.Q, "engine": d.Ask.Engine, "market": d.Ask.Market,
+		"mentioned": d.Ask.Mentioned, "cited": d.Ask.Cited} {
 		if v != "" {
 			q.Set(k, v)
 		}

@@ -71,7 +71,7 @@ func TestDomainTablesDownloadAsCSV(t *testing.T) {
 	}
 	engines := tables["engines"]
 	if len(engines) != 4 || engines[1][0] != "GPT search" || engines[2][0] != "Local" || engines[3][0] != "all engines" ||
-		engines[1][5] != "0.6" || engines[2][20] != "" {
+		engines[1][13] != "0.6" || engines[2][28] != "" || engines[1][3] != "search_api" || engines[2][3] != "model" {
 		t.Errorf("engines: %q", engines)
 	}
 

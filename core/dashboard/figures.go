@@ -8,11 +8,17 @@ import (
 	"github.com/aivis/aivis/core/visibility"
 )
 
-// breakdownOf reads a completed scan's result and its breakdown.
+// breakdownOf reads a completed scan's result and its breakdown; an
+// engine of a scan from before surfaces is on its kind's.
 func breakdownOf(sc store.Scan) (visibility.ScanResult, visibility.Breakdown, bool) {
 	var res visibility.ScanResult
 	var bd visibility.Breakdown
 	ok := json.Unmarshal(sc.Result, &res) == nil && json.Unmarshal(res.Breakdown, &bd) == nil
+	for i, e := range bd.Engines {
+		if e.Surface == "" {
+			bd.Engines[i].Surface = probe.Engine{Kind: e.Kind}.Surface()
+		}
+	}
 	return res, bd, ok
 }
 

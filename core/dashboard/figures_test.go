@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -197,13 +198,13 @@ func TestDomainPageShowsPerEngineFiguresAndCitedDomains(t *testing.T) {
 		t.Fatalf("domain page: %d\n%s", p.status, p.body)
 	}
 	want := [][]string{
-		{"GPT search", "openai-responses", "10", "60% 31–83%", "50% 24–76%", "20% 8.9–39% sources in 10 of 10 answers"},
-		{"Local", "openai-chat", "9 (1 failed)", "22% 6.3–55%", "0% 0–30%", "no sources reported sources in 0 of 9 answers"},
+		{"GPT search", "openai-responses", "search API", "10", "60% 31–83%", "50% 24–76%", "20% 8.9–39% sources in 10 of 10 answers", "—"},
+		{"Local", "openai-chat", "model", "9 (1 failed)", "22% 6.3–55%", "0% 0–30%", "no sources reported sources in 0 of 9 answers", "—"},
 	}
 	if got := cellsOf(tableRows(t, p.body, "engines", "tbody")); !reflect.DeepEqual(got, want) {
 		t.Errorf("per engine:\n got  %q\n want %q", got, want)
 	}
-	want = [][]string{{"All engines", "", "19 (1 failed)", "42% 23–64%", "26% 12–49%", "20% 8.9–39% sources in 10 of 19 answers"}}
+	want = [][]string{{"All engines", "", "", "19 (1 failed)", "42% 23–64%", "26% 12–49%", "20% 8.9–39% sources in 10 of 19 answers", "—"}}
 	if got := cellsOf(tableRows(t, p.body, "engines", "tfoot")); !reflect.DeepEqual(got, want) {
 		t.Errorf("all engines:\n got  %q\n want %q", got, want)
 	}
@@ -556,5 +557,60 @@ func TestDomainPageListsTheLatestScansAnswersSearchable(t *testing.T) {
 		if p.status != http.StatusBadRequest || !strings.Contains(p.body, `class="problem"`) || strings.Contains(p.body, `id="answer-0"`) {
 			t.Errorf("?%s: %d, want 400 with the problem and no answer", query, p.status)
 		}
+	}
+}
+
+// A scan of two markets over two surfaces: the engines' rows name their
+// market, surface and how they asked it, the surfaces have a table, and
+// the market switch shows one market's engines with that market's
+// figures; a market the scan did not ask shows them all.
+func TestDomainPageMarketsAndSurfaces(t *testing.T) {
+	e := newEnv(t)
+	c, u := e.owner("owner@example.com", false)
+	md := e.monitor(c, u.AccountID, "acme.example", "")
+	e.readings(md, 55)
+	stats := func(k, n, shown int) string {
+		return `"probes":` + strconv.Itoa(n) + `,"failed":0,"overview_presence":` + rate(shown, n, 0.1, 0.9) + `,"mention_rate":` + rate(k, n, 0.1, 0.9) +
+			`,"citation_rate":` + rate(0, n, 0, 0.5) + `,"sources_reported":` + rate(0, n, 0, 0.5) + `,"source_share":null`
+	}
+	de, us := `{"country":"DE","language":"de"}`, `{"country":"US","language":"en"}`
+	e.completedScan(md, "scan_markets", `{"basis":"engines","components":{"mention":40},"weights":{"mention":1},
+		"overall":{`+stats(3, 8, 6)+`},
+		"engines":[
+			{"label":"Chat","kind":"openai-chat","surface":"model","market":`+de+`,"localisation":"prompt",`+stats(2, 2, 2)+`},
+			{"label":"Chat","kind":"openai-chat","surface":"model","market":`+us+`,"localisation":"prompt",`+stats(0, 2, 2)+`},
+			{"label":"AI Overviews","kind":"serpapi","surface":"serp","market":`+de+`,"localisation":"native",`+stats(1, 2, 1)+`},
+			{"label":"AI Overviews","kind":"serpapi","surface":"serp","market":`+us+`,"localisation":"native",`+stats(0, 2, 1)+`}],
+		"surfaces":[{"surface":"model",`+stats(2, 4, 4)+`},{"surface":"serp",`+stats(1, 4, 2)+`}],
+		"markets":[{"market":`+de+`,`+stats(3, 4, 3)+`},{"market":`+us+`,`+stats(0, 4, 3)+`}]}`)
+
+	p := e.get(c, "/domains/acme.example")
+	rows := cellsOf(tableRows(t, p.body, "engines", "tbody"))
+	if len(rows) != 4 || rows[0][2] != "model" || rows[0][3] != "de-DE (approximated in the prompt)" || rows[2][2] != "search page (SERP)" ||
+		rows[3][3] != "en-US (asked as the market)" || rows[2][8] != "50% 10–90%" {
+		t.Errorf("per engine and market: %q", rows)
+	}
+	if s := cellsOf(tableRows(t, p.body, "surfaces", "tbody")); len(s) != 2 || s[0][0] != "model" || s[1][0] != "search page (SERP)" || s[1][5] != "50% 10–90%" {
+		t.Errorf("per surface: %q", s)
+	}
+	if !strings.Contains(p.body, `<select id="market" name="market">`) || !strings.Contains(p.body, `<option value="de-DE">de-DE</option>`) {
+		t.Error("the page has no market switch")
+	}
+
+	p = e.get(c, "/domains/acme.example?market=de-DE")
+	rows = cellsOf(tableRows(t, p.body, "engines", "tbody"))
+	foot := cellsOf(tableRows(t, p.body, "engines", "tfoot"))
+	if len(rows) != 2 || rows[0][3] != "de-DE (approximated in the prompt)" || rows[1][3] != "de-DE (asked as the market)" ||
+		len(foot) != 1 || foot[0][0] != "All engines in de-DE" || foot[0][4] != "4" || !strings.HasPrefix(foot[0][5], "75%") {
+		t.Errorf("de-DE: rows %q, foot %q", rows, foot)
+	}
+	if !strings.Contains(p.body, `<option value="de-DE" selected>`) || strings.Contains(p.body, `id="surfaces"`) {
+		t.Error("the switch does not keep de-DE, or the surfaces over every market show beside one market's")
+	}
+	if rows := cellsOf(tableRows(t, p.body, "engines", "tbody")); len(rows) != 2 {
+		t.Errorf("rows %q", rows)
+	}
+	if rows := cellsOf(tableRows(t, e.get(c, "/domains/acme.example?market=fr-FR").body, "engines", "tbody")); len(rows) != 4 {
+		t.Errorf("a market the scan did not ask: %d rows, want all 4", len(rows))
 	}
 }

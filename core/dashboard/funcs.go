@@ -30,6 +30,24 @@ var funcs = template.FuncMap{
 	"hex":        hex.EncodeToString,
 	"pct":        func(v float64) string { return fmt.Sprintf("%.0f", v) },
 	"rate":       rate,
+	"surface": func(s string) string {
+		return map[string]string{probe.SurfaceModel: "model", probe.SurfaceSearchAPI: "search API", probe.SurfaceSERP: "search page (SERP)"}[s]
+	},
+	"localisation": func(l string) string {
+		return map[string]string{probe.LocaliseNative: "(asked as the market)", probe.LocaliseCountry: "(country as location, language in the prompt)",
+			probe.LocalisePrompt: "(approximated in the prompt)"}[l]
+	},
+	// uniqueLabels are the engines' labels, each once (an engine has a
+	// result per market).
+	"uniqueLabels": func(es []probe.EngineResult) []string {
+		var out []string
+		for _, e := range es {
+			if !slices.Contains(out, e.Label) {
+				out = append(out, e.Label)
+			}
+		}
+		return out
+	},
 	"interval": func(i probe.Interval) string {
 		return strings.TrimSuffix(rate(i.Low), "%") + "–" + rate(i.High)
 	},

@@ -14,6 +14,7 @@ import (
 	"github.com/aivis/aivis/client"
 	"github.com/aivis/aivis/core/accounts"
 	"github.com/aivis/aivis/core/domains"
+	"github.com/aivis/aivis/core/probe"
 	"github.com/aivis/aivis/core/readiness"
 	"github.com/aivis/aivis/core/store"
 	"github.com/aivis/aivis/core/visibility"
@@ -96,7 +97,7 @@ type domainsData struct {
 	Domains []store.MonitoredDomain
 	Clients []store.Client
 	Scores  map[string]*store.Reading // by monitored domain id
-	Form    struct{ Domain, Competitors, ClientID string }
+	Form    struct{ Domain, Competitors, Markets, ClientID string }
 }
 
 func (s *Dashboard) showDomains(w http.ResponseWriter, r *http.Request, status int, p page, d domainsData) {
@@ -145,7 +146,18 @@ func splitList(s string) []string {
 func (s *Dashboard) createDomain(w http.ResponseWriter, r *http.Request) {
 	var d domainsData
 	d.Form.Domain, d.Form.Competitors, d.Form.ClientID = r.PostFormValue("domain"), r.PostFormValue("competitors"), r.PostFormValue("client_id")
-	_, err := s.Domains.Create(r.Context(), principal(r), client.CreateDomain{Domain: d.Form.Domain, Competitors: splitList(d.Form.Competitors), ClientID: d.Form.ClientID})
+	d.Form.Markets = r.PostFormValue("markets")
+	var markets []client.Market
+	for _, tag := range splitList(d.Form.Markets) {
+		// de-DE: the language, then the country (Domains.Create checks both).
+		m := client.Market{Language: tag}
+		if i := strings.LastIndexByte(tag, '-'); i > 0 {
+			m = client.Market{Language: tag[:i], Country: tag[i+1:]}
+		}
+		markets = append(markets, m)
+	}
+	_, err := s.Domains.Create(r.Context(), principal(r), client.CreateDomain{Domain: d.Form.Domain, Competitors: splitList(d.Form.Competitors),
+		Markets: markets, ClientID: d.Form.ClientID})
 	if err != nil {
 		p, status := s.problemOf(r, err)
 		s.showDomains(w, r, status, page{Problem: p}, d)
@@ -167,7 +179,11 @@ type domainData struct {
 	Report    *readiness.Report
 	Parts     []part
 	Figures   *visibility.Breakdown // with the engines' figures
-	Share     *share
+	// Market is the market the page's figures are of ("" all), and
+	// Markets those the latest scan asked.
+	Market  string
+	Markets []probe.MarketResult
+	Share   *share
 	Cited     []visibility.CitedDomain
 	// The latest scan's answers: a page of those the form's filters
 	// (Ask) select, and the link to the next page.
@@ -177,7 +193,7 @@ type domainData struct {
 }
 
 // answerAsk is what the answers' form asks, as typed.
-type answerAsk struct{ Q, Engine, Mentioned, Cited string }
+type answerAsk struct{ Q, Engine, Market, Mentioned, Cited string }
 
 // Any reports whether the form asks anything.
 func (a answerAsk) Any() bool { return a != answerAsk{} }
@@ -189,7 +205,7 @@ const answersPerPage = 20
 // request's filters and cursor select.
 func (s *Dashboard) scanAnswers(r *http.Request, d *domainData) error {
 	q := r.URL.Query()
-	d.Ask = answerAsk{Q: q.Get("q"), Engine: q.Get("engine"), Mentioned: q.Get("mentioned"), Cited: q.Get("cited")}
+	d.Ask = answerAsk{Q: q.Get("q"), Engine: q.Get("engine"), Market: q.Get("market"), Mentioned: q.Get("mentioned"), Cited: q.Get("cited")}
 	f, err := visibility.ParseAnswerFilter(q)
 	if err != nil {
 		return err
@@ -290,6 +306,8 @@ func (s *Dashboard) domainPage(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 			if bd.Overall != nil {
+				d.Markets = bd.Markets
+				bd = marketFigures(bd, r.URL.Query().Get("market"), &d.Market)
 				d.Figures, d.Share, d.Cited = &bd, shareOf(*bd.Overall), visibility.CitedDomains(name, *bd.Overall)
 			}
 		}
@@ -308,6 +326,23 @@ func (s *Dashboard) domainPage(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.render(w, r, status, "domain", page{Title: name, Nav: "domains", Problem: prob, D: d})
+}
+
+// marketFigures are a scan's figures in one market (the market
+// switch): its engines' in that market, and over them that market's; all
+// of them for "" or a market the scan did not ask. market is set to the
+// market shown.
+func marketFigures(bd visibility.Breakdown, tag string, market *string) visibility.Breakdown {
+	i := slices.IndexFunc(bd.Markets, func(m probe.MarketResult) bool { return m.Market.String() == tag })
+	if tag == "" || i < 0 {
+		return bd
+	}
+	*market = tag
+	st := bd.Markets[i].Stats
+	bd.Overall = &st
+	bd.Engines = slices.DeleteFunc(slices.Clone(bd.Engines), func(e probe.EngineResult) bool { return e.Market == nil || e.Market.String() != tag })
+	bd.Surfaces = nil // the surfaces' figures are over every market
+	return bd
 }
 
 func (s *Dashboard) requestScan(w http.ResponseWriter, r *http.Request) {

@@ -68,13 +68,18 @@ func ScanTable(domain string, bd Breakdown, name string) (header []string, rows 
 	}
 	switch name {
 	case "engines":
-		header = []string{"engine", "kind", "model", "probes", "failed"}
-		for _, m := range []string{"mention_rate", "citation_rate", "sources_reported", "source_share"} {
+		header = []string{"engine", "kind", "model", "surface", "market", "localisation", "probes", "failed"}
+		for _, m := range []string{"overview_presence", "mention_rate", "citation_rate", "sources_reported", "source_share"} {
 			header = append(header, m, m+"_hits", m+"_of", m+"_low", m+"_high")
 		}
 		header = append(header, "first_position_rate", "average_position", "share_of_voice", "input_tokens", "output_tokens", "cost_usd")
-		row := func(label, kind, model string, st probe.Stats) []string {
-			out := []string{label, kind, model, csvexport.Int(st.Probes), csvexport.Int(st.Failed)}
+		row := func(e probe.EngineResult) []string {
+			st, market := e.Stats, ""
+			if e.Market != nil {
+				market = e.Market.String()
+			}
+			out := []string{e.Label, e.Kind, e.Model, e.Surface, market, e.Localisation, csvexport.Int(st.Probes), csvexport.Int(st.Failed)}
+			out = append(out, rate(st.Presence)...)
 			out = append(out, rate(st.Mention)...)
 			out = append(out, rate(st.Citation)...)
 			out = append(out, rate(st.SourcesReported)...)
@@ -84,10 +89,18 @@ func ScanTable(domain string, bd Breakdown, name string) (header []string, rows 
 				csvexport.Float(st.CostUSD))
 		}
 		for _, e := range bd.Engines {
-			rows = append(rows, row(e.Label, e.Kind, e.Model, e.Stats))
+			rows = append(rows, row(e))
+		}
+		for _, sf := range bd.Surfaces {
+			if len(bd.Surfaces) > 1 {
+				rows = append(rows, row(probe.EngineResult{Label: AllEngines + " of " + sf.Surface, Surface: sf.Surface, Stats: sf.Stats}))
+			}
+		}
+		for _, m := range bd.Markets {
+			rows = append(rows, row(probe.EngineResult{Label: AllEngines + " in " + m.Market.String(), Market: &m.Market, Stats: m.Stats}))
 		}
 		if bd.Overall != nil {
-			rows = append(rows, row(AllEngines, "", "", *bd.Overall))
+			rows = append(rows, row(probe.EngineResult{Label: AllEngines, Stats: *bd.Overall}))
 		}
 	case "cited_domains":
 		header = []string{"domain", "answers_citing", "share_of_cited_sources", "this_domain"}
@@ -115,14 +128,18 @@ func ScanTable(domain string, bd Breakdown, name string) (header []string, rows 
 
 // AnswerColumns are the columns of a scan's answers as CSV, the API's
 // export and the dashboard's.
-var AnswerColumns = []string{"seq", "engine", "kind", "prompt_index", "prompt", "intent", "run", "mentioned", "position", "cited",
-	"sources_reported", "sources", "citations", "queries", "competitors", "error", "error_category", "text"}
+var AnswerColumns = []string{"seq", "engine", "kind", "surface", "market", "prompt_index", "prompt", "intent", "run", "absent", "mentioned",
+	"position", "cited", "sources_reported", "sources", "citations", "queries", "competitors", "error", "error_category", "text"}
 
 // AnswerRow is an answer's row under AnswerColumns, its sources,
 // citations, queries and competitors each in one cell, a line each.
 func AnswerRow(a client.ScanAnswer) []string {
-	return []string{csvexport.Int(a.Seq), a.Engine, a.Kind, csvexport.Int(a.Prompt.Index), a.Prompt.Text, a.Prompt.Intent,
-		csvexport.Int(a.Run), csvexport.Bool(a.Mentioned), csvexport.Int(a.Position), csvexport.Bool(a.Cited),
+	market := ""
+	if a.Market != nil {
+		market = a.Market.Language + "-" + a.Market.Country
+	}
+	return []string{csvexport.Int(a.Seq), a.Engine, a.Kind, a.Surface, market, csvexport.Int(a.Prompt.Index), a.Prompt.Text, a.Prompt.Intent,
+		csvexport.Int(a.Run), csvexport.Bool(a.Absent), csvexport.Bool(a.Mentioned), csvexport.Int(a.Position), csvexport.Bool(a.Cited),
 		csvexport.Bool(a.SourcesReported),
 		lines(a.Sources, func(s client.AnswerSource) string { return s.URL }),
 		lines(a.Citations, func(c client.AnswerCitation) string { return c.URL }),
