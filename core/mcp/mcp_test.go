@@ -150,6 +150,18 @@ func TestMCPThroughServe(t *testing.T) {
 			}
 		})
 	}
+	t.Run("protocol errors", func(t *testing.T) {
+		cs := mustConnect(t, e, e.Key, "", nil)
+		// An unknown tool is the protocol's error; arguments that fail the
+		// input schema a tool error the model can correct (2025-11-25).
+		if res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "drop_tables", Arguments: map[string]any{}}); err == nil {
+			t.Errorf("an unknown tool: %+v; want a JSON-RPC error", res)
+		}
+		r := call(t, cs, "get_visibility", map[string]any{"domain": 7})
+		if r.Error == nil || r.Error.Code != "" || !strings.Contains(r.Error.Message, "domain") {
+			t.Errorf("get_visibility with a number for domain: %s %+v; want a tool error naming domain", r.JSON, r.Error)
+		}
+	})
 	t.Run("scopes", func(t *testing.T) {
 		cs := mustConnect(t, e, e.ReadKey, "", nil)
 		refused(t, cs, "start_scan", map[string]any{"domain": e.Domain}, "INSUFFICIENT_SCOPE")
