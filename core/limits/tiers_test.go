@@ -21,13 +21,13 @@ func TestTierTableMatchesSpec(t *testing.T) {
 	want := []limits.Tier{
 		{Name: "starter", Title: "Starter", PerMinute: 60, PerHour: 1_000, PerDay: 10_000,
 			ActiveRequests: 5, MaxBudgetPerRequest: 1_000 * dollar, MonthlyBudget: 5_000 * dollar, MaxDomains: 5, ScanInterval: 7 * 24 * time.Hour,
-			MaxWebhooks: 10, MaxConnections: 5, MaxPrompts: 10},
+			MaxWebhooks: 10, MaxConnections: 5, MaxPrompts: 10, MaxMarkets: 1},
 		{Name: "professional", Title: "Professional", PerMinute: 120, PerHour: 5_000, PerDay: 50_000,
 			ActiveRequests: 20, MaxBudgetPerRequest: 5_000 * dollar, MonthlyBudget: 25_000 * dollar, MaxDomains: 50, ScanInterval: 24 * time.Hour,
-			MaxWebhooks: 100, MaxConnections: 25, MaxPrompts: 25},
+			MaxWebhooks: 100, MaxConnections: 25, MaxPrompts: 25, MaxMarkets: 3},
 		{Name: "enterprise", Title: "Enterprise", PerMinute: 300, PerHour: 15_000, PerDay: 150_000,
 			ActiveRequests: 100, MaxBudgetPerRequest: 20_000 * dollar, MonthlyBudget: 100_000 * dollar, MaxDomains: 500, ScanInterval: 6 * time.Hour,
-			MaxWebhooks: 1_000, MaxConnections: 100, MaxPrompts: 100},
+			MaxWebhooks: 1_000, MaxConnections: 100, MaxPrompts: 100, MaxMarkets: 10},
 	}
 	for _, w := range want {
 		t.Run(w.Name, func(t *testing.T) {
