@@ -34,15 +34,21 @@ func BenchmarkScanProbes(b *testing.B) {
 		// A chat model cites as search models do, which take no temperature.
 		model := fmt.Sprintf("%s-search-%d", kind, i)
 		label := model
-		if kind == probe.KindDataForSEO {
+		switch kind {
+		case probe.KindDataForSEO:
 			model = probe.DataForSEOOverview // its model names the page it reads
+		case probe.KindSerpAPI:
+			model = "google_ai_overview"
 		}
 		f.Script(model, reply)
 		base := f.Root()
-		if strings.HasPrefix(kind, "openai") {
+		switch {
+		case strings.HasPrefix(kind, "openai"):
 			base = f.URL()
+		case kind == probe.KindXAI:
+			base = f.XAI()
 		}
-		return probe.Engine{Label: label, Kind: kind, BaseURL: base, Model: model, Concurrency: conc}
+		return probe.Engine{Label: label, Kind: kind, BaseURL: base, Model: model, APIKey: "bench-login:bench-key", Concurrency: conc}
 	}
 	type phase struct {
 		name    string
