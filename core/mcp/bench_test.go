@@ -2,12 +2,14 @@ package mcp_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,53 +25,61 @@ import (
 	"github.com/aivis/aivis/core/store/sqlite"
 )
 
-// BenchmarkMCPToolCall: what a tool call costs over the API call it
-// wraps. Each op is one GET /v1/visibility over HTTPS and one call of the
-// get_visibility tool (a 2026-07-28 request to /mcp, which makes that
-// GET in process), both with the same key, against the API and its MCP
-// endpoint on a TLS listener over a SQLite file. It reports each one's
-// p50 and p99 and the difference of the p99s. The server's clock moves a
-// second each time it is read, so that the Enterprise tier's rate limits
-// never refuse the benchmark's requests.
-func BenchmarkMCPToolCall(b *testing.B) {
+// inProcess is the API with its MCP endpoint on a TLS listener over a
+// SQLite file, in this process, with an Enterprise account's key and a
+// reading of example.com. The server's clock moves a second each time it
+// is read, so that the tier's rate limits never refuse its requests.
+func inProcess(tb testing.TB) (*httptest.Server, string) {
+	tb.Helper()
 	ctx := context.Background()
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var ticks atomic.Int64
 	now := func() time.Time { return base.Add(time.Duration(ticks.Add(1)) * time.Second) }
-	db, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "aivis.db"))
+	db, err := sqlite.Open(ctx, filepath.Join(tb.TempDir(), "aivis.db"))
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	defer db.Close()
+	tb.Cleanup(func() { db.Close() })
 	log := slog.New(slog.DiscardHandler)
 	as := &auth.Service{Keys: db, Accounts: db, Now: now}
 	if err := db.CreateAccount(ctx, store.Account{ID: "acct_bench", Name: "Bench", Tier: "enterprise", Type: store.AccountStandard, CreatedAt: base}); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	k, err := as.CreateKey(ctx, auth.NewKey{AccountID: "acct_bench", Name: "bench"})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	if _, err := db.AddReading(ctx, store.Reading{AccountID: "acct_bench", Domain: "example.com", VisibilityScore: 61,
 		Sentiment: "positive", SentimentScore: 0.3, Source: "bench", MeasuredAt: base}); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	srv := api.New(api.Config{}, api.Deps{Store: db, Auth: as, Content: &content.Service{Store: db, Now: now},
 		Counter: limits.NewMemory(nil, log), Guard: limits.NewAuthGuard(1<<30, time.Minute), Log: log, Now: now,
 		MCP: func(a *api.Server) http.Handler { return aivismcp.New(a, aivismcp.Options{Log: log}) }})
 	hs := httptest.NewTLSServer(srv.Handler())
-	defer hs.Close()
-	hc := hs.Client()
+	tb.Cleanup(hs.Close)
+	return hs, k.APIKey
+}
 
+// BenchmarkMCPToolCall: what a tool call costs over the API call it
+// wraps. Each op is one GET /v1/visibility over HTTPS and one call of the
+// get_visibility tool (a 2026-07-28 request to /mcp, which makes that
+// GET in process), both with the same key, against the API and its MCP
+// endpoint on a TLS listener over a SQLite file (inProcess). It reports
+// each one's p50 and p99 and the difference of the p99s.
+func BenchmarkMCPToolCall(b *testing.B) {
+	ctx := context.Background()
+	hs, apiKey := inProcess(b)
+	hc := hs.Client()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx,
-		&mcp.StreamableClientTransport{Endpoint: hs.URL + "/mcp", HTTPClient: &http.Client{Transport: bearer{k.APIKey, hc.Transport}}}, nil)
+		&mcp.StreamableClientTransport{Endpoint: hs.URL + "/mcp", HTTPClient: &http.Client{Transport: bearer{apiKey, hc.Transport}}}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer cs.Close()
 	apiCall := func() {
 		r, _ := http.NewRequest(http.MethodGet, hs.URL+"/v1/visibility?domain=example.com", nil)
-		r.Header.Set("Authorization", "Bearer "+k.APIKey)
+		r.Header.Set("Authorization", "Bearer "+apiKey)
 		resp, err := hc.Do(r)
 		if err != nil {
 			b.Fatal(err)
@@ -115,4 +125,50 @@ func BenchmarkMCPToolCall(b *testing.B) {
 	b.ReportMetric(p(toolTimes, 0.50), "tool-p50-µs")
 	b.ReportMetric(p(toolTimes, 0.99), "tool-p99-µs")
 	b.ReportMetric(p(toolTimes, 0.99)-p(apiTimes, 0.99), "overhead-p99-µs")
+}
+
+// TestConcurrentToolCalls: sessions of both revisions calling tools at
+// once, in this process (so that the race detector sees the endpoint's
+// side too), each getting its own answers.
+func TestConcurrentToolCalls(t *testing.T) {
+	hs, apiKey := inProcess(t)
+	hc := hs.Client()
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for i := range 8 {
+		version := "2025-11-25"
+		if i%2 == 0 {
+			version = "" // 2026-07-28
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx := context.Background()
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "concurrent", Version: "1"}, nil).Connect(ctx,
+				&mcp.StreamableClientTransport{Endpoint: hs.URL + "/mcp", HTTPClient: &http.Client{Transport: bearer{apiKey, hc.Transport}}},
+				&mcp.ClientSessionOptions{ProtocolVersion: version})
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer cs.Close()
+			for range 10 {
+				for name, args := range map[string]any{"get_visibility": map[string]any{"domain": "example.com"}, "get_budget_status": map[string]any{}} {
+					res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+					if err == nil && res.IsError {
+						err = fmt.Errorf("%s: %s", name, res.Content[0].(*mcp.TextContent).Text)
+					}
+					if err != nil {
+						errs <- err
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
 }
