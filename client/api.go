@@ -151,6 +151,7 @@ func (c *Client) RecordReading(ctx context.Context, in RecordReading, opts ...Re
 type HistoryParams struct {
 	Domain   string
 	ClientID string
+	Market   string // a market's history: its language and country, "de-DE"
 	Limit    int
 	Cursor   string
 }
@@ -159,7 +160,7 @@ type HistoryParams struct {
 // (getVisibilityHistory).
 func (c *Client) ListVisibilityHistory(ctx context.Context, p HistoryParams) (*List[VisibilityReading], error) {
 	return call[List[VisibilityReading]](ctx, c, http.MethodGet, "/v1/visibility/history"+
-		query("domain", p.Domain, "client_id", p.ClientID, "limit", itoa(p.Limit), "cursor", p.Cursor), nil, nil)
+		query("domain", p.Domain, "client_id", p.ClientID, "market", p.Market, "limit", itoa(p.Limit), "cursor", p.Cursor), nil, nil)
 }
 
 // VisibilityHistory iterates over a domain's readings, newest first.

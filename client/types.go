@@ -187,6 +187,9 @@ type VisibilityReading struct {
 	// FormulaVersion is the version of the score's formula a scan computed
 	// the reading with; null for readings of other sources.
 	FormulaVersion *int `json:"formula_version"`
+	// Market is the market of a market's reading (history with market=):
+	// the score of a scan's answers in that market, with its readiness.
+	Market *Market `json:"market,omitempty"`
 }
 
 // VisibilityStatus is GET /v1/visibility: the latest reading and how the

@@ -120,7 +120,7 @@ func TestCSVExportsEndToEnd(t *testing.T) {
 	}
 	byFormat := s.do(t, req{method: "GET", path: "/v1/visibility/history?domain=acme.invalid&format=csv&limit=5", header: bearer(k)})
 	header, rows := readCSV(t, byFormat)
-	if !slices.Equal(header, []string{"domain", "measured_at", "visibility_score", "sentiment", "sentiment_score", "source", "client_id", "formula_version"}) {
+	if !slices.Equal(header, []string{"domain", "measured_at", "visibility_score", "sentiment", "sentiment_score", "source", "client_id", "formula_version", "market"}) {
 		t.Errorf("readings header %v", header)
 	}
 	if len(rows) != len(history) {
@@ -128,7 +128,7 @@ func TestCSVExportsEndToEnd(t *testing.T) {
 	}
 	for i, h := range history {
 		want := []string{h.Domain, h.MeasuredAt.UTC().Format(time.RFC3339Nano), strconv.Itoa(h.VisibilityScore), h.Sentiment,
-			strconv.FormatFloat(h.SentimentScore, 'f', -1, 64), h.Source, "", ""}
+			strconv.FormatFloat(h.SentimentScore, 'f', -1, 64), h.Source, "", "", ""}
 		if h.FormulaVersion != nil {
 			want[7] = strconv.Itoa(*h.FormulaVersion)
 		}

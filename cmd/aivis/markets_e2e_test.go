@@ -137,6 +137,40 @@ func TestDomainMarkets(t *testing.T) {
 		}
 	}
 
+	// The history of each market: a reading per scan, its score blended
+	// from the scan's readiness and the market's answers; the overall
+	// history has none of them.
+	all := walk[client.VisibilityReading](t, s, k, "/v1/visibility/history?domain=acme.invalid")
+	for _, tc := range []struct {
+		tag  string
+		m    client.Market
+		more bool // scores higher: the brand named
+	}{{"de-DE", want[0], true}, {"en-us", want[1], false}} {
+		hs := walk[client.VisibilityReading](t, s, k, "/v1/visibility/history?domain=acme.invalid&market="+tc.tag)
+		if len(hs) != 1 || hs[0].Market == nil || *hs[0].Market != tc.m || hs[0].Source != "scan" || !hs[0].MeasuredAt.Equal(*sc.FinishedAt) ||
+			hs[0].FormulaVersion == nil || *hs[0].FormulaVersion != 3 {
+			t.Fatalf("history in %s: %+v", tc.tag, hs)
+		}
+		if tc.more != (hs[0].VisibilityScore > all[0].VisibilityScore) {
+			t.Errorf("history in %s: score %d, sentiment %s; overall %d", tc.tag, hs[0].VisibilityScore, hs[0].Sentiment, all[0].VisibilityScore)
+		}
+	}
+	if hs := walk[client.VisibilityReading](t, s, k, "/v1/visibility/history?domain=acme.invalid&market=fr-FR"); len(hs) != 0 {
+		t.Errorf("a market no scan asked: %+v", hs)
+	}
+	for _, a := range all {
+		if a.Market != nil {
+			t.Errorf("the overall history holds a market's reading %+v", a)
+		}
+	}
+	_, rows := readCSV(t, s.do(t, req{method: "GET", path: "/v1/visibility/history?domain=acme.invalid&market=de-DE&format=csv", header: bearer(k)}))
+	if len(rows) != 1 || rows[0][8] != "de-DE" {
+		t.Errorf("the market's history as CSV: %q", rows)
+	}
+	if r := s.do(t, req{method: "GET", path: "/v1/visibility/history?domain=acme.invalid&market=germany", header: bearer(k)}); r.Status != 400 {
+		t.Errorf("market=germany: %d %s", r.Status, r.Body)
+	}
+
 	// PATCH replaces them; [] removes them.
 	var up client.MonitoredDomain
 	s.do(t, req{method: "PATCH", path: "/v1/domains/" + d.ID, header: bearer(k), body: `{"markets":[{"country":"fr","language":"fr"}]}`}).decode(t, &up)

@@ -16,6 +16,7 @@ import (
 	"github.com/aivis/aivis/core/domains"
 	"github.com/aivis/aivis/core/fault"
 	"github.com/aivis/aivis/core/limits"
+	"github.com/aivis/aivis/core/probe"
 	"github.com/aivis/aivis/core/store"
 	"github.com/aivis/aivis/core/visibility"
 )
@@ -277,6 +278,15 @@ func (s *Server) visibilityHistory(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, err)
 		return
 	}
+	if tag := r.URL.Query().Get("market"); tag != "" {
+		m, err := visibility.ParseMarketTag(tag)
+		if err != nil {
+			writeError(w, r, s.log, fault.Invalid(fault.FieldError{Field: "market", Message: err.Error()}))
+			return
+		}
+		s.marketHistory(w, r, f, ok, m)
+		return
+	}
 	answerList(s, w, r, "readings", visibility.ReadingColumns, visibility.ReadingRow, func(cursor string, limit int) ([]client.VisibilityReading, string, error) {
 		if !ok {
 			return nil, "", nil
@@ -288,6 +298,32 @@ func (s *Server) visibilityHistory(w http.ResponseWriter, r *http.Request) {
 		views := make([]client.VisibilityReading, 0, len(items))
 		for _, rd := range items {
 			views = append(views, visibility.ReadingView(rd))
+		}
+		return views, next, nil
+	})
+}
+
+// marketHistory answers a domain's readings in one market: of each
+// completed scan of one owner (a client key's client, the client_id an
+// account key names, else the account's own) that asked the market, its
+// reading there (visibility.MarketReading), the last finished first. A
+// page holds the readings of up to limit scans: fewer when some did not
+// ask the market.
+func (s *Server) marketHistory(w http.ResponseWriter, r *http.Request, f store.ReadingFilter, ok bool, m probe.Market) {
+	answerList(s, w, r, "readings", visibility.ReadingColumns, visibility.ReadingRow, func(cursor string, limit int) ([]client.VisibilityReading, string, error) {
+		if !ok {
+			return nil, "", nil
+		}
+		scans, next, err := s.store.ListScans(r.Context(), store.ScanFilter{AccountID: f.AccountID, ClientID: f.ClientID, Domain: f.Domain,
+			Cursor: cursor, Limit: limit})
+		if err = accounts.CursorError(err); err != nil {
+			return nil, "", err
+		}
+		views := make([]client.VisibilityReading, 0, len(scans))
+		for _, sc := range scans {
+			if v, ok := visibility.MarketReading(sc, m); ok {
+				views = append(views, v)
+			}
 		}
 		return views, next, nil
 	})

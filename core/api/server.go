@@ -57,6 +57,7 @@ type Store interface {
 	LatestScan(ctx context.Context, accountID, clientID, domain string) (store.Scan, error)
 	ExportAccount(ctx context.Context, accountID string, emit func(store.Record) error) error
 	ListUsage(ctx context.Context, f store.UsageFilter) ([]store.KeyUsage, string, error)
+	ListScans(ctx context.Context, f store.ScanFilter) ([]store.Scan, string, error)
 	ListKeys(ctx context.Context, accountID string) ([]store.Key, error)
 	// Update runs fn in a write transaction (the POSTs' idempotency keys).
 	Update(ctx context.Context, fn func(store.Tx) error) error

@@ -142,7 +142,8 @@ type SurfaceResult struct {
 	Stats
 }
 
-// MarketResult is the answers of every engine in one market.
+// MarketResult is the answers of every engine in one market, combined
+// over its surfaces as Overall is (OverallOf).
 type MarketResult struct {
 	Market Market `json:"market"`
 	Stats
@@ -190,7 +191,11 @@ func (p *Prober) Run(ctx context.Context, s Subject) Result {
 	var all []Probe
 	var allCosts []float64
 	surfaces := map[string]*group{}
-	byMarket := map[Market]*group{}
+	type marketSurface struct {
+		m Market
+		s string
+	}
+	byMarket := map[marketSurface]*group{}
 	per := len(res.Prompts) * runs
 	for ei, e := range p.Engines {
 		for mi, m := range markets {
@@ -213,7 +218,7 @@ func (p *Prober) Run(ctx context.Context, s Subject) Result {
 			}
 			res.Engines = append(res.Engines, er)
 			surfaces[er.Surface] = surfaces[er.Surface].add(ps, cs)
-			byMarket[m] = byMarket[m].add(ps, cs)
+			byMarket[marketSurface{m, er.Surface}] = byMarket[marketSurface{m, er.Surface}].add(ps, cs)
 		}
 		all, allCosts = append(all, probes[ei]...), append(allCosts, costs[ei]...)
 	}
@@ -227,7 +232,16 @@ func (p *Prober) Run(ctx context.Context, s Subject) Result {
 	}
 	if len(markets) > 1 || !markets[0].IsZero() {
 		for _, m := range markets {
-			res.Markets = append(res.Markets, MarketResult{Market: m, Stats: measure(s, byMarket[m].probes, byMarket[m].costs)})
+			// A market's figures follow Overall's rule over its surfaces.
+			all := &group{}
+			var inMarket []Stats
+			for _, sf := range Surfaces {
+				if g := byMarket[marketSurface{m, sf}]; g != nil {
+					all.add(g.probes, g.costs)
+					inMarket = append(inMarket, measure(s, g.probes, g.costs))
+				}
+			}
+			res.Markets = append(res.Markets, MarketResult{Market: m, Stats: OverallOf(measure(s, all.probes, all.costs), inMarket)})
 		}
 	}
 	res.Overall = OverallOf(measure(s, all, allCosts), perSurface)

@@ -91,6 +91,16 @@ type AnswerFilter struct {
 	Limit  int
 }
 
+// ScanFilter selects the completed scans of one owner's domain: ClientID
+// "" is the account's own.
+type ScanFilter struct {
+	AccountID string
+	ClientID  string
+	Domain    string
+	Cursor    string
+	Limit     int
+}
+
 // AnswerCursor is the cursor of the page after the answer seq; AnswerSeq
 // reads it back (ErrMalformed for what it did not make, another writing
 // of the same number included).
@@ -121,6 +131,10 @@ type Scans interface {
 	// LatestScan is the last completed scan of an owner's domain
 	// (clientID "" for the account's own).
 	LatestScan(ctx context.Context, accountID, clientID, domain string) (Scan, error)
+	// ListScans reads a page of the completed scans of exactly one owner's
+	// domain, the last finished first (then by id, highest first), and the
+	// next page's cursor ("" on the last).
+	ListScans(ctx context.Context, f ScanFilter) ([]Scan, string, error)
 	// LatestScans finds, in one query, the last completed scan of each of
 	// an account's monitored domains (by id), each of the domain's own
 	// owner; a domain without one is absent from the map.

@@ -1,6 +1,8 @@
 package visibility
 
 import (
+	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/aivis/aivis/client"
@@ -171,10 +173,40 @@ func ReadingView(rd store.Reading) client.VisibilityReading {
 
 // ReadingColumns are the columns of readings as CSV, the API's export and
 // the dashboard's.
-var ReadingColumns = []string{"domain", "measured_at", "visibility_score", "sentiment", "sentiment_score", "source", "client_id", "formula_version"}
+var ReadingColumns = []string{"domain", "measured_at", "visibility_score", "sentiment", "sentiment_score", "source", "client_id", "formula_version", "market"}
 
 // ReadingRow is a reading's row under ReadingColumns.
 func ReadingRow(v client.VisibilityReading) []string {
+	market := ""
+	if v.Market != nil {
+		market = v.Market.Language + "-" + v.Market.Country
+	}
 	return []string{v.Domain, csvexport.Time(v.MeasuredAt), csvexport.Int(v.VisibilityScore), v.Sentiment,
-		csvexport.Float(v.SentimentScore), v.Source, csvexport.String(v.ClientID), csvexport.IntPtr(v.FormulaVersion)}
+		csvexport.Float(v.SentimentScore), v.Source, csvexport.String(v.ClientID), csvexport.IntPtr(v.FormulaVersion), market}
+}
+
+// MarketReading is a completed scan's reading of one market: the score
+// blended from the scan's readiness and its answers in that market (as
+// the scan's own is from all of them), their sentiment; ok is false for a
+// scan that did not ask the market.
+func MarketReading(sc store.Scan, m probe.Market) (client.VisibilityReading, bool) {
+	var res ScanResult
+	var bd Breakdown
+	if json.Unmarshal(sc.Result, &res) != nil || json.Unmarshal(res.Breakdown, &bd) != nil {
+		return client.VisibilityReading{}, false
+	}
+	i := slices.IndexFunc(bd.Markets, func(r probe.MarketResult) bool { return r.Market == m })
+	if i < 0 {
+		return client.VisibilityReading{}, false
+	}
+	st := bd.Markets[i].Stats
+	v := client.VisibilityReading{Domain: sc.Domain, VisibilityScore: Blend(res.ReadinessScore, st), Sentiment: st.Sentiment.Label,
+		SentimentScore: st.Sentiment.Score, MeasuredAt: sc.FinishedAt, Source: "scan", Market: &client.Market{Country: m.Country, Language: m.Language}}
+	if sc.ClientID != "" {
+		v.ClientID = &sc.ClientID
+	}
+	if bd.FormulaVersion != 0 {
+		v.FormulaVersion = &bd.FormulaVersion
+	}
+	return v, true
 }

@@ -138,6 +138,30 @@ func (t *txn) LatestScan(accountID, clientID, domain string) (store.Scan, error)
 	return latestScan(t.ctx, t.tx, accountID, clientID, domain)
 }
 
+// ListScans reads a page of one owner's domain's completed scans, the
+// last finished first.
+func (db *DB) ListScans(ctx context.Context, f store.ScanFilter) ([]store.Scan, string, error) {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 20
+	}
+	var w where
+	w.and("account_id = ? AND domain = ? AND status = 'completed'", f.AccountID, f.Domain)
+	w.owner("client_id", f.ClientID)
+	if f.Cursor != "" {
+		at, id, err := decodeCursor(f.Cursor)
+		if err != nil {
+			return nil, "", err
+		}
+		t, n := bound(at)
+		w.and("(finished_at, finished_at_ns, id) < (?, ?, ?)", t, n, id)
+	}
+	return queryPage(ctx, db.pool, "scans", `SELECT `+scanColumns+` FROM scans WHERE `+w.String()+
+		fmt.Sprintf(` ORDER BY finished_at DESC, finished_at_ns DESC, id DESC LIMIT %d`, limit+1), w.args, limit,
+		func(s scanner) (store.Scan, error) { return scanScan(s) },
+		func(s store.Scan) string { return pageCursor(s.FinishedAt, s.ID) })
+}
+
 func latestScan(ctx context.Context, q querier, accountID, clientID, domain string) (store.Scan, error) {
 	var w where
 	w.and("account_id = ? AND domain = ? AND status = 'completed'", accountID, domain)

@@ -146,6 +146,27 @@ func (t *txn) LatestScan(accountID, clientID, domain string) (store.Scan, error)
 	return latestScan(t.tx.QueryRow(latestScanQuery, accountID, domain, nullStr(clientID)), domain)
 }
 
+// ListScans reads a page of one owner's domain's completed scans, the
+// last finished first.
+func (db *DB) ListScans(ctx context.Context, f store.ScanFilter) ([]store.Scan, string, error) {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 20
+	}
+	q := `SELECT ` + scanColumns + ` FROM scans WHERE account_id = ? AND domain = ? AND client_id IS ? AND status = 'completed'`
+	args := []any{f.AccountID, f.Domain, nullStr(f.ClientID)}
+	if f.Cursor != "" {
+		ts, id, err := decodeCursor(f.Cursor)
+		if err != nil {
+			return nil, "", err
+		}
+		q += ` AND (finished_at, id) < (?, ?)`
+		args = append(args, ts, id)
+	}
+	return queryPage(ctx, db.r, "scans", q+` ORDER BY finished_at DESC, id DESC LIMIT ?`, append(args, limit+1), limit, scanScan,
+		func(s store.Scan) string { return pageCursor(s.FinishedAt, s.ID) })
+}
+
 func latestScan(row scanner, domain string) (store.Scan, error) {
 	s, err := scanScan(row)
 	if err != nil {

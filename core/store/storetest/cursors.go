@@ -119,6 +119,16 @@ func cursorLists(tb testing.TB, s store.Store) []cursorList {
 		usage = append(usage, store.KeyUsage{KeyID: fmt.Sprintf("key_%d", i), AccountID: "acct_1", Hour: t0.Truncate(time.Hour), Count: 1, LastUsed: t0})
 	}
 	check(s.SaveCounts(ctx, nil, usage), "the usage")
+	check(s.Update(ctx, func(tx store.Tx) error {
+		for i := range 3 {
+			sc := newScan(fmt.Sprintf("done_%d", i), "acct_1", "", "dom_done", t0)
+			sc.Status, sc.FinishedAt, sc.Result = store.ScanCompleted, t0.Add(time.Duration(i)*time.Second), []byte(`{}`)
+			if err := tx.InsertScan(sc); err != nil {
+				return err
+			}
+		}
+		return nil
+	}), "the completed scans")
 	ids := func(prefix string) []string {
 		return []string{prefix + "_0", prefix + "_1", prefix + "_2"}
 	}
@@ -151,6 +161,10 @@ func cursorLists(tb testing.TB, s store.Store) []cursorList {
 			as, next, err := s.ListScanAnswers(ctx, store.AnswerFilter{AccountID: "acct_1", ScanID: "scan_0", Cursor: c, Limit: n})
 			return idsOf(as, func(a store.ScanAnswer) string { return fmt.Sprint(a.Seq) }), next, err
 		}, []string{"0", "1", "2"}},
+		{"ListScans", func(c string, n int) ([]string, string, error) {
+			scs, next, err := s.ListScans(ctx, store.ScanFilter{AccountID: "acct_1", Domain: "dom_done.example", Cursor: c, Limit: n})
+			return idsOf(scs, func(sc store.Scan) string { return sc.ID }), next, err
+		}, ids("done")},
 		{"ListUsage", func(c string, n int) ([]string, string, error) {
 			us, next, err := s.ListUsage(ctx, store.UsageFilter{AccountID: "acct_1", Cursor: c, Limit: n})
 			return idsOf(us, func(u store.KeyUsage) string { return u.KeyID }), next, err

@@ -3,6 +3,7 @@ package storetest
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"testing"
@@ -174,5 +175,58 @@ func testDueDomains(t *testing.T, newStore Constructor) {
 	}
 	if got := due(2); len(got) != 2 || got[0].ID != "dom_d" || got[0].Domain != ds[3].Domain || !got[0].NextScanAt.Equal(ds[3].NextScanAt) {
 		t.Errorf("DueDomains(limit 2) = %+v; want the 2 soonest, with their fields", got)
+	}
+}
+
+// ListScans pages the completed scans of exactly one owner's domain, the
+// last finished first (ties by id, highest first), neither skipping nor
+// repeating however small the pages; a scan queued, running or failed,
+// another owner's, another domain's or another account's is not listed; a
+// cursor the engine did not make is ErrMalformed.
+func testListScans(t *testing.T, newStore Constructor) {
+	s, _ := newStore(t)
+	owners(t, s)
+	update(t, s, "InsertScan", func(tx store.Tx) error {
+		for i := range 7 {
+			sc := newScan(fmt.Sprintf("scan_%d", i), "acct_1", "", "dom", t0)
+			sc.Status, sc.StartedAt, sc.FinishedAt, sc.Result = store.ScanCompleted, t0, t0.Add(time.Duration(i/2)*time.Hour), json.RawMessage(`{}`)
+			if err := tx.InsertScan(sc); err != nil {
+				return err
+			}
+		}
+		for _, sc := range []store.Scan{newScan("scan_q", "acct_1", "", "dom", t0), newScan("scan_c", "acct_1", "cli_1", "dom", t0),
+			newScan("scan_o", "acct_1", "", "other", t0), newScan("scan_x", "acct_2", "", "dom", t0), newScan("scan_f", "acct_1", "", "dom", t0)} {
+			switch sc.ID {
+			case "scan_q":
+			case "scan_f":
+				sc.Status, sc.FinishedAt, sc.Error = store.ScanFailed, t0.Add(9*time.Hour), "failed"
+			default:
+				sc.Status, sc.FinishedAt, sc.Result = store.ScanCompleted, t0.Add(9*time.Hour), json.RawMessage(`{}`)
+			}
+			if err := tx.InsertScan(sc); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	// Finished at hours 3, 2, 2, 1, 1, 0, 0: by time, then id, highest first.
+	want := []string{"scan_6", "scan_5", "scan_4", "scan_3", "scan_2", "scan_1", "scan_0"}
+	for _, limit := range []int{1, 2, 3, 100} {
+		var got []string
+		walk(t, "ListScans", limit, func(cursor string) ([]string, string, error) {
+			page, next, err := s.ListScans(ctx, store.ScanFilter{AccountID: "acct_1", Domain: "dom.example", Cursor: cursor, Limit: limit})
+			got = append(got, idsOf(page, func(sc store.Scan) string { return sc.ID })...)
+			return idsOf(page, func(sc store.Scan) string { return sc.ID }), next, err
+		})
+		if !slices.Equal(got, want) {
+			t.Errorf("ListScans in pages of %d: %v, want %v", limit, got, want)
+		}
+	}
+	if page, _, err := s.ListScans(ctx, store.ScanFilter{AccountID: "acct_1", ClientID: "cli_1", Domain: "dom.example"}); err != nil ||
+		len(page) != 1 || page[0].ID != "scan_c" {
+		t.Errorf("ListScans of the client: %+v, %v", page, err)
+	}
+	if _, _, err := s.ListScans(ctx, store.ScanFilter{AccountID: "acct_1", Domain: "dom.example", Cursor: "x"}); !errors.Is(err, store.ErrMalformed) {
+		t.Errorf("ListScans with a cursor it did not make: %v, want ErrMalformed", err)
 	}
 }

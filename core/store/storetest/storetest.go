@@ -98,6 +98,7 @@ var groups = []struct {
 		{"DueDomains", testDueDomains},
 		{"AnswersRoundTripFiltersAndPages", testScanAnswers},
 		{"PruneAnswersInBoundedBatchesOldestFirst", testPruneScanAnswers},
+		{"ListCompletedPages", testListScans},
 	}},
 	{"Webhooks", []test{
 		{"RoundTripWithSecrets", testWebhooks},

@@ -230,11 +230,12 @@ class Client:
         return self._one(RecordedReading, "POST", "/v1/visibility", idempotency_key=idempotency_key,
                          body=dict(fields, domain=domain, visibility_score=visibility_score, sentiment=sentiment))
 
-    def get_visibility_history(self, domain: str, *, client_id: Optional[str] = None,
+    def get_visibility_history(self, domain: str, *, client_id: Optional[str] = None, market: Optional[str] = None,
                                limit: Optional[int] = None) -> Iterator[VisibilityReading]:
-        """GET /v1/visibility/history: a domain's readings, newest first, every page."""
+        """GET /v1/visibility/history: a domain's readings, newest first, every page; with market ("de-DE"),
+        its readings in that market."""
         return self._all(VisibilityReading, "/v1/visibility/history",
-                         {"domain": domain, "client_id": client_id, "limit": limit})
+                         {"domain": domain, "client_id": client_id, "market": market, "limit": limit})
 
     def request_scan(self, domain: str, *, client_id: Optional[str] = None,
                      idempotency_key: Optional[str] = None) -> Scan:

@@ -133,6 +133,7 @@ class VisibilityReading(Model):
     source: Optional[str] = None
     client_id: Optional[str] = None
     formula_version: Optional[int] = None
+    market: Optional[Market] = None
 
 
 @dataclass
@@ -648,6 +649,7 @@ _NESTED.update({
     ConnectorKind: {"instances": (ConnectorInstance, True)},
     DomainPrompts: {"prompts": (Prompt, True), "generated": (Prompt, True)},
     MonitoredDomain: {"markets": (Market, True)},
+    VisibilityReading: {"market": (Market, False)},
     ScanAnswer: {"sources": (AnswerSource, True), "citations": (AnswerCitation, True), "sentences": (AnswerSentence, True),
                  "market": (Market, False)},
     ContentResult: {"analysis": (ContentAnalysis, False), "analysis_after": (ContentAnalysis, False), "flags": (ContentFlag, True), "drafts": (ContentDrafts, False), "source": (ContentSource, False), "charges": (ContentCharge, True)},

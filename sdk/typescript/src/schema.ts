@@ -721,7 +721,7 @@ export interface paths {
         };
         /**
          * Past visibility readings of a domain
-         * @description The domain's readings, newest measured first, one page at a time.
+         * @description The domain's readings, newest measured first, one page at a time. With market, the domain's readings in that market (docs/visibility.md, Surfaces and markets).
          */
         get: operations["getVisibilityHistory"];
         put?: never;
@@ -1283,6 +1283,8 @@ export interface components {
              * @example 2
              */
             formula_version: number | null;
+            /** @description The market of a market's reading (GET /v1/visibility/history with market): the score a completed scan's answers in that market give with its readiness, their sentiment; absent otherwise. */
+            market?: components["schemas"]["Market"];
         };
         /** @description Success envelope of GET /api/v1/ai/budget-status. */
         BudgetStatusEnvelope: {
@@ -5931,6 +5933,11 @@ export interface operations {
                 domain: components["parameters"]["VisibilityDomain"];
                 /** @description Agency account keys: the newest reading of this client. Without it, the newest reading of the domain in the account. A client key sees only its own client's readings. */
                 client_id?: components["parameters"]["VisibilityClientId"];
+                /**
+                 * @description A market's history, written as its language and country (de-DE): of each completed scan of one owner (a client key's client, client_id's, else the account's own) that asked the market, its reading there, the last finished first; a page holds the readings of up to limit scans, fewer when some did not ask the market. 400 VALIDATION_ERROR when it is not a market.
+                 * @example de-DE
+                 */
+                market?: string;
                 /** @description Page size, 1-100. */
                 limit?: components["parameters"]["Limit"];
                 /** @description The next_cursor of the previous page. Opaque: pass it back unchanged, with the same filters. */
