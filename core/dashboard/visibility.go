@@ -184,7 +184,7 @@ type domainData struct {
 	Market  string
 	Markets []probe.MarketResult
 	Share   *share
-	Cited     []visibility.CitedDomain
+	Cited   []visibility.CitedDomain
 	// The latest scan's answers: a page of those the form's filters
 	// (Ask) select, and the link to the next page.
 	Answers     []client.ScanAnswer
