@@ -19,15 +19,37 @@ import (
 )
 
 func accountCreateCmd() *cobra.Command {
-	var name, tier string
+	var name, tier, market string
 	var agency bool
 	c := &cobra.Command{Use: "create", Short: "Create an account", Args: takes(0, "no arguments")}
 	c.Flags().StringVar(&name, "name", "", "the account's name")
 	c.Flags().StringVar(&tier, "tier", "", "tier: starter, professional or enterprise")
 	c.Flags().BoolVar(&agency, "agency", false, "an agency account, whose keys may act for its clients")
+	c.Flags().StringVar(&market, "market", "", "the market of its domains that name none, language and country: de-DE (default: none, each engine's own)")
 	required(c, "name", "tier")
 	return withServices(c, func(ctx context.Context, in *invocation, _ []string) error {
 		a, err := in.svc.Accounts.Create(ctx, name, tier, agency)
+		if err != nil {
+			return explain(err)
+		}
+		if market != "" {
+			if a, err = in.svc.Accounts.SetMarket(ctx, a.ID, market); err != nil {
+				return explain(err)
+			}
+		}
+		return in.out.account(a)
+	})
+}
+
+func accountSetMarketCmd() *cobra.Command {
+	c := &cobra.Command{Use: "set-market ACCOUNT_ID MARKET", Short: "Set the market of an account's domains that name none (language and country: de-DE; none clears it)",
+		Args: takes(2, "ACCOUNT_ID MARKET")}
+	return withServices(c, func(ctx context.Context, in *invocation, args []string) error {
+		tag := args[1]
+		if tag == "none" {
+			tag = ""
+		}
+		a, err := in.svc.Accounts.SetMarket(ctx, args[0], tag)
 		if err != nil {
 			return explain(err)
 		}
@@ -300,7 +322,11 @@ func (p printer) value(v any, text string) error {
 }
 
 func accountJSON(a store.Account) map[string]any {
-	return map[string]any{"id": a.ID, "name": a.Name, "tier": a.Tier, "type": a.Type, "created_at": timeOrNil(a.CreatedAt)}
+	var market any
+	if a.Market != "" {
+		market = a.Market
+	}
+	return map[string]any{"id": a.ID, "name": a.Name, "tier": a.Tier, "type": a.Type, "market": market, "created_at": timeOrNil(a.CreatedAt)}
 }
 
 func (p printer) account(a store.Account) error {

@@ -51,6 +51,7 @@ func commands() []*cobra.Command {
 		group("account", "Create and list accounts",
 			accountCreateCmd(),
 			accountSetTierCmd(),
+			accountSetMarketCmd(),
 			accountListCmd(),
 			accountExportCmd(),
 			accountDeleteCmd(),

@@ -182,3 +182,43 @@ func TestDomainMarkets(t *testing.T) {
 		t.Errorf("after PATCH []: %+v", up.Markets)
 	}
 }
+
+// TestAccountDefaultMarket: an account's default market, set by the CLI
+// (normalised; none clears it; one that is not a market refused), is the
+// market of its domains added without any, seen by the running server at
+// once; a domain that names its markets keeps them.
+func TestAccountDefaultMarket(t *testing.T) {
+	dir := t.TempDir()
+	var a account
+	cli(t, dir, &a, "account", "create", "--name", "Acme", "--tier", "professional", "--market", "de-de")
+	var shown map[string]any
+	cli(t, dir, &shown, "account", "set-market", a.ID, "de-AT")
+	if shown["market"] != "de-AT" {
+		t.Errorf("set-market shows %v", shown)
+	}
+	if msg := cliFails(t, dir, "account", "set-market", a.ID, "germany"); !strings.Contains(msg, "not a market") {
+		t.Errorf("set-market germany: %s", msg)
+	}
+	k := newKey(t, dir, a.ID)
+	s := start(t, dir, queueOnly...)
+	create := func(body string) client.MonitoredDomain {
+		t.Helper()
+		var d client.MonitoredDomain
+		if r := s.do(t, req{method: "POST", path: "/v1/domains", header: bearer(k), body: body}); r.Status != 201 {
+			t.Fatalf("%s: %d %s", body, r.Status, r.Body)
+		} else {
+			r.decode(t, &d)
+		}
+		return d
+	}
+	if d := create(`{"domain":"one.example"}`); !slices.Equal(d.Markets, []client.Market{{Country: "AT", Language: "de"}}) {
+		t.Errorf("a domain without markets: %+v, want the account's de-AT", d.Markets)
+	}
+	if d := create(`{"domain":"two.example","markets":[{"country":"US","language":"en"}]}`); !slices.Equal(d.Markets, []client.Market{{Country: "US", Language: "en"}}) {
+		t.Errorf("a domain with its own markets: %+v", d.Markets)
+	}
+	cli(t, dir, nil, "account", "set-market", a.ID, "none")
+	if d := create(`{"domain":"three.example"}`); len(d.Markets) != 0 {
+		t.Errorf("after the default is cleared: %+v", d.Markets)
+	}
+}

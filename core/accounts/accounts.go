@@ -12,6 +12,7 @@ import (
 	"github.com/aivis/aivis/core/auth"
 	"github.com/aivis/aivis/core/fault"
 	"github.com/aivis/aivis/core/limits"
+	"github.com/aivis/aivis/core/probe"
 	"github.com/aivis/aivis/core/randid"
 	"github.com/aivis/aivis/core/store"
 )
@@ -75,6 +76,24 @@ func (s *Service) SetTier(ctx context.Context, id, tierName string) (store.Accou
 		return store.Account{}, err
 	}
 	if err := s.Store.SetTier(ctx, id, t.Name); errors.Is(err, store.ErrNotFound) {
+		return store.Account{}, fault.New(fault.NotFound, "no account %s", id)
+	} else if err != nil {
+		return store.Account{}, err
+	}
+	return s.Store.Account(ctx, id)
+}
+
+// SetMarket sets an account's default market, its language and country
+// ("de-DE"): that of its domains that name none; "" clears it.
+func (s *Service) SetMarket(ctx context.Context, id, tag string) (store.Account, error) {
+	if tag != "" {
+		m, err := probe.ParseMarketTag(tag)
+		if err != nil {
+			return store.Account{}, fault.Invalid(fault.FieldError{Field: "market", Message: err.Error()})
+		}
+		tag = m.String()
+	}
+	if err := s.Store.SetMarket(ctx, id, tag); errors.Is(err, store.ErrNotFound) {
 		return store.Account{}, fault.New(fault.NotFound, "no account %s", id)
 	} else if err != nil {
 		return store.Account{}, err

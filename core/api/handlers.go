@@ -279,7 +279,7 @@ func (s *Server) visibilityHistory(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if tag := r.URL.Query().Get("market"); tag != "" {
-		m, err := visibility.ParseMarketTag(tag)
+		m, err := probe.ParseMarketTag(tag)
 		if err != nil {
 			writeError(w, r, s.log, fault.Invalid(fault.FieldError{Field: "market", Message: err.Error()}))
 			return

@@ -104,6 +104,16 @@ func ParseMarket(country, lang string) (Market, error) {
 	return Market{Country: r.String(), Language: tag}, nil
 }
 
+// ParseMarketTag reads a market written as its language and country, a
+// BCP 47 tag such as de-DE or zh-Hant-TW (ParseMarket checks both).
+func ParseMarketTag(tag string) (Market, error) {
+	i := strings.LastIndexByte(tag, '-')
+	if i <= 0 {
+		return Market{}, fmt.Errorf("%q is not a market: its language and country, such as de-DE", tag)
+	}
+	return ParseMarket(tag[i+1:], tag[:i])
+}
+
 // The ways an engine asks a market.
 const (
 	// LocaliseNative: the engine takes the country and the language

@@ -17,6 +17,9 @@ type Account struct {
 	Name      string
 	Tier      string // a limits.Tier name
 	Type      string // AccountStandard or AccountAgency
+	// Market is the market a domain of the account is scanned in when it
+	// names none, as its language and country ("de-DE"); "" none.
+	Market    string
 	CreatedAt time.Time
 }
 
@@ -60,6 +63,8 @@ type Accounts interface {
 	// ListAccounts lists every account, oldest first (then by id).
 	ListAccounts(ctx context.Context) ([]Account, error)
 	SetTier(ctx context.Context, id, tier string) error
+	// SetMarket sets an account's default market ("" none).
+	SetMarket(ctx context.Context, id, market string) error
 	CreateClient(ctx context.Context, c Client) error
 	Client(ctx context.Context, accountID, id string) (Client, error)
 	// ListClients lists an account's clients, oldest first (then by id).

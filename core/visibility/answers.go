@@ -123,7 +123,7 @@ func ParseAnswerFilter(q url.Values) (store.AnswerFilter, error) {
 		}
 	}
 	if v := q.Get("market"); v != "" {
-		m, err := ParseMarketTag(v)
+		m, err := probe.ParseMarketTag(v)
 		if err != nil {
 			f.Add("market", "%s", err.Error())
 		}

@@ -104,6 +104,9 @@ func (s *Domains) Create(ctx context.Context, p auth.Principal, in client.Create
 	if len(md.Brands) == 0 {
 		md.Brands = []string{DefaultBrand(d)}
 	}
+	if len(md.Markets) == 0 && p.Account.Market != "" {
+		md.Markets = []string{p.Account.Market} // the account's default
+	}
 	now := s.Now()
 	md.ID, md.AccountID, md.ClientID = randid.New("dom"), p.AccountID(), clientID
 	md.NextScanAt, md.CreatedAt, md.UpdatedAt = now, now, now

@@ -61,17 +61,6 @@ func MarketsView(tags []string) []client.Market {
 	return out
 }
 
-// ParseMarketTag reads a market written as its language and country, a
-// BCP 47 tag such as de-DE or zh-Hant-TW (the country's case as it
-// comes).
-func ParseMarketTag(tag string) (probe.Market, error) {
-	i := strings.LastIndexByte(tag, '-')
-	if i <= 0 {
-		return probe.Market{}, fmt.Errorf("%q is not a market: its language and country, such as de-DE", tag)
-	}
-	return probe.ParseMarket(tag[i+1:], tag[:i])
-}
-
 // cleanMarkets reads markets: each a country and a language
 // (probe.ParseMarket), a repeated one dropped; as tags to keep.
 func cleanMarkets(f *fault.Fields, in []client.Market) []string {

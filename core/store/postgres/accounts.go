@@ -13,12 +13,12 @@ import (
 // (LEAST, GREATEST of the stored value), whatever writes race. Unique ids
 // and key hashes are primary keys and unique indexes.
 
-const accountColumns = `a.id, a.name, a.tier, a.type, a.created_at, a.created_at_ns`
+const accountColumns = `a.id, a.name, a.tier, a.type, a.created_at, a.created_at_ns, a.market`
 
 func scanAccount(s scanner, extra ...any) (store.Account, error) {
 	var a store.Account
 	var created tcol
-	err := s.Scan(append([]any{&a.ID, &a.Name, &a.Tier, &a.Type, &created.t, &created.ns}, extra...)...)
+	err := s.Scan(append([]any{&a.ID, &a.Name, &a.Tier, &a.Type, &created.t, &created.ns, &a.Market}, extra...)...)
 	a.CreatedAt = created.time()
 	return a, err
 }
@@ -29,8 +29,8 @@ func (db *DB) CreateAccount(ctx context.Context, a store.Account) error {
 }
 
 func createAccount(ctx context.Context, q querier, a store.Account) error {
-	_, err := q.Exec(ctx, `INSERT INTO accounts (id, name, tier, type, created_at, created_at_ns) VALUES ($1, $2, $3, $4, $5, $6)`,
-		a.ID, a.Name, a.Tier, a.Type, ts(a.CreatedAt), ns(a.CreatedAt))
+	_, err := q.Exec(ctx, `INSERT INTO accounts (id, name, tier, type, created_at, created_at_ns, market) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		a.ID, a.Name, a.Tier, a.Type, ts(a.CreatedAt), ns(a.CreatedAt), a.Market)
 	if err != nil {
 		return fmt.Errorf("postgres: create account: %w", conflict(err))
 	}
@@ -61,6 +61,18 @@ func (db *DB) SetTier(ctx context.Context, id, tier string) error {
 	tag, err := db.pool.Exec(ctx, `UPDATE accounts SET tier = $1 WHERE id = $2`, tier, id)
 	if err != nil {
 		return fmt.Errorf("postgres: set tier: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("postgres: account %s: %w", id, store.ErrNotFound)
+	}
+	return nil
+}
+
+// SetMarket sets an account's default market.
+func (db *DB) SetMarket(ctx context.Context, id, market string) error {
+	tag, err := db.pool.Exec(ctx, `UPDATE accounts SET market = $1 WHERE id = $2`, market, id)
+	if err != nil {
+		return fmt.Errorf("postgres: set market: %w", err)
 	}
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("postgres: account %s: %w", id, store.ErrNotFound)

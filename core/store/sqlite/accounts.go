@@ -10,22 +10,22 @@ import (
 	"github.com/aivis/aivis/core/store"
 )
 
-const accountColumns = `a.id, a.name, a.tier, a.type, a.created_at`
+const accountColumns = `a.id, a.name, a.tier, a.type, a.created_at, a.market`
 
 type scanner interface{ Scan(...any) error }
 
 func scanAccount(s scanner, extra ...any) (store.Account, error) {
 	var a store.Account
 	var created sql.NullInt64
-	err := s.Scan(append([]any{&a.ID, &a.Name, &a.Tier, &a.Type, &created}, extra...)...)
+	err := s.Scan(append([]any{&a.ID, &a.Name, &a.Tier, &a.Type, &created, &a.Market}, extra...)...)
 	a.CreatedAt = fromNS(created)
 	return a, err
 }
 
 // CreateAccount inserts a new account.
 func (db *DB) CreateAccount(ctx context.Context, a store.Account) error {
-	_, err := db.w.ExecContext(ctx, `INSERT INTO accounts (id, name, tier, type, created_at) VALUES (?, ?, ?, ?, ?)`,
-		a.ID, a.Name, a.Tier, a.Type, stamp(a.CreatedAt))
+	_, err := db.w.ExecContext(ctx, `INSERT INTO accounts (id, name, tier, type, created_at, market) VALUES (?, ?, ?, ?, ?, ?)`,
+		a.ID, a.Name, a.Tier, a.Type, stamp(a.CreatedAt), a.Market)
 	if err != nil {
 		return fmt.Errorf("sqlite: create account: %w", conflict(err))
 	}
@@ -64,6 +64,18 @@ func (db *DB) SetTier(ctx context.Context, id, tier string) error {
 	res, err := db.w.ExecContext(ctx, `UPDATE accounts SET tier = ? WHERE id = ?`, tier, id)
 	if err != nil {
 		return fmt.Errorf("sqlite: set tier: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("sqlite: account %s: %w", id, store.ErrNotFound)
+	}
+	return nil
+}
+
+// SetMarket sets an account's default market.
+func (db *DB) SetMarket(ctx context.Context, id, market string) error {
+	res, err := db.w.ExecContext(ctx, `UPDATE accounts SET market = ? WHERE id = ?`, market, id)
+	if err != nil {
+		return fmt.Errorf("sqlite: set market: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		return fmt.Errorf("sqlite: account %s: %w", id, store.ErrNotFound)

@@ -17,10 +17,11 @@ func newKey(id, accountID, clientID string, created time.Time) store.Key {
 
 // An account keeps every field; ids are unique (ErrConflict); an unknown
 // id is ErrNotFound; accounts list oldest first, ties by id; SetTier
-// changes the tier only.
+// changes the tier only, SetMarket the market only.
 func testAccounts(t *testing.T, newStore Constructor) {
 	s, _ := newStore(t)
-	a := store.Account{ID: "acct_b", Name: `Agentur "Grüße" & Co`, Tier: "professional", Type: store.AccountAgency, CreatedAt: t0.In(elsewhere)}
+	a := store.Account{ID: "acct_b", Name: `Agentur "Grüße" & Co`, Tier: "professional", Type: store.AccountAgency, Market: "de-DE",
+		CreatedAt: t0.In(elsewhere)}
 	must(t, s.CreateAccount(ctx, a), "CreateAccount")
 	newAccount(t, s, "acct_a", store.AccountStandard)
 	newAccount(t, s, "acct_0", store.AccountStandard)
@@ -64,6 +65,16 @@ func testAccounts(t *testing.T, newStore Constructor) {
 	}
 	if err := s.SetTier(ctx, "acct_none", "starter"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("SetTier of an unknown account: %v, want ErrNotFound", err)
+	}
+	for _, m := range []string{"zh-Hant-TW", ""} {
+		must(t, s.SetMarket(ctx, "acct_b", m), "SetMarket")
+		want.Market = m
+		if got, err := s.Account(ctx, "acct_b"); err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("after SetMarket(%q): %+v, %v; want %+v", m, got, err, want)
+		}
+	}
+	if err := s.SetMarket(ctx, "acct_none", "de-DE"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("SetMarket of an unknown account: %v, want ErrNotFound", err)
 	}
 }
 

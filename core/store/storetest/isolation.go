@@ -116,6 +116,13 @@ func testReadsSeeEveryCommit(t *testing.T, newStore Constructor) {
 				t.Fatalf("change %d: PrincipalByKeyHash reads tier %q after another handle set %q (%v)", i, p.Account.Tier, want, err)
 			}
 		}
+		if i%10 == 0 {
+			market := []string{"de-DE", "en-US"}[i/10%2]
+			must(t, cli.SetMarket(ctx, "acct_1", market), "SetMarket")
+			if p, err := server.PrincipalByKeyHash(ctx, k.KeyHash); err != nil || p.Account.Market != market {
+				t.Fatalf("change %d: PrincipalByKeyHash reads market %q after another handle set %q (%v)", i, p.Account.Market, market, err)
+			}
+		}
 		// A write that changes nothing a read returns, between the changes.
 		must(t, cli.SaveCounts(ctx, []store.Window{{AccountID: "acct_1", Window: "minute", Start: t0, Count: int64(i + 1)}}, nil), "SaveCounts")
 	}
