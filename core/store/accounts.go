@@ -13,10 +13,10 @@ const (
 
 // Account is a customer of aivis.
 type Account struct {
-	ID        string
-	Name      string
-	Tier      string // a limits.Tier name
-	Type      string // AccountStandard or AccountAgency
+	ID   string
+	Name string
+	Tier string // a limits.Tier name
+	Type string // AccountStandard or AccountAgency
 	// Market is the market a domain of the account is scanned in when it
 	// names none, as its language and country ("de-DE"); "" none.
 	Market    string
