@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -128,6 +129,27 @@ func TestSurfacesAndMarketsEndToEnd(t *testing.T) {
 	if err := json.Unmarshal(raw, &viaMCP); err != nil || len(viaMCP.Engines) != 4 || len(viaMCP.Surfaces) != 2 || len(viaMCP.Markets) != 2 ||
 		viaMCP.Engines[2].Label != "AI Overviews" || *viaMCP.Engines[2].Market != want[0] || viaMCP.Engines[2].Presence != b.Engines[2].Presence {
 		t.Errorf("the MCP figures %s, %v", raw, err)
+	}
+
+	// And a market's history and answers through MCP.
+	out, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "get_visibility_history",
+		Arguments: map[string]any{"domain": "acme.invalid", "market": "de-DE"}})
+	raw, _ = json.Marshal(out.StructuredContent)
+	var hist struct {
+		Items []client.VisibilityReading `json:"items"`
+	}
+	if err != nil || out.IsError || json.Unmarshal(raw, &hist) != nil || len(hist.Items) != 1 || *hist.Items[0].Market != want[0] {
+		t.Errorf("the German history through MCP: %v %s", err, raw)
+	}
+	out, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "search_answers",
+		Arguments: map[string]any{"scan_id": sc.ID, "market": "en-US", "limit": 100}})
+	raw, _ = json.Marshal(out.StructuredContent)
+	var found struct {
+		Items []client.ScanAnswer `json:"items"`
+	}
+	if err != nil || out.IsError || json.Unmarshal(raw, &found) != nil || len(found.Items) != 2*n ||
+		slices.ContainsFunc(found.Items, func(a client.ScanAnswer) bool { return *a.Market != want[1] }) {
+		t.Errorf("the answers in en-US through MCP: %v, %d", err, len(found.Items))
 	}
 
 	// The dashboard: every engine in each market, then the market switch.

@@ -123,6 +123,7 @@ type Visibility struct {
 // HistoryIn is get_visibility_history's input.
 type HistoryIn struct {
 	DomainIn
+	Market string `json:"market,omitempty" jsonschema:"a market's history, its language and country (de-DE): the domain's readings in that market"`
 	Page
 }
 
@@ -136,6 +137,13 @@ type Reading struct {
 	Source          string  `json:"source"`
 	ClientID        *string `json:"client_id"`
 	FormulaVersion  *int    `json:"formula_version"`
+	Market          *Market `json:"market,omitempty" jsonschema:"the market of a market's reading"`
+}
+
+// Market is where, and in which language, a domain is scanned.
+type Market struct {
+	Country  string `json:"country" jsonschema:"ISO 3166-1 alpha-2"`
+	Language string `json:"language" jsonschema:"BCP 47"`
 }
 
 // History is a page of a domain's readings, newest first
@@ -197,6 +205,7 @@ type SearchAnswersIn struct {
 	ScanIn
 	Q         string `json:"q,omitempty" jsonschema:"words the answer's text contains"`
 	Engine    string `json:"engine,omitempty" jsonschema:"an engine's label"`
+	Market    string `json:"market,omitempty" jsonschema:"only the answers of this market, its language and country (de-DE)"`
 	Cited     *bool  `json:"cited,omitempty" jsonschema:"only answers that cite the domain (true) or do not (false)"`
 	Mentioned *bool  `json:"mentioned,omitempty" jsonschema:"only answers that name the brand (true) or do not (false)"`
 	Prompt    *int   `json:"prompt,omitempty" jsonschema:"only the answers to this prompt of the scan's prompt set (its index, from 0)"`
@@ -217,6 +226,9 @@ type Answer struct {
 	Position  int             `json:"position"`
 	Sources   json.RawMessage `json:"sources"`
 	Citations json.RawMessage `json:"citations"`
+	Surface   string          `json:"surface,omitempty" jsonschema:"the engine's surface: model, search_api or serp"`
+	Market    *Market         `json:"market,omitempty" jsonschema:"the market the prompt was asked in"`
+	Absent    bool            `json:"absent,omitempty" jsonschema:"the surface showed no AI answer for the prompt (not a failure)"`
 }
 
 // Answers is a page of a scan's answers
@@ -350,9 +362,11 @@ func (h *Handler) addTools() {
 			b, err := h.call(ctx, req, http.MethodGet, "/v1/visibility", in.query(url.Values{}), nil, "")
 			return nil, Visibility{passthrough: passthrough{b}}, err
 		})
-	tool(h, "get_visibility_history", "A domain's visibility readings, newest first, a page at a time.", read("Visibility history"),
+	tool(h, "get_visibility_history", "A domain's visibility readings, newest first, a page at a time; with market (de-DE), its readings in that market.", read("Visibility history"),
 		func(ctx context.Context, req *mcp.CallToolRequest, in HistoryIn) (*mcp.CallToolResult, History, error) {
-			b, err := h.call(ctx, req, http.MethodGet, "/v1/visibility/history", in.Page.query(in.DomainIn.query(url.Values{})), nil, "")
+			q := in.Page.query(in.DomainIn.query(url.Values{}))
+			setIf(q, "market", in.Market)
+			b, err := h.call(ctx, req, http.MethodGet, "/v1/visibility/history", q, nil, "")
 			return nil, History{passthrough: passthrough{b}}, err
 		})
 	tool(h, "get_scan", "A scan's status (queued, running, completed or failed) and, once completed, its scores.", read("Scan status"),
@@ -385,12 +399,13 @@ func (h *Handler) addTools() {
 			return nil, citedSources(sc), nil
 		})
 	tool(h, "search_answers", "A scan's answers, the evidence of its figures: each engine's answer to each prompt with "+
-		"whether it names and cites the domain, its sources and citations; filtered by words (q), engine, cited, "+
+		"whether it names and cites the domain, its sources and citations; filtered by words (q), engine, market, cited, "+
 		"mentioned or prompt.", read("Search answers"),
 		func(ctx context.Context, req *mcp.CallToolRequest, in SearchAnswersIn) (*mcp.CallToolResult, Answers, error) {
 			q := url.Values{}
 			setIf(q, "q", in.Q)
 			setIf(q, "engine", in.Engine)
+			setIf(q, "market", in.Market)
 			if in.Cited != nil {
 				q.Set("cited", strconv.FormatBool(*in.Cited))
 			}
