@@ -457,7 +457,7 @@ func serveAPI(ctx context.Context, cfg config.Config, svc *Services, w *workers,
 		Readings: w.recorder, Webhooks: w.webhooks, Scans: w.scans,
 		Domains: domainsSvc, Hub: w.connectors, Dashboard: dash, Health: hc, Metrics: svc.Metrics,
 		MCP: func(a *api.Server) http.Handler {
-			return mcp.New(a, mcp.Options{Log: log, Version: buildinfo.Get().Version})
+			return mcp.New(a, mcp.Options{Log: log, Version: buildinfo.Get().Version, SessionKey: svc.Box.Derive("mcp sessions")})
 		},
 	})
 	dash.ClientAddr = srv.ClientAddr

@@ -53,6 +53,11 @@ const peerHeader = "X-Aivis-Mcp-Peer"
 type Options struct {
 	Log     *slog.Logger
 	Version string // the server's version, told to clients
+	// SessionKey signs the ids of 2025-11-25 sessions, so that every
+	// instance with the same key serves a session another made (the
+	// master key's, secrets.Box.Derive; nil: one of this process's own,
+	// its sessions its alone).
+	SessionKey []byte
 }
 
 // Handler serves the MCP endpoint and its protected-resource metadata
@@ -64,6 +69,7 @@ type Handler struct {
 	stateless http.Handler
 	endpoint  http.Handler
 	sessions  sessions
+	signer    signer
 }
 
 // New builds the handler. Its tools call a's handler.
@@ -76,7 +82,7 @@ func New(a *api.Server, o Options) *Handler {
 	if version == "" {
 		version = "(devel)"
 	}
-	h := &Handler{api: a, sessions: sessions{live: map[string]int{}}}
+	h := &Handler{api: a, sessions: sessions{live: map[string]int{}, local: map[string]bool{}}, signer: newSigner(o.SessionKey)}
 	h.server = mcp.NewServer(&mcp.Implementation{Name: "aivis", Title: "aivis", Version: version}, &mcp.ServerOptions{
 		Instructions: instructions, Logger: log,
 		// The tools never change, and the server logs nothing to clients.
@@ -127,8 +133,39 @@ func (h *Handler) dispatch(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("Too Many Requests: this key holds %d sessions; end one (DELETE) or let one idle out", MaxSessionsPerKey),
 			http.StatusTooManyRequests)
 	default:
-		h.stateful.ServeHTTP(w, r)
+		h.session(w, r)
 	}
+}
+
+// session serves a 2025-11-25 request. A session's id, as clients see it,
+// is the SDK's signed for the key (signer): a request naming a session
+// this key was not given is 404, as a session that does not exist. One
+// this instance holds is served by the stateful handler; one it does not
+// (another instance made it, or this one before a restart) is served as
+// that session statelessly: the tools keep no state between calls, so any
+// instance answers as the one that made it would, and a DELETE has
+// nothing here to end.
+func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
+	key := keyID(r)
+	if sent := r.Header.Get("Mcp-Session-Id"); sent != "" {
+		id, ok := h.signer.open(key, sent)
+		if !ok {
+			http.Error(w, "Not Found: no such session", http.StatusNotFound)
+			return
+		}
+		if !h.sessions.held(id) {
+			if r.Method == http.MethodDelete {
+				w.WriteHeader(http.StatusNoContent)
+				return
+			}
+			r.Header.Del("Mcp-Session-Id")
+			w.Header().Set("Mcp-Session-Id", sent)
+			h.stateless.ServeHTTP(w, r)
+			return
+		}
+		r.Header.Set("Mcp-Session-Id", id)
+	}
+	h.stateful.ServeHTTP(&signing{ResponseWriter: w, sign: func(id string) string { return h.signer.sign(key, id) }}, r)
 }
 
 // verify hands the principal the API authenticated to the SDK: the key's

@@ -516,8 +516,8 @@ func sessionBoundToKey(t *testing.T, e *env, xs []exchange) {
 	id := xs[0].RespHeader.Get("Mcp-Session-Id")
 	status, _, _ := e.post(t, e.ReadKey.Key, `{"jsonrpc":"2.0","id":9,"method":"tools/list"}`,
 		map[string]string{"Mcp-Session-Id": id, "Mcp-Protocol-Version": "2025-11-25"})
-	if status != http.StatusForbidden && status != http.StatusNotFound {
-		t.Errorf("another key with the session: %d; want 403 or 404", status)
+	if status != http.StatusNotFound {
+		t.Errorf("another key with the session: %d; want 404: no such session for it", status)
 	}
 }
 

@@ -14,6 +14,7 @@ package secrets
 import (
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -44,6 +45,8 @@ const KeyFile = "master.key"
 type key struct {
 	id   string
 	aead cipher.AEAD
+	// derive is the root of the keys Derive makes of this one.
+	derive []byte
 }
 
 // Box seals with its first key and opens with any of its keys.
@@ -78,9 +81,21 @@ func New(keys ...[]byte) (*Box, error) {
 		if b.key(id) != nil {
 			return nil, fmt.Errorf("secrets: master key %s is given twice", id)
 		}
-		b.keys = append(b.keys, key{id: id, aead: aead})
+		root := hmac.New(sha256.New, k)
+		root.Write([]byte("aivis: keys derived from the master key"))
+		b.keys = append(b.keys, key{id: id, aead: aead, derive: root.Sum(nil)})
 	}
 	return b, nil
+}
+
+// Derive is a 32-byte key for purpose, made of the sealing key (HMAC-
+// SHA256): every process with the same master key derives the same one,
+// and no derived key tells anything of the master key or of another
+// purpose's.
+func (b *Box) Derive(purpose string) []byte {
+	m := hmac.New(sha256.New, b.keys[0].derive)
+	m.Write([]byte(purpose))
+	return m.Sum(nil)
 }
 
 // ID is the id of the key that seals.

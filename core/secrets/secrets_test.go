@@ -249,3 +249,21 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+// Derive gives the same key for the same master key and purpose, another
+// for another purpose or master key, and none equal to the master key.
+func TestDerive(t *testing.T) {
+	k1, k2 := bytes.Repeat([]byte{1}, 32), bytes.Repeat([]byte{2}, 32)
+	a, _ := secrets.New(k1)
+	again, _ := secrets.New(k1, k2)
+	b, _ := secrets.New(k2, k1)
+	if !bytes.Equal(a.Derive("mcp sessions"), again.Derive("mcp sessions")) {
+		t.Error("the same master key derives another key")
+	}
+	if bytes.Equal(a.Derive("mcp sessions"), a.Derive("other")) || bytes.Equal(a.Derive("mcp sessions"), b.Derive("mcp sessions")) {
+		t.Error("another purpose or master key derives the same key")
+	}
+	if d := a.Derive("x"); len(d) != 32 || bytes.Equal(d, k1) {
+		t.Errorf("derived %x", d)
+	}
+}
