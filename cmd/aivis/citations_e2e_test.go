@@ -89,13 +89,17 @@ func TestCitationChangeEndToEnd(t *testing.T) {
 		}
 		return events.ScanCompletedData{ScanID: sc.ID, Domain: "acme.invalid", VisibilityScore: res.VisibilityScore,
 			Sentiment: res.Sentiment, ReadinessScore: res.ReadinessScore, CitationRate: &events.Rate{
-				Value: float64(alpha+beta) / 42, Hits: alpha + beta, Of: 42}, SourceShare: share(beta), Engines: []events.EngineCitations{
-				{Label: "Alpha", Kind: "openai-chat", CitationRate: events.Rate{Value: float64(alpha) / 21, Hits: alpha, Of: 21}},
-				{Label: "Beta", Kind: "perplexity", CitationRate: events.Rate{Value: float64(beta) / 21, Hits: beta, Of: 21},
-					SourceShare: share(beta)}}}
+				// Two surfaces: the mean of theirs (docs/visibility.md).
+				Value: (float64(alpha)/21 + float64(beta)/21) / 2, Hits: alpha + beta, Of: 42}, SourceShare: share(beta),
+			OverviewPresence: &events.Rate{Value: 1, Hits: 42, Of: 42}, Engines: []events.EngineCitations{
+				{Label: "Alpha", Kind: "openai-chat", Surface: "model", CitationRate: events.Rate{Value: float64(alpha) / 21, Hits: alpha, Of: 21},
+					OverviewPresence: events.Rate{Value: 1, Hits: 21, Of: 21}},
+				{Label: "Beta", Kind: "perplexity", Surface: "search_api", CitationRate: events.Rate{Value: float64(beta) / 21, Hits: beta, Of: 21},
+					SourceShare: share(beta), OverviewPresence: events.Rate{Value: 1, Hits: 21, Of: 21}}}}
 	}
 	change := func(label, kind string, hits, previous int, points float64) events.CitationChangeData {
-		return events.CitationChangeData{Domain: "acme.invalid", Engine: label, Kind: kind,
+		surface := map[string]string{"openai-chat": "model", "perplexity": "search_api"}[kind]
+		return events.CitationChangeData{Domain: "acme.invalid", Engine: label, Kind: kind, Surface: surface,
 			CitationRate: events.Rate{Value: float64(hits) / 21, Hits: hits, Of: 21}, PreviousCitationRate: events.Rate{
 				Value: float64(previous) / 21, Hits: previous, Of: 21}, CitationChange: points, ScanID: second.ID, PreviousScanID: first.ID}
 	}

@@ -542,10 +542,10 @@ func TestDashboardInBrowser(t *testing.T) {
 		if len(engines) != 2 || engines[0][0] != "Fake" || engines[1][0] != searchModel {
 			t.Fatalf("the per-engine rows read %q, want Fake and %s", engines, searchModel)
 		}
-		if share := engines[0][5]; !strings.HasPrefix(share, "no sources reported") || strings.Contains(share, "%") {
+		if share := engines[0][6]; !strings.HasPrefix(share, "no sources reported") || strings.Contains(share, "%") {
 			t.Errorf("the plain model's source share reads %q, want no sources reported", share)
 		}
-		if share := engines[1][5]; !regexp.MustCompile(`^\d+(\.\d)?% \d`).MatchString(share) {
+		if share := engines[1][6]; !regexp.MustCompile(`^\d+(\.\d)?% \d`).MatchString(share) {
 			t.Errorf("the search model's source share reads %q, want a share and its interval", share)
 		}
 		// The cited domains, the domain's own row marked, and its cited page.

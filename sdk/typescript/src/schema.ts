@@ -1731,8 +1731,8 @@ export interface components {
             citation_rate: components["schemas"]["EventRate"] | null;
             /** @description The domain's sources of all the sources cited; null when no answer reported sources. */
             source_share: components["schemas"]["EventRate"] | null;
-            /** @description The answers whose surface showed an AI answer at all, of all the engines' answers (the mean of the surfaces' over engines of several, as citation_rate); null for a scan that asked no engine. */
-            overview_presence: components["schemas"]["EventRate"] | null;
+            /** @description The answers whose surface showed an AI answer at all, of all the engines' answers (the mean of the surfaces' over engines of several, as citation_rate); null for a scan that asked no engine. Absent in events recorded before aivis measured surfaces and markets. */
+            overview_presence?: components["schemas"]["EventRate"] | null;
             /** @description Each engine's figures (per market when the scan asked markets), in the configuration's order. */
             engines: components["schemas"]["EngineCitations"][];
             client_id: components["schemas"]["NullableClientId"];
@@ -1750,18 +1750,18 @@ export interface components {
             /** @description The engine's kind: openai-chat, openai-responses, perplexity, anthropic, gemini, xai, serpapi, dataforseo. */
             kind: string;
             /**
-             * @description The engine's surface: model (a chat model without search), search_api (an API answering from a web search), serp (the page people see, through a SERP API).
+             * @description The engine's surface: model (a chat model without search), search_api (an API answering from a web search), serp (the page people see, through a SERP API). Absent in events recorded before aivis measured surfaces and markets.
              * @enum {string}
              */
-            surface: "model" | "search_api" | "serp";
-            /** @description The market of these figures; null when the scan asked none. */
-            market: components["schemas"]["Market"] | null;
+            surface?: "model" | "search_api" | "serp";
+            /** @description The market of these figures; null when the scan asked none. Absent in events recorded before aivis measured surfaces and markets. */
+            market?: components["schemas"]["Market"] | null;
             /** @description The answers that cite the domain, of the engine's answers. */
             citation_rate: components["schemas"]["EventRate"];
             /** @description The domain's sources of all the sources the engine's answers cited; null when no answer reported sources. */
             source_share: components["schemas"]["EventRate"] | null;
-            /** @description The engine's answers in which its surface showed an AI answer at all (a Google search may show no AI Overview), of its answers. */
-            overview_presence: components["schemas"]["EventRate"];
+            /** @description The engine's answers in which its surface showed an AI answer at all (a Google search may show no AI Overview), of its answers. Absent in events recorded before aivis measured surfaces and markets. */
+            overview_presence?: components["schemas"]["EventRate"];
         };
         CitationChangeData: {
             domain: components["schemas"]["Domain"];
@@ -1770,12 +1770,12 @@ export interface components {
             /** @description The engine's kind. */
             kind: string;
             /**
-             * @description The engine's surface: model (a chat model without search), search_api (an API answering from a web search), serp (the page people see, through a SERP API).
+             * @description The engine's surface: model (a chat model without search), search_api (an API answering from a web search), serp (the page people see, through a SERP API). Absent in events recorded before aivis measured surfaces and markets.
              * @enum {string}
              */
-            surface: "model" | "search_api" | "serp";
-            /** @description The market of these figures; null when the scan asked none. */
-            market: components["schemas"]["Market"] | null;
+            surface?: "model" | "search_api" | "serp";
+            /** @description The market of these figures; null when the scan asked none. Absent in events recorded before aivis measured surfaces and markets. */
+            market?: components["schemas"]["Market"] | null;
             /** @description The engine's answers that cite the domain in this scan. */
             citation_rate: components["schemas"]["EventRate"];
             /** @description The same in the domain's previous scan. */
