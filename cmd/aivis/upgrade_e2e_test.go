@@ -94,9 +94,11 @@ func buildAt(dir string, builds map[string]string) error {
 	return nil
 }
 
-// scheduled are the fields the scheduler moves whichever aivis serves: a
-// domain's next and last scan.
-var scheduled = map[string]bool{"next_scan_at": true, "last_scan_at": true}
+// scheduled are the fields that move whichever aivis serves: a domain's
+// next and last scan, which the scheduler moves, and a key's last use,
+// which the checks' own requests move (the counter writes it within a
+// second, so a list read after them may or may not show it).
+var scheduled = map[string]bool{"next_scan_at": true, "last_scan_at": true, "last_used_at": true}
 
 // subset says where old is not within new: every field old has, new has
 // with the same value, recursively; new may have fields old lacks (what a
