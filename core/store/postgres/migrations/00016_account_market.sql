@@ -4,6 +4,9 @@
 -- none; '' for none (the engines' own default). Authentication reads it
 -- with the account: a change of it is a change of what the key caches
 -- hold.
+-- Expand: the trigger dropped is made again at once, over the same
+-- columns and market; an earlier aivis writes none of market and keeps
+-- working on it.
 ALTER TABLE accounts ADD COLUMN market text NOT NULL DEFAULT '';
 DROP TRIGGER accounts_bump_u ON accounts;
 CREATE TRIGGER accounts_bump_u AFTER UPDATE ON accounts
