@@ -25,6 +25,7 @@ import (
 	"github.com/aivis/aivis/core/limits"
 	aivismcp "github.com/aivis/aivis/core/mcp"
 	"github.com/aivis/aivis/core/store"
+	"github.com/aivis/aivis/core/store/cache"
 	"github.com/aivis/aivis/core/store/sqlite"
 )
 
@@ -52,7 +53,9 @@ func instances(tb testing.TB, sessionKeys ...[]byte) ([]*httptest.Server, string
 	}
 	tb.Cleanup(func() { db.Close() })
 	log := slog.New(slog.DiscardHandler)
-	as := &auth.Service{Keys: db, Accounts: db, Now: now}
+	// Read through the caches the server reads through (engines.Stores).
+	st := cache.Wrap(db, db.Signal())
+	as := &auth.Service{Keys: st, Accounts: st, Now: now}
 	if err := db.CreateAccount(ctx, store.Account{ID: "acct_bench", Name: "Bench", Tier: "enterprise", Type: store.AccountStandard, CreatedAt: base}); err != nil {
 		tb.Fatal(err)
 	}
@@ -66,7 +69,7 @@ func instances(tb testing.TB, sessionKeys ...[]byte) ([]*httptest.Server, string
 	}
 	var hs []*httptest.Server
 	for _, sessionKey := range sessionKeys {
-		srv := api.New(api.Config{}, api.Deps{Store: db, Auth: as, Content: &content.Service{Store: db, Now: now},
+		srv := api.New(api.Config{}, api.Deps{Store: st, Auth: as, Content: &content.Service{Store: st, Now: now},
 			Counter: limits.NewMemory(nil, log), Guard: limits.NewAuthGuard(1<<30, time.Minute), Log: log, Now: now,
 			MCP: func(a *api.Server) http.Handler {
 				return aivismcp.New(a, aivismcp.Options{Log: log, SessionKey: sessionKey})
