@@ -8,6 +8,8 @@ import (
 	"strconv"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/aivis/aivis/client"
 )
 
 // Tool is a tool the server offers and the scope its key must hold.
@@ -91,13 +93,17 @@ type Domain struct {
 	UpdatedAt   string   `json:"updated_at"`
 }
 
-// Domains is a page of monitored domains (GET /v1/domains).
-type Domains struct {
+// List is a page of a list of the API, passed on as the API gives it:
+// its items, whether more follow, and the cursor of the next page.
+type List[T any] struct {
 	passthrough
-	Items      []Domain `json:"items"`
-	HasMore    bool     `json:"has_more"`
-	NextCursor *string  `json:"next_cursor" jsonschema:"pass as cursor for the next page; null on the last"`
+	Items      []T     `json:"items"`
+	HasMore    bool    `json:"has_more"`
+	NextCursor *string `json:"next_cursor" jsonschema:"pass as cursor for the next page; null on the last"`
 }
+
+// listOf is the API's page b, passed on.
+func listOf[T any](b []byte) List[T] { return List[T]{passthrough: passthrough{b}} }
 
 // DomainIn names a domain.
 type DomainIn struct {
@@ -129,30 +135,15 @@ type HistoryIn struct {
 
 // Reading is a visibility reading.
 type Reading struct {
-	Domain          string  `json:"domain"`
-	VisibilityScore int     `json:"visibility_score"`
-	Sentiment       string  `json:"sentiment"`
-	SentimentScore  float64 `json:"sentiment_score"`
-	MeasuredAt      string  `json:"measured_at"`
-	Source          string  `json:"source"`
-	ClientID        *string `json:"client_id"`
-	FormulaVersion  *int    `json:"formula_version"`
-	Market          *Market `json:"market,omitempty" jsonschema:"the market of a market's reading"`
-}
-
-// Market is where, and in which language, a domain is scanned.
-type Market struct {
-	Country  string `json:"country" jsonschema:"ISO 3166-1 alpha-2"`
-	Language string `json:"language" jsonschema:"BCP 47"`
-}
-
-// History is a page of a domain's readings, newest first
-// (GET /v1/visibility/history).
-type History struct {
-	passthrough
-	Items      []Reading `json:"items"`
-	HasMore    bool      `json:"has_more"`
-	NextCursor *string   `json:"next_cursor"`
+	Domain          string         `json:"domain"`
+	VisibilityScore int            `json:"visibility_score"`
+	Sentiment       string         `json:"sentiment"`
+	SentimentScore  float64        `json:"sentiment_score"`
+	MeasuredAt      string         `json:"measured_at"`
+	Source          string         `json:"source"`
+	ClientID        *string        `json:"client_id"`
+	FormulaVersion  *int           `json:"formula_version"`
+	Market          *client.Market `json:"market,omitempty" jsonschema:"the market of a market's reading"`
 }
 
 // ScanIn names a scan.
@@ -227,17 +218,8 @@ type Answer struct {
 	Sources   json.RawMessage `json:"sources"`
 	Citations json.RawMessage `json:"citations"`
 	Surface   string          `json:"surface,omitempty" jsonschema:"the engine's surface: model, search_api or serp"`
-	Market    *Market         `json:"market,omitempty" jsonschema:"the market the prompt was asked in"`
+	Market    *client.Market  `json:"market,omitempty" jsonschema:"the market the prompt was asked in"`
 	Absent    bool            `json:"absent,omitempty" jsonschema:"the surface showed no AI answer for the prompt (not a failure)"`
-}
-
-// Answers is a page of a scan's answers
-// (GET /v1/visibility/scans/{id}/answers).
-type Answers struct {
-	passthrough
-	Items      []Answer `json:"items"`
-	HasMore    bool     `json:"has_more"`
-	NextCursor *string  `json:"next_cursor"`
 }
 
 // ContentListIn is list_content_requests's input.
@@ -276,14 +258,6 @@ type ContentRequest struct {
 type ContentRequestOut struct {
 	passthrough
 	ContentRequest
-}
-
-// ContentRequests is a page of content requests.
-type ContentRequests struct {
-	passthrough
-	Items      []ContentRequest `json:"items"`
-	HasMore    bool             `json:"has_more"`
-	NextCursor *string          `json:"next_cursor"`
 }
 
 // ContentIDIn names a content request.
@@ -349,11 +323,11 @@ func tool[In, Out any](h *Handler, name, description string, ann *mcp.ToolAnnota
 
 func (h *Handler) addTools() {
 	tool(h, "list_domains", "The monitored domains, with their brands, competitors, topics and prompts.", read("Monitored domains"),
-		func(ctx context.Context, req *mcp.CallToolRequest, in ListDomainsIn) (*mcp.CallToolResult, Domains, error) {
+		func(ctx context.Context, req *mcp.CallToolRequest, in ListDomainsIn) (*mcp.CallToolResult, List[Domain], error) {
 			q := url.Values{}
 			setIf(q, "client_id", in.ClientID)
 			b, err := h.call(ctx, req, http.MethodGet, "/v1/domains", in.Page.query(q), nil, "")
-			return nil, Domains{passthrough: passthrough{b}}, err
+			return nil, listOf[Domain](b), err
 		})
 	tool(h, "get_visibility", "A domain's AI visibility now: its score (0-100), sentiment, the trend over 7 and 30 days, "+
 		"and the last scan's breakdown (mention, citation and share-of-voice rates per engine with 95% intervals).",
@@ -363,11 +337,11 @@ func (h *Handler) addTools() {
 			return nil, Visibility{passthrough: passthrough{b}}, err
 		})
 	tool(h, "get_visibility_history", "A domain's visibility readings, newest first, a page at a time; with market (de-DE), its readings in that market.", read("Visibility history"),
-		func(ctx context.Context, req *mcp.CallToolRequest, in HistoryIn) (*mcp.CallToolResult, History, error) {
+		func(ctx context.Context, req *mcp.CallToolRequest, in HistoryIn) (*mcp.CallToolResult, List[Reading], error) {
 			q := in.Page.query(in.DomainIn.query(url.Values{}))
 			setIf(q, "market", in.Market)
 			b, err := h.call(ctx, req, http.MethodGet, "/v1/visibility/history", q, nil, "")
-			return nil, History{passthrough: passthrough{b}}, err
+			return nil, listOf[Reading](b), err
 		})
 	tool(h, "get_scan", "A scan's status (queued, running, completed or failed) and, once completed, its scores.", read("Scan status"),
 		func(ctx context.Context, req *mcp.CallToolRequest, in ScanIn) (*mcp.CallToolResult, ScanStatus, error) {
@@ -401,7 +375,7 @@ func (h *Handler) addTools() {
 	tool(h, "search_answers", "A scan's answers, the evidence of its figures: each engine's answer to each prompt with "+
 		"whether it names and cites the domain, its sources and citations; filtered by words (q), engine, market, cited, "+
 		"mentioned or prompt.", read("Search answers"),
-		func(ctx context.Context, req *mcp.CallToolRequest, in SearchAnswersIn) (*mcp.CallToolResult, Answers, error) {
+		func(ctx context.Context, req *mcp.CallToolRequest, in SearchAnswersIn) (*mcp.CallToolResult, List[Answer], error) {
 			q := url.Values{}
 			setIf(q, "q", in.Q)
 			setIf(q, "engine", in.Engine)
@@ -416,7 +390,7 @@ func (h *Handler) addTools() {
 				q.Set("prompt", strconv.Itoa(*in.Prompt))
 			}
 			b, err := h.call(ctx, req, http.MethodGet, scanPath(in.ScanID)+"/answers", in.Page.query(q), nil, "")
-			return nil, Answers{passthrough: passthrough{b}}, err
+			return nil, listOf[Answer](b), err
 		})
 	tool(h, "compare_scans", "Two completed scans of a domain compared: per engine (and over every engine), the mention and "+
 		"citation rates of each with their 95% intervals, the change, and whether the intervals are apart.",
@@ -445,7 +419,7 @@ func (h *Handler) addTools() {
 		})
 	tool(h, "list_content_requests", "Content requests (analyses and optimizations of a page or text for AI answers), "+
 		"newest first, without their content.", read("Content requests"),
-		func(ctx context.Context, req *mcp.CallToolRequest, in ContentListIn) (*mcp.CallToolResult, ContentRequests, error) {
+		func(ctx context.Context, req *mcp.CallToolRequest, in ContentListIn) (*mcp.CallToolResult, List[ContentRequest], error) {
 			q := url.Values{}
 			setIf(q, "status", in.Status)
 			setIf(q, "domain", in.Domain)
@@ -454,7 +428,7 @@ func (h *Handler) addTools() {
 			if err == nil {
 				b, err = data(b)
 			}
-			return nil, ContentRequests{passthrough: passthrough{b}}, err
+			return nil, listOf[ContentRequest](b), err
 		})
 	tool(h, "get_content_request", "A content request: its status, step, spending and, once completed, its result.",
 		read("Content request"),
