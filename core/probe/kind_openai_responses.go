@@ -73,17 +73,7 @@ type responsesResponse struct {
 				URL  string `json:"url"`
 			} `json:"sources"`
 		} `json:"action"`
-		Content []struct {
-			Type        string `json:"type"`
-			Text        string `json:"text"`
-			Annotations []struct {
-				Type       string `json:"type"`
-				URL        string `json:"url"`
-				Title      string `json:"title"`
-				StartIndex *int   `json:"start_index"`
-				EndIndex   *int   `json:"end_index"`
-			} `json:"annotations"`
-		} `json:"content"`
+		Content responsesContent `json:"content"`
 	} `json:"output"`
 	Usage struct {
 		InputTokens  int `json:"input_tokens"`
@@ -176,4 +166,19 @@ func mergeSources(sources []Source, cs []Citation) []Source {
 		out = append(out, s)
 	}
 	return out
+}
+
+// responsesContent is a message's content in the Responses API's shape,
+// OpenAI's and xAI's: output_text parts with their url_citation
+// annotations (character offsets, where given).
+type responsesContent []struct {
+	Type        string `json:"type"`
+	Text        string `json:"text"`
+	Annotations []struct {
+		Type       string `json:"type"`
+		URL        string `json:"url"`
+		Title      string `json:"title"`
+		StartIndex *int   `json:"start_index"`
+		EndIndex   *int   `json:"end_index"`
+	} `json:"annotations"`
 }

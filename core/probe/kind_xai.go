@@ -62,17 +62,7 @@ type xaiResponse struct {
 			Query string `json:"query"`
 		} `json:"action"`
 		// message
-		Content []struct {
-			Type        string `json:"type"`
-			Text        string `json:"text"`
-			Annotations []struct {
-				Type       string `json:"type"`
-				URL        string `json:"url"`
-				Title      string `json:"title"`
-				StartIndex *int   `json:"start_index"`
-				EndIndex   *int   `json:"end_index"`
-			} `json:"annotations"`
-		} `json:"content"`
+		Content responsesContent `json:"content"`
 	} `json:"output"`
 	// Citations, which the xAI SDK gives, tolerated: the URLs of the
 	// sources.
