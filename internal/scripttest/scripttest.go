@@ -19,6 +19,7 @@ type Script struct {
 	Cmd    *exec.Cmd
 	Out    *syncbuf.Buffer // its standard output and error
 	exited chan error
+	done   chan struct{} // closed once the script has exited
 }
 
 // Start starts cmd in a process group of its own, its output in Out. It
@@ -28,7 +29,7 @@ type Script struct {
 // The group is killed when tb ends if the script still runs.
 func Start(tb testing.TB, cmd *exec.Cmd) *Script {
 	tb.Helper()
-	s := &Script{Cmd: cmd, Out: &syncbuf.Buffer{}, exited: make(chan error, 1)}
+	s := &Script{Cmd: cmd, Out: &syncbuf.Buffer{}, exited: make(chan error, 1), done: make(chan struct{})}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Stdout, cmd.Stderr = s.Out, s.Out
 	sigs := make(chan os.Signal, 1)
@@ -38,11 +39,16 @@ func Start(tb testing.TB, cmd *exec.Cmd) *Script {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	go func() { s.exited <- cmd.Wait() }()
+	go func() {
+		s.exited <- cmd.Wait()
+		close(s.done)
+	}()
 	tb.Cleanup(func() {
-		if cmd.ProcessState == nil {
+		select {
+		case <-s.done:
+		default:
 			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-s.exited
+			<-s.done
 		}
 	})
 	return s

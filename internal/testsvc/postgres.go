@@ -114,7 +114,10 @@ func startPostgres(s *service) (string, error) {
 			Argv: []string{filepath.Join(bin, "postgres"), "-D", data, "-p", strconv.Itoa(port),
 				"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=",
 				// The data goes with the server: no need to survive a crash.
-				"-c", "fsync=off", "-c", "full_page_writes=off", "-c", "synchronous_commit=off"},
+				"-c", "fsync=off", "-c", "full_page_writes=off", "-c", "synchronous_commit=off",
+				// The test packages that run at once, each with its pools
+				// and its clusters' instances, pass the default 100.
+				"-c", "max_connections=300"},
 			Dir:  dir,
 			Cred: cred,
 			Stop: syscall.SIGQUIT, // immediate shutdown

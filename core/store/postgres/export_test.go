@@ -8,6 +8,8 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/aivis/aivis/core/secrets"
 	"github.com/aivis/aivis/core/store/schema"
 	"github.com/aivis/aivis/core/store/schema/schematest"
@@ -79,4 +81,11 @@ func MigrationFiles() fs.FS {
 		panic(err)
 	}
 	return dir
+}
+
+// Reach is reach, told of each refusal it waits out on refusals.
+func Reach(ctx context.Context, pool *pgxpool.Pool, refusals func()) error {
+	refused = refusals
+	defer func() { refused = nil }()
+	return reach(ctx, pool)
 }

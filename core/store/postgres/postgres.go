@@ -135,11 +135,42 @@ func connect(ctx context.Context, connString string) (*pgxpool.Pool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %s: %w", where, err)
 	}
-	if err := pool.Ping(ctx); err != nil {
+	if err := reach(ctx, pool); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: %s: %w", where, err)
 	}
 	return pool, nil
+}
+
+// reachWait is how long opening waits out a server that refuses new
+// connections for now.
+const reachWait = 15 * time.Second
+
+// refused is told of each refusal reach waits out (tests).
+var refused func()
+
+// reach pings the pool, waiting (backing off from 50 ms to a second) while
+// the server refuses a connection for now: at its connections' limit, the
+// server's or the role's (53300: another instance or a CLI command frees
+// one soon), or starting up (57P03); up to reachWait, then its error.
+func reach(ctx context.Context, pool *pgxpool.Pool) error {
+	start, wait := time.Now(), 50*time.Millisecond
+	for {
+		err := pool.Ping(ctx)
+		var pe *pgconn.PgError
+		if err == nil || !errors.As(err, &pe) || (pe.Code != "53300" && pe.Code != "57P03") || time.Since(start) > reachWait {
+			return err
+		}
+		if refused != nil {
+			refused()
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
 }
 
 // describe names a database without its password: user, host, port and
