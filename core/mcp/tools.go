@@ -298,6 +298,19 @@ var (
 	no  = false
 )
 
+// scanView is a tool that reads a scan (GET /v1/visibility/scans/{id})
+// and answers view of it.
+func scanView[Out any](h *Handler, view func(scanDoc) Out) mcp.ToolHandlerFor[ScanIn, Out] {
+	return func(ctx context.Context, req *mcp.CallToolRequest, in ScanIn) (*mcp.CallToolResult, Out, error) {
+		sc, err := h.scan(ctx, req, in.ScanID)
+		if err != nil {
+			var none Out
+			return nil, none, err
+		}
+		return nil, view(sc), nil
+	}
+}
+
 func read(title string) *mcp.ToolAnnotations {
 	return &mcp.ToolAnnotations{Title: title, ReadOnlyHint: true, OpenWorldHint: &no}
 }
@@ -355,23 +368,10 @@ func (h *Handler) addTools() {
 	tool(h, "get_scan_figures", "A completed scan's figures over every engine and per engine (and per surface and market when "+
 		"the scan has them): presence, mention, citation, first-position and share-of-voice rates, each with its hits, "+
 		"its base and its 95% Wilson interval; position, sentiment and competitors' mentions.", read("Scan figures"),
-		func(ctx context.Context, req *mcp.CallToolRequest, in ScanIn) (*mcp.CallToolResult, ScanFigures, error) {
-			sc, err := h.scan(ctx, req, in.ScanID)
-			if err != nil {
-				return nil, ScanFigures{}, err
-			}
-			return nil, figures(sc), nil
-		})
+		scanView(h, figures))
 	tool(h, "get_cited_sources", "The sources the engines cited in a completed scan: the domains cited most and the scanned "+
 		"domain's own pages cited, over every engine and per engine, with the domain's share of the sources.",
-		read("Cited sources"),
-		func(ctx context.Context, req *mcp.CallToolRequest, in ScanIn) (*mcp.CallToolResult, CitedSources, error) {
-			sc, err := h.scan(ctx, req, in.ScanID)
-			if err != nil {
-				return nil, CitedSources{}, err
-			}
-			return nil, citedSources(sc), nil
-		})
+		read("Cited sources"), scanView(h, citedSources))
 	tool(h, "search_answers", "A scan's answers, the evidence of its figures: each engine's answer to each prompt with "+
 		"whether it names and cites the domain, its sources and citations; filtered by words (q), engine, market, cited, "+
 		"mentioned or prompt.", read("Search answers"),
