@@ -161,6 +161,14 @@ func TestMCPThroughServe(t *testing.T) {
 		if r.Error == nil || r.Error.Code != "" || !strings.Contains(r.Error.Message, "domain") {
 			t.Errorf("get_visibility with a number for domain: %s %+v; want a tool error naming domain", r.JSON, r.Error)
 		}
+		// Names are matched exactly: "Domain" is no domain, but a property
+		// the schema does not have; and domain is required.
+		for _, args := range []map[string]any{{"Domain": e.Domain}, {"domain": e.Domain, "market": "de-DE"}, {}} {
+			r := call(t, cs, "get_visibility", args)
+			if r.Error == nil || r.Error.Code != "" || !strings.Contains(r.Error.Message, `validating "arguments"`) {
+				t.Errorf("get_visibility with %v: %s %+v; want a tool error of its arguments", args, r.JSON, r.Error)
+			}
+		}
 	})
 	t.Run("scopes", func(t *testing.T) {
 		cs := mustConnect(t, e, e.ReadKey, "", nil)

@@ -1,12 +1,98 @@
 package mcp
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"reflect"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
+
+// inputSchema is the input schema of a tool whose arguments are In, as
+// the SDK infers it (properties In does not name are refused).
+func inputSchema[In any]() *jsonschema.Schema {
+	s, err := jsonschema.For[In](&jsonschema.ForOptions{})
+	if err != nil {
+		panic(fmt.Sprintf("mcp: input schema of %T: %v", *new(In), err))
+	}
+	return s
+}
+
+func resolve(s *jsonschema.Schema) *jsonschema.Resolved {
+	r, err := s.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true})
+	if err != nil {
+		panic(fmt.Sprintf("mcp: schema: %v", err))
+	}
+	return r
+}
+
+// typed is fn as a tool handler of the SDK, doing what the SDK's typed
+// tools do: the arguments, with the input schema's defaults, checked
+// against it, then read into In; fn's error a result with isError (a
+// JSON-RPC error as itself); Out marshalled as the structured result,
+// checked against the output schema, and as its text. It reads JSON with
+// encoding/json, where the SDK's decoder takes a 32 KB buffer for each
+// value it reads: three of those a call (the arguments twice, the result
+// once) were a third of a tool call's garbage.
+func typed[In, Out any](in, out *jsonschema.Resolved, fn mcp.ToolHandlerFor[In, Out]) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var args any = map[string]any{}
+		if raw := req.Params.Arguments; len(raw) > 0 {
+			if err := json.Unmarshal(raw, &args); err != nil {
+				return failed(fmt.Errorf(`validating "arguments": unmarshaling arguments: %w`, err)), nil
+			}
+		}
+		if _, ok := args.(map[string]any); ok {
+			if err := in.ApplyDefaults(&args); err != nil {
+				return failed(fmt.Errorf(`validating "arguments": applying schema defaults: %w`, err)), nil
+			}
+		}
+		if err := in.Validate(args); err != nil {
+			return failed(fmt.Errorf(`validating "arguments": %w`, err)), nil
+		}
+		var v In
+		if b, err := json.Marshal(args); err != nil {
+			return failed(err), nil
+		} else if err := json.Unmarshal(b, &v); err != nil {
+			return failed(err), nil
+		}
+		res, o, err := fn(ctx, req, v)
+		if err != nil {
+			if werr, ok := err.(*jsonrpc.Error); ok {
+				return nil, werr
+			}
+			return failed(err), nil
+		}
+		if res == nil {
+			res = &mcp.CallToolResult{}
+		}
+		b, err := json.Marshal(o)
+		if err != nil {
+			return nil, fmt.Errorf("marshaling output: %w", err)
+		}
+		var doc any
+		if err := json.Unmarshal(b, &doc); err != nil {
+			return nil, fmt.Errorf("validating tool output: %w", err)
+		}
+		if err := out.Validate(doc); err != nil {
+			return nil, fmt.Errorf("validating tool output: %w", err)
+		}
+		res.StructuredContent = json.RawMessage(b)
+		if res.Content == nil {
+			res.Content = []mcp.Content{&mcp.TextContent{Text: string(b)}}
+		}
+		return res, nil
+	}
+}
+
+func failed(err error) *mcp.CallToolResult {
+	var res mcp.CallToolResult
+	res.SetError(err)
+	return &res
+}
 
 // outputSchema is the output schema of a tool whose result is Out: the
 // schema the SDK would infer, except that a json.RawMessage field (a part

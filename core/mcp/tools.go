@@ -330,8 +330,9 @@ func tool[In, Out any](h *Handler, name, description string, ann *mcp.ToolAnnota
 	if scope == "" {
 		panic("mcp: tool " + name + " is not in Tools")
 	}
-	mcp.AddTool(h.server, &mcp.Tool{Name: name, Title: ann.Title, Description: description + " Needs the " + scope + " scope.",
-		Annotations: ann, OutputSchema: outputSchema[Out]()}, fn)
+	in, out := inputSchema[In](), outputSchema[Out]()
+	h.server.AddTool(&mcp.Tool{Name: name, Title: ann.Title, Description: description + " Needs the " + scope + " scope.",
+		Annotations: ann, InputSchema: in, OutputSchema: out}, typed(resolve(in), resolve(out), fn))
 }
 
 func (h *Handler) addTools() {
