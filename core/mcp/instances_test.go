@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -79,79 +77,6 @@ func instances(tb testing.TB, sessionKeys ...[]byte) ([]*httptest.Server, string
 		hs = append(hs, s)
 	}
 	return hs, k.APIKey
-}
-
-// BenchmarkMCPToolCall: what a tool call costs over the API call it
-// wraps. Each op is one GET /v1/visibility over HTTPS and one call of the
-// get_visibility tool, which makes that GET in process, in each revision
-// (a 2026-07-28 request, stateless: the SDK makes a session of the request;
-// a call of a 2025-11-25 session), all with the same key, against the API
-// and its MCP endpoint on a TLS listener over a SQLite file (inProcess).
-// It reports each one's p50 and p99 and the differences of the p99s.
-func BenchmarkMCPToolCall(b *testing.B) {
-	ctx := context.Background()
-	hs, apiKey := inProcess(b)
-	hc := hs.Client()
-	connect := func(version string) *mcp.ClientSession {
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx,
-			&mcp.StreamableClientTransport{Endpoint: hs.URL + "/mcp", HTTPClient: &http.Client{Transport: bearer{apiKey, hc.Transport}}},
-			&mcp.ClientSessionOptions{ProtocolVersion: version})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { cs.Close() })
-		return cs
-	}
-	modern, legacy := connect(""), connect("2025-11-25")
-	apiCall := func() {
-		r, _ := http.NewRequest(http.MethodGet, hs.URL+"/v1/visibility?domain=example.com", nil)
-		r.Header.Set("Authorization", "Bearer "+apiKey)
-		resp, err := hc.Do(r)
-		if err != nil {
-			b.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			b.Fatalf("GET /v1/visibility: %d", resp.StatusCode)
-		}
-	}
-	toolCall := func(cs *mcp.ClientSession) func() {
-		return func() {
-			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "get_visibility", Arguments: map[string]any{"domain": "example.com"}})
-			if err != nil || res.IsError {
-				b.Fatalf("get_visibility: %v %+v", err, res)
-			}
-		}
-	}
-	calls := []func(){apiCall, toolCall(modern), toolCall(legacy)}
-	times := make([][]time.Duration, len(calls))
-	for _, c := range calls {
-		c()
-	}
-	b.ResetTimer()
-	for i := 0; b.Loop(); i++ {
-		// Rotate which goes first, so none always finds the connection
-		// and the caches warmed by another.
-		for j := range calls {
-			k := (i + j) % len(calls)
-			start := time.Now()
-			calls[k]()
-			times[k] = append(times[k], time.Since(start))
-		}
-	}
-	b.StopTimer()
-	p := func(ds []time.Duration, q float64) float64 {
-		slices.Sort(ds)
-		return float64(ds[min(len(ds)-1, int(q*float64(len(ds))))].Microseconds())
-	}
-	b.ReportMetric(p(times[0], 0.50), "api-p50-µs")
-	b.ReportMetric(p(times[0], 0.99), "api-p99-µs")
-	for k, name := range map[int]string{1: "tool-2026", 2: "tool-2025"} {
-		b.ReportMetric(p(times[k], 0.50), name+"-p50-µs")
-		b.ReportMetric(p(times[k], 0.99), name+"-p99-µs")
-		b.ReportMetric(p(times[k], 0.99)-p(times[0], 0.99), name+"-overhead-p99-µs")
-	}
 }
 
 // TestConcurrentToolCalls: sessions of both revisions calling tools at
