@@ -11,7 +11,8 @@ import (
 // invitations, webhooks, webhook_deliveries, webhook_attempts, event_log,
 // monitored_domains, scans, scan_answers, visibility_readings,
 // content_requests, budget_months, usage_hourly, rate_windows,
-// idempotency_keys), Data its columns by name: a time as RFC 3339 text in
+// idempotency_keys, ingest_tokens, traffic_batches, crawler_hits,
+// referral_visits), Data its columns by name: a time as RFC 3339 text in
 // UTC to the nanosecond, a JSON column as its JSON, bytes that are not
 // JSON as base64 (encoding/json's []byte). No secret is in it (see
 // Erasure).
@@ -24,7 +25,8 @@ type Record struct {
 // that holds rows of an account.
 var Kinds = []string{"accounts", "clients", "api_keys", "users", "sessions", "invitations", "webhooks",
 	"webhook_deliveries", "webhook_attempts", "event_log", "monitored_domains", "scans", "scan_answers",
-	"visibility_readings", "content_requests", "budget_months", "usage_hourly", "rate_windows", "idempotency_keys"}
+	"visibility_readings", "content_requests", "budget_months", "usage_hourly", "rate_windows", "idempotency_keys",
+	"ingest_tokens", "traffic_batches", "crawler_hits", "referral_visits"}
 
 // Erasure exports and deletes an account with everything it owns.
 type Erasure interface {
@@ -32,18 +34,19 @@ type Erasure interface {
 	// consistent read (a snapshot of the store), kind by kind in the order
 	// of Kinds, the account first. Secrets are left out, their columns dropped:
 	// sealed values (a webhook's or a connection's secret and sealed
-	// settings), the hashes of keys and secrets, of passwords, of session
-	// and invitation tokens, and sessions' CSRF tokens. It stops at
+	// settings, an ingest token's signing secret), the hashes of keys and
+	// secrets, of passwords, of session, invitation and ingest tokens, and
+	// sessions' CSRF tokens. It stops at
 	// emit's first error and returns it; ErrNotFound when there is no
 	// such account.
 	ExportAccount(ctx context.Context, accountID string, emit func(Record) error) error
 	// DeleteAccount deletes the account and every row it owns, in every
-	// table: a first transaction deletes its keys, users (their sessions)
-	// and invitations and marks its webhooks and connections deleted, so
+	// table: a first transaction deletes its keys, ingest tokens, users
+	// (their sessions) and invitations and marks its webhooks and connections deleted, so
 	// that from its commit on no key of the account authenticates on any
 	// handle and none of its deliveries is attempted; then the rows of
 	// the big kinds (answers, readings, deliveries and their attempts,
-	// events, usage) go in transactions of at most batch rows each (0 or
+	// events, usage, traffic aggregates) go in transactions of at most batch rows each (0 or
 	// less: DeleteBatch), and a last transaction deletes the rest with the
 	// account itself. Until that last commit the account is still there,
 	// so a delete that stopped (an error, a crash) is taken up by calling
@@ -76,11 +79,12 @@ const DeleteBatch = 5000
 
 // SecretColumns are the columns of each kind ExportAccount leaves out.
 var SecretColumns = map[string][]string{
-	"api_keys":    {"key_hash", "secret_hash"},
-	"users":       {"password_hash"},
-	"sessions":    {"token_hash", "csrf"},
-	"invitations": {"token_hash"},
-	"webhooks":    {"secret", "prev_secret", "settings"},
+	"api_keys":      {"key_hash", "secret_hash"},
+	"users":         {"password_hash"},
+	"sessions":      {"token_hash", "csrf"},
+	"invitations":   {"token_hash"},
+	"webhooks":      {"secret", "prev_secret", "settings"},
+	"ingest_tokens": {"token_hash", "signing_secret"},
 }
 
 // Secret says whether kind's column is one ExportAccount leaves out.
@@ -113,7 +117,7 @@ func IdempotencyScopePrefix(accountID string) string { return accountID + "/" }
 // DeleteOrder is the order in which DeleteAccount's last transaction
 // deletes an account's rows, each kind before what it references.
 var DeleteOrder = []string{"sessions", "scan_answers", "webhook_attempts", "webhook_deliveries", "scans",
-	"monitored_domains", "webhooks", "content_requests", "visibility_readings", "event_log", "usage_hourly",
+	"crawler_hits", "referral_visits", "traffic_batches", "ingest_tokens", "monitored_domains", "webhooks", "content_requests", "visibility_readings", "event_log", "usage_hourly",
 	"rate_windows", "budget_months", "idempotency_keys", "invitations", "users", "api_keys", "clients", "accounts"}
 
 // BigKinds are the kinds DeleteAccount deletes in batches before its
@@ -121,4 +125,5 @@ var DeleteOrder = []string{"sessions", "scan_answers", "webhook_attempts", "webh
 // attempts go with it (ON DELETE CASCADE): a batch of deliveries finds
 // them by their key, where a batch of attempts would look through every
 // delivery of the account for those that have some left.
-var BigKinds = []string{"scan_answers", "webhook_deliveries", "event_log", "visibility_readings", "usage_hourly"}
+var BigKinds = []string{"scan_answers", "webhook_deliveries", "event_log", "visibility_readings", "usage_hourly",
+	"crawler_hits", "referral_visits"}

@@ -1,8 +1,8 @@
 // Package store states what aivis needs from a storage engine: its
 // records and, per domain, a small interface with its contract (one file
 // each: accounts and keys, usage, content, readings and domains, scans,
-// webhooks and deliveries, connections, events, plugins, people, an
-// account's export and erasure). An
+// webhooks and deliveries, connections, events, plugins, people, AI
+// crawler and referral traffic, an account's export and erasure). An
 // engine implements all of them (Store); a consumer declares, beside
 // itself, the few methods it calls. store/sqlite is the embedded engine;
 // store/storetest is the suite that every engine passes.
@@ -106,6 +106,7 @@ type Store interface {
 	Events
 	Plugins
 	People
+	Traffic
 	Erasure
 	Sealed
 	Updater

@@ -24,9 +24,10 @@ type IngestToken struct {
 	Source    string // TrafficCloudflare, TrafficVercel, TrafficFastly or TrafficFile
 	Hash      []byte
 	Prefix    string // the secret's first characters, to tell tokens apart
-	// SigningSecret is, sealed (secrets.Box), the secret a Vercel drain
-	// signs its deliveries with (x-vercel-signature); empty for the other
-	// sources.
+	// SigningSecret is, sealed (secrets.Box) by the caller, the secret a
+	// Vercel drain signs its deliveries with (x-vercel-signature); empty
+	// for the other sources. The store keeps it as given and leaves it out
+	// of an account's export.
 	SigningSecret string
 	// FastlyServiceID is the Fastly service a fastly token takes logs
 	// from (its SHA-256 answers Fastly's challenge); empty otherwise.
@@ -41,7 +42,10 @@ type IngestToken struct {
 type CrawlerHits struct {
 	AccountID string
 	DomainID  string
-	Day       time.Time // UTC midnight
+	// Day is a UTC midnight from MinTime up to MaxTime (any zone, the
+	// same instant); the engines refuse any other time and give it back
+	// in UTC.
+	Day time.Time
 	// Page is the request's path without its query, at most
 	// MaxTrafficPage bytes.
 	Page         string
@@ -59,7 +63,7 @@ type CrawlerHits struct {
 type ReferralVisits struct {
 	AccountID string
 	DomainID  string
-	Day       time.Time // UTC midnight
+	Day       time.Time // a UTC midnight, as CrawlerHits.Day
 	Page      string
 	Assistant string // e.g. chatgpt, perplexity
 	Visits    int64
@@ -91,7 +95,9 @@ type TrafficBatch struct {
 	ReceivedAt time.Time
 }
 
-// TrafficFilter selects a domain's aggregates over days [From, To).
+// TrafficFilter selects a domain's aggregates over days [From, To): a
+// day is in when its midnight is at or after From and before To; a zero
+// To is no end.
 type TrafficFilter struct {
 	AccountID string
 	DomainID  string
@@ -99,33 +105,54 @@ type TrafficFilter struct {
 }
 
 // Traffic keeps the aggregates of AI crawler visits and AI referrals,
-// never a log line, a client address or a query string.
+// never a log line, a client address or a query string. Every method
+// that names an account and a domain reads or writes that domain only
+// when the account owns it: another account's domain is ErrNotFound for
+// a write and holds nothing for a read.
 type Traffic interface {
+	// CreateIngestToken keeps a token of t.AccountID's domain t.DomainID:
+	// ErrNotFound when the account has no such domain, ErrConflict for
+	// a taken id or hash. A token goes with its domain.
 	CreateIngestToken(ctx context.Context, t IngestToken) error
 	// IngestTokenByHash finds a token by its secret's hash, revoked ones
 	// too (the caller refuses those); ErrNotFound when none.
 	IngestTokenByHash(ctx context.Context, hash []byte) (IngestToken, error)
-	// ListIngestTokens returns a domain's tokens, newest first.
+	// ListIngestTokens returns a domain's tokens, revoked ones too,
+	// newest first.
 	ListIngestTokens(ctx context.Context, accountID, domainID string) ([]IngestToken, error)
 	// RevokeIngestToken revokes a token of the account's domain;
-	// ErrNotFound for another account's or domain's.
+	// ErrNotFound for another account's or domain's. Revocation is never
+	// postponed: a revoked token keeps the earlier of its RevokedAt and at.
 	RevokeIngestToken(ctx context.Context, accountID, domainID, id string, at time.Time) error
 	// AddTrafficBatch keeps a batch and adds its aggregates to the
 	// domain's, in one transaction: a batch whose Hash the domain already
-	// has adds nothing and returns (true, nil). A token's LastUsedAt
-	// moves to the batch's ReceivedAt.
+	// has adds nothing and returns (true, nil), however many callers add
+	// it at once, on however many handles. The aggregates count for
+	// b.DomainID (their own AccountID and DomainID are not read), each
+	// count added to its key's (those of one key in hits or refs add up
+	// too). The token's LastUsedAt moves to the batch's ReceivedAt (never
+	// back). ErrNotFound when b.AccountID has no domain b.DomainID; a day
+	// or a text the store refuses refuses the whole batch.
 	AddTrafficBatch(ctx context.Context, b TrafficBatch, hits []CrawlerHits, refs []ReferralVisits) (duplicate bool, err error)
 	// ListTrafficBatches returns a domain's latest batches, newest first.
+	// A limit of zero or less means 20.
 	ListTrafficBatches(ctx context.Context, accountID, domainID string, limit int) ([]TrafficBatch, error)
+	// ListCrawlerHits returns the domain's hits of the days f selects,
+	// by day, page, agent and verification.
 	ListCrawlerHits(ctx context.Context, f TrafficFilter) ([]CrawlerHits, error)
+	// ListReferralVisits returns the domain's visits of the days f
+	// selects, by day, page and assistant.
 	ListReferralVisits(ctx context.Context, f TrafficFilter) ([]ReferralVisits, error)
-	// DeleteTrafficBefore deletes every aggregate of a day before day, and
-	// batches received before it; it says how many rows went.
+	// DeleteTrafficBefore deletes every aggregate of a day that ended by
+	// day (a day wholly before it: day's own UTC day stays), and the
+	// batches received before it, of every domain, in transactions of at
+	// most DeleteBatch rows each; it says how many rows went.
 	DeleteTrafficBefore(ctx context.Context, day time.Time) (int64, error)
 	// CrawlerRanges are the IP range lists that replaced the binary's
 	// snapshot (aivis crawlers update, or the configured URL), by name;
 	// none when nothing replaced it.
 	CrawlerRanges(ctx context.Context) (map[string][]byte, time.Time, error)
-	// SaveCrawlerRanges replaces the lists kept, all at once.
+	// SaveCrawlerRanges replaces the lists kept, all at once: a reader
+	// sees the lists before or after, never some of each.
 	SaveCrawlerRanges(ctx context.Context, lists map[string][]byte, at time.Time) error
 }

@@ -30,6 +30,8 @@ func owned(kind, accountID string) (string, []any) {
 		return "scan_id IN (SELECT id FROM scans WHERE account_id = $1)", []any{accountID}
 	case "idempotency_keys":
 		return "left(scope, length($1)) = $1", []any{store.IdempotencyScopePrefix(accountID)}
+	case "ingest_tokens", "traffic_batches", "crawler_hits", "referral_visits":
+		return "domain_id IN (SELECT id FROM monitored_domains WHERE account_id = $1)", []any{accountID}
 	}
 	return "account_id = $1", []any{accountID}
 }
@@ -170,7 +172,7 @@ func (db *DB) DeleteAccount(ctx context.Context, accountID string, batch int) er
 	return nil
 }
 
-// stopAccount deletes an account's keys, users, sessions, invitations and
+// stopAccount deletes an account's keys, ingest tokens, users, sessions, invitations and
 // their guard windows and its events in the bus's tables, and marks its webhooks and connections deleted,
 // their pending deliveries failed.
 func stopAccount(ctx context.Context, tx pgx.Tx, accountID string, now time.Time) error {
@@ -202,7 +204,7 @@ func stopAccount(ctx context.Context, tx pgx.Tx, accountID string, now time.Time
 			return err
 		}
 	}
-	for _, kind := range []string{"sessions", "invitations", "users", "api_keys"} {
+	for _, kind := range []string{"sessions", "invitations", "users", "api_keys", "ingest_tokens"} {
 		cond, args := owned(kind, accountID)
 		if _, err := tx.Exec(ctx, `DELETE FROM `+kind+` WHERE `+cond, args...); err != nil {
 			return fmt.Errorf("%s: %w", kind, err)

@@ -30,12 +30,15 @@ func owned(kind, accountID string) (string, []any) {
 	case "idempotency_keys":
 		p := store.IdempotencyScopePrefix(accountID)
 		return "substr(scope, 1, length(?1)) = ?1", []any{p}
+	case "ingest_tokens", "traffic_batches", "crawler_hits", "referral_visits":
+		return "domain_id IN (SELECT id FROM monitored_domains WHERE account_id = ?1)", []any{accountID}
 	}
 	return "account_id = ?1", []any{accountID}
 }
 
 // keyOf is the kind's primary key, which a batch deletes by.
-var keyOf = map[string]string{"usage_hourly": "(key_id, hour)"}
+var keyOf = map[string]string{"usage_hourly": "(key_id, hour)",
+	"crawler_hits": "(domain_id, day, page, agent, verification)", "referral_visits": "(domain_id, day, page, assistant)"}
 
 // exportTime says whether a column holds a time (Unix nanoseconds).
 func exportTime(column string) bool {
@@ -105,6 +108,9 @@ func exportKind(ctx context.Context, tx *sql.Tx, kind, accountID string, emit fu
 func exportValue(column string, v any) any {
 	switch v := v.(type) {
 	case int64:
+		if column == "day" { // days since 1970-01-01
+			return fromDay(v).Format(time.RFC3339Nano)
+		}
 		if exportTime(column) {
 			return time.Unix(0, v).UTC().Format(time.RFC3339Nano)
 		}
@@ -190,7 +196,7 @@ func (db *DB) DeleteAccount(ctx context.Context, accountID string, batch int) er
 	return nil
 }
 
-// stopAccount deletes an account's keys, users, sessions, invitations and
+// stopAccount deletes an account's keys, ingest tokens, users, sessions, invitations and
 // their guard windows and its events in the bus's table, and marks its webhooks and connections deleted,
 // their pending deliveries failed.
 func stopAccount(ctx context.Context, tx *sql.Tx, accountID string, now time.Time) error {
@@ -222,7 +228,7 @@ func stopAccount(ctx context.Context, tx *sql.Tx, accountID string, now time.Tim
 			return err
 		}
 	}
-	for _, kind := range []string{"sessions", "invitations", "users", "api_keys"} {
+	for _, kind := range []string{"sessions", "invitations", "users", "api_keys", "ingest_tokens"} {
 		cond, args := owned(kind, accountID)
 		if _, err := tx.ExecContext(ctx, `DELETE FROM `+kind+` WHERE `+cond, args...); err != nil {
 			return fmt.Errorf("%s: %w", kind, err)

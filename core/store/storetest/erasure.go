@@ -40,6 +40,7 @@ var NoAccountData = map[string]string{
 	"sqlite_sequence":   "SQLite's AUTOINCREMENT counters",
 	"plugin_builds":     "the registered connector plugins' builds",
 	"bus_offsets":       "the bus's consumer groups' positions",
+	"crawler_ranges":    "the crawlers' IP range lists, the operator's",
 }
 
 // RunErasure runs the erasure case: two accounts fill every table, one is
@@ -230,6 +231,16 @@ func fillAccount(t *testing.T, s store.Store, name string) filled {
 	sc.Domain, sc.Status, sc.FinishedAt = d.Domain, store.ScanCompleted, t0
 	update(t, s, "InsertScan", func(tx store.Tx) error { return tx.InsertScan(sc) })
 	insertAnswers(t, s, scanAnswers(sc.ID, 5, t0))
+	tok := newIngestToken("itk_"+name, acct, d.ID)
+	tok.Source, tok.SigningSecret = store.TrafficVercel, "sealed:drain-"+name
+	must(t, s.CreateIngestToken(ctx, tok), "CreateIngestToken")
+	var hits []store.CrawlerHits
+	for i := range 5 {
+		hits = append(hits, hit(dayN(-i), "/"+name, "GPTBot", "verified", int64(i+1)))
+	}
+	_, err := s.AddTrafficBatch(ctx, newBatch("tb_"+name, acct, d.ID, tok.ID, name, t0), hits,
+		[]store.ReferralVisits{visit(day0, "/"+name, "chatgpt", 1), visit(dayN(-1), "/"+name, "chatgpt", 1), visit(dayN(-2), "/"+name, "chatgpt", 1)})
+	must(t, err, "AddTrafficBatch")
 	for i := range 5 {
 		addReading(t, s, newReading(acct, "", d.Domain, 40+i, t0.Add(time.Duration(i)*time.Second)))
 	}
@@ -259,7 +270,8 @@ func fillAccount(t *testing.T, s store.Store, name string) filled {
 	marks = append(marks, pending.ID)
 	secrets := []string{secret1, "xoxb-" + name, u.PasswordHash, sess.CSRF, string(sess.TokenHash), hex.EncodeToString(sess.TokenHash),
 		base64.StdEncoding.EncodeToString(sess.TokenHash), base64.StdEncoding.EncodeToString(k.KeyHash),
-		base64.StdEncoding.EncodeToString(k.SecretHash), base64.StdEncoding.EncodeToString([]byte("inv2-" + name))}
+		base64.StdEncoding.EncodeToString(k.SecretHash), base64.StdEncoding.EncodeToString([]byte("inv2-" + name)),
+		base64.StdEncoding.EncodeToString(tok.Hash), hex.EncodeToString(tok.Hash), tok.SigningSecret}
 	return filled{marks: marks, secrets: secrets}
 }
 

@@ -147,6 +147,18 @@ var groups = []struct {
 		{"BootstrapRules", testBootstrap},
 		{"ExpiredForgotten", testDeleteExpired},
 	}},
+	{"Traffic", []test{
+		{"RoundTrip", testTrafficRoundTrip},
+		{"SameBatchAddsOnce", testTrafficBatchOnce},
+		{"SameBatchOnceUnderConcurrencyOnTwoHandles", testTrafficBatchOnceUnderConcurrency},
+		{"AggregatesAddUp", testTrafficAggregatesAddUp},
+		{"OwnersAndDomainDeleted", testTrafficOwners},
+		{"RevocationIsNeverPostponed", testTrafficRevoke},
+		{"FilterByDays", testTrafficDays},
+		{"DeleteTrafficBefore", testDeleteTrafficBefore},
+		{"CrawlerRangesReplacedAllAtOnce", testCrawlerRanges},
+		{"TextRefusedInReads", testTrafficTextRefusedInReads},
+	}},
 	{"Text", []test{
 		{"KeptOrRefusedAlike", testTextKeptOrRefused},
 		{"RefusedInReads", testTextRefusedInReads},

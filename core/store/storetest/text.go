@@ -459,6 +459,7 @@ func textFields() []textField {
 			}
 			return "", cmpErr(err, store.ErrNotFound)
 		}})
+	add(trafficTextFields()...)
 	return fs
 }
 
