@@ -27,11 +27,11 @@ func TestEmpty(t *testing.T) {
 }
 
 // Before the first scan after the change, the estimates are insufficient
-// and say how many scans after it detect a 10-point lift; and that many
-// do, in about 80% of worlds where the lift is real (the power the
-// number is computed for).
+// and say what window detects a 10-point lift; and that window does, in
+// about 80% of worlds where the lift is real (the power the number is
+// computed for).
 func TestScansNeeded(t *testing.T) {
-	w := world{prompts: 10, samples: 5, engines: 1, before: 10, cite: 0.2, mention: 0.5, common: 0.1}
+	w := world{prompts: 30, samples: 2, engines: 1, before: 20, cite: 0.2, mention: 0.5, common: 0.1}
 	rep, err := Compute(Request{Answers: w.answers(1), Change: change0, Scans: 10})
 	if err != nil {
 		t.Fatal(err)
@@ -40,23 +40,42 @@ func TestScansNeeded(t *testing.T) {
 	if d := c.Difference; d.Status != StatusInsufficient || d.Reason != "no scan after the change" || d.ScansNeeded < 1 || d.MoreScans != d.ScansNeeded || d.Effect != DefaultEffect {
 		t.Fatalf("before any scan after: %+v, want insufficient_data, no scan after the change, scans needed ≥ 1 all to come", d)
 	}
-	// By hand, for p = c.Before.Value over 500 answers, design effect
-	// deff: the variance must come to (0.1 / (1.96 + 0.84))², of which
-	// the 500 answers before take p(1−p)·deff/500 and each scan after
-	// (50 answers) divides p'(1−p')·deff/50, p' = p + 0.1.
+	// By hand, for p = c.Before.Value, design effect deff, 60 answers a
+	// scan: a window of N scans a side has the variance
+	// (p(1−p) + p'(1−p'))·deff/(60N), p' = p + 0.1, which must come to
+	// (0.1 / (1.96 + 0.84))²; N within the 20 scans before the change.
 	p, deff := c.Before.Value, c.Before.DesignEffect
 	budget := math.Pow(0.1/(1.959964+0.841621), 2)
-	want := math.Ceil((p + 0.1) * (0.9 - p) * deff / 50 / (budget - p*(1-p)*deff/500))
-	if float64(c.Difference.ScansNeeded) != want {
+	want := math.Ceil((p*(1-p) + (p+0.1)*(0.9-p)) * deff / 60 / budget)
+	if float64(c.Difference.ScansNeeded) != want || want > 20 {
 		t.Errorf("scans needed %d, want %v (p %.3f, deff %.3f)", c.Difference.ScansNeeded, want, p, deff)
 	}
-	t.Logf("p %.3f deff %.3f: %d scans after the change", p, deff, c.Difference.ScansNeeded)
+	t.Logf("p %.3f deff %.3f: a window of %d scans", p, deff, c.Difference.ScansNeeded)
 
-	w.after = c.Difference.ScansNeeded
+	// With only 4 scans before the change, the window after must make up
+	// for them: N scans after, 4 before.
+	short := w
+	short.before = 4
+	rep, _ = Compute(Request{Answers: short.answers(1), Change: change0, Scans: 10})
+	c4 := rep.metric(MetricCitation)
+	p, deff = c4.Before.Value, c4.Before.DesignEffect
+	rest := budget - p*(1-p)*deff/240
+	if want := math.Ceil((p + 0.1) * (0.9 - p) * deff / 60 / rest); rest <= 0 || float64(c4.Difference.ScansNeeded) != want {
+		t.Errorf("4 scans before: scans needed %d, want %v (p %.3f, deff %.3f)", c4.Difference.ScansNeeded, want, p, deff)
+	}
+	// With 1 scan before, no window after can make up for it.
+	short.before = 1
+	rep, _ = Compute(Request{Answers: short.answers(1), Change: change0, Scans: 10})
+	if d := rep.metric(MetricCitation).Difference; d.ScansNeeded != -1 || d.MoreScans != -1 {
+		t.Errorf("1 scan before: %+v, want -1 scans needed", d)
+	}
+
+	n := c.Difference.ScansNeeded
+	w.after = n
 	detected := 0
 	const runs = 200
 	for seed := range uint64(runs) {
-		rep, err := Compute(Request{Answers: w.answers(100 + seed), Change: change0, Scans: 10})
+		rep, err := Compute(Request{Answers: w.answers(100 + seed), Change: change0, Scans: n})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,7 +83,7 @@ func TestScansNeeded(t *testing.T) {
 			detected++
 		}
 	}
-	t.Logf("a 10-point lift detected in %d of %d worlds with %d scans after", detected, runs, w.after)
+	t.Logf("a 10-point lift detected in %d of %d worlds with windows of %d scans", detected, runs, n)
 	if detected < runs*70/100 || detected > runs*95/100 {
 		t.Errorf("detected in %d of %d, want about 80%%", detected, runs)
 	}

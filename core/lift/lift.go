@@ -196,10 +196,11 @@ type Diff struct {
 	Method   string   `json:"method,omitempty"`
 	Estimate float64  `json:"estimate"`
 	Interval Interval `json:"interval_95"`
-	// ScansNeeded is the scans after the change a window needs to detect
-	// a difference of Effect with 80% power at the 5% level, and
-	// MoreScans those still to come; -1 when more scans after the change
-	// cannot do it (too few prompts, or too few answers before it).
+	// ScansNeeded is the window (Request.Scans: scans on each side, those
+	// before as far as there are) that detects a difference of Effect
+	// with 80% power at the 5% level, and MoreScans how many of its scans
+	// after the change are still to come; both -1 when no window can
+	// (too few prompts, or too few scans before the change).
 	Effect      float64 `json:"effect"`
 	ScansNeeded int     `json:"scans_needed"`
 	MoreScans   int     `json:"more_scans"`
@@ -309,9 +310,19 @@ type data struct {
 	arms [2][]int
 	// cells[g][k][side][prompt]
 	cells [][][2][]cell
-	// scans[g][side]: the window's scans with an answer of group g.
-	scans [][2]int
+	// scans[g][side]: the window's scans with an answer of group g;
+	// history[g], all the scans before the change with one.
+	scans   [][2]int
+	history []int
 }
+
+// The sides of a scan: before the change (in the window), after it, and
+// before the window.
+const (
+	sideBefore = iota
+	sideAfter
+	sideEarlier
+)
 
 // collect picks the windows' scans and sums their answers.
 func collect(req Request) *data {
@@ -341,25 +352,27 @@ func collect(req Request) *data {
 	}
 	slices.SortFunc(before, byTime)
 	slices.SortFunc(after, byTime)
-	before = before[max(0, len(before)-req.Scans):]
+	earlier := before[:max(0, len(before)-req.Scans)]
+	before = before[len(earlier):]
 	after = after[:min(len(after), req.Scans)]
 
 	d := &data{}
-	// scan → its side and place among the windows' scans.
+	// scan → its side (earlier: before the window) and place among the
+	// scans up to the end of the window after.
 	type placed struct{ side, idx int }
 	where := map[string]placed{}
-	for s, w := range [2][]scanAt{before, after} {
+	for s, w := range [3][]scanAt{before, after, earlier} {
 		for _, sc := range w {
 			where[sc.id] = placed{s, len(where)}
 		}
-		if len(w) > 0 {
+		if s < 2 && len(w) > 0 {
 			d.windows[s] = Window{Scans: len(w), From: w[0].at, To: w[len(w)-1].at}
 		}
 	}
 	engines, prompts := map[string]int{}, map[string]int{}
 	targeted := map[string]bool{}
 	for _, a := range req.Answers {
-		if _, ok := where[a.Scan]; !ok {
+		if pl, ok := where[a.Scan]; !ok || pl.side == sideEarlier {
 			continue
 		}
 		engines[a.Engine] = 0
@@ -393,22 +406,33 @@ func collect(req Request) *data {
 		}
 	}
 	seen := make([][]bool, groups)
-	d.scans = make([][2]int, groups)
+	d.scans, d.history = make([][2]int, groups), make([]int, groups)
 	for g := range seen {
 		seen[g] = make([]bool, len(where))
 	}
 	for i := range req.Answers {
 		a := &req.Answers[i]
 		pl, ok := where[a.Scan]
-		if !ok {
+		e, known := engines[a.Engine]
+		if !ok || !known {
+			continue
+		}
+		for _, g := range [2]int{e, groups - 1} {
+			if !seen[g][pl.idx] {
+				seen[g][pl.idx] = true
+				if pl.side != sideAfter {
+					d.history[g]++
+				}
+				if pl.side != sideEarlier {
+					d.scans[g][pl.side]++
+				}
+			}
+		}
+		if pl.side == sideEarlier {
 			continue
 		}
 		p := prompts[a.Prompt]
-		for _, g := range [2]int{engines[a.Engine], groups - 1} {
-			if !seen[g][pl.idx] {
-				seen[g][pl.idx] = true
-				d.scans[g][pl.side]++
-			}
+		for _, g := range [2]int{e, groups - 1} {
 			for k := range Metrics {
 				if y, n, ok := unit(a, k); ok {
 					d.cells[g][k][pl.side][p].add(y, n)
@@ -474,13 +498,14 @@ func (d *data) estimate(req Request, g, k int) Estimate {
 
 // armData is an arm's cells and moments on both sides.
 type armData struct {
-	cells [2][]cell
-	mo    [2]moments
-	scans [2]int
+	cells   [2][]cell
+	mo      [2]moments
+	scans   [2]int
+	history int // the scans before the change, window or not
 }
 
 func (d *data) armData(g, k, arm int) *armData {
-	a := &armData{scans: d.scans[g]}
+	a := &armData{scans: d.scans[g], history: d.history[g]}
 	for s := range 2 {
 		a.cells[s] = d.armCells(g, k, s, arm)
 		a.mo[s] = momentsOf(a.cells[s])
@@ -572,24 +597,29 @@ func didOf(req Request, k int, t, c *armData, rng *rngState) Diff {
 	return df
 }
 
-// needed is the scans after the change that detect a difference of the
-// request's effect (arms[0] moving by it, arms[1], if any, by nothing)
-// with 80% power at the 5% level, and those of them still to come: the
-// variance of the estimate, the sum over arms and sides of
-// deff × (a unit's variance) / units, must come down to
-// (effect / (z_0.975 + z_0.8))². The before side is what it is; the
-// after side's units grow by the units per scan seen (before's, when
-// there is no scan after).
+// needed is the window, in scans on each side, that detects a difference
+// of the request's effect (arms[0] moving by it, arms[1], if any, by
+// nothing) with 80% power at the 5% level, and how many of its scans
+// after the change are still to come. The estimate's variance, the sum
+// over arms and sides of deff × (a unit's variance) / units, must come
+// down to (effect / (z_0.975 + z_0.8))²; with a window of N scans a side
+// holds N times the units a scan gave it (after: before's when no scan
+// came yet), before the change at most the scans there are. A rate's
+// unit variance after the change is p'(1 − p'), p' = p_before + effect
+// (− effect above 1); a share's or the position's, the one observed.
+// -1: no window can (too few prompts, or too few scans before).
 func needed(req Request, k int, arms []*armData) (scans, more int) {
 	eff := effect(req, k)
 	budget := math.Pow(eff/(z95+z80), 2)
-	var fixed, perScan, minScans float64
+	// fb and ca: the variance a window of one scan a side would have, of
+	// the sides before and after.
+	var fb, ca, minScans float64
 	for i, a := range arms {
 		b, f := a.mo[0], a.mo[1]
 		if b.prompts < MinPrompts || a.scans[0] == 0 || b.units == 0 {
 			return -1, -1
 		}
-		fixed += b.deff * b.unitVar / b.units
+		fb += b.deff * b.unitVar * float64(a.scans[0]) / b.units
 		unitVar, deff := b.unitVar, b.deff
 		if f.units >= MinUnits {
 			unitVar = f.unitVar
@@ -611,12 +641,18 @@ func needed(req Request, k int, arms []*armData) (scans, more int) {
 		if a.scans[1] > 0 && f.units > 0 {
 			ups = f.units / float64(a.scans[1])
 		}
-		perScan += deff * unitVar / ups
-		minScans = max(minScans, math.Ceil(MinUnits/ups))
+		ca += deff * unitVar / ups
+		minScans = max(minScans, math.Ceil(MinUnits/ups), math.Ceil(MinUnits*float64(a.scans[0])/b.units))
 	}
-	if fixed >= budget {
-		return -1, -1
+	history := float64(arms[0].history)
+	n := math.Ceil((fb + ca) / budget)
+	if n > history {
+		rest := budget - fb/history
+		if rest <= 0 {
+			return -1, -1
+		}
+		n = math.Ceil(ca / rest)
 	}
-	scans = int(max(minScans, math.Ceil(perScan/(budget-fixed))))
+	scans = int(max(n, minScans))
 	return scans, max(0, scans-arms[0].scans[1])
 }
