@@ -15,6 +15,8 @@ func newRNG(seed uint64, g, k int) *rngState {
 	return rand.New(rand.NewPCG(seed, uint64(g)<<8|uint64(k)))
 }
 
+const tooFew = "too few prompts with answers that count for the bootstrap"
+
 // promptSums are one prompt's sums on both sides.
 type promptSums struct{ yb, nb, ya, na float64 }
 
@@ -22,7 +24,9 @@ type promptSums struct{ yb, nb, ya, na float64 }
 // θ_before) over the arms, resampling each arm's prompts with
 // replacement (a prompt brings its answers on both sides, so the pairing
 // of the sides by prompt is kept). A resample whose side has no unit is
-// dropped; with more than 5% of them dropped it gives none.
+// dropped; with more than 5% of them dropped, or when every resample
+// gives the same value (answers that do not vary bear no interval), it
+// gives none and says why.
 //
 // The percentile interval of a bootstrap over G clusters is too narrow
 // when G is small: it reads the spread of the prompts as if G were
@@ -30,7 +34,7 @@ type promptSums struct{ yb, nb, ya, na float64 }
 // are moved away from est by the factor that turns each arm's bootstrap
 // variance V_i into V_i·G_i/(G_i − 1) and the normal's 1.96 into
 // Student's t on Satterthwaite's degrees of freedom (G − 1 for one arm).
-func bootstrap(arms []*armData, sign []float64, est float64, resamples int, rng *rngState) (Interval, bool) {
+func bootstrap(arms []*armData, sign []float64, est float64, resamples int, rng *rngState) (Interval, string) {
 	pools := make([][]promptSums, len(arms))
 	for i, a := range arms {
 		for j := range a.cells[0] {
@@ -40,7 +44,7 @@ func bootstrap(arms []*armData, sign []float64, est float64, resamples int, rng 
 			}
 		}
 		if len(pools[i]) < 2 {
-			return Interval{}, false
+			return Interval{}, tooFew
 		}
 	}
 	vals := make([]float64, 0, resamples)
@@ -75,11 +79,14 @@ func bootstrap(arms []*armData, sign []float64, est float64, resamples int, rng 
 		}
 	}
 	if len(vals) < resamples*95/100 {
-		return Interval{}, false
+		return Interval{}, tooFew
 	}
 	slices.Sort(vals)
+	if vals[0] == vals[len(vals)-1] {
+		return Interval{}, "the answers do not vary: they bear no interval"
+	}
 	f := widening(pools, sum, sum2, float64(len(vals)))
-	return Interval{Low: est + f*(quantile(vals, 0.025)-est), High: est + f*(quantile(vals, 0.975)-est)}, true
+	return Interval{Low: est + f*(quantile(vals, 0.025)-est), High: est + f*(quantile(vals, 0.975)-est)}, ""
 }
 
 // widening is the factor of the small-sample correction of bootstrap:

@@ -110,6 +110,29 @@ func TestAllOrNothing(t *testing.T) {
 	}
 }
 
+// Shares that never vary (a domain no source ever names, a brand always
+// named first) bear no bootstrap interval: insufficient, not [0, 0].
+func TestNoVariation(t *testing.T) {
+	w := world{prompts: 10, samples: 3, engines: 2, before: 7, after: 7, cite: 0.3, mention: 0.5}
+	as := w.answers(8)
+	for i := range as {
+		as[i].Sources.Hits = 0
+		if as[i].Mentioned {
+			as[i].Position = 1
+		}
+	}
+	rep, err := Compute(Request{Answers: as, Change: change0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{MetricSourceShare, MetricPosition} {
+		e := rep.metric(m)
+		if d := e.Difference; d.Status != StatusInsufficient || !strings.Contains(d.Reason, "do not vary") || e.Before.Units < MinUnits {
+			t.Errorf("%s never varying: %+v over %d answers, want insufficient_data, the answers do not vary", m, d, e.Before.Units)
+		}
+	}
+}
+
 // One prompt is too few for any interval, and more scans cannot help.
 func TestOnePrompt(t *testing.T) {
 	w := world{prompts: 1, samples: 3, engines: 2, before: 14, after: 14, cite: 0.3, mention: 0.5}

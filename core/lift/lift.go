@@ -550,9 +550,9 @@ func (a *armData) difference(req Request, k int, rng *rngState) Diff {
 		return df
 	}
 	df.Method = MethodBootstrap
-	iv, ok := bootstrap([]*armData{a}, []float64{1}, df.Estimate, req.Resamples, rng)
-	if !ok {
-		df.Status, df.Reason = StatusInsufficient, "too few prompts with answers that count for the bootstrap"
+	iv, why := bootstrap([]*armData{a}, []float64{1}, df.Estimate, req.Resamples, rng)
+	if why != "" {
+		df.Status, df.Reason = StatusInsufficient, why
 		return df
 	}
 	df.Interval = iv
@@ -575,9 +575,9 @@ func didOf(req Request, k int, t, c *armData, rng *rngState) Diff {
 	df.Estimate = (t.mo[1].value - t.mo[0].value) - (c.mo[1].value - c.mo[0].value)
 	if !proportion(k) {
 		df.Method = MethodBootstrap
-		iv, ok := bootstrap([]*armData{t, c}, []float64{1, -1}, df.Estimate, req.Resamples, rng)
-		if !ok {
-			df.Status, df.Reason = StatusInsufficient, "too few prompts with answers that count for the bootstrap"
+		iv, why := bootstrap([]*armData{t, c}, []float64{1, -1}, df.Estimate, req.Resamples, rng)
+		if why != "" {
+			df.Status, df.Reason = StatusInsufficient, why
 			return df
 		}
 		df.Interval = iv
