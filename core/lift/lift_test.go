@@ -1,6 +1,7 @@
 package lift
 
 import (
+	"math"
 	"testing"
 )
 
@@ -97,4 +98,35 @@ func indexOf(metric string) int {
 		}
 	}
 	return -1
+}
+
+// A model update moves every prompt's citation rate by 8 points and the
+// change does nothing: the targeted prompts' difference sees the 8
+// points, the difference-in-differences removes them, about 0 on
+// average, and its interval excludes 0 in at most 8% of 200 worlds.
+func TestDiDRemovesACommonMove(t *testing.T) {
+	const runs = 200
+	w := world{prompts: 20, targeted: 10, samples: 3, engines: 2, before: 14, after: 14,
+		cite: 0.25, mention: 0.5, spread: 0.5, drift: 0.15, common: 0.08}
+	var diff, did float64
+	moved, excluded := 0, 0
+	for seed := range uint64(runs) {
+		rep, err := Compute(Request{Answers: w.answers(3000 + seed), Change: change0, Seed: seed, Resamples: MinResamples})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := rep.metric(MetricCitation)
+		diff += c.Difference.Estimate / runs
+		did += c.DiD.Estimate / runs
+		if c.Difference.excludes0() {
+			moved++
+		}
+		if c.DiD.excludes0() {
+			excluded++
+		}
+	}
+	t.Logf("of %d worlds: the targeted difference %+.3f on average, excludes 0 in %d; the DiD %+.3f, excludes 0 in %d", runs, diff, moved, did, excluded)
+	if excluded > runs*8/100 || math.Abs(did) > 0.01 || math.Abs(diff-0.08) > 0.02 {
+		t.Errorf("DiD %+.3f excluding 0 in %d of %d (want about 0, at most 8%%), difference %+.3f (want about +0.08)", did, excluded, runs, diff)
+	}
 }
