@@ -1,6 +1,7 @@
 package lift
 
 import (
+	"encoding/json"
 	"math"
 	"reflect"
 	"strings"
@@ -129,6 +130,25 @@ func TestNoVariation(t *testing.T) {
 		e := rep.metric(m)
 		if d := e.Difference; d.Status != StatusInsufficient || !strings.Contains(d.Reason, "do not vary") || e.Before.Units < MinUnits {
 			t.Errorf("%s never varying: %+v over %d answers, want insufficient_data, the answers do not vary", m, d, e.Before.Units)
+		}
+	}
+}
+
+// An insufficient difference has no estimate and no interval on the
+// wire; a sufficient one has both, 0 included.
+func TestDiffJSON(t *testing.T) {
+	for _, tc := range []struct {
+		d    Diff
+		want string
+	}{
+		{Diff{Status: StatusInsufficient, Reason: "no scan after the change", Effect: 0.1, ScansNeeded: 6, MoreScans: 6},
+			`{"status":"insufficient_data","reason":"no scan after the change","effect":0.1,"scans_needed":6,"more_scans":6}`},
+		{Diff{Status: StatusOK, Method: MethodNewcombe, Interval: Interval{-0.1, 0.1}, Effect: 0.1, ScansNeeded: 6},
+			`{"status":"ok","method":"newcombe_clustered","estimate":0,"interval_95":{"low":-0.1,"high":0.1},"effect":0.1,"scans_needed":6,"more_scans":0}`},
+	} {
+		b, err := json.Marshal(tc.d)
+		if err != nil || string(b) != tc.want {
+			t.Errorf("%+v as JSON: %s %v, want %s", tc.d, b, err, tc.want)
 		}
 	}
 }

@@ -11,6 +11,7 @@
 package lift
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -204,6 +205,20 @@ type Diff struct {
 	Effect      float64 `json:"effect"`
 	ScansNeeded int     `json:"scans_needed"`
 	MoreScans   int     `json:"more_scans"`
+}
+
+// MarshalJSON leaves out the estimate and interval of an insufficient
+// difference: it has none.
+func (d Diff) MarshalJSON() ([]byte, error) {
+	type plain Diff
+	if d.Status == StatusOK {
+		return json.Marshal(plain(d))
+	}
+	return json.Marshal(struct {
+		plain
+		Estimate *float64  `json:"estimate,omitempty"`
+		Interval *Interval `json:"interval_95,omitempty"`
+	}{plain: plain(d)})
 }
 
 // Compute computes the lift of a change. It errs only on a malformed
