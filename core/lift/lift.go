@@ -102,10 +102,13 @@ type Answer struct {
 	// named.
 	Position int
 	// Voice is the brand's mentions (0 or 1) of all brand mentions in the
-	// answer (the brand's and each competitor's, one each).
+	// answer (the brand's and each competitor's, one each): of a kept
+	// answer, Mentioned of Mentioned + its detail's competitors.
 	Voice Count
-	// Sources is the domain's share of the answer's distinct source
-	// domains; Of 0 when the engine reported none.
+	// Sources is the domain's part of the answer's distinct source
+	// domains (those of its detail's sources and citations; the domain's
+	// subdomains its own); Of 0 when the engine reported no sources
+	// (SourcesReported false), as the scans' source share counts them.
 	Sources Count
 }
 
