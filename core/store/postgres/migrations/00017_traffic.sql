@@ -45,7 +45,11 @@ CREATE INDEX traffic_batches_received ON traffic_batches (domain_id, received_at
 
 -- A day's requests of one AI agent, as one verification found it, to
 -- one page: the counts by status class s2xx to s5xx and nostatus (none).
--- The counts come first, where they need no padding.
+-- The counts come first, where they need no padding. Each batch of a day
+-- adds to the same keys: a fifth of each page is left free (fillfactor)
+-- so that the new version of a row stays on its page, its index entry
+-- unchanged (a HOT update): 20 merges into a day's 4,000 keys grew the
+-- table 175 bytes an update at 100, 37 at 80.
 CREATE TABLE crawler_hits (
   hits         bigint NOT NULL,
   s2xx         bigint NOT NULL,
@@ -60,9 +64,10 @@ CREATE TABLE crawler_hits (
   agent        text COLLATE "C" NOT NULL,
   verification text COLLATE "C" NOT NULL,
   PRIMARY KEY (domain_id, day, page, agent, verification)
-);
+) WITH (fillfactor = 80);
 
 -- A day's visits to one page that an AI assistant sent.
+-- Merged into as crawler_hits are.
 CREATE TABLE referral_visits (
   visits    bigint NOT NULL,
   day       date NOT NULL,
@@ -70,7 +75,7 @@ CREATE TABLE referral_visits (
   page      text COLLATE "C" NOT NULL,
   assistant text COLLATE "C" NOT NULL,
   PRIMARY KEY (domain_id, day, page, assistant)
-);
+) WITH (fillfactor = 80);
 
 -- The IP range lists of the crawlers that replaced the binary's
 -- snapshot, by name; saved all at once.
