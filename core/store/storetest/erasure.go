@@ -85,6 +85,13 @@ func RunErasure(t *testing.T, newStore func(t *testing.T) (store.Store, Catalog)
 				}
 			}
 		}
+		for _, r := range records {
+			// A day is a time, as every engine exports one, not its own
+			// number of days.
+			if day, ok := r.Data["day"].(string); r.Kind == "crawler_hits" && (!ok || !strings.HasSuffix(day, "T00:00:00Z")) {
+				t.Errorf("the export's crawler hits hold the day %#v, want its midnight in RFC 3339", r.Data["day"])
+			}
+		}
 		for _, k := range store.Kinds {
 			if kinds[k] == 0 {
 				t.Errorf("the export holds no %s", k)
