@@ -165,16 +165,39 @@ func testTrafficRoundTrip(t *testing.T, newStore Constructor) {
 		}
 	}
 	used(b.ReceivedAt)
+	// A batch refused (an aggregate's text, after many kept ones) keeps
+	// nothing: the same batch, corrected, is no duplicate.
+	refused := newBatch("tb_4", "acct_1", d.ID, tok.ID, "refused", t0.Add(time.Hour))
+	many := manyHits(600)
+	if _, err := s.AddTrafficBatch(ctx, refused, append(many, hit(day0, "/\x00", "GPTBot", "verified", 1)), nil); !store.IsInvalidText(err) {
+		t.Errorf("AddTrafficBatch with a NUL in a page: %v, want a refusal of its text", err)
+	}
+	if dup, err := s.AddTrafficBatch(ctx, refused, many, nil); err != nil || dup {
+		t.Errorf("AddTrafficBatch of a refused batch corrected: %v, %v; want added", dup, err)
+	}
+	if got := hitsOf(t, s, "acct_1", d.ID); len(got) != 3+len(many) {
+		t.Errorf("hits after a refused batch and its correction: %d, want %d", len(got), 3+len(many))
+	}
+	used(refused.ReceivedAt)
 	bs, err = s.ListTrafficBatches(ctx, "acct_1", d.ID, 2)
 	must(t, err, "ListTrafficBatches")
-	if ids := idsOf(bs, func(b store.TrafficBatch) string { return b.ID }); !slices.Equal(ids, []string{"tb_3", "tb_1"}) {
-		t.Errorf("ListTrafficBatches limit 2: %v, want [tb_3 tb_1]", ids)
+	if ids := idsOf(bs, func(b store.TrafficBatch) string { return b.ID }); !slices.Equal(ids, []string{"tb_4", "tb_3"}) {
+		t.Errorf("ListTrafficBatches limit 2: %v, want [tb_4 tb_3]", ids)
 	}
 	bs, err = s.ListTrafficBatches(ctx, "acct_1", d.ID, 0)
 	must(t, err, "ListTrafficBatches")
-	if len(bs) != 3 || bs[2].ID != "tb_2" || len(bs[2].Samples) != 0 || bs[0].TokenID != "" {
-		t.Errorf("ListTrafficBatches: %+v; want tb_2 last with no samples, tb_3 first with no token", bs)
+	if len(bs) != 4 || bs[3].ID != "tb_2" || len(bs[3].Samples) != 0 || bs[1].TokenID != "" {
+		t.Errorf("ListTrafficBatches: %+v; want tb_2 last with no samples, tb_3 second with no token", bs)
 	}
+}
+
+// manyHits are n hits of distinct pages of day0.
+func manyHits(n int) []store.CrawlerHits {
+	var hs []store.CrawlerHits
+	for i := range n {
+		hs = append(hs, hit(day0, fmt.Sprintf("/m/%04d", i), "GPTBot", "verified", 1))
+	}
+	return hs
 }
 
 // A batch whose hash the domain has adds nothing and says so; another
