@@ -300,7 +300,11 @@ func Excerpt(raw []byte) string {
 			i += size
 			continue
 		}
-		b.WriteString(redact(raw[i:j]))
+		r := redact(raw[i:j])
+		if b.Len()+len(r) > maxExcerpt {
+			break // a replacement is never cut
+		}
+		b.WriteString(r)
 		i = j
 	}
 	s := b.String()
@@ -327,13 +331,15 @@ func redact(run []byte) string {
 	if !strings.ContainsAny(s, ".:") {
 		return s
 	}
-	if isAddr(strings.TrimRight(s, ".:")) {
-		return "[address]" + s[len(strings.TrimRight(s, ".:")):]
+	// An address, with a port or not, and a sentence's stop after it.
+	t := strings.TrimRight(s, ".:")
+	if _, err := netip.ParseAddr(t); err == nil {
+		return "[address]" + s[len(t):]
 	}
-	// An address with a port, or dotted quads within the run.
-	if ap, err := netip.ParseAddrPort(s); err == nil && ap.Addr().IsValid() {
-		return "[address]"
+	if _, err := netip.ParseAddrPort(t); err == nil {
+		return "[address]" + s[len(t):]
 	}
+	// Dotted quads within the run.
 	var b strings.Builder
 	for i := 0; i < len(s); {
 		j := i
@@ -356,9 +362,4 @@ func redact(run []byte) string {
 		i = j
 	}
 	return b.String()
-}
-
-func isAddr(s string) bool {
-	_, err := netip.ParseAddr(s)
-	return err == nil
 }
