@@ -108,21 +108,21 @@ func TestVerify(t *testing.T) {
 		ip   string
 		want traffic.Verification
 	}{
-		{sourcesUAs[0].ua, "20.171.206.7", traffic.Verified},     // GPTBot, in 20.171.206.0/24
-		{sourcesUAs[0].ua, "203.0.113.7", traffic.Spoofed},       // GPTBot from elsewhere
-		{sourcesUAs[0].ua, "::ffff:20.171.207.1", traffic.Verified}, // v4-mapped
-		{sourcesUAs[1].ua, "74.7.228.200", traffic.Verified},     // OAI-SearchBot
-		{sourcesUAs[2].ua, "20.171.206.7", traffic.Spoofed},      // ChatGPT-User from GPTBot's range
-		{sourcesUAs[3].ua, "160.79.104.10", traffic.Unverified},  // ClaudeBot: no list
-		{sourcesUAs[7].ua, "57.141.0.1", traffic.Unverified},     // meta-externalagent: none published
-		{sourcesUAs[6].ua, "1.2.3.4", traffic.Unverified},        // PerplexityBot: list not in the snapshot
-		{overlapUAs[2].ua, "66.249.66.1", traffic.Verified},      // Googlebot v4
+		{sourcesUAs[0].ua, "20.171.206.7", traffic.Verified},          // GPTBot, in 20.171.206.0/24
+		{sourcesUAs[0].ua, "203.0.113.7", traffic.Spoofed},            // GPTBot from elsewhere
+		{sourcesUAs[0].ua, "::ffff:20.171.207.1", traffic.Verified},   // v4-mapped
+		{sourcesUAs[1].ua, "74.7.228.200", traffic.Verified},          // OAI-SearchBot
+		{sourcesUAs[2].ua, "20.171.206.7", traffic.Spoofed},           // ChatGPT-User from GPTBot's range
+		{sourcesUAs[3].ua, "160.79.104.10", traffic.Unverified},       // ClaudeBot: no list
+		{sourcesUAs[7].ua, "57.141.0.1", traffic.Unverified},          // meta-externalagent: none published
+		{sourcesUAs[6].ua, "1.2.3.4", traffic.Unverified},             // PerplexityBot: list not in the snapshot
+		{overlapUAs[2].ua, "66.249.66.1", traffic.Verified},           // Googlebot v4
 		{overlapUAs[2].ua, "2001:4860:4801:2a::99", traffic.Verified}, // Googlebot v6
 		{overlapUAs[2].ua, "2001:4860:4801:43::1", traffic.Spoofed},   // a gap in Google's list
 		{overlapUAs[2].ua, "2a00:1450:4001::1", traffic.Spoofed},
-		{overlapUAs[4].ua, "66.249.66.1", traffic.Spoofed},  // Google-Extended: token only
-		{overlapUAs[1].ua, "17.241.75.9", traffic.Spoofed},  // Applebot-Extended: token only
-		{overlapUAs[0].ua, "17.241.75.9", traffic.Verified}, // Applebot
+		{overlapUAs[4].ua, "66.249.66.1", traffic.Spoofed},            // Google-Extended: token only
+		{overlapUAs[1].ua, "17.241.75.9", traffic.Spoofed},            // Applebot-Extended: token only
+		{overlapUAs[0].ua, "17.241.75.9", traffic.Verified},           // Applebot
 		{sourcesUAs[8].ua, "2600:1f28:365:80bf::1", traffic.Verified}, // CCBot's /60
 		{sourcesUAs[8].ua, "98.85.178.216", traffic.Verified},         // CCBot's /32
 		{sourcesUAs[8].ua, "98.85.178.217", traffic.Spoofed},
