@@ -12,10 +12,10 @@ import (
 // monitored_domains, scans, scan_answers, visibility_readings,
 // content_requests, budget_months, usage_hourly, rate_windows,
 // idempotency_keys, ingest_tokens, traffic_batches, crawler_hits,
-// referral_visits), Data its columns by name: a time as RFC 3339 text in
-// UTC to the nanosecond, a JSON column as its JSON, bytes that are not
-// JSON as base64 (encoding/json's []byte). No secret is in it (see
-// Erasure).
+// referral_visits, domain_changes), Data its columns by name: a time as
+// RFC 3339 text in UTC to the nanosecond, a JSON column as its JSON, bytes
+// that are not JSON as base64 (encoding/json's []byte). No secret is in
+// it (see Erasure).
 type Record struct {
 	Kind string         `json:"kind"`
 	Data map[string]any `json:"data"`
@@ -26,7 +26,7 @@ type Record struct {
 var Kinds = []string{"accounts", "clients", "api_keys", "users", "sessions", "invitations", "webhooks",
 	"webhook_deliveries", "webhook_attempts", "event_log", "monitored_domains", "scans", "scan_answers",
 	"visibility_readings", "content_requests", "budget_months", "usage_hourly", "rate_windows", "idempotency_keys",
-	"ingest_tokens", "traffic_batches", "crawler_hits", "referral_visits"}
+	"ingest_tokens", "traffic_batches", "crawler_hits", "referral_visits", "domain_changes"}
 
 // Erasure exports and deletes an account with everything it owns.
 type Erasure interface {
@@ -117,7 +117,7 @@ func IdempotencyScopePrefix(accountID string) string { return accountID + "/" }
 // DeleteOrder is the order in which DeleteAccount's last transaction
 // deletes an account's rows, each kind before what it references.
 var DeleteOrder = []string{"sessions", "scan_answers", "webhook_attempts", "webhook_deliveries", "scans",
-	"crawler_hits", "referral_visits", "traffic_batches", "ingest_tokens", "monitored_domains", "webhooks", "content_requests", "visibility_readings", "event_log", "usage_hourly",
+	"crawler_hits", "referral_visits", "traffic_batches", "ingest_tokens", "domain_changes", "monitored_domains", "webhooks", "content_requests", "visibility_readings", "event_log", "usage_hourly",
 	"rate_windows", "budget_months", "idempotency_keys", "invitations", "users", "api_keys", "clients", "accounts"}
 
 // BigKinds are the kinds DeleteAccount deletes in batches before its

@@ -2,7 +2,8 @@
 // records and, per domain, a small interface with its contract (one file
 // each: accounts and keys, usage, content, readings and domains, scans,
 // webhooks and deliveries, connections, events, plugins, people, AI
-// crawler and referral traffic, an account's export and erasure). An
+// crawler and referral traffic, the changes made to a domain's site, an
+// account's export and erasure). An
 // engine implements all of them (Store); a consumer declares, beside
 // itself, the few methods it calls. store/sqlite is the embedded engine;
 // store/storetest is the suite that every engine passes.
@@ -107,6 +108,7 @@ type Store interface {
 	Plugins
 	People
 	Traffic
+	Changes
 	Erasure
 	Sealed
 	Updater

@@ -13,7 +13,7 @@ import (
 
 // FuzzCursors gives every paged list of s (content requests, domains,
 // webhooks, a webhook's deliveries, events, readings, a scan's answers,
-// usage) an
+// a domain's changes, usage) an
 // arbitrary cursor, seeded with the cursors each list gives and with what
 // no list gives. A cursor the engine cannot read is ErrMalformed, and no
 // other error, whatever its bytes (a NUL or bytes that are not UTF-8 in
@@ -129,6 +129,9 @@ func cursorLists(tb testing.TB, s store.Store) []cursorList {
 		}
 		return nil
 	}), "the completed scans")
+	for i := range 3 {
+		check(s.CreateChange(ctx, newChange(fmt.Sprintf("chg_%d", i), "acct_1", "dom_0", t0.Add(time.Duration(i)*time.Second))), "a change")
+	}
 	ids := func(prefix string) []string {
 		return []string{prefix + "_0", prefix + "_1", prefix + "_2"}
 	}
@@ -165,6 +168,10 @@ func cursorLists(tb testing.TB, s store.Store) []cursorList {
 			scs, next, err := s.ListScans(ctx, store.ScanFilter{AccountID: "acct_1", Domain: "dom_done.example", Cursor: c, Limit: n})
 			return idsOf(scs, func(sc store.Scan) string { return sc.ID }), next, err
 		}, ids("done")},
+		{"ListChanges", func(c string, n int) ([]string, string, error) {
+			cs, next, err := s.ListChanges(ctx, store.ChangeFilter{AccountID: "acct_1", DomainID: "dom_0", Cursor: c, Limit: n})
+			return idsOf(cs, changeID), next, err
+		}, ids("chg")},
 		{"ListUsage", func(c string, n int) ([]string, string, error) {
 			us, next, err := s.ListUsage(ctx, store.UsageFilter{AccountID: "acct_1", Cursor: c, Limit: n})
 			return idsOf(us, func(u store.KeyUsage) string { return u.KeyID }), next, err

@@ -91,6 +91,10 @@ func RunErasure(t *testing.T, newStore func(t *testing.T) (store.Store, Catalog)
 			if day, ok := r.Data["day"].(string); r.Kind == "crawler_hits" && (!ok || !strings.HasSuffix(day, "T00:00:00Z")) {
 				t.Errorf("the export's crawler hits hold the day %#v, want its midnight in RFC 3339", r.Data["day"])
 			}
+			// When a change went live is a time too.
+			if at, ok := r.Data["live_at"].(string); r.Kind == "domain_changes" && (!ok || at != t0.Format(time.RFC3339Nano)) {
+				t.Errorf("the export's change went live at %#v, want %s", r.Data["live_at"], t0.Format(time.RFC3339Nano))
+			}
 		}
 		for _, k := range store.Kinds {
 			if kinds[k] == 0 {
@@ -248,6 +252,9 @@ func fillAccount(t *testing.T, s store.Store, name string) filled {
 	_, err := s.AddTrafficBatch(ctx, newBatch("tb_"+name, acct, d.ID, tok.ID, name, t0), hits,
 		[]store.ReferralVisits{visit(day0, "/"+name, "chatgpt", 1), visit(dayN(-1), "/"+name, "chatgpt", 1), visit(dayN(-2), "/"+name, "chatgpt", 1)})
 	must(t, err, "AddTrafficBatch")
+	chg := newChange("chg_"+name, acct, d.ID, t0)
+	chg.Pages, chg.Prompts, chg.ContentRequestID = []string{"/" + name}, []string{"best " + name + "?"}, "cr_"+name
+	must(t, s.CreateChange(ctx, chg), "CreateChange")
 	for i := range 5 {
 		addReading(t, s, newReading(acct, "", d.Domain, 40+i, t0.Add(time.Duration(i)*time.Second)))
 	}

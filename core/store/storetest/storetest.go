@@ -159,6 +159,16 @@ var groups = []struct {
 		{"CrawlerRangesReplacedAllAtOnce", testCrawlerRanges},
 		{"TextRefusedInReads", testTrafficTextRefusedInReads},
 	}},
+	{"Changes", []test{
+		{"RoundTrip", testChangeRoundTrip},
+		{"ListPagesNeitherSkipNorRepeat", testListChanges},
+		{"ListPagesWithRowsAddedBetween", testListChangesWhileAdding},
+		{"FilterByTime", testChangesFilterByTime},
+		{"OwnersDeleteAndDomainDeleted", testChangeOwnersAndDelete},
+		{"OncePerContentRequest", testChangeOncePerContentRequest},
+		{"OncePerContentRequestUnderConcurrencyOnTwoHandles", testChangeOncePerContentRequestUnderConcurrency},
+		{"TextRefusedInReads", testChangeTextRefusedInReads},
+	}},
 	{"Text", []test{
 		{"KeptOrRefusedAlike", testTextKeptOrRefused},
 		{"RefusedInReads", testTextRefusedInReads},

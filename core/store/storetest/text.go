@@ -460,6 +460,7 @@ func textFields() []textField {
 			return "", cmpErr(err, store.ErrNotFound)
 		}})
 	add(trafficTextFields()...)
+	add(changeTextFields()...)
 	return fs
 }
 
