@@ -156,7 +156,7 @@ func unescapeLog(dst, f []byte) []byte {
 		switch f[i] {
 		case 'x':
 			if i+2 < len(f) {
-				if h, ok := unhex(f[i+1], f[i+2]); ok {
+				if h, ok := hexPair(f[i+1], f[i+2]); ok {
 					dst = append(dst, h)
 					i += 2
 					continue
@@ -176,7 +176,7 @@ func unescapeLog(dst, f []byte) []byte {
 	return dst
 }
 
-func unhex(a, b byte) (byte, bool) {
+func hexPair(a, b byte) (byte, bool) {
 	x, ok1 := hexDigit(a)
 	y, ok2 := hexDigit(b)
 	return x<<4 | y, ok1 && ok2
