@@ -82,7 +82,7 @@ func TestAggregator(t *testing.T) {
 }
 
 func TestAggregatorMalformed(t *testing.T) {
-	agg := NewAggregator(newTestClassifier(), standInAssistant, "acc", "dom")
+	agg := NewAggregator(NewCatalog(Snapshot()), standInAssistant, "acc", "dom")
 	for i := 1; i <= 12; i++ {
 		agg.Malformed(i*2, []byte(fmt.Sprintf("bad line %d from 192.0.2.%d", i, i)), "why")
 	}

@@ -3,7 +3,6 @@ package traffic
 import (
 	"bytes"
 	"compress/gzip"
-	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -62,62 +61,6 @@ func utc(s string) time.Time {
 		panic(err)
 	}
 	return t.UTC()
-}
-
-// testClassifier tells a few of sources.md's agents by their tokens and
-// verifies them against ranges of its own: an agent with no list is
-// unverified.
-type testClassifier struct {
-	agents []*Agent
-	ranges map[string][]netip.Prefix
-}
-
-func newTestClassifier() *testClassifier {
-	c := &testClassifier{ranges: map[string][]netip.Prefix{
-		"gptbot":     {netip.MustParsePrefix("20.171.206.0/24"), netip.MustParsePrefix("2a0b:4140::/32")},
-		"searchbot":  {netip.MustParsePrefix("20.42.10.176/28")},
-		"chatgpt":    {netip.MustParsePrefix("23.98.142.176/28")},
-		"perplexity": {netip.MustParsePrefix("3.224.62.0/25")},
-		"ccbot":      {netip.MustParsePrefix("18.97.9.0/24")},
-	}}
-	for _, a := range []Agent{
-		{Token: "GPTBot", Operator: "OpenAI", Purpose: Train, Lists: []string{"gptbot"}},
-		{Token: "OAI-SearchBot", Operator: "OpenAI", Purpose: Index, Lists: []string{"searchbot"}},
-		{Token: "ChatGPT-User", Operator: "OpenAI", Purpose: Fetch, Lists: []string{"chatgpt"}},
-		{Token: "ClaudeBot", Operator: "Anthropic", Purpose: Train},
-		{Token: "Claude-User", Operator: "Anthropic", Purpose: Fetch},
-		{Token: "PerplexityBot", Operator: "Perplexity", Purpose: Index, Lists: []string{"perplexity"}},
-		{Token: "meta-externalagent", Operator: "Meta", Purpose: Train},
-		{Token: "CCBot", Operator: "Common Crawl", Purpose: Train, Lists: []string{"ccbot"}},
-		{Token: "Amazonbot", Operator: "Amazon", Purpose: Index},
-	} {
-		c.agents = append(c.agents, &a)
-	}
-	return c
-}
-
-func (c *testClassifier) Agent(ua string) *Agent {
-	ua = strings.ToLower(ua)
-	for _, a := range c.agents {
-		if strings.Contains(ua, strings.ToLower(a.Token)) {
-			return a
-		}
-	}
-	return nil
-}
-
-func (c *testClassifier) Verify(a *Agent, ip netip.Addr) Verification {
-	if len(a.Lists) == 0 {
-		return Unverified
-	}
-	for _, l := range a.Lists {
-		for _, p := range c.ranges[l] {
-			if p.Contains(ip) {
-				return Verified
-			}
-		}
-	}
-	return Spoofed
 }
 
 // standInAssistant tells the assistant of a referer's host or of
