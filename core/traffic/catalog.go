@@ -69,9 +69,9 @@ type catalogEntry struct {
 
 var googleUserLists = []string{ListGoogleUserFetchersG, ListGoogleUserFetchers, ListGoogleUserAgents}
 
-// entries is sources.md 4a as data. Purposes of the "others" row are
+// catalogEntries is sources.md 4a as data. Purposes of the "others" row are
 // mixed or unsaid there: Other.
-var entries = []catalogEntry{
+var catalogEntries = []catalogEntry{
 	{Agent: Agent{"GPTBot", "OpenAI", Train, []string{ListOpenAIGPTBot}}},
 	{Agent: Agent{"OAI-SearchBot", "OpenAI", Index, []string{ListOpenAISearchBot}}},
 	{Agent: Agent{"ChatGPT-User", "OpenAI", Fetch, []string{ListOpenAIChatGPTUser}}},
@@ -127,7 +127,7 @@ var entries = []catalogEntry{
 type Catalog struct {
 	entries []catalogEntry
 	byToken map[string]int
-	m       *matcher
+	m       *tokenMatcher
 	cache   *uaCache
 	ranges  atomic.Pointer[Ranges]
 }
@@ -137,15 +137,15 @@ var _ Classifier = (*Catalog)(nil)
 // NewCatalog is the catalog verifying with r (Snapshot(), or a refreshed
 // Ranges; nil verifies nothing: every agent with lists is Unverified).
 func NewCatalog(r *Ranges) *Catalog {
-	c := &Catalog{entries: make([]catalogEntry, len(entries)), byToken: make(map[string]int, len(entries))}
-	tokens := make([]string, len(entries))
-	for i, e := range entries {
+	c := &Catalog{entries: make([]catalogEntry, len(catalogEntries)), byToken: make(map[string]int, len(catalogEntries))}
+	tokens := make([]string, len(catalogEntries))
+	for i, e := range catalogEntries {
 		e.Lists = slices.Clone(e.Lists)
 		c.entries[i] = e
 		c.byToken[e.Token] = i
 		tokens[i] = e.Token
 	}
-	c.m = newMatcher(tokens)
+	c.m = newTokenMatcher(tokens)
 	c.cache = newUACache()
 	c.SetRanges(r)
 	return c
@@ -218,10 +218,10 @@ func (c *Catalog) Verify(a *Agent, ip netip.Addr) Verification {
 	return Unverified
 }
 
-// matcher finds tokens in a string in one pass: an Aho-Corasick automaton
+// tokenMatcher finds tokens in a string in one pass: an Aho-Corasick automaton
 // made a DFA over byte classes (the tokens' characters, ASCII case folded;
 // every other byte one class).
-type matcher struct {
+type tokenMatcher struct {
 	class   [256]uint8
 	classes int
 	delta   []uint16 // state*classes + class -> state
@@ -229,11 +229,11 @@ type matcher struct {
 	length  []int    // token -> its length
 }
 
-func newMatcher(tokens []string) *matcher {
-	m := &matcher{classes: 1, length: make([]int, len(tokens))}
+func newTokenMatcher(tokens []string) *tokenMatcher {
+	m := &tokenMatcher{classes: 1, length: make([]int, len(tokens))}
 	for _, t := range tokens {
 		for i := 0; i < len(t); i++ {
-			b := lower(t[i])
+			b := foldByte(t[i])
 			if m.class[b] == 0 {
 				m.class[b] = uint8(m.classes)
 				m.classes++
@@ -304,7 +304,7 @@ func newMatcher(tokens []string) *matcher {
 	return m
 }
 
-func lower(b byte) byte {
+func foldByte(b byte) byte {
 	if 'A' <= b && b <= 'Z' {
 		return b + 'a' - 'A'
 	}
@@ -313,7 +313,7 @@ func lower(b byte) byte {
 
 // match is the index of the longest token in s (the first on a tie), -1
 // for none.
-func (m *matcher) match(s string) int {
+func (m *tokenMatcher) match(s string) int {
 	state, found, n := 0, -1, 0
 	for i := 0; i < len(s); i++ {
 		state = int(m.delta[state*m.classes+int(m.class[s[i]])])

@@ -9,11 +9,11 @@ import (
 // token with strings.Contains finds, the longest winning, on user agents
 // built to hold tokens at every place, in every case, overlapping.
 func TestMatcherAgreesWithContains(t *testing.T) {
-	tokens := make([]string, len(entries))
-	for i, e := range entries {
+	tokens := make([]string, len(catalogEntries))
+	for i, e := range catalogEntries {
 		tokens[i] = e.Token
 	}
-	m := newMatcher(tokens)
+	m := newTokenMatcher(tokens)
 	naive := func(s string) int {
 		s = strings.ToLower(s)
 		found := -1

@@ -75,12 +75,12 @@ func buildList(prefixes []netip.Prefix, created time.Time) *rangeList {
 		p = p.Masked()
 		first := p.Addr()
 		if first.Is4() {
-			lo := v4(first)
+			lo := addr4(first)
 			hi := lo | uint32(uint64(1)<<(32-p.Bits())-1)
 			l.v4 = append(l.v4, span4{lo, hi})
 			continue
 		}
-		lo := v6(first)
+		lo := addr6(first)
 		hi := lo
 		host := 128 - p.Bits()
 		switch {
@@ -130,12 +130,12 @@ func merge6(s []span6) []span6 {
 	return slices.Clip(out)
 }
 
-func v4(a netip.Addr) uint32 {
+func addr4(a netip.Addr) uint32 {
 	b := a.As4()
 	return binary.BigEndian.Uint32(b[:])
 }
 
-func v6(a netip.Addr) u128 {
+func addr6(a netip.Addr) u128 {
 	b := a.As16()
 	return u128{binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])}
 }
@@ -144,7 +144,7 @@ func v6(a netip.Addr) u128 {
 func (l *rangeList) contains(ip netip.Addr) bool {
 	ip = ip.Unmap()
 	if ip.Is4() {
-		x := v4(ip)
+		x := addr4(ip)
 		// The first span whose end is at or past x.
 		i := sort.Search(len(l.v4), func(i int) bool { return l.v4[i].hi >= x })
 		return i < len(l.v4) && l.v4[i].lo <= x
@@ -152,7 +152,7 @@ func (l *rangeList) contains(ip netip.Addr) bool {
 	if !ip.Is6() {
 		return false
 	}
-	x := v6(ip)
+	x := addr6(ip)
 	i := sort.Search(len(l.v6), func(i int) bool { return !l.v6[i].hi.less(x) })
 	return i < len(l.v6) && !x.less(l.v6[i].lo)
 }
