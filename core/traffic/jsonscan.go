@@ -439,8 +439,16 @@ func eachElement(r io.Reader, s Sink, fn func(n int, elem []byte)) error {
 			continue
 		}
 		if c != '{' {
-			s.Malformed(n, []byte{c}, "not a JSON object")
-			return nil
+			br.UnreadByte()
+			v, err := skipValueReader(br)
+			if err != nil && err != io.EOF {
+				return err
+			}
+			s.Malformed(n, v, "not a JSON object")
+			if err == io.EOF {
+				return nil
+			}
+			continue
 		}
 		elem, err = readObject(br, append(elem[:0], c))
 		switch {
@@ -501,6 +509,41 @@ func readObject(br *bufio.Reader, elem []byte) ([]byte, error) {
 		return elem, errTooLong
 	}
 	return elem, nil
+}
+
+// skipValueReader reads a value that is no object, up to the ',' or ']'
+// after it (left unread); it returns the value's start.
+func skipValueReader(br *bufio.Reader) ([]byte, error) {
+	var start []byte
+	depth, inString, escaped := 0, false, false
+	for {
+		c, err := br.ReadByte()
+		if err != nil {
+			return start, err
+		}
+		switch {
+		case escaped:
+			escaped = false
+		case inString:
+			switch c {
+			case '\\':
+				escaped = true
+			case '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '[' || c == '{':
+			depth++
+		case (c == ',' || c == ']') && depth == 0:
+			return start, br.UnreadByte()
+		case c == ']' || c == '}':
+			depth--
+		}
+		if len(start) < maxExcerpt {
+			start = append(start, c)
+		}
+	}
 }
 
 func skipSpaceReader(br *bufio.Reader) error {

@@ -62,7 +62,7 @@ func TestReadVercelBroken(t *testing.T) {
 	}{
 		{"[" + vercelEntries[0] + ",", 1, nil},
 		{"[" + vercelEntries[0] + `,{"proxy":{"path":"/x"`, 1, []badRecord{{n: 2, reason: "entry cut short"}}},
-		{"[" + vercelEntries[0] + `,"text",` + vercelEntries[0] + "]", 1, []badRecord{{n: 2, reason: "not a JSON object"}}},
+		{"[" + vercelEntries[0] + `,"text",[1,"]"],` + vercelEntries[0] + "]", 2, []badRecord{{n: 2, reason: "not a JSON object"}, {n: 3, reason: "not a JSON object"}}},
 		{"[" + vercelEntries[0] + `,{"proxy":{"path":"/x","timestamp":1573817187334,"statusCode":}}` + "," + vercelEntries[0] + "]", 2,
 			[]badRecord{{n: 2, reason: "proxy not a JSON object"}}},
 		{vercelEntries[0] + "\n{\"proxy\":\n" + vercelEntries[0], 2, []badRecord{{n: 2, reason: "not a JSON object"}}},
