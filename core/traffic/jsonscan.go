@@ -369,9 +369,9 @@ func timeValue(v jsonValue) time.Time {
 }
 
 // parseRFC3339 reads 2026-10-10T13:55:36[.fraction](Z|±hh:mm|±hhmm), in
-// UTC; a space for T is taken too.
+// UTC; a space for T is taken too, and UTC, GMT or no zone for Z.
 func parseRFC3339(b []byte) time.Time {
-	if len(b) < 20 || b[4] != '-' || b[7] != '-' || (b[10] != 'T' && b[10] != 't' && b[10] != ' ') || b[13] != ':' || b[16] != ':' {
+	if len(b) < 19 || b[4] != '-' || b[7] != '-' || (b[10] != 'T' && b[10] != 't' && b[10] != ' ') || b[13] != ':' || b[16] != ':' {
 		return time.Time{}
 	}
 	year, ok1 := digits(b[0:4])
@@ -385,7 +385,7 @@ func parseRFC3339(b []byte) time.Time {
 	}
 	rest := b[19:]
 	nsec := 0
-	if rest[0] == '.' {
+	if len(rest) > 0 && rest[0] == '.' {
 		k := 1
 		scale := 100000000
 		for k < len(rest) && rest[k] >= '0' && rest[k] <= '9' {
@@ -396,8 +396,9 @@ func parseRFC3339(b []byte) time.Time {
 		rest = rest[k:]
 	}
 	off := 0
-	switch {
-	case len(rest) == 1 && (rest[0] == 'Z' || rest[0] == 'z'):
+	rest = bytes.TrimLeft(rest, " ")
+	switch string(rest) {
+	case "", "Z", "z", "UTC", "GMT":
 	default:
 		o, ok := zoneOffset(rest)
 		if !ok {

@@ -17,14 +17,17 @@ import (
 //
 //	client address  client_ip, clientip, client, ip, remote_addr
 //	time            timestamp, time, start_time, time_start, date
-//	                (epoch seconds to nanoseconds, RFC 3339, or a log's
+//	                (epoch seconds to nanoseconds, RFC 3339 with a zone
+//	                offset, Z, UTC or GMT, or none for UTC, or a log's
 //	                [10/Oct/2026:13:55:36 +0000])
-//	method          method, request_method
+//	method          method, request_method, request (VCL's req.request;
+//	                a whole request line, "GET /a HTTP/1.1", gives the
+//	                path too when no path field does)
 //	host            host, request_host
 //	path            url, path, uri, request_uri, req_url (with the query)
-//	status          status, status_code, response_status
+//	status          status, status_code, response_status, httpstatus
 //	bytes           bytes, response_body_size, body_size, resp_body_size,
-//	                response_bytes, size
+//	                response_bytes, bytes_written, byteswritten, size
 //	referer         referer, referrer, http_referer, request_referer
 //	user agent      user_agent, useragent, http_user_agent, ua,
 //	                request_user_agent
@@ -102,11 +105,11 @@ func init() {
 	for field, names := range [fastlyFields][]string{
 		fastlyIP:      {"client_ip", "clientip", "client", "ip", "remote_addr"},
 		fastlyTime:    {"timestamp", "time", "start_time", "time_start", "date"},
-		fastlyMethod:  {"method", "request_method"},
+		fastlyMethod:  {"method", "request_method", "request"},
 		fastlyHost:    {"host", "request_host"},
 		fastlyPath:    {"url", "path", "uri", "request_uri", "req_url"},
-		fastlyStatus:  {"status", "status_code", "response_status"},
-		fastlyBytes:   {"bytes", "response_body_size", "body_size", "resp_body_size", "response_bytes", "size"},
+		fastlyStatus:  {"status", "status_code", "response_status", "httpstatus"},
+		fastlyBytes:   {"bytes", "response_body_size", "body_size", "resp_body_size", "response_bytes", "bytes_written", "byteswritten", "size"},
 		fastlyReferer: {"referer", "referrer", "http_referer", "request_referer"},
 		fastlyUA:      {"user_agent", "useragent", "http_user_agent", "ua", "request_user_agent"},
 	} {
@@ -147,7 +150,16 @@ func (fp *fastlyParser) parse(rec []byte) (reason string) {
 	}
 	fp.l.ClientIP = parseAddr(vals[fastlyIP].text())
 	fp.l.Time = timeValue(vals[fastlyTime])
-	fp.l.Method = str(vals[fastlyMethod].text())
+	method := vals[fastlyMethod].text()
+	target := vals[fastlyPath].text()
+	if sp := bytes.IndexByte(method, ' '); sp > 0 {
+		// A request line: method, target, protocol.
+		if len(target) == 0 {
+			target, _, _ = bytes.Cut(bytes.TrimLeft(method[sp+1:], " "), []byte(" "))
+		}
+		method = method[:sp]
+	}
+	fp.l.Method = str(method)
 	fp.l.Host = str(vals[fastlyHost].text())
 	if n, ok := vals[fastlyStatus].int(); ok && n > 0 && n < 1000 {
 		fp.l.Status = int(n)
@@ -157,7 +169,6 @@ func (fp *fastlyParser) parse(rec []byte) (reason string) {
 	}
 	fp.l.Referer = dash(vals[fastlyReferer].text())
 	fp.l.UserAgent = dash(vals[fastlyUA].text())
-	target := vals[fastlyPath].text()
 	if len(target) == 0 {
 		return "no path"
 	}

@@ -75,3 +75,62 @@ func TestReadFastlyText(t *testing.T) {
 		t.Errorf("hits %+v", hits)
 	}
 }
+
+func TestReadFastlyVCLNames(t *testing.T) {
+	// Names of formats customers copy: VCL's req.request for the method,
+	// begin:msec times, camel case.
+	body := strings.Join([]string{
+		`{"service_id":"SU1Z0isxPaozGVKXdv0eY","time_start":1790000000123,"client_ip":"203.0.113.7","request":"GET","host":"example.com","url":"/a?utm_source=chatgpt.com","request_referer":"","request_user_agent":"curl/8","response_status":200,"response_body_size":12}`,
+		`{"timestamp":"2026-10-10T13:55:36UTC","ip":"203.0.113.8","request":"POST /b?x=1 HTTP/1.1","httpStatus":503,"bytesWritten":7}`,
+		`{"timestamp":"2026-10-10 13:55:36","url":"/c"}`,
+	}, "\n")
+	var c collector
+	if err := ReadFastly(strings.NewReader(body), &c); err != nil {
+		t.Fatal(err)
+	}
+	want := []Line{
+		{Time: time.UnixMilli(1790000000123).UTC(), Method: "GET", Host: "example.com", Path: "/a", Query: "utm_source=chatgpt.com", Status: 200, Bytes: 12,
+			UserAgent: "curl/8", ClientIP: netip.MustParseAddr("203.0.113.7")},
+		{Time: utc("2026-10-10T13:55:36Z"), Method: "POST", Path: "/b", Query: "x=1", Status: 503, Bytes: 7, ClientIP: netip.MustParseAddr("203.0.113.8")},
+		{Time: utc("2026-10-10T13:55:36Z"), Path: "/c"},
+	}
+	if len(c.lines) != len(want) || len(c.bad) != 0 {
+		t.Fatalf("lines %+v, malformed %+v", c.lines, c.bad)
+	}
+	for i := range want {
+		if c.lines[i] != want[i] {
+			t.Errorf("entry %d:\n got %+v\nwant %+v", c.nums[i], c.lines[i], want[i])
+		}
+	}
+}
+
+func TestTimeValue(t *testing.T) {
+	for _, tc := range []struct {
+		v    jsonValue
+		want time.Time
+	}{
+		{jsonValue{jsonNumber, []byte("1790000000")}, time.Unix(1790000000, 0)},
+		{jsonValue{jsonNumber, []byte("1790000000123")}, time.UnixMilli(1790000000123)},
+		{jsonValue{jsonNumber, []byte("1790000000123456")}, time.UnixMicro(1790000000123456)},
+		{jsonValue{jsonNumber, []byte("1506702504433000200")}, time.Unix(0, 1506702504433000200)},
+		{jsonValue{jsonNumber, []byte("1790000000.5")}, time.Unix(1790000000, 5e8)},
+		{jsonValue{jsonString, []byte("1790000000")}, time.Unix(1790000000, 0)},
+		{jsonValue{jsonString, []byte("2026-10-10T13:55:36.123456789+02:00")}, utc("2026-10-10T11:55:36.123456789Z")},
+		{jsonValue{jsonString, []byte("2026-10-10T13:55:36-0130")}, utc("2026-10-10T15:25:36Z")},
+		{jsonValue{jsonString, []byte("2026-10-10T13:55:36 GMT")}, utc("2026-10-10T13:55:36Z")},
+		{jsonValue{jsonString, []byte("[10/Oct/2026:13:55:36 +0000]")}, utc("2026-10-10T13:55:36Z")},
+		{jsonValue{jsonString, []byte("10/Oct/2026:13:55:36 +0000")}, utc("2026-10-10T13:55:36Z")},
+		{jsonValue{jsonString, []byte("2026-10-10T13:55:36+99:00")}, time.Time{}},
+		{jsonValue{jsonString, []byte("2026-13-10T13:55:36Z")}, time.Time{}},
+		{jsonValue{jsonString, []byte("yesterday")}, time.Time{}},
+		{jsonValue{jsonString, []byte("")}, time.Time{}},
+		{jsonValue{jsonNumber, []byte("-5")}, time.Time{}},
+		{jsonValue{jsonNull, nil}, time.Time{}},
+		{jsonValue{jsonBool, []byte("true")}, time.Time{}},
+	} {
+		got := timeValue(tc.v)
+		if !got.Equal(tc.want) || (!got.IsZero() && got.Location() != time.UTC) {
+			t.Errorf("timeValue(%s) = %v, want %v", tc.v.raw, got, tc.want)
+		}
+	}
+}
