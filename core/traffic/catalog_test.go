@@ -151,14 +151,17 @@ func TestVerify(t *testing.T) {
 	if got := bare.Verify(gptbot, netip.MustParseAddr("203.0.113.7")); got != traffic.Unverified {
 		t.Errorf("no ranges: Verify = %s, want unverified", got)
 	}
-	// Google-NotebookLM: one of its three lists loaded, the address outside
-	// it: it may be in another; unverified.
+	// Google-NotebookLM: two of its three lists loaded, the address outside
+	// them: it may be in the third; unverified.
 	nb := c.Agent("Mozilla/5.0 (compatible; Google-NotebookLM)")
 	if got := c.Verify(nb, netip.MustParseAddr("203.0.113.7")); got != traffic.Unverified {
-		t.Errorf("NotebookLM outside the one loaded list: %s, want unverified", got)
+		t.Errorf("NotebookLM outside the loaded lists: %s, want unverified", got)
 	}
 	if got := c.Verify(nb, netip.MustParseAddr("66.249.93.40")); got != traffic.Verified {
 		t.Errorf("NotebookLM in user-triggered-fetchers-google: %s, want verified", got)
+	}
+	if got := c.Verify(nb, netip.MustParseAddr("2600:1900:0:2d5::7")); got != traffic.Verified {
+		t.Errorf("NotebookLM in user-triggered-fetchers: %s, want verified", got)
 	}
 	// SetRanges: an operator's replacement list is used from then on.
 	r, err := traffic.NewRanges(map[string][]byte{traffic.ListOpenAIGPTBot: []byte(`{"prefixes":[{"ipv4Prefix":"203.0.113.0/24"}]}`)})

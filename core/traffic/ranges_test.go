@@ -163,13 +163,13 @@ func TestMergeOverrideWinsByName(t *testing.T) {
 func TestSnapshot(t *testing.T) {
 	s := traffic.Snapshot()
 	for _, name := range []string{traffic.ListOpenAIGPTBot, traffic.ListOpenAISearchBot, traffic.ListOpenAIChatGPTUser,
-		traffic.ListPerplexityUser, traffic.ListGoogleGooglebot, traffic.ListGoogleSpecial, traffic.ListGoogleUserFetchersG,
+		traffic.ListPerplexityUser, traffic.ListGoogleGooglebot, traffic.ListGoogleSpecial, traffic.ListGoogleUserFetchersG, traffic.ListGoogleUserFetchers,
 		traffic.ListAppleApplebot, traffic.ListCommonCrawlCCBot, traffic.ListDuckAssistBot, traffic.ListMistralAIUser} {
 		if !s.Has(name) || s.Len(name) == 0 || s.Created(name).IsZero() {
 			t.Errorf("snapshot %s: has %v, %d prefixes, created %v", name, s.Has(name), s.Len(name), s.Created(name))
 		}
 	}
-	for _, name := range []string{traffic.ListPerplexityBot, traffic.ListAnthropicBots, traffic.ListMicrosoftBingbot} {
+	for _, name := range []string{traffic.ListPerplexityBot, traffic.ListAnthropicBots, traffic.ListMicrosoftBingbot, traffic.ListGoogleUserAgents} {
 		if s.Has(name) {
 			t.Errorf("snapshot has %s, which the mirror lacks", name)
 		}
@@ -177,7 +177,7 @@ func TestSnapshot(t *testing.T) {
 	if got := s.Created(traffic.ListOpenAIGPTBot); !got.Equal(time.Date(2025, 5, 22, 11, 51, 0, 0, time.UTC)) {
 		t.Errorf("gptbot created %v", got)
 	}
-	if s.Len(traffic.ListGoogleGooglebot) != 308 || s.Len(traffic.ListOpenAIChatGPTUser) != 139 {
+	if s.Len(traffic.ListGoogleGooglebot) != 307 || s.Len(traffic.ListOpenAIChatGPTUser) != 139 {
 		t.Errorf("googlebot %d prefixes, chatgpt-user %d", s.Len(traffic.ListGoogleGooglebot), s.Len(traffic.ListOpenAIChatGPTUser))
 	}
 }
