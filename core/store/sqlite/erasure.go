@@ -30,7 +30,7 @@ func owned(kind, accountID string) (string, []any) {
 	case "idempotency_keys":
 		p := store.IdempotencyScopePrefix(accountID)
 		return "substr(scope, 1, length(?1)) = ?1", []any{p}
-	case "ingest_tokens", "traffic_batches", "crawler_hits", "referral_visits":
+	case "ingest_tokens", "traffic_batches", "crawler_hits", "referral_visits", "domain_changes":
 		return "domain_id IN (SELECT id FROM monitored_domains WHERE account_id = ?1)", []any{accountID}
 	}
 	return "account_id = ?1", []any{accountID}
