@@ -327,8 +327,8 @@ func (m *tokenMatcher) match(s string) int {
 }
 
 // uaCache remembers the match of recent user agents: a fixed table of
-// slots indexed by the string's hash, each holding the last user agent
-// that fell there. Lock-free: a slot is swapped whole.
+// slots in pairs, a user agent kept in either slot of the pair its hash
+// picks. Lock-free: a slot is swapped whole.
 type uaCache struct {
 	seed  maphash.Seed
 	slots [uaCacheSlots]atomic.Pointer[uaCached]
@@ -346,24 +346,33 @@ type uaCached struct {
 
 func newUACache() *uaCache { return &uaCache{seed: maphash.MakeSeed()} }
 
-func (c *uaCache) slot(ua string) *atomic.Pointer[uaCached] {
-	return &c.slots[maphash.String(c.seed, ua)&(uaCacheSlots-1)]
+// pair is the index of the first slot of ua's pair.
+func (c *uaCache) pair(ua string) uint64 {
+	return maphash.String(c.seed, ua) & (uaCacheSlots - 2)
 }
 
 func (c *uaCache) get(ua string) (int, bool) {
 	if len(ua) > uaCacheMaxLen {
 		return 0, false
 	}
-	if e := c.slot(ua).Load(); e != nil && e.ua == ua {
-		return e.match, true
+	i := c.pair(ua)
+	for _, s := range []uint64{i, i + 1} {
+		if e := c.slots[s].Load(); e != nil && e.ua == ua {
+			return e.match, true
+		}
 	}
 	return 0, false
 }
 
-// put keeps a copy of ua: the caller's may point into a whole log batch.
+// put keeps a copy of ua (the caller's may point into a whole log batch)
+// in an empty slot of its pair, else in the first.
 func (c *uaCache) put(ua string, match int) {
 	if len(ua) > uaCacheMaxLen {
 		return
 	}
-	c.slot(ua).Store(&uaCached{ua: strings.Clone(ua), match: match})
+	i := c.pair(ua)
+	if c.slots[i].Load() != nil && c.slots[i+1].Load() == nil {
+		i++
+	}
+	c.slots[i].Store(&uaCached{ua: strings.Clone(ua), match: match})
 }

@@ -97,6 +97,7 @@ func buildList(prefixes []netip.Prefix, created time.Time) *rangeList {
 	return l
 }
 
+// merge4 sorts spans and joins those that overlap or touch.
 func merge4(s []span4) []span4 {
 	sort.Slice(s, func(i, j int) bool { return s[i].lo < s[j].lo })
 	out := s[:0]
@@ -110,6 +111,7 @@ func merge4(s []span4) []span4 {
 	return slices.Clip(out)
 }
 
+// merge6 is merge4 for IPv6.
 func merge6(s []span6) []span6 {
 	sort.Slice(s, func(i, j int) bool { return s[i].lo.less(s[j].lo) })
 	out := s[:0]
