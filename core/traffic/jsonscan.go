@@ -359,7 +359,7 @@ func timeValue(v jsonValue) time.Time {
 		}
 		return epochTime(n)
 	}
-	if b[0] == '[' && b[len(b)-1] == ']' {
+	if len(b) >= 2 && b[0] == '[' && b[len(b)-1] == ']' {
 		b = b[1 : len(b)-1]
 	}
 	if t, ok := parseCLFTime(b); ok {

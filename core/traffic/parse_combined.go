@@ -110,10 +110,10 @@ func (cp *combinedParser) request(req []byte) bool {
 	if sp := bytes.IndexByte(target, ' '); sp >= 0 {
 		target = target[:sp]
 	}
-	if len(target) == 0 {
+	path, query := splitTarget(target)
+	if len(path) == 0 {
 		return false
 	}
-	path, query := splitTarget(target)
 	cp.l.Path, cp.l.Query = str(path), str(query)
 	return true
 }

@@ -169,10 +169,10 @@ func (fp *fastlyParser) parse(rec []byte) (reason string) {
 	}
 	fp.l.Referer = dash(vals[fastlyReferer].text())
 	fp.l.UserAgent = dash(vals[fastlyUA].text())
-	if len(target) == 0 {
+	path, query := splitTarget(target)
+	if len(path) == 0 {
 		return "no path"
 	}
-	path, query := splitTarget(target)
 	fp.l.Path, fp.l.Query = str(path), str(query)
 	return ""
 }

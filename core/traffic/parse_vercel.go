@@ -98,10 +98,10 @@ func (vp *vercelParser) parse(rec []byte) (ok bool, reason string) {
 	if vp.l.Time.IsZero() {
 		vp.l.Time = timeValue(entryTime)
 	}
-	if len(target) == 0 {
+	path, query := splitTarget(target)
+	if len(path) == 0 {
 		return false, "no path"
 	}
-	path, query := splitTarget(target)
 	vp.l.Path, vp.l.Query = str(path), str(query)
 	return true, ""
 }
