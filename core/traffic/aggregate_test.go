@@ -11,7 +11,7 @@ import (
 )
 
 func TestAggregator(t *testing.T) {
-	agg := NewAggregator(NewCatalog(Snapshot()), standInAssistant, "acc", "dom")
+	agg := NewAggregator(NewCatalog(Snapshot()), Assistant, "acc", "dom")
 	claude := "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; ClaudeBot/1.0; +claudebot@anthropic.com)"
 	browser := "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
 	spoof := netip.MustParseAddr("192.0.2.1")
@@ -82,7 +82,7 @@ func TestAggregator(t *testing.T) {
 }
 
 func TestAggregatorMalformed(t *testing.T) {
-	agg := NewAggregator(NewCatalog(Snapshot()), standInAssistant, "acc", "dom")
+	agg := NewAggregator(NewCatalog(Snapshot()), Assistant, "acc", "dom")
 	for i := 1; i <= 12; i++ {
 		agg.Malformed(i*2, []byte(fmt.Sprintf("bad line %d from 192.0.2.%d", i, i)), "why")
 	}

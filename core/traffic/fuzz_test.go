@@ -51,7 +51,7 @@ func FuzzReaders(f *testing.F) {
 	cat := NewCatalog(Snapshot())
 	f.Fuzz(func(t *testing.T, s string) {
 		for _, read := range readers {
-			c := &checkSink{t: t, agg: NewAggregator(cat, standInAssistant, "a", "d")}
+			c := &checkSink{t: t, agg: NewAggregator(cat, Assistant, "a", "d")}
 			if err := read(strings.NewReader(s), c); err != nil {
 				t.Fatal(err)
 			}
@@ -62,7 +62,7 @@ func FuzzReaders(f *testing.F) {
 			}
 		}
 		IsCloudflareValidation([]byte(s))
-		if _, err := Read(store.TrafficFile, bytes.NewReader([]byte(s)), NewAggregator(cat, standInAssistant, "a", "d"), 0); err != nil && len(s) > 1 && s[0] != 0x1f {
+		if _, err := Read(store.TrafficFile, bytes.NewReader([]byte(s)), NewAggregator(cat, Assistant, "a", "d"), 0); err != nil && len(s) > 1 && s[0] != 0x1f {
 			t.Fatal(err)
 		}
 	})

@@ -62,30 +62,3 @@ func utc(s string) time.Time {
 	}
 	return t.UTC()
 }
-
-// standInAssistant tells the assistant of a referer's host or of
-// utm_source, as sources.md 4b lists them.
-func standInAssistant(referer, query string) (string, bool) {
-	for _, kv := range strings.Split(query, "&") {
-		if v, ok := strings.CutPrefix(kv, "utm_source="); ok && (v == "chatgpt.com" || v == "chatgpt") {
-			return "chatgpt", true
-		}
-	}
-	host := referer
-	if i := strings.Index(host, "://"); i >= 0 {
-		host = host[i+3:]
-	}
-	if i := strings.IndexAny(host, "/?#"); i >= 0 {
-		host = host[:i]
-	}
-	host = strings.ToLower(host)
-	for _, s := range []struct{ host, name string }{
-		{"chatgpt.com", "chatgpt"}, {"chat.openai.com", "chatgpt"}, {"perplexity.ai", "perplexity"},
-		{"gemini.google.com", "gemini"}, {"copilot.microsoft.com", "copilot"}, {"claude.ai", "claude"},
-	} {
-		if host == s.host || strings.HasSuffix(host, "."+s.host) {
-			return s.name, true
-		}
-	}
-	return "", false
-}

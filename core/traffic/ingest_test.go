@@ -39,7 +39,7 @@ func BenchmarkIngest(b *testing.B) {
 				runtime.ReadMemStats(&before)
 				b.ResetTimer()
 				for b.Loop() {
-					agg := NewAggregator(c, standInAssistant, "acc", "dom")
+					agg := NewAggregator(c, Assistant, "acc", "dom")
 					batch, err := Read(src.source, bytes.NewReader(body), agg, 0)
 					if err != nil || batch.Lines != int64(lines) {
 						b.Fatalf("%+v %v", batch, err)

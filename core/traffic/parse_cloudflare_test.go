@@ -56,7 +56,7 @@ func TestReadCloudflare(t *testing.T) {
 func TestCloudflareValidation(t *testing.T) {
 	// As Cloudflare uploads it: test.txt.gz.
 	body := gz(t, []byte(`{"content":"tests"}`), "test.txt", time.Now(), 6)
-	agg := NewAggregator(NewCatalog(Snapshot()), standInAssistant, "acc", "dom")
+	agg := NewAggregator(NewCatalog(Snapshot()), Assistant, "acc", "dom")
 	b, err := Read(store.TrafficCloudflare, bytes.NewReader(body), agg, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -55,7 +55,7 @@ func TestReadFastlyText(t *testing.T) {
 		`<134>2026-10-10T13:55:37Z cache-sjc10043 aivis[300915]: 203.0.113.8 - - [10/Oct/2026:13:55:37 +0000] "GET /docs HTTP/1.1" 301 0`,
 		`203.0.113.9 - - [10/Oct/2026:13:55:38 +0000] "GET /c HTTP/1.1" 200 10 "https://perplexity.ai/" "` + gptbotUA + `"`,
 	}, "\n")
-	agg := NewAggregator(NewCatalog(Snapshot()), standInAssistant, "acc", "dom")
+	agg := NewAggregator(NewCatalog(Snapshot()), Assistant, "acc", "dom")
 	b, err := Read(store.TrafficFastly, bytes.NewReader(gz(t, []byte(body), "", time.Time{}, 9)), agg, 0)
 	if err != nil {
 		t.Fatal(err)

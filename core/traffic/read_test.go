@@ -30,7 +30,7 @@ func TestReadHash(t *testing.T) {
 		"gzip, two members": append(gz(t, content[:100], "", time.Time{}, 5), gz(t, content[100:], "", time.Time{}, 5)...),
 	}
 	for name, body := range bodies {
-		agg := NewAggregator(NewCatalog(Snapshot()), standInAssistant, "acc", "dom")
+		agg := NewAggregator(NewCatalog(Snapshot()), Assistant, "acc", "dom")
 		b, err := Read(store.TrafficCloudflare, bytes.NewReader(body), agg, 0)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
@@ -44,8 +44,8 @@ func TestReadHash(t *testing.T) {
 	}
 	// What follows a JSON array is hashed too.
 	a := []byte("[" + vercelEntries[0] + "]")
-	b1, err1 := Read(store.TrafficVercel, bytes.NewReader(a), NewAggregator(NewCatalog(nil), standInAssistant, "", ""), 0)
-	b2, err2 := Read(store.TrafficVercel, bytes.NewReader(append(a, '\n')), NewAggregator(NewCatalog(nil), standInAssistant, "", ""), 0)
+	b1, err1 := Read(store.TrafficVercel, bytes.NewReader(a), NewAggregator(NewCatalog(nil), Assistant, "", ""), 0)
+	b2, err2 := Read(store.TrafficVercel, bytes.NewReader(append(a, '\n')), NewAggregator(NewCatalog(nil), Assistant, "", ""), 0)
 	if err1 != nil || err2 != nil || bytes.Equal(b1.Hash, b2.Hash) || b1.Lines != 1 || b2.Lines != 1 {
 		t.Errorf("%v %v %+v %+v", err1, err2, b1, b2)
 	}
@@ -69,13 +69,13 @@ func TestReadUnreadable(t *testing.T) {
 		"bad header":      {store.TrafficFile, []byte{0x1f, 0x8b, 0, 0}, 0, io.ErrUnexpectedEOF},
 		"unknown source":  {"syslog", content, 0, nil},
 	} {
-		_, err := Read(tc.source, bytes.NewReader(tc.body), NewAggregator(NewCatalog(nil), standInAssistant, "", ""), tc.max)
+		_, err := Read(tc.source, bytes.NewReader(tc.body), NewAggregator(NewCatalog(nil), Assistant, "", ""), tc.max)
 		if err == nil || (tc.want != nil && !errors.Is(err, tc.want)) {
 			t.Errorf("%s: %v, want %v", name, err, tc.want)
 		}
 	}
 	// At the limit: read.
-	b, err := Read(store.TrafficFile, bytes.NewReader(zipped), NewAggregator(NewCatalog(nil), standInAssistant, "", ""), int64(len(content)))
+	b, err := Read(store.TrafficFile, bytes.NewReader(zipped), NewAggregator(NewCatalog(nil), Assistant, "", ""), int64(len(content)))
 	if err != nil || b.Lines != 1000 {
 		t.Errorf("%+v %v", b, err)
 	}
@@ -400,7 +400,7 @@ func TestIngestCombinedMillion(t *testing.T) {
 			g.combinedLine(w, q)
 		}
 	})
-	agg := NewAggregator(NewCatalog(Snapshot()), standInAssistant, "acc", "dom")
+	agg := NewAggregator(NewCatalog(Snapshot()), Assistant, "acc", "dom")
 	start := time.Now()
 	b, err := Read(store.TrafficFile, body, agg, 1<<30) // ~290 MB
 	if err != nil {
@@ -474,7 +474,7 @@ func TestIngestCloudflareStream(t *testing.T) {
 			g.cloudflareRecord(w, q)
 		}
 	})
-	agg := NewAggregator(NewCatalog(Snapshot()), standInAssistant, "acc", "dom")
+	agg := NewAggregator(NewCatalog(Snapshot()), Assistant, "acc", "dom")
 	b, err := Read(store.TrafficCloudflare, body, agg, 0)
 	if err != nil {
 		t.Fatal(err)
