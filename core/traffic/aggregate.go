@@ -19,8 +19,12 @@ const MaxSamples = 5
 const maxExcerpt = 200
 
 // maxCache is how many user agents, and referers, an Aggregator keeps
-// the answer of; it forgets them all when full.
-const maxCache = 4096
+// the answer of; it forgets them all when full. Longer ones than
+// maxCached bytes are not kept.
+const (
+	maxCache  = 4096
+	maxCached = 512
+)
 
 // Aggregator adds up a domain's requests into CrawlerHits and
 // ReferralVisits. It implements Sink. Its memory grows with the distinct
@@ -174,6 +178,9 @@ func (a *Aggregator) agent(ua string) *Agent {
 		return ag
 	}
 	ag := a.classifier.Agent(ua)
+	if len(ua) > maxCached {
+		return ag
+	}
 	if len(a.agents) >= maxCache {
 		clear(a.agents)
 	}
@@ -192,6 +199,9 @@ func (a *Aggregator) referral(referer, query string) (string, bool) {
 			return r.assistant, r.ok
 		}
 		name, ok := a.assistant(referer, query)
+		if len(referer) > maxCached {
+			return name, ok
+		}
 		if len(a.referrals) >= maxCache {
 			clear(a.referrals)
 		}

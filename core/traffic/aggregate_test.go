@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/aivis/aivis/core/store"
@@ -127,5 +128,41 @@ func TestExcerpt(t *testing.T) {
 	}
 	if want := strings.Repeat("é", 99) + "x"; got != want {
 		t.Errorf("Excerpt = %q, want %q", got, want)
+	}
+}
+
+func TestAggregatorCachesForget(t *testing.T) {
+	// More distinct user agents and referers than the caches keep, and
+	// longer ones than they take: each still answered afresh.
+	agg := NewAggregator(NewCatalog(Snapshot()), Assistant, "acc", "dom")
+	day := utc("2026-10-10T00:00:00Z")
+	const n = 3 * maxCache
+	var wantHits, wantRefs int64
+	for i := range n {
+		l := Line{Time: day.Add(time.Duration(i) * time.Second), Path: "/p"}
+		pad := strings.Repeat("x", i%3*maxCached/2)
+		switch i % 3 {
+		case 0:
+			l.UserAgent = fmt.Sprintf("Mozilla/5.0 %s GPTBot/1.%d", pad, i)
+			wantHits++
+		case 1:
+			l.UserAgent = fmt.Sprintf("Mozilla/5.0 %s Chrome/%d", pad, i)
+			l.Referer = fmt.Sprintf("https://chatgpt.com/c/%d%s", i, pad)
+			wantRefs++
+		default:
+			l.UserAgent = fmt.Sprintf("Mozilla/5.0 %s Chrome/%d", pad, i)
+			l.Referer = fmt.Sprintf("https://example.com/c/%d%s", i, pad)
+		}
+		agg.Line(i+1, nil, &l)
+	}
+	hits, refs := agg.CrawlerHits(), agg.ReferralVisits()
+	if len(hits) != 1 || hits[0].Hits != wantHits || hits[0].Verification != "unverified" {
+		t.Errorf("hits %+v, want %d", hits, wantHits)
+	}
+	if len(refs) != 1 || refs[0].Visits != wantRefs || refs[0].Assistant != "chatgpt" {
+		t.Errorf("referrals %+v, want %d", refs, wantRefs)
+	}
+	if len(agg.agents) > maxCache || len(agg.referrals) > maxCache {
+		t.Errorf("caches of %d and %d entries", len(agg.agents), len(agg.referrals))
 	}
 }
