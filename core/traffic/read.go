@@ -3,6 +3,7 @@ package traffic
 import (
 	"bufio"
 	"bytes"
+	"compress/flate"
 	"compress/gzip"
 	"crypto/sha256"
 	"errors"
@@ -25,6 +26,11 @@ const maxRecord = 1 << 20
 // ErrTooLarge is Read's error for a batch whose content, decompressed,
 // passes the limit.
 var ErrTooLarge = errors.New("traffic: batch too large")
+
+// ErrGzip is Read's error for a gzip-compressed batch that cannot be
+// decompressed (a bad header, corrupt data, a wrong checksum, cut short);
+// the decompressor's own error is wrapped too.
+var ErrGzip = errors.New("traffic: broken gzip compression")
 
 // Sink takes, in order, what a reader finds in a batch's records: a
 // record is a line (NDJSON, log lines) or an entry of a JSON array,
@@ -76,12 +82,15 @@ func Read(source string, body io.Reader, agg *Aggregator, max int64) (Batch, err
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
 		if err != nil {
-			return Batch{}, fmt.Errorf("traffic: gzip: %w", err)
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return Batch{}, fmt.Errorf("%w: %w", ErrGzip, err)
 		}
 		defer zr.Close()
 		content = zr
 	}
-	cr := &contentReader{r: content, h: sha256.New(), left: max}
+	cr := &contentReader{r: content, h: sha256.New(), left: max, gzip: content != br}
 	lines, malformed := agg.lines, agg.malformed
 	if err := read(cr, agg); err != nil {
 		return Batch{}, err
@@ -114,6 +123,7 @@ var readers = map[string]func(io.Reader, Sink) error{
 // keeps its first bytes.
 type contentReader struct {
 	r    io.Reader
+	gzip bool // r decompresses
 	h    hash.Hash
 	left int64
 	n    int64
@@ -132,8 +142,10 @@ func (c *contentReader) Read(p []byte) (int, error) {
 	c.n += int64(n)
 	c.h.Write(p[:n])
 	if err != nil && err != io.EOF {
-		if errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return n, fmt.Errorf("traffic: gzip: %w", err)
+		var corrupt flate.CorruptInputError
+		if c.gzip && (errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader) ||
+			errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &corrupt)) {
+			return n, fmt.Errorf("%w: %w", ErrGzip, err)
 		}
 		return n, fmt.Errorf("traffic: reading the batch: %w", err)
 	}

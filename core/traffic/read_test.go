@@ -56,6 +56,10 @@ func TestReadUnreadable(t *testing.T) {
 	zipped := gz(t, content, "", time.Time{}, 5)
 	corrupt := bytes.Clone(zipped)
 	corrupt[len(corrupt)-6] ^= 0xff // the CRC
+	corruptData := bytes.Clone(zipped)
+	for i := 20; i < len(corruptData)-8; i++ {
+		corruptData[i] = 0xff
+	}
 	for name, tc := range map[string]struct {
 		source string
 		body   []byte
@@ -65,13 +69,18 @@ func TestReadUnreadable(t *testing.T) {
 		"too large":       {store.TrafficFile, content, int64(len(content)) - 1, ErrTooLarge},
 		"too large, gzip": {store.TrafficFile, zipped, int64(len(content)) - 1, ErrTooLarge},
 		"bad checksum":    {store.TrafficFile, corrupt, 0, gzip.ErrChecksum},
+		"corrupt":         {store.TrafficFile, corruptData, 0, ErrGzip},
 		"cut short":       {store.TrafficFile, zipped[:len(zipped)/2], 0, io.ErrUnexpectedEOF},
+		"header only":     {store.TrafficFile, []byte{0x1f, 0x8b}, 0, ErrGzip},
 		"bad header":      {store.TrafficFile, []byte{0x1f, 0x8b, 0, 0}, 0, io.ErrUnexpectedEOF},
 		"unknown source":  {"syslog", content, 0, nil},
 	} {
 		_, err := Read(tc.source, bytes.NewReader(tc.body), NewAggregator(NewCatalog(nil), Assistant, "", ""), tc.max)
 		if err == nil || (tc.want != nil && !errors.Is(err, tc.want)) {
 			t.Errorf("%s: %v, want %v", name, err, tc.want)
+		}
+		if broken := tc.body[0] == 0x1f && tc.want != ErrTooLarge; broken != errors.Is(err, ErrGzip) {
+			t.Errorf("%s: %v, ErrGzip or not", name, err)
 		}
 	}
 	// At the limit: read.
