@@ -105,6 +105,9 @@ type Config struct {
 	// AnswerRetention is how long the answers behind a scan's figures are
 	// kept after the scan.
 	AnswerRetention Duration `json:"answer_retention"`
+	// TrafficRetention is how long the daily aggregates of AI crawler
+	// visits and referrals are kept (docs/traffic.md).
+	TrafficRetention Duration `json:"traffic_retention"`
 	// ContentWorkers is how many content requests are processed at once;
 	// 0: this server processes none (requests stay queued for another
 	// server on the same data directory).
@@ -236,6 +239,9 @@ const DefaultAdminAddr = "127.0.0.1:9464"
 // MinAnswerRetention is the shortest answer_retention: a day.
 const MinAnswerRetention = 24 * time.Hour
 
+// MinTrafficRetention is the shortest traffic_retention: a week.
+const MinTrafficRetention = 7 * 24 * time.Hour
+
 // Default is the configuration with nothing set.
 func Default() Config {
 	return Config{
@@ -256,6 +262,7 @@ func Default() Config {
 		WebhookTimeout:        Duration(15 * time.Second),
 		DeliveryRetention:     Duration(30 * 24 * time.Hour),
 		AnswerRetention:       Duration(90 * 24 * time.Hour),
+		TrafficRetention:      Duration(400 * 24 * time.Hour),
 		ScanWorkers:           2,
 		ContentWorkers:        2,
 		ContentMaxTokens:      2048,
@@ -301,6 +308,7 @@ func (c *Config) fields() []field {
 		{"webhook-timeout", "how long one webhook delivery attempt may take", &c.WebhookTimeout, false},
 		{"delivery-retention", "how long deliveries and their attempts are kept, deleted webhooks' and connections' too (at least 168h)", &c.DeliveryRetention, false},
 		{"answer-retention", "how long the answers behind a scan's figures are kept after the scan (at least 24h)", &c.AnswerRetention, false},
+		{"traffic-retention", "how long the daily aggregates of AI crawler visits and referrals are kept (at least 168h)", &c.TrafficRetention, false},
 		{"log-level", "debug, info, warn or error", (*str)(&c.LogLevel), false},
 		{"log-format", "text or json", (*str)(&c.LogFormat), false},
 		{"auth-failures-per-minute", "failed authentications allowed per client address per minute", (*integer)(&c.AuthFailuresPerMinute), false},
@@ -568,6 +576,9 @@ func (c *Config) Validate() error {
 	}
 	if c.AnswerRetention < Duration(MinAnswerRetention) {
 		errs = append(errs, fmt.Errorf("answer_retention must be at least %s (a day)", MinAnswerRetention))
+	}
+	if c.TrafficRetention < Duration(MinTrafficRetention) {
+		errs = append(errs, fmt.Errorf("traffic_retention must be at least %s (a week)", MinTrafficRetention))
 	}
 	if c.ScanWorkers < 1 || c.ScanWorkers > 64 {
 		errs = append(errs, errors.New("scan_workers must be between 1 and 64"))

@@ -37,7 +37,8 @@ func TestDefaults(t *testing.T) {
 		ShutdownTimeout: config.Duration(30 * time.Second), WebhookTimeout: config.Duration(15 * time.Second), ScanWorkers: 2,
 		ContentWorkers: 2, ContentMaxTokens: 2048, DeliveryRetention: config.Duration(30 * 24 * time.Hour),
 		AnswerRetention: config.Duration(90 * 24 * time.Hour), ContentLease: config.Duration(time.Minute),
-		ContentPrices: config.ContentPrices{Fetch: 1_000, Analysis: 2_000},
+		TrafficRetention: config.Duration(400 * 24 * time.Hour),
+		ContentPrices:    config.ContentPrices{Fetch: 1_000, Analysis: 2_000},
 	}
 	if !reflect.DeepEqual(d, want) {
 		t.Fatalf("Default() = %+v, want %+v", d, want)
@@ -152,6 +153,7 @@ func TestPrecedence(t *testing.T) {
 		ShutdownTimeout:       config.Duration(10 * time.Second),           // file only
 		ScanWorkers:           2,                                           // default
 		AnswerRetention:       config.Duration(90 * 24 * time.Hour),        // default
+		TrafficRetention:      config.Duration(400 * 24 * time.Hour),       // default
 		ContentWorkers:        2,                                           // default
 		ContentMaxTokens:      2048,                                        // default
 		ContentLease:          config.Duration(time.Minute),                // default
@@ -677,7 +679,8 @@ func TestDataForSEOEngine(t *testing.T) {
 	}
 }
 
-// delivery_retention and answer_retention are set as every setting is:
+// delivery_retention, answer_retention and traffic_retention are set as
+// every setting is:
 // in the file, by AIVIS_..., by --..., each over the one before; one below
 // its least is refused.
 func TestRetentions(t *testing.T) {
@@ -687,6 +690,7 @@ func TestRetentions(t *testing.T) {
 	}{
 		{"delivery_retention", "delivery_retention must be at least 168h", func(c config.Config) config.Duration { return c.DeliveryRetention }},
 		{"answer_retention", "answer_retention must be at least 24h", func(c config.Config) config.Duration { return c.AnswerRetention }},
+		{"traffic_retention", "traffic_retention must be at least 168h", func(c config.Config) config.Duration { return c.TrafficRetention }},
 	} {
 		file := writeFile(t, `{"`+r.setting+`": "1000h"}`)
 		envName, flagName := "AIVIS_"+strings.ToUpper(r.setting), "--"+strings.ReplaceAll(r.setting, "_", "-")

@@ -75,6 +75,8 @@ func commands() []*cobra.Command {
 			pluginPruneCmd(),
 			pluginRemoveCmd(),
 		),
+		trafficCmd(),
+		crawlersCmd(),
 		secretsCmd(),
 		backupCmd(),
 		restoreCmd(),

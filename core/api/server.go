@@ -25,6 +25,7 @@ import (
 	"github.com/aivis/aivis/core/metrics"
 	"github.com/aivis/aivis/core/store"
 	"github.com/aivis/aivis/core/tracing"
+	"github.com/aivis/aivis/core/traffic"
 	"github.com/aivis/aivis/core/visibility"
 )
 
@@ -95,6 +96,8 @@ type Deps struct {
 	// protected-resource metadata (MCPPaths), given the server whose
 	// handler its tools call.
 	MCP func(*Server) http.Handler
+	// Traffic takes the logs CDNs deliver (IngestPath); nil: none.
+	Traffic *traffic.Service
 }
 
 // MCPPaths are the paths Deps.MCP's handler serves: the MCP endpoint and
@@ -125,6 +128,7 @@ type Server struct {
 	handler     http.Handler
 	dashboard   http.Handler
 	mcp         http.Handler
+	traffic     *traffic.Service
 	httpMetrics *metrics.HTTP
 	limits      *metrics.Limits
 }
@@ -132,7 +136,7 @@ type Server struct {
 // New builds the API.
 func New(cfg Config, d Deps) *Server {
 	s := &Server{cfg: cfg, store: d.Store, auth: d.Auth, content: d.Content, readings: d.Readings, domains: d.Domains, scans: d.Scans, webhooks: d.Webhooks, hub: d.Hub, counter: d.Counter,
-		guard: d.Guard, log: d.Log, now: d.Now, dashboard: d.Dashboard, health: d.Health}
+		guard: d.Guard, log: d.Log, now: d.Now, dashboard: d.Dashboard, health: d.Health, traffic: d.Traffic}
 	if s.health == nil {
 		s.health = health.New(d.Log, 0)
 	}
@@ -230,6 +234,7 @@ func (s *Server) Router() chi.Router {
 			r.Handle(p, s.mcp)
 		}
 	}
+	s.ingestRoutes(r)
 	if s.dashboard != nil {
 		r.Mount("/", s.dashboard)
 	}

@@ -38,6 +38,7 @@ import (
 	"github.com/aivis/aivis/core/store/schema"
 	"github.com/aivis/aivis/core/tlsconf"
 	"github.com/aivis/aivis/core/tracing"
+	"github.com/aivis/aivis/core/traffic"
 	"github.com/aivis/aivis/core/visibility"
 	"github.com/aivis/aivis/internal/buildinfo"
 	"github.com/aivis/aivis/internal/lockfile"
@@ -61,6 +62,8 @@ type Services struct {
 	Accounts *accounts.Service
 	Content  *content.Service
 	People   *people.Service
+	// Traffic takes a domain's logs and keeps their aggregates.
+	Traffic *traffic.Service
 	// Metrics is what a server counts in (measure); nil for the CLI.
 	Metrics *metrics.Metrics
 	// instrument gives the store the metrics it counts in, if it can.
@@ -125,7 +128,38 @@ func Open(ctx context.Context, cfg config.Config, opts ...OpenOption) (*Services
 		Accounts:         accts,
 		Content:          &content.Service{Store: st, Now: now},
 		People:           &people.Service{Store: st, Accounts: accts, Now: now},
+		Traffic:          &traffic.Service{Store: st, Catalog: traffic.NewCatalog(traffic.Snapshot()), Box: box, Now: now},
 	}, nil
+}
+
+// pruneTraffic deletes the traffic aggregates of the days before before
+// (its own batches: one call does all).
+func pruneTraffic(st store.Traffic) func(ctx context.Context, before time.Time, limit int) (int, error) {
+	return func(ctx context.Context, before time.Time, _ int) (int, error) {
+		_, err := st.DeleteTrafficBefore(ctx, before.UTC().Truncate(24*time.Hour))
+		return 0, err
+	}
+}
+
+// RangesEvery is how often a server reads the crawler range lists kept in
+// the store (aivis crawlers update on any instance).
+const RangesEvery = time.Minute
+
+// followRanges keeps the catalog's range lists those of the store, read
+// now and every RangesEvery until ctx ends.
+func followRanges(ctx context.Context, t *traffic.Service, log *slog.Logger) {
+	tick := time.NewTicker(RangesEvery)
+	defer tick.Stop()
+	for {
+		if err := t.LoadRanges(ctx); err != nil && ctx.Err() == nil {
+			log.Warn("crawler ranges: the lists kept could not be read; the last ones stay", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 // dbSystem is a store engine's name as OpenTelemetry's db.system.name
@@ -385,7 +419,8 @@ func startWorkers(ctx context.Context, cfg config.Config, svc *Services, log *sl
 	w.stops = append(w.stops, func() { w.connectors.Close() }) // after the engine has stopped
 	engine := delivery.New(svc.Store, sub, outbound, log, delivery.Options{Timeout: timeout, Connectors: w.connectors,
 		Retention: time.Duration(cfg.DeliveryRetention), Holder: svc.Holder, Metrics: svc.Metrics.Delivery,
-		Prune: []delivery.Pruning{{What: "scan answers", Age: time.Duration(cfg.AnswerRetention), Prune: svc.Store.PruneScanAnswers}}})
+		Prune: []delivery.Pruning{{What: "scan answers", Age: time.Duration(cfg.AnswerRetention), Prune: svc.Store.PruneScanAnswers},
+			{What: "traffic aggregates", Age: time.Duration(cfg.TrafficRetention), Prune: pruneTraffic(svc.Store)}}})
 	background(func(c context.Context) {
 		if err := engine.Run(c); err != nil {
 			log.Error("webhook engine", "err", err)
@@ -459,7 +494,9 @@ func serveAPI(ctx context.Context, cfg config.Config, svc *Services, w *workers,
 		MCP: func(a *api.Server) http.Handler {
 			return mcp.New(a, mcp.Options{Log: log, Version: buildinfo.Get().Version, SessionKey: svc.Box.Derive("mcp sessions")})
 		},
+		Traffic: svc.Traffic,
 	})
+	go followRanges(ctx, svc.Traffic, log)
 	dash.ClientAddr = srv.ClientAddr
 	// The first start without users prints a one-time link that creates
 	// the first owner.
