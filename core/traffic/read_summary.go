@@ -124,7 +124,9 @@ func (s *Service) agentTraffic(hits []store.CrawlerHits, dc dayCounter) []AgentT
 		at.Days = dc.days(perDay[name])
 		out = append(out, *at)
 	}
-	slices.SortFunc(out, func(a, b AgentTraffic) int { return cmp.Or(cmp.Compare(b.Hits, a.Hits), strings.Compare(a.Agent, b.Agent)) })
+	slices.SortFunc(out, func(a, b AgentTraffic) int {
+		return cmp.Or(cmp.Compare(b.Hits, a.Hits), strings.Compare(a.Agent, b.Agent))
+	})
 	return out
 }
 
@@ -187,7 +189,9 @@ func pageTraffic(hits []store.CrawlerHits) ([]PageTraffic, []Problem) {
 	for p, n := range pages {
 		top = append(top, PageTraffic{Page: p, Hits: n, Agents: len(agents[p])})
 	}
-	slices.SortFunc(top, func(a, b PageTraffic) int { return cmp.Or(cmp.Compare(b.Hits, a.Hits), strings.Compare(a.Page, b.Page)) })
+	slices.SortFunc(top, func(a, b PageTraffic) int {
+		return cmp.Or(cmp.Compare(b.Hits, a.Hits), strings.Compare(a.Page, b.Page))
+	})
 	probs := make([]Problem, 0, len(problems))
 	for k, n := range problems {
 		probs = append(probs, Problem{Page: k.page, Agent: k.agent, Status: k.status, Hits: n})
@@ -291,7 +295,9 @@ func (s *Service) Pages(ctx context.Context, d store.MonitoredDomain, from, to t
 		for _, ah := range j.crawls {
 			p.Crawls = append(p.Crawls, *ah)
 		}
-		slices.SortFunc(p.Crawls, func(a, b AgentHits) int { return cmp.Or(cmp.Compare(b.Hits, a.Hits), strings.Compare(a.Agent, b.Agent)) })
+		slices.SortFunc(p.Crawls, func(a, b AgentHits) int {
+			return cmp.Or(cmp.Compare(b.Hits, a.Hits), strings.Compare(a.Agent, b.Agent))
+		})
 		for e, n := range j.cited {
 			p.CitedBy = append(p.CitedBy, EngineCitation{Engine: e, Answers: n})
 		}
