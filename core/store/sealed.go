@@ -19,6 +19,9 @@ const (
 	SealedSecret     = "secret"
 	SealedPrevSecret = "prev_secret"
 	SealedSettings   = "settings"
+	// SealedSigningSecret is an ingest token's (a Vercel drain's signature
+	// secret); the SealedValue's WebhookID is then the token's id.
+	SealedSigningSecret = "signing_secret"
 )
 
 // Resealed is a sealed value and what replaces it.
@@ -43,14 +46,27 @@ type Sealed interface {
 	ReplaceSealed(ctx context.Context, rs []Resealed) (int, error)
 }
 
-// SealedColumn is the column of a field that holds sealed values, which
-// an engine puts in its statements; an error for any other field.
-func SealedColumn(field string) (string, error) {
+// SealedColumn is the table and column of a field that holds sealed
+// values, which an engine puts in its statements; an error for any other
+// field.
+func SealedColumn(field string) (table, column string, err error) {
 	switch field {
 	case SealedSecret, SealedPrevSecret, SealedSettings:
-		return field, nil
+		return "webhooks", field, nil
+	case SealedSigningSecret:
+		return "ingest_tokens", field, nil
 	}
-	return "", fmt.Errorf("store: %q holds no sealed value", field)
+	return "", "", fmt.Errorf("store: %q holds no sealed value", field)
+}
+
+// SealedValuesQuery is the query of a page of SealedValues: the
+// webhooks' and the ingest tokens' rows after a cursor, by id (the two
+// kinds of ids never meet), at most a limit; the engine gives its own
+// placeholders for the cursor (twice) and the limit.
+func SealedValuesQuery(cursor1, cursor2, limit string) string {
+	return `SELECT id, secret, COALESCE(prev_secret, ''), settings, '' FROM webhooks WHERE id > ` + cursor1 + `
+		UNION ALL SELECT id, '', '', '', signing_secret FROM ingest_tokens WHERE id > ` + cursor2 + ` AND signing_secret <> ''
+		ORDER BY id LIMIT ` + limit
 }
 
 // SealedRows are the rows an engine's query of SealedValues gives: the
@@ -69,11 +85,12 @@ func ScanSealed(rows SealedRows, limit int) ([]SealedValue, string, error) {
 	var out []SealedValue
 	n, last := 0, ""
 	for rows.Next() {
-		var id, secret, prev, settings string
-		if err := rows.Scan(&id, &secret, &prev, &settings); err != nil {
+		var id, secret, prev, settings, signing string
+		if err := rows.Scan(&id, &secret, &prev, &settings, &signing); err != nil {
 			return nil, "", err
 		}
-		for _, v := range []SealedValue{{id, SealedPrevSecret, prev}, {id, SealedSecret, secret}, {id, SealedSettings, settings}} {
+		for _, v := range []SealedValue{{id, SealedPrevSecret, prev}, {id, SealedSecret, secret}, {id, SealedSettings, settings},
+			{id, SealedSigningSecret, signing}} {
 			if v.Value != "" {
 				out = append(out, v)
 			}

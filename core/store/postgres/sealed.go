@@ -9,14 +9,13 @@ import (
 	"github.com/aivis/aivis/core/store"
 )
 
-// SealedValues reads the sealed values of up to limit webhooks after
-// cursor, by id, as stored.
+// SealedValues reads the sealed values of up to limit webhooks and ingest
+// tokens after cursor, by id, as stored.
 func (db *DB) SealedValues(ctx context.Context, cursor string, limit int) ([]store.SealedValue, string, error) {
 	if limit <= 0 {
 		limit = 20
 	}
-	rows, err := db.pool.Query(ctx, `SELECT id, secret, COALESCE(prev_secret, ''), settings FROM webhooks
-		WHERE id > $1 ORDER BY id LIMIT $2`, cursor, limit)
+	rows, err := db.pool.Query(ctx, store.SealedValuesQuery("$1", "$1", "$2"), cursor, limit)
 	if err != nil {
 		return nil, "", fmt.Errorf("postgres: sealed values: %w", err)
 	}
@@ -37,11 +36,11 @@ func (db *DB) ReplaceSealed(ctx context.Context, rs []store.Resealed) (int, erro
 	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 		replaced = 0
 		for _, r := range rs {
-			col, err := store.SealedColumn(r.Field)
+			table, col, err := store.SealedColumn(r.Field)
 			if err != nil {
 				return err
 			}
-			tag, err := tx.Exec(ctx, `UPDATE webhooks SET `+col+` = $1 WHERE id = $2 AND `+col+` = $3`, r.With, r.WebhookID, r.Value)
+			tag, err := tx.Exec(ctx, `UPDATE `+table+` SET `+col+` = $1 WHERE id = $2 AND `+col+` = $3`, r.With, r.WebhookID, r.Value)
 			if err != nil {
 				return err
 			}

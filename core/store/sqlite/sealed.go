@@ -8,14 +8,13 @@ import (
 	"github.com/aivis/aivis/core/store"
 )
 
-// SealedValues reads the sealed values of up to limit webhooks after
-// cursor, by id, as stored.
+// SealedValues reads the sealed values of up to limit webhooks and ingest
+// tokens after cursor, by id, as stored.
 func (db *DB) SealedValues(ctx context.Context, cursor string, limit int) ([]store.SealedValue, string, error) {
 	if limit <= 0 {
 		limit = 20
 	}
-	rows, err := db.r.QueryContext(ctx, `SELECT id, secret, COALESCE(prev_secret, ''), settings FROM webhooks
-		WHERE id > ? ORDER BY id LIMIT ?`, cursor, limit)
+	rows, err := db.r.QueryContext(ctx, store.SealedValuesQuery("?", "?", "?"), cursor, cursor, limit)
 	if err != nil {
 		return nil, "", fmt.Errorf("sqlite: sealed values: %w", err)
 	}
@@ -34,11 +33,11 @@ func (db *DB) ReplaceSealed(ctx context.Context, rs []store.Resealed) (int, erro
 	err := inTx(ctx, db.w, func(tx *sql.Tx) error {
 		replaced = 0
 		for _, r := range rs {
-			col, err := store.SealedColumn(r.Field)
+			table, col, err := store.SealedColumn(r.Field)
 			if err != nil {
 				return err
 			}
-			res, err := tx.ExecContext(ctx, `UPDATE webhooks SET `+col+` = ? WHERE id = ? AND `+col+` = ?`, r.With, r.WebhookID, r.Value)
+			res, err := tx.ExecContext(ctx, `UPDATE `+table+` SET `+col+` = ? WHERE id = ? AND `+col+` = ?`, r.With, r.WebhookID, r.Value)
 			if err != nil {
 				return err
 			}

@@ -47,14 +47,21 @@ func testSealedValuesListed(t *testing.T, newStore Constructor) {
 	insertWebhooks(t, s, w1, newWebhook("wh_2", "acct_1", "cli_1", "example.org", t0), newConnection("wh_3", "acct_2", "", t0),
 		newWebhook("wh_4", "acct_2", "", "example.net", t0))
 	update(t, s, "DeleteWebhook", func(tx store.Tx) error { return tx.DeleteWebhook("acct_2", "wh_4", "deleted", t0) })
-	want := []string{"wh_1.prev_secret", "wh_1.secret", "wh_2.secret", "wh_3.settings"}
+	// An ingest token's signing secret (a Vercel drain's) is one too; a
+	// token without one holds none.
+	d := trafficDomain(t, s, "acct_1", "", "dom_sealed")
+	signed := newIngestToken("itok_1", "acct_1", d.ID)
+	signed.Source, signed.SigningSecret = store.TrafficVercel, "sealed:drain-secret"
+	must(t, s.CreateIngestToken(ctx, signed), "CreateIngestToken")
+	must(t, s.CreateIngestToken(ctx, newIngestToken("itok_2", "acct_1", d.ID)), "CreateIngestToken")
+	want := []string{"itok_1.signing_secret", "wh_1.prev_secret", "wh_1.secret", "wh_2.secret", "wh_3.settings"}
 	for _, limit := range []int{1, 2, 3, 100} {
 		vs := sealedValues(t, s, limit)
 		if got := sealedKeys(vs); !slices.Equal(got, want) {
 			t.Fatalf("SealedValues at limit %d: %v, want %v", limit, got, want)
 		}
 		for _, v := range vs {
-			if strings.Contains(v.Value, "whsec_") || strings.Contains(v.Value, "xoxb") || v.Value == "" {
+			if strings.Contains(v.Value, "whsec_") || strings.Contains(v.Value, "xoxb") || v.Value == "" || v.Value == "drain-secret" {
 				t.Fatalf("SealedValues gives %s as %q, not as stored sealed", v.Field, v.Value)
 			}
 		}
@@ -76,6 +83,9 @@ func testReplaceSealed(t *testing.T, newStore Constructor) {
 	w2.Secret = secret2
 	c := newConnection("wh_3", "acct_1", "", t0)
 	insertWebhooks(t, s, w1, w2, c, newConnection("wh_4", "acct_1", "", t0))
+	tok := newIngestToken("itok_1", "acct_1", trafficDomain(t, s, "acct_1", "", "dom_sealed").ID)
+	tok.Source, tok.SigningSecret = store.TrafficVercel, "sealed:drain-secret"
+	must(t, s.CreateIngestToken(ctx, tok), "CreateIngestToken")
 	stored := map[string]store.SealedValue{}
 	for _, v := range sealedValues(t, s, 10) {
 		stored[v.WebhookID+"."+v.Field] = v
@@ -83,7 +93,8 @@ func testReplaceSealed(t *testing.T, newStore Constructor) {
 	// wh_1's secret takes wh_2's sealed value (secret2); wh_3's settings
 	// wh_4's, the same text sealed apart.
 	rs := []store.Resealed{{SealedValue: stored["wh_1.secret"], With: stored["wh_2.secret"].Value},
-		{SealedValue: stored["wh_3.settings"], With: stored["wh_4.settings"].Value}}
+		{SealedValue: stored["wh_3.settings"], With: stored["wh_4.settings"].Value},
+		{SealedValue: stored["itok_1.signing_secret"], With: "sealed:resealed"}}
 	bad := append(slices.Clone(rs), store.Resealed{SealedValue: store.SealedValue{WebhookID: "wh_1", Field: "url", Value: w1.URL}, With: "https://evil.example/"})
 	if n, err := s.ReplaceSealed(ctx, bad); err == nil {
 		t.Fatalf("ReplaceSealed of a field that holds no secret: %d replaced, no error", n)
@@ -98,8 +109,11 @@ func testReplaceSealed(t *testing.T, newStore Constructor) {
 	update(t, other, "UpdateWebhook", func(tx store.Tx) error { return tx.UpdateWebhook(changed) })
 	rs = append(rs, store.Resealed{SealedValue: stored["wh_2.secret"], With: stored["wh_1.secret"].Value})
 	n, err := s.ReplaceSealed(ctx, rs)
-	if err != nil || n != 2 {
-		t.Fatalf("ReplaceSealed = %d, %v; want 2 replaced (wh_2's changed meanwhile)", n, err)
+	if err != nil || n != 3 {
+		t.Fatalf("ReplaceSealed = %d, %v; want 3 replaced (wh_2's changed meanwhile)", n, err)
+	}
+	if toks, err := s.ListIngestTokens(ctx, "acct_1", "dom_sealed"); err != nil || len(toks) != 1 || toks[0].SigningSecret != "sealed:resealed" {
+		t.Fatalf("the ingest token after ReplaceSealed: %+v %v", toks, err)
 	}
 	want1 := w1
 	want1.Secret = secret2
