@@ -108,6 +108,10 @@ type Config struct {
 	// TrafficRetention is how long the daily aggregates of AI crawler
 	// visits and referrals are kept (docs/traffic.md).
 	TrafficRetention Duration `json:"traffic_retention"`
+	// CrawlerRangesURL, when set, serves the IP range lists of AI crawlers
+	// as aivis crawlers update --from reads them; the server fetches it at
+	// start and daily (docs/traffic.md).
+	CrawlerRangesURL string `json:"crawler_ranges_url"`
 	// ContentWorkers is how many content requests are processed at once;
 	// 0: this server processes none (requests stay queued for another
 	// server on the same data directory).
@@ -309,6 +313,7 @@ func (c *Config) fields() []field {
 		{"delivery-retention", "how long deliveries and their attempts are kept, deleted webhooks' and connections' too (at least 168h)", &c.DeliveryRetention, false},
 		{"answer-retention", "how long the answers behind a scan's figures are kept after the scan (at least 24h)", &c.AnswerRetention, false},
 		{"traffic-retention", "how long the daily aggregates of AI crawler visits and referrals are kept (at least 168h)", &c.TrafficRetention, false},
+		{"crawler-ranges-url", "a URL of the AI crawlers' IP range lists (as aivis crawlers update --from reads them), fetched at start and daily", (*str)(&c.CrawlerRangesURL), false},
 		{"log-level", "debug, info, warn or error", (*str)(&c.LogLevel), false},
 		{"log-format", "text or json", (*str)(&c.LogFormat), false},
 		{"auth-failures-per-minute", "failed authentications allowed per client address per minute", (*integer)(&c.AuthFailuresPerMinute), false},
@@ -576,6 +581,9 @@ func (c *Config) Validate() error {
 	}
 	if c.AnswerRetention < Duration(MinAnswerRetention) {
 		errs = append(errs, fmt.Errorf("answer_retention must be at least %s (a day)", MinAnswerRetention))
+	}
+	if u, err := url.Parse(c.CrawlerRangesURL); c.CrawlerRangesURL != "" && (err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "") {
+		errs = append(errs, errors.New("crawler_ranges_url must be an http or https URL"))
 	}
 	if c.TrafficRetention < Duration(MinTrafficRetention) {
 		errs = append(errs, fmt.Errorf("traffic_retention must be at least %s (a week)", MinTrafficRetention))

@@ -6,6 +6,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -311,5 +314,74 @@ func mustJSON(t *testing.T, b []byte, v any) {
 	t.Helper()
 	if err := json.Unmarshal(b, v); err != nil {
 		t.Fatalf("not JSON: %v: %s", err, b)
+	}
+}
+
+// TestCrawlerRangesURL: a server with crawler_ranges_url fetches the
+// lists at start and keeps them in the store, where the CLI (another
+// process) reads them; a URL that fails keeps them and logs why.
+func TestCrawlerRangesURL(t *testing.T) {
+	dir := t.TempDir()
+	served := `{"openai-gptbot":{"creationTime":"2026-11-20T08:00:00.000000","prefixes":[{"ipv4Prefix":"203.0.113.0/24"},{"ipv4Prefix":"198.51.100.0/24"}]}}`
+	lists := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/ranges.json" {
+			http.NotFound(w, r)
+			return
+		}
+		io.WriteString(w, served)
+	}))
+	defer lists.Close()
+	s := start(t, dir, "--crawler-ranges-url", lists.URL+"/ranges.json")
+	gptbot := func() []string {
+		var out []struct {
+			Token string   `json:"token"`
+			Lists []string `json:"lists"`
+		}
+		cli(t, dir, &out, "crawlers", "list")
+		i := slices.IndexFunc(out, func(a struct {
+			Token string   `json:"token"`
+			Lists []string `json:"lists"`
+		}) bool {
+			return a.Token == "GPTBot"
+		})
+		if i < 0 {
+			t.Fatalf("crawlers list has no GPTBot: %+v", out)
+		}
+		return out[i].Lists
+	}
+	if l := gptbot(); !slices.Equal(l, []string{"openai-gptbot"}) {
+		t.Fatalf("GPTBot's lists: %v", l)
+	}
+	db, err := sqlite.Open(context.Background(), filepath.Join(dir, "aivis.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		kept, _, err := db.CrawlerRanges(context.Background())
+		if err == nil && strings.Contains(string(kept["openai-gptbot"]), "198.51.100.0/24") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server did not keep the lists of crawler_ranges_url in 30 s: %v %v\n%s", kept, err, s.Stderr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	s.stop()
+	// A URL that answers 404: the server starts, logs why, the lists stay.
+	s = start(t, dir, "--crawler-ranges-url", lists.URL+"/gone.json")
+	deadline = time.Now().Add(30 * time.Second)
+	for !s.logged("crawler ranges: crawler_ranges_url could not be read; the lists kept stay", "") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no warning of the failed fetch in 30 s:\n%s", s.Stderr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if strings.Contains(s.Stderr.String(), "gone.json") || strings.Contains(s.Stderr.String(), lists.Listener.Addr().String()) {
+		t.Errorf("the log names the URL:\n%s", s.Stderr)
+	}
+	if kept, _, err := db.CrawlerRanges(context.Background()); err != nil || !strings.Contains(string(kept["openai-gptbot"]), "198.51.100.0/24") {
+		t.Errorf("the lists after a failed fetch: %v %v", kept, err)
 	}
 }

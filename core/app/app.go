@@ -162,6 +162,30 @@ func followRanges(ctx context.Context, t *traffic.Service, log *slog.Logger) {
 	}
 }
 
+// RangesFetchEvery is how often a server fetches crawler_ranges_url.
+const RangesFetchEvery = 24 * time.Hour
+
+// fetchRanges keeps the lists at url, fetched now and every
+// RangesFetchEvery until ctx ends; a fetch that fails keeps the lists
+// there were, and says why.
+func fetchRanges(ctx context.Context, t *traffic.Service, url string, log *slog.Logger) {
+	client := &http.Client{Timeout: time.Minute}
+	tick := time.NewTicker(RangesFetchEvery)
+	defer tick.Stop()
+	for {
+		if names, err := t.FetchRanges(ctx, client, url); err != nil && ctx.Err() == nil {
+			log.Warn("crawler ranges: crawler_ranges_url could not be read; the lists kept stay", "err", err)
+		} else if err == nil {
+			log.Info("crawler ranges: lists replaced from crawler_ranges_url", "lists", names)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
 // dbSystem is a store engine's name as OpenTelemetry's db.system.name
 // says it.
 func dbSystem(engine string) string {
@@ -497,6 +521,9 @@ func serveAPI(ctx context.Context, cfg config.Config, svc *Services, w *workers,
 		Traffic: svc.Traffic,
 	})
 	go followRanges(ctx, svc.Traffic, log)
+	if cfg.CrawlerRangesURL != "" {
+		go fetchRanges(ctx, svc.Traffic, cfg.CrawlerRangesURL, log)
+	}
 	dash.ClientAddr = srv.ClientAddr
 	// The first start without users prints a one-time link that creates
 	// the first owner.

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/aivis/aivis/core/auth"
 	"github.com/aivis/aivis/core/fault"
+	"github.com/aivis/aivis/core/netguard"
 	"github.com/aivis/aivis/core/randid"
 	"github.com/aivis/aivis/core/secrets"
 	"github.com/aivis/aivis/core/store"
@@ -269,4 +271,38 @@ func (s *Service) ReplaceRanges(ctx context.Context, doc []byte) ([]string, erro
 	s.Catalog.SetRanges(Merge(Snapshot(), kept))
 	slices.Sort(names)
 	return names, nil
+}
+
+// MaxRangesDocument is the most bytes FetchRanges reads.
+const MaxRangesDocument = 16 << 20
+
+// FetchRanges fetches the document at url (what ReplaceRanges takes) with
+// client and keeps its lists; on any failure the lists kept stay, and the
+// error names neither the URL nor an address.
+func (s *Service) FetchRanges(ctx context.Context, client *http.Client, url string) ([]string, error) {
+	r, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, errors.New("traffic: crawler ranges: the URL is not valid")
+	}
+	r.Header.Set("Accept", "application/json")
+	resp, err := client.Do(r)
+	if err != nil {
+		return nil, fmt.Errorf("traffic: crawler ranges: %s", netguard.Describe(err))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("traffic: crawler ranges: status %d", resp.StatusCode)
+	}
+	doc, err := io.ReadAll(io.LimitReader(resp.Body, MaxRangesDocument+1))
+	if err != nil {
+		return nil, fmt.Errorf("traffic: crawler ranges: %s", netguard.Describe(err))
+	}
+	if len(doc) > MaxRangesDocument {
+		return nil, fmt.Errorf("traffic: crawler ranges: the document passes %d MiB", MaxRangesDocument>>20)
+	}
+	names, err := s.ReplaceRanges(ctx, doc)
+	if fe, ok := fault.As(err); ok {
+		return nil, fmt.Errorf("traffic: crawler ranges: %s", fe.Message)
+	}
+	return names, err
 }

@@ -7,6 +7,9 @@ import (
 	"crypto/hmac"
 	"crypto/sha1"
 	"encoding/hex"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"path/filepath"
 	"strings"
@@ -207,5 +210,50 @@ func TestReplaceRanges(t *testing.T) {
 	}
 	if lists, _, _ := db.CrawlerRanges(ctx); len(lists) != 2 {
 		t.Errorf("a second list replaced the first: %d lists kept", len(lists))
+	}
+}
+
+// TestFetchRanges: the lists a URL serves are kept; a URL that fails
+// (a status, an HTML page, a list that is none) keeps the lists kept,
+// and says why without the URL.
+func TestFetchRanges(t *testing.T) {
+	ctx := context.Background()
+	svc, _, db := service(t)
+	answers := map[string]struct {
+		status int
+		body   string
+	}{
+		"/good":  {200, `{"openai-gptbot":{"creationTime":"2026-11-20T08:00:00.000000","prefixes":[{"ipv4Prefix":"203.0.113.0/24"}]}}`},
+		"/gone":  {404, `not found`},
+		"/html":  {200, `<!doctype html><html><body>maintenance</body></html>`},
+		"/empty": {200, `{"openai-gptbot":{"prefixes":[]}}`},
+	}
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a, ok := answers[r.URL.Path]
+		if !ok || r.Method != http.MethodGet {
+			t.Errorf("the list server got %s %s", r.Method, r.URL)
+			http.NotFound(w, r)
+			return
+		}
+		w.WriteHeader(a.status)
+		io.WriteString(w, a.body)
+	}))
+	defer ts.Close()
+	if names, err := svc.FetchRanges(ctx, ts.Client(), ts.URL+"/good?key=s3cret"); err != nil || len(names) != 1 {
+		t.Fatalf("FetchRanges: %v %v", names, err)
+	}
+	for _, path := range []string{"/gone", "/html", "/empty"} {
+		_, err := svc.FetchRanges(ctx, ts.Client(), ts.URL+path+"?key=s3cret")
+		if err == nil || strings.Contains(err.Error(), "s3cret") || strings.Contains(err.Error(), "127.0.0.1") {
+			t.Errorf("%s: %v; want an error naming no URL", path, err)
+		}
+	}
+	lists, _, err := db.CrawlerRanges(ctx)
+	if err != nil || !strings.Contains(string(lists["openai-gptbot"]), "203.0.113.0/24") {
+		t.Errorf("the lists kept after failed fetches: %s %v", lists, err)
+	}
+	ts.Close()
+	if _, err := svc.FetchRanges(ctx, ts.Client(), ts.URL+"/good"); err == nil || strings.Contains(err.Error(), "127.0.0.1") {
+		t.Errorf("a server that is gone: %v", err)
 	}
 }
