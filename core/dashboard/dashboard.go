@@ -36,6 +36,7 @@ import (
 	"github.com/aivis/aivis/core/randid"
 	"github.com/aivis/aivis/core/store"
 	"github.com/aivis/aivis/core/text"
+	"github.com/aivis/aivis/core/traffic"
 	"github.com/aivis/aivis/core/visibility"
 )
 
@@ -90,6 +91,9 @@ type Deps struct {
 	Domains  *visibility.Domains
 	Scans    *visibility.Scans
 	Content  *content.Service
+	// Traffic is a domain's AI crawler visits and referrals, and its
+	// ingest tokens (nil: the Traffic tab says the server keeps none).
+	Traffic *traffic.Service
 	// Guard limits failed sign-ins per client address (the API's guard
 	// of failed authentications, shared).
 	Guard limits.Guard
@@ -230,6 +234,9 @@ func (s *Dashboard) pageRoutes(r chi.Router) {
 		r.Post("/domains", s.need(people.Build, s.createDomain))
 		r.Get("/domains/{domain}", s.domainPage)
 		r.Post("/domains/{domain}/scan", s.need(people.Build, s.requestScan))
+		r.Get("/domains/{domain}/traffic", s.trafficPage)
+		r.Post("/domains/{domain}/traffic/tokens", s.need(people.Build, s.createIngestToken))
+		r.Post("/domains/{domain}/traffic/tokens/{id}/revoke", s.need(people.Build, s.revokeIngestToken))
 		r.Get("/content", s.contentPage)
 	})
 }
@@ -463,6 +470,7 @@ var notices = map[string]string{
 	"client":    "The client is created.",
 	"domain":    "The domain is monitored.",
 	"scan":      "A scan is queued.",
+	"irevoked":  "The ingest token is revoked: its source's deliveries are refused from now on.",
 	"account":   "The account is deleted, with everything it owned.",
 }
 

@@ -27,6 +27,7 @@ import (
 	"github.com/aivis/aivis/core/secrets"
 	"github.com/aivis/aivis/core/store"
 	"github.com/aivis/aivis/core/store/sqlite"
+	"github.com/aivis/aivis/core/traffic"
 	"github.com/aivis/aivis/core/visibility"
 )
 
@@ -37,7 +38,10 @@ type env struct {
 	people *people.Service
 	auth   *auth.Service
 	accts  *accounts.Service
-	srv    *httptest.Server
+	// traffic is the service the dashboard reads traffic through; tests
+	// import logs with it.
+	traffic *traffic.Service
+	srv     *httptest.Server
 	// frozen, when set, is the dashboard's clock.
 	frozen atomic.Pointer[time.Time]
 }
@@ -60,7 +64,8 @@ func newEnv(t *testing.T, wrap ...func(*sqlite.DB) dashboard.Store) *env {
 	log := slog.New(slog.NewTextHandler(testWriter{t}, nil))
 	accts := &accounts.Service{Store: db, Now: time.Now}
 	e := &env{t: t, db: db, accts: accts, auth: &auth.Service{Keys: db, Accounts: db, Now: time.Now},
-		people: &people.Service{Store: db, Accounts: accts, Now: time.Now}}
+		people:  &people.Service{Store: db, Accounts: accts, Now: time.Now},
+		traffic: &traffic.Service{Store: db, Catalog: traffic.NewCatalog(traffic.Snapshot()), Box: box, Now: time.Now}}
 	webhooks := &delivery.Service{Store: db, Client: http.DefaultClient, AllowHTTP: true, CheckURL: func(raw string, allowHTTP bool) error {
 		if u, err := url.Parse(raw); err != nil || u.Host == "" || (u.Scheme != "https" && !(allowHTTP && u.Scheme == "http")) {
 			return errors.New("must be an https URL")
@@ -73,7 +78,7 @@ func newEnv(t *testing.T, wrap ...func(*sqlite.DB) dashboard.Store) *env {
 	}
 	d, err := dashboard.New(dashboard.Deps{Store: reads, People: e.people, Auth: e.auth, Accounts: accts,
 		Counter: limits.NewMemory(nil, log), Webhooks: webhooks, Domains: &visibility.Domains{Store: db, Now: time.Now},
-		Content: &content.Service{Store: db, Now: time.Now}, Guard: limits.NewAuthGuard(5, time.Minute), Log: log,
+		Content: &content.Service{Store: db, Now: time.Now}, Traffic: e.traffic, Guard: limits.NewAuthGuard(5, time.Minute), Log: log,
 		// Tests name the client's address in a header to sign in from many.
 		ClientAddr: func(r *http.Request) netip.Addr {
 			if a, err := netip.ParseAddr(r.Header.Get("X-Test-Client")); err == nil {
