@@ -404,9 +404,15 @@ func setup(origin string, md store.MonitoredDomain, t store.IngestToken, secret 
 			"JSON format:          2 (newline-delimited) or 1 (an array), naming at least timestamp, client_ip,\n" +
 			"                      method, url, status, bytes, referer and user_agent"
 	}
+	client := ""
+	if md.ClientID != "" {
+		client = " --client " + md.ClientID
+	}
 	return "Import the site's Apache or nginx logs (the combined format, gzip or plain) on the server:\n\n" +
-		"aivis traffic import --account " + md.AccountID + " --domain " + md.Domain + " access.log access.log.1.gz\n\n" +
-		"Keep this token with the logs' uploader: it names the domain they belong to."
+		"aivis traffic import --account " + md.AccountID + client + " --domain " + md.Domain + " access.log access.log.1.gz\n\n" +
+		"or upload them with an API key (scope visibility:write):\n\n" +
+		"curl -H \"Authorization: Bearer $AIVIS_KEY\" -H \"Content-Type: text/plain\" \\\n" +
+		"  --data-binary @access.log " + origin + "/v1/domains/" + md.ID + "/traffic/logs"
 }
 
 // trafficCSV answers a table of the Traffic tab as CSV: the pages joined
@@ -433,26 +439,30 @@ func (s *Dashboard) trafficCSV(w http.ResponseWriter, r *http.Request, md store.
 	writeCSV(w, md.Domain+"-traffic-pages", pageColumns, rows)
 }
 
-// pageColumns are the columns of the pages' CSV.
-var pageColumns = []string{"page", "crawler_requests", "crawler_errors", "crawled_by", "citing_answers", "cited_by", "referral_visits", "referred_by"}
+// pageColumns are the columns of the pages' CSV, the API's (GET
+// /v1/domains/{id}/traffic/pages as CSV).
+var pageColumns = []string{"page", "crawler_hits", "crawler_errors", "crawled_by", "citing_answers", "cited_by", "referral_visits", "referred_by"}
 
-// pageRow is a page of the join as a CSV row: totals, and each agent,
-// engine and assistant with its count ("GPTBot:12 ClaudeBot:3").
+// pageRow is a page of the join as a CSV row, as the API writes it:
+// totals, then each agent, engine and assistant with its count, a line
+// each.
 func pageRow(p traffic.Page) []string {
-	var hits, errs, answers, visits int64
+	var hits, errs, visits int64
+	var answers int
 	var crawled, citedBy, referred []string
 	for _, c := range p.Crawls {
 		hits, errs = hits+c.Hits, errs+c.Errors
-		crawled = append(crawled, c.Agent+":"+strconv.FormatInt(c.Hits, 10))
+		crawled = append(crawled, c.Agent+" "+strconv.FormatInt(c.Hits, 10))
 	}
 	for _, c := range p.CitedBy {
-		answers += int64(c.Answers)
-		citedBy = append(citedBy, c.Engine+":"+strconv.Itoa(c.Answers))
+		answers += c.Answers
+		citedBy = append(citedBy, c.Engine+" "+strconv.Itoa(c.Answers))
 	}
 	for _, a := range p.Referrals {
 		visits += a.Visits
-		referred = append(referred, a.Assistant+":"+strconv.FormatInt(a.Visits, 10))
+		referred = append(referred, a.Assistant+" "+strconv.FormatInt(a.Visits, 10))
 	}
 	n := func(v int64) string { return strconv.FormatInt(v, 10) }
-	return []string{p.Page, n(hits), n(errs), strings.Join(crawled, " "), n(answers), strings.Join(citedBy, " "), n(visits), strings.Join(referred, " ")}
+	return []string{p.Page, n(hits), n(errs), strings.Join(crawled, "\n"), strconv.Itoa(answers), strings.Join(citedBy, "\n"),
+		n(visits), strings.Join(referred, "\n")}
 }

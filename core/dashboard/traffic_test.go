@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/csv"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -205,8 +204,11 @@ func TestTrafficTabShowsWhatWasSent(t *testing.T) {
 	if len(rows) != 6 || i < 0 {
 		t.Fatalf("CSV rows %q: want a header and the 5 pages", rows)
 	}
-	if got := rows[i]; got[1] != "8" || got[4] != "3" || got[6] != "3" {
-		t.Errorf("CSV /pricing %q: want 8 requests, 3 citing answers, 3 visits", got)
+	if want := []string{"/pricing", "8", "0", "Amazonbot 4\nGPTBot 4", "3", "GPT search 3", "3", "chatgpt 3"}; !slices.Equal(rows[i], want) {
+		t.Errorf("CSV /pricing:\n got %q\nwant %q", rows[i], want)
+	}
+	if rows[0][0] != "page" || rows[0][1] != "crawler_hits" {
+		t.Errorf("CSV header %q", rows[0])
 	}
 }
 
@@ -273,7 +275,7 @@ func TestTrafficTabEmptyState(t *testing.T) {
 		t.Fatalf("%d\n%s", p.status, p.body)
 	}
 	for _, want := range []string{`id="traffic-empty"`, "aivis traffic token create --account " + u.AccountID + " --domain quiet.example",
-		"aivis traffic import", "/ingest/v1", `id="token-form"`} {
+		"aivis traffic import", "/ingest/v1", "/v1/domains/" + md.ID + "/traffic/logs", `id="token-form"`} {
 		if !strings.Contains(p.body, want) {
 			t.Errorf("the empty state lacks %q", want)
 		}
@@ -419,5 +421,4 @@ func TestIngestTokensFromTheTrafficTab(t *testing.T) {
 	if _, err := e.traffic.Authenticate(context.Background(), store.TrafficCloudflare, secret); err == nil {
 		t.Error("a revoked token still authenticates")
 	}
-	_ = io.Discard
 }
