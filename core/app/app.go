@@ -499,7 +499,7 @@ func serveAPI(ctx context.Context, cfg config.Config, svc *Services, w *workers,
 	domainsSvc := &visibility.Domains{Store: svc.Store, Now: time.Now}
 	guard := limiter.Guards("auth", cfg.AuthFailuresPerMinute, time.Minute)
 	dash, err := dashboard.New(dashboard.Deps{Store: svc.Store, People: svc.People, Auth: svc.Auth, Accounts: svc.Accounts,
-		Counter: counter, Webhooks: w.webhooks, Hub: w.connectors, Domains: domainsSvc, Scans: w.scans, Content: svc.Content,
+		Counter: counter, Webhooks: w.webhooks, Hub: w.connectors, Domains: domainsSvc, Scans: w.scans, Content: svc.Content, Traffic: svc.Traffic,
 		Guard: guard, Guards: limiter.Guards, PublicURL: cfg.PublicURL, Log: log})
 	if err != nil {
 		return err
