@@ -13,6 +13,18 @@ import (
 // methods maps every operationId of core/api/openapi.json to the Client
 // method that calls it.
 var methods = map[string]string{
+	"getTraffic":                  "GetTraffic",
+	"listTrafficPages":            "ListTrafficPages",
+	"uploadTrafficLogs":           "UploadTrafficLogs",
+	"listIngestTokens":            "ListIngestTokens",
+	"createIngestToken":           "CreateIngestToken",
+	"revokeIngestToken":           "RevokeIngestToken",
+	"listCrawlers":                "ListCrawlers",
+	"ingestCloudflare":            "IngestCloudflare",
+	"ingestVercel":                "IngestVercel",
+	"ingestFastly":                "IngestFastly",
+	"verifyVercelDrain":           "VerifyVercelDrain",
+	"getFastlyChallenge":          "FastlyChallenge",
 	"getBudgetStatus":             "BudgetStatus",
 	"listContentRequests":         "ListContentRequests",
 	"createContentRequest":        "CreateContentRequest",

@@ -5,8 +5,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aivis/aivis/core/content"
@@ -59,7 +61,7 @@ func (s *Server) idempotent(next http.Handler) http.Handler {
 			writeError(w, r, s.log, err)
 			return
 		}
-		body, err := readBody(r, true)
+		body, err := idempotentBody(r)
 		if err != nil {
 			writeError(w, r, s.log, err)
 			return
@@ -113,6 +115,20 @@ func (s *Server) idempotent(next http.Handler) http.Handler {
 			s.log.Error("idempotency: keeping the response", "status", strconv.Itoa(rec.status), "err", err)
 		}
 	})
+}
+
+// idempotentBody reads a POST's body for its key: a JSON body as every
+// handler reads it, or a log file upload's as it is (up to
+// MaxIngestBody, held in memory while the request runs).
+func idempotentBody(r *http.Request) ([]byte, error) {
+	if !strings.HasSuffix(r.URL.Path, "/traffic/logs") {
+		return readBody(r, true)
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, MaxIngestBody))
+	if err != nil {
+		return nil, bodyError(err)
+	}
+	return body, nil
 }
 
 type readCloser struct{ *bytes.Reader }

@@ -94,6 +94,11 @@ func bodyError(err error) error {
 	if errors.As(err, &tooBig) {
 		return fault.New(fault.PayloadTooLarge, "a delivery may send at most %d MiB", MaxIngestBody>>20)
 	}
+	if fe, ok := fault.As(err); ok && fe.Code == fault.ValidationError && len(fe.Details) == 0 {
+		// A batch that cannot be read is the body's fault, named as every
+		// VALIDATION_ERROR names its field.
+		return fault.Invalid(fault.FieldError{Field: "body", Message: fe.Message})
+	}
 	return err
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/aivis/aivis/core/events"
+	"github.com/aivis/aivis/core/traffic"
 )
 
 // TestOpenAPIMatchesRouter: every route the router serves is in the
@@ -36,7 +37,7 @@ func TestOpenAPIMatchesRouter(t *testing.T) {
 	}
 	// The MCP endpoint and its metadata are routed, but are no API
 	// operations (docs/mcp.md).
-	s := New(Config{}, Deps{MCP: func(*Server) http.Handler { return http.NotFoundHandler() }})
+	s := New(Config{}, Deps{MCP: func(*Server) http.Handler { return http.NotFoundHandler() }, Traffic: &traffic.Service{}})
 	var routed []string
 	err := chi.Walk(s.Router(), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
 		if slices.Contains(MCPPaths, route) {

@@ -228,6 +228,7 @@ func (s *Server) Router() chi.Router {
 		r.Get("/events", s.scope("connectors:read", s.recentEvents))
 		r.Post("/zapier/hooks", s.scope("connectors:write", s.zapierSubscribe))
 		r.Delete("/zapier/hooks/{id}", s.scope("connectors:write", s.zapierUnsubscribe))
+		s.trafficRoutes(r)
 	})
 	if s.mcp != nil {
 		for _, p := range MCPPaths {
