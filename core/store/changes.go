@@ -27,6 +27,9 @@ type Change struct {
 	// make another).
 	ContentRequestID string
 	CreatedAt        time.Time
+	// LiftMeasuredAt is when the change first had a full window of scans
+	// after it and its lift was measured (lift_measured), zero until then.
+	LiftMeasuredAt time.Time
 }
 
 // ChangeFilter selects a page of a domain's changes that went live at
@@ -35,8 +38,11 @@ type ChangeFilter struct {
 	AccountID string
 	DomainID  string
 	From, To  time.Time
-	Cursor    string
-	Limit     int
+	// Unmeasured selects only the changes whose lift was not measured yet
+	// (LiftMeasuredAt zero).
+	Unmeasured bool
+	Cursor     string
+	Limit      int
 }
 
 // Changes keeps the changes of monitored domains. Every method that names
@@ -66,4 +72,14 @@ type Changes interface {
 	// DeleteChange deletes a change of the account's domain; ErrNotFound
 	// for another account's or another domain's.
 	DeleteChange(ctx context.Context, accountID, domainID, id string) error
+}
+
+// ChangesTx is the changes' part of a write transaction.
+type ChangesTx interface {
+	// MarkLiftMeasured sets LiftMeasuredAt of a change of the account to
+	// at, once: ErrConflict when it is set already (another caller marked
+	// it first, on however many handles), ErrNotFound when the account
+	// has no such change. The event that says so is published in the
+	// same transaction, so that it is published once.
+	MarkLiftMeasured(accountID, id string, at time.Time) error
 }

@@ -147,6 +147,34 @@ type Scans interface {
 	// recorded before t, in one short write transaction, and says how many
 	// went (a number under limit: none is left).
 	PruneScanAnswers(ctx context.Context, t time.Time, limit int) (int, error)
+	// ScansAround returns the completed scans of exactly one owner's
+	// domain around w.At: the last w.Before that finished before it and
+	// the first w.After that finished at or after it, each list in the
+	// order they finished (then by id), without their results (Result
+	// nil: not read).
+	ScansAround(ctx context.Context, w ScanWindows) (before, after []Scan, err error)
+	// ScanEngines finds, in one query, the engines that gave at least one
+	// kept answer (a failed probe is none) in each of an account's scans,
+	// each scan's sorted; a scan without one (its answers failed or
+	// forgotten), and another account's, is absent from the map.
+	ScanEngines(ctx context.Context, accountID string, scanIDs []string) (map[string][]string, error)
+	// AnswerFacts returns, in one query, the kept answers of an account's
+	// scans, failed probes left out, by scan and then Seq, each without
+	// its Text (not read: what an answer found is in its other fields);
+	// another account's scans have none.
+	AnswerFacts(ctx context.Context, accountID string, scanIDs []string) ([]ScanAnswer, error)
+}
+
+// ScanWindows selects the completed scans of one owner's domain (ClientID
+// "" is the account's own) around a time: at most Before scans that
+// finished before At, at most After that finished at or after it.
+type ScanWindows struct {
+	AccountID string
+	ClientID  string
+	Domain    string
+	At        time.Time
+	Before    int
+	After     int
 }
 
 // ScansTx is the scans' part of a write transaction. A monitored domain

@@ -138,4 +138,5 @@ type Tx interface {
 	WebhooksTx
 	DeliveriesTx
 	EventsTx
+	ChangesTx
 }

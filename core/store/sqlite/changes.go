@@ -12,18 +12,21 @@ import (
 )
 
 // The changes of monitored domains: pages and prompts are JSON arrays.
-const changeColumns = `id, account_id, client_id, domain_id, title, notes, live_at, pages, prompts, content_request_id, created_at`
+const changeColumns = `id, account_id, client_id, domain_id, title, notes, live_at, pages, prompts, content_request_id, created_at,
+	lift_measured_at`
 
 func scanChange(s scanner) (store.Change, error) {
 	var c store.Change
 	var client, request sql.NullString
 	var at, created int64
+	var measured sql.NullInt64
 	var pages, prompts string
-	if err := s.Scan(&c.ID, &c.AccountID, &client, &c.DomainID, &c.Title, &c.Notes, &at, &pages, &prompts, &request, &created); err != nil {
+	if err := s.Scan(&c.ID, &c.AccountID, &client, &c.DomainID, &c.Title, &c.Notes, &at, &pages, &prompts, &request, &created,
+		&measured); err != nil {
 		return c, err
 	}
 	c.ClientID, c.ContentRequestID = client.String, request.String
-	c.At, c.CreatedAt = time.Unix(0, at).UTC(), time.Unix(0, created).UTC()
+	c.At, c.CreatedAt, c.LiftMeasuredAt = time.Unix(0, at).UTC(), time.Unix(0, created).UTC(), fromNS(measured)
 	for _, l := range []struct {
 		dst *[]string
 		v   string
@@ -47,8 +50,9 @@ func (db *DB) CreateChange(ctx context.Context, c store.Change) error {
 		return fmt.Errorf("sqlite: create change: %w", err)
 	}
 	res, err := db.w.ExecContext(ctx, `INSERT INTO domain_changes (`+changeColumns+`)
-		SELECT ?, account_id, client_id, id, ?, ?, ?, ?, ?, ?, ? FROM monitored_domains WHERE id = ? AND account_id = ?`,
-		c.ID, c.Title, c.Notes, stamp(c.At), pages, prompts, nullStr(c.ContentRequestID), stamp(c.CreatedAt), c.DomainID, c.AccountID)
+		SELECT ?, account_id, client_id, id, ?, ?, ?, ?, ?, ?, ?, ? FROM monitored_domains WHERE id = ? AND account_id = ?`,
+		c.ID, c.Title, c.Notes, stamp(c.At), pages, prompts, nullStr(c.ContentRequestID), stamp(c.CreatedAt), ns(c.LiftMeasuredAt),
+		c.DomainID, c.AccountID)
 	if err != nil {
 		return fmt.Errorf("sqlite: create change: %w", conflict(err))
 	}
@@ -94,6 +98,9 @@ func (db *DB) ListChanges(ctx context.Context, f store.ChangeFilter) ([]store.Ch
 		where = append(where, "live_at < ?")
 		args = append(args, bound(f.To))
 	}
+	if f.Unmeasured {
+		where = append(where, "lift_measured_at IS NULL")
+	}
 	if f.Cursor != "" {
 		at, id, err := decodeCursor(f.Cursor)
 		if err != nil {
@@ -117,4 +124,21 @@ func (db *DB) DeleteChange(ctx context.Context, accountID, domainID, id string) 
 		return fmt.Errorf("sqlite: change %s: %w", id, store.ErrNotFound)
 	}
 	return nil
+}
+
+// MarkLiftMeasured sets a change's lift_measured_at, once.
+func (t *txn) MarkLiftMeasured(accountID, id string, at time.Time) error {
+	res, err := t.tx.Exec(`UPDATE domain_changes SET lift_measured_at = ? WHERE id = ? AND account_id = ? AND lift_measured_at IS NULL`,
+		stamp(at), id, accountID)
+	if err != nil {
+		return fmt.Errorf("sqlite: mark lift measured: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 1 {
+		return nil
+	}
+	var one int
+	if err := t.tx.QueryRow(`SELECT 1 FROM domain_changes WHERE id = ? AND account_id = ?`, id, accountID).Scan(&one); err != nil {
+		return fmt.Errorf("sqlite: change %s: %w", id, notFound(err))
+	}
+	return fmt.Errorf("sqlite: change %s: lift measured already: %w", id, store.ErrConflict)
 }

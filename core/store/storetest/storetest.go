@@ -99,6 +99,8 @@ var groups = []struct {
 		{"AnswersRoundTripFiltersAndPages", testScanAnswers},
 		{"PruneAnswersInBoundedBatchesOldestFirst", testPruneScanAnswers},
 		{"ListCompletedPages", testListScans},
+		{"AroundATime", testScansAround},
+		{"AnswerFactsAndEnginesOfManyScans", testAnswerFacts},
 	}},
 	{"Webhooks", []test{
 		{"RoundTripWithSecrets", testWebhooks},
@@ -168,6 +170,8 @@ var groups = []struct {
 		{"OncePerContentRequest", testChangeOncePerContentRequest},
 		{"OncePerContentRequestUnderConcurrencyOnTwoHandles", testChangeOncePerContentRequestUnderConcurrency},
 		{"TextRefusedInReads", testChangeTextRefusedInReads},
+		{"LiftMeasuredOnce", testMarkLiftMeasured},
+		{"LiftMeasuredOnceUnderConcurrencyOnTwoHandles", testMarkLiftMeasuredUnderConcurrency},
 	}},
 	{"Text", []test{
 		{"KeptOrRefusedAlike", testTextKeptOrRefused},
