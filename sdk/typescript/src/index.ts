@@ -58,6 +58,18 @@ export const OPERATIONS = {
   getScan: ["get", "/v1/visibility/scans/{id}"],
   listScanAnswers: ["get", "/v1/visibility/scans/{id}/answers"],
   exportAccount: ["get", "/v1/account/export"],
+  getTraffic: ["get", "/v1/domains/{id}/traffic"],
+  listTrafficPages: ["get", "/v1/domains/{id}/traffic/pages"],
+  uploadTrafficLogs: ["post", "/v1/domains/{id}/traffic/logs"],
+  listIngestTokens: ["get", "/v1/domains/{id}/ingest-tokens"],
+  createIngestToken: ["post", "/v1/domains/{id}/ingest-tokens"],
+  revokeIngestToken: ["delete", "/v1/domains/{id}/ingest-tokens/{token_id}"],
+  listCrawlers: ["get", "/v1/crawlers"],
+  ingestCloudflare: ["post", "/ingest/v1/cloudflare"],
+  ingestVercel: ["post", "/ingest/v1/vercel"],
+  verifyVercelDrain: ["get", "/ingest/v1/vercel"],
+  ingestFastly: ["post", "/ingest/v1/fastly"],
+  getFastlyChallenge: ["get", "/.well-known/fastly/logging/challenge"],
 } as const satisfies Record<Exclude<keyof operations, `event_${string}`>, readonly [string, string]>;
 
 export type OperationId = keyof typeof OPERATIONS;
@@ -72,6 +84,15 @@ type BodyOf<O extends OperationId> = operations[O] extends {
   ? B
   : never;
 type BodyRequired<O extends OperationId> = operations[O] extends { requestBody: { content: unknown } } ? true : false;
+// A body sent as it is (a log file, a CDN's batch): one whose content is
+// not JSON, or is JSON text the sender has already written.
+type RawBody<O extends OperationId> = operations[O] extends { requestBody: { content: infer C } }
+  ? C extends { "application/json": infer J }
+    ? [J] extends [string]
+      ? true
+      : false
+    : true
+  : false;
 type Content<R> = R extends { content: infer C } ? (C extends { "application/json": infer J } ? J : string) : void;
 type Success<O extends OperationId> = operations[O]["responses"] extends infer R
   ? R extends Record<number, unknown>
@@ -86,9 +107,24 @@ export type Result<O extends OperationId> = Unwrap<Success<O>>;
 /** The arguments of an operation: its path parameters, query, body and request options. */
 export type Args<O extends OperationId> = ([PathOf<O>] extends [never] ? { path?: never } : { path: PathOf<O> }) &
   ([QueryOf<O>] extends [never] | [undefined] ? { query?: never } : { query?: QueryOf<O> }) &
-  ([BodyOf<O>] extends [never] ? { body?: never } : BodyRequired<O> extends true ? { body: BodyOf<O> } : { body?: BodyOf<O> }) & {
+  (RawBody<O> extends true
+    ? {
+        /** The body as it is sent: a log file or a batch, gzip or plain. */
+        body: string | Uint8Array;
+        /** Its Content-Type (text/plain by default; application/gzip for a gzip file). */
+        contentType?: string;
+      }
+    : [BodyOf<O>] extends [never]
+      ? { body?: never }
+      : BodyRequired<O> extends true
+        ? { body: BodyOf<O> }
+        : { body?: BodyOf<O> }) & {
     /** Makes a POST safe to repeat: a repeat within 24 h is answered with the first response. */
     idempotencyKey?: string;
+    /** The domain's ingest token, on the ingest endpoints (/ingest/v1), which take no API key. */
+    token?: string;
+    /** More request headers (x-vercel-signature on ingestVercel). */
+    headers?: Record<string, string>;
     signal?: AbortSignal;
   };
 
@@ -210,11 +246,16 @@ export function createAivis(opts: ClientOptions): Client {
 
   const call = async (op: OperationId, args: Record<string, unknown> = {}, parseAs: "text" | "stream" = "text"): Promise<unknown> => {
     const [method, path] = OPERATIONS[op];
-    const headers: Record<string, string> = {};
+    const headers: Record<string, string> = { ...(args.headers as Record<string, string> | undefined) };
     if (typeof args.idempotencyKey === "string") headers["Idempotency-Key"] = args.idempotencyKey;
+    if (typeof args.token === "string") headers["Authorization"] = `Bearer ${args.token}`;
+    const asIs = typeof args.body === "string" || args.body instanceof Uint8Array;
+    if (asIs) headers["Content-Type"] = typeof args.contentType === "string" ? args.contentType : "text/plain";
     const init = {
       params: { path: args.path, query: args.query },
       body: args.body,
+      // A raw body goes as it is; any other is JSON.
+      ...(asIs ? { bodySerializer: (b: unknown) => b } : {}),
       headers,
       signal: args.signal,
       // Read as text, then JSON when the answer says so: the export's

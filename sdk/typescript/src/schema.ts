@@ -812,6 +812,214 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/domains/{id}/traffic": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a domain's AI crawler and referral traffic
+         * @description The AI crawler requests and AI referrals of a monitored domain over a window of days (the last 30 by default, at most 400), from its logs' daily aggregates: per agent (with its verification and status classes) and per purpose, each per day; the pages agents requested most; the 4xx and 5xx answers they got; and the visits each assistant referred. Spoofed requests count in their agent's by_verification and nowhere else. Another account's or client's domain is 404.
+         */
+        get: operations["getTraffic"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/domains/{id}/traffic/pages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a domain's pages with their crawls, citations and referrals
+         * @description Each page of a monitored domain that AI agents requested (spoofed requests left out), that engines' answers cited in the domain's latest completed scan (its cited pages, the URL mapped to its path), or that AI assistants sent visitors to, over a window of days; in the order of their paths. CSV with format=csv or Accept: text/csv (docs/api.md lists the columns).
+         */
+        get: operations["listTrafficPages"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/domains/{id}/traffic/logs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Upload a log file
+         * @description Takes a monitored domain's web server log in the combined format (Apache, nginx), gzip or plain (recognised by its content), for a site without a CDN: read, classified and added to the domain's aggregates, answered once kept. A file uploaded twice is kept once (duplicate: true). Lines that cannot be read are counted and the first few returned, never fatal. At most 64 MiB sent, 256 MiB decompressed.
+         */
+        post: operations["uploadTrafficLogs"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/domains/{id}/ingest-tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a domain's ingest tokens
+         * @description The tokens a monitored domain's log sources deliver with, revoked ones too, newest first; never their secrets.
+         */
+        get: operations["listIngestTokens"];
+        put?: never;
+        /**
+         * Make an ingest token
+         * @description Makes a token one log source (cloudflare, vercel, fastly or file) delivers a monitored domain's logs with. Its secret (token) is in this answer only; aivis keeps its SHA-256. A vercel token needs the drain's signing secret.
+         */
+        post: operations["createIngestToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/domains/{id}/ingest-tokens/{token_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an ingest token
+         * @description Its deliveries are refused from now on (401); it stays listed with revoked_at. Revoking a revoked token keeps its first revocation.
+         */
+        delete: operations["revokeIngestToken"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/crawlers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the AI crawlers
+         * @description The catalog of AI crawlers and assistants aivis recognises by user agent: each one's operator and purpose, and the IP range lists that verify it, whether each is loaded and when its operator made it.
+         */
+        get: operations["listCrawlers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/ingest/v1/cloudflare": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Take a Cloudflare Logpush batch
+         * @description Cloudflare Logpush's HTTP destination (dataset http_requests): a batch of NDJSON, gzip or plain. The token comes as header_Authorization=Bearer%20TOKEN in the job's destination_conf, which Cloudflare sends as the Authorization header. The validation upload on job creation is answered {"validation": true} and kept nowhere. A batch is kept once per domain and content.
+         */
+        post: operations["ingestCloudflare"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/ingest/v1/vercel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Answer Vercel's drain verification
+         * @description Vercel's check of a drain's URL when it is added: the verify parameter (the code Vercel shows, put in the drain's URL) comes back in x-vercel-verify. No token.
+         */
+        get: operations["verifyVercelDrain"];
+        put?: never;
+        /**
+         * Take a Vercel log drain delivery
+         * @description A Vercel log drain's delivery (JSON array or NDJSON), its x-vercel-signature (the hex HMAC-SHA1 of the body under the drain's secret) checked in constant time before anything is read. The token comes as the drain's custom header Authorization: Bearer TOKEN. With ?verify=CODE in the drain's URL every answer carries x-vercel-verify: CODE.
+         */
+        post: operations["ingestVercel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/ingest/v1/fastly": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Take a Fastly HTTPS logging batch
+         * @description Fastly HTTPS logging's batch of JSON entries (json_format 2, newline-delimited, or 1, an array). The token comes as the endpoint's custom header Authorization: Bearer TOKEN.
+         */
+        post: operations["ingestFastly"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/.well-known/fastly/logging/challenge": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Answer Fastly's logging challenge
+         * @description Fastly's ownership challenge for an HTTPS logging endpoint: * (any service may deliver; every delivery still needs a domain's ingest token). No token.
+         */
+        get: operations["getFastlyChallenge"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     ai_visibility_change: {
@@ -2834,6 +3042,245 @@ export interface components {
             /** @description The row's columns by name: times as RFC 3339 text in UTC, JSON columns as JSON, other bytes as base64. No secret's column is in it. */
             data: Record<string, unknown>;
         };
+        /** @description A count on one UTC day. */
+        DayCount: {
+            /**
+             * Format: date
+             * @description A UTC day, YYYY-MM-DD.
+             */
+            day: string;
+            count: number;
+        };
+        /** @description Requests by what their address says of their claim to be the agent: verified (from the operator's published IP ranges), unverified (the operator publishes none, or none are loaded), spoofed (outside the ranges the operator publishes). */
+        Verifications: {
+            verified: number;
+            unverified: number;
+            spoofed: number;
+        };
+        /** @description Answers by status class; none: the log gave no status (a crashed function, a revalidation). */
+        StatusClasses: {
+            "2xx": number;
+            "3xx": number;
+            "4xx": number;
+            "5xx": number;
+            none: number;
+        };
+        /** @description One AI agent's requests in the window, spoofed ones included (by_verification says how many). */
+        AgentTraffic: {
+            /** @description The agent's token in the catalog (GET /v1/crawlers), e.g. GPTBot. */
+            agent: string;
+            /** @description Who runs it ("" for an agent the catalog no longer has). */
+            operator: string;
+            /**
+             * @description Why the agent requests pages: train (training data), index (an AI search index), fetch (a user asked), other (mixed or not said).
+             * @enum {string}
+             */
+            purpose: "train" | "index" | "fetch" | "other";
+            hits: number;
+            by_verification: components["schemas"]["Verifications"];
+            status: components["schemas"]["StatusClasses"];
+            bytes: number;
+            /** @description Its requests on each day of the window, zeros included. */
+            days: components["schemas"]["DayCount"][];
+        };
+        /** @description The requests of one purpose, spoofed ones left out, on each day of the window. */
+        PurposeTraffic: {
+            /**
+             * @description Why the agent requests pages: train (training data), index (an AI search index), fetch (a user asked), other (mixed or not said).
+             * @enum {string}
+             */
+            purpose: "train" | "index" | "fetch" | "other";
+            hits: number;
+            days: components["schemas"]["DayCount"][];
+        };
+        /** @description One page's AI agent requests, spoofed ones left out. */
+        PageTraffic: {
+            /** @description The path, without its query. */
+            page: string;
+            hits: number;
+            /** @description How many agents requested it. */
+            agents: number;
+        };
+        /** @description Error answers an AI agent (spoofed requests left out) got on one page. */
+        TrafficProblem: {
+            page: string;
+            agent: string;
+            /** @enum {string} */
+            status: "4xx" | "5xx";
+            hits: number;
+        };
+        /** @description The visits one AI assistant referred (its Referer or utm_source), on each day of the window. */
+        AssistantTraffic: {
+            /** @description e.g. chatgpt, perplexity, gemini, copilot, claude. */
+            assistant: string;
+            visits: number;
+            days: components["schemas"]["DayCount"][];
+        };
+        /** @description A domain's AI crawler requests and AI referrals over the days from to to. */
+        TrafficSummary: {
+            domain_id: components["schemas"]["MonitoredDomainId"];
+            /**
+             * Format: date
+             * @description A UTC day, YYYY-MM-DD.
+             */
+            from: string;
+            /**
+             * Format: date
+             * @description The last day of the window, included.
+             */
+            to: string;
+            /** @description The agents seen, most requests first. */
+            agents: components["schemas"]["AgentTraffic"][];
+            /** @description In the order train, index, fetch, other; a purpose without requests is left out. */
+            purposes: components["schemas"]["PurposeTraffic"][];
+            /** @description The pages requested most, at most 20. */
+            top_pages: components["schemas"]["PageTraffic"][];
+            /** @description The 4xx and 5xx answers AI agents got, per page, agent and class, most first, at most 50. */
+            problems: components["schemas"]["TrafficProblem"][];
+            /** @description The visits each assistant sent, most first. */
+            referrals: components["schemas"]["AssistantTraffic"][];
+            /** @description When the domain's latest batch of logs came; null: none yet. */
+            last_batch_at: components["schemas"]["NullableTimestamp"];
+        };
+        AgentHits: {
+            agent: string;
+            hits: number;
+            /** @description The 4xx and 5xx answers among them. */
+            errors: number;
+        };
+        EngineCitation: {
+            /** @description The engine's label in the scan. */
+            engine: string;
+            /** @description How many of its answers cited the page (of every market's). */
+            answers: number;
+        };
+        AssistantVisits: {
+            assistant: string;
+            visits: number;
+        };
+        /** @description One page of a domain: crawled by which agents, cited by which engines, visited from which assistants. */
+        TrafficPage: {
+            /** @description The path, without its query (a cited URL of the domain or a subdomain, mapped to its path). */
+            page: string;
+            /** @description The agents that requested it, spoofed requests left out, most first. */
+            crawls: components["schemas"]["AgentHits"][];
+            /** @description The engines whose answers cited it in the domain's latest completed scan, most first. */
+            cited_by: components["schemas"]["EngineCitation"][];
+            /** @description The assistants that sent visitors to it, most first. */
+            referrals: components["schemas"]["AssistantVisits"][];
+        };
+        /** @description One page of a domain's pages, in the order of their paths. */
+        TrafficPagePage: {
+            items: components["schemas"]["TrafficPage"][];
+            has_more: boolean;
+            next_cursor: string | null;
+        };
+        /** @description A line of a batch that could not be read. */
+        MalformedLine: {
+            line: number;
+            reason: string;
+            /** @description The start of the line, its addresses blanked. */
+            excerpt: string;
+        };
+        /** @description What a batch of logs did, answered once it is kept. */
+        IngestResult: {
+            /** @description The batch kept (tbat_…); a duplicate's id is the one it would have had. */
+            batch_id: string;
+            /** @description The domain had the same content already (its SHA-256, decompressed): nothing was added. */
+            duplicate: boolean;
+            lines: number;
+            /** @description Lines that could not be read: counted, never fatal. */
+            malformed: number;
+            malformed_samples: components["schemas"]["MalformedLine"][];
+        };
+        /** @description Cloudflare's validation upload on job creation: answered, kept nowhere. */
+        IngestValidation: {
+            /** @constant */
+            validation: true;
+        };
+        /** @example itok_9XlQw2ZkS0vR4pN7 */
+        IngestTokenId: string;
+        /**
+         * @description Where the logs come from.
+         * @enum {string}
+         */
+        IngestSource: "cloudflare" | "vercel" | "fastly" | "file";
+        /** @description A token a log source delivers a domain's logs with; its secret is shown once, at its creation. */
+        IngestToken: {
+            id: components["schemas"]["IngestTokenId"];
+            domain_id: components["schemas"]["MonitoredDomainId"];
+            name: string;
+            source: components["schemas"]["IngestSource"];
+            /** @description The secret's first characters, to tell tokens apart. */
+            prefix: string;
+            fastly_service_id: string | null;
+            client_id: components["schemas"]["NullableClientId"];
+            created_at: components["schemas"]["Timestamp"];
+            last_used_at: components["schemas"]["NullableTimestamp"];
+            revoked_at: components["schemas"]["NullableTimestamp"];
+        };
+        /** @description An ingest token just made, with its secret. */
+        CreatedIngestToken: {
+            id: components["schemas"]["IngestTokenId"];
+            domain_id: components["schemas"]["MonitoredDomainId"];
+            name: string;
+            source: components["schemas"]["IngestSource"];
+            /** @description The secret's first characters, to tell tokens apart. */
+            prefix: string;
+            fastly_service_id: string | null;
+            client_id: components["schemas"]["NullableClientId"];
+            created_at: components["schemas"]["Timestamp"];
+            last_used_at: components["schemas"]["NullableTimestamp"];
+            revoked_at: components["schemas"]["NullableTimestamp"];
+            /** @description The secret: shown only now, kept as its SHA-256. */
+            token: string;
+        };
+        /** @description A domain's ingest tokens, revoked ones too, newest first (all of them: has_more is false). */
+        IngestTokenPage: {
+            items: components["schemas"]["IngestToken"][];
+            has_more: boolean;
+            next_cursor: string | null;
+        };
+        CreateIngestToken: {
+            name: string;
+            source: components["schemas"]["IngestSource"];
+            /** @description vercel only, and required there: the drain's signature secret Vercel shows, kept sealed to check each delivery's x-vercel-signature. */
+            signing_secret?: string;
+            /** @description fastly only: the service that delivers. */
+            fastly_service_id?: string;
+        };
+        /** @description An IP range list that verifies an agent. */
+        CrawlerList: {
+            name: string;
+            /** @description Whether the server holds the list (the binary's snapshot or the copy aivis crawlers update kept). */
+            loaded: boolean;
+            prefixes: number;
+            /** @description When its operator made the list loaded; null when not loaded or not said. */
+            created_at: components["schemas"]["NullableTimestamp"];
+        };
+        /** @description An AI crawler or assistant of the catalog. */
+        Crawler: {
+            /** @description Matched, ignoring case, within the User-Agent. */
+            token: string;
+            operator: string;
+            /**
+             * @description Why the agent requests pages: train (training data), index (an AI search index), fetch (a user asked), other (mixed or not said).
+             * @enum {string}
+             */
+            purpose: "train" | "index" | "fetch" | "other";
+            /** @description The lists that verify it; none when its operator publishes none (its requests are unverified). */
+            lists: components["schemas"]["CrawlerList"][];
+        };
+        /** @description The catalog, all of it (has_more is false). */
+        CrawlerPage: {
+            items: components["schemas"]["Crawler"][];
+            has_more: boolean;
+            next_cursor: string | null;
+        };
+        VercelVerification: {
+            /** @description Whether the request carried ?verify=CODE, answered in x-vercel-verify. */
+            verified: boolean;
+        };
     };
     responses: {
         /** @description The body is not one JSON object (INVALID_JSON), or a field, parameter or header breaks a rule (VALIDATION_ERROR, with details). */
@@ -3491,6 +3938,17 @@ export interface components {
         EventLimit: number;
         ZapierHookIdPath: components["schemas"]["ConnectionId"];
         DomainIdPath: components["schemas"]["MonitoredDomainId"];
+        /**
+         * @description The first day of the window (UTC, YYYY-MM-DD); default: 29 days before to. The window holds at most 400 days; a date that is not one, or from after to, is 400 VALIDATION_ERROR naming the field.
+         * @example 2026-11-01
+         */
+        TrafficFrom: string;
+        /**
+         * @description The last day of the window, included (UTC, YYYY-MM-DD); default: today.
+         * @example 2026-11-30
+         */
+        TrafficTo: string;
+        IngestTokenIdPath: components["schemas"]["IngestTokenId"];
     };
     requestBodies: never;
     headers: {
@@ -6166,6 +6624,935 @@ export interface operations {
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
+        };
+    };
+    getTraffic: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The first day of the window (UTC, YYYY-MM-DD); default: 29 days before to. The window holds at most 400 days; a date that is not one, or from after to, is 400 VALIDATION_ERROR naming the field.
+                 * @example 2026-11-01
+                 */
+                from?: components["parameters"]["TrafficFrom"];
+                /**
+                 * @description The last day of the window, included (UTC, YYYY-MM-DD); default: today.
+                 * @example 2026-11-30
+                 */
+                to?: components["parameters"]["TrafficTo"];
+            };
+            header?: never;
+            path: {
+                id: components["parameters"]["DomainIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The domain's traffic. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "domain_id": "dom_3Jq8VzN2pXa7Lk5Rt0Ws",
+                     *       "from": "2026-11-27",
+                     *       "to": "2026-11-28",
+                     *       "agents": [
+                     *         {
+                     *           "agent": "GPTBot",
+                     *           "operator": "OpenAI",
+                     *           "purpose": "train",
+                     *           "hits": 3,
+                     *           "by_verification": {
+                     *             "verified": 2,
+                     *             "unverified": 0,
+                     *             "spoofed": 1
+                     *           },
+                     *           "status": {
+                     *             "2xx": 2,
+                     *             "3xx": 0,
+                     *             "4xx": 1,
+                     *             "5xx": 0,
+                     *             "none": 0
+                     *           },
+                     *           "bytes": 10100,
+                     *           "days": [
+                     *             {
+                     *               "day": "2026-11-27",
+                     *               "count": 0
+                     *             },
+                     *             {
+                     *               "day": "2026-11-28",
+                     *               "count": 3
+                     *             }
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "purposes": [
+                     *         {
+                     *           "purpose": "train",
+                     *           "hits": 2,
+                     *           "days": [
+                     *             {
+                     *               "day": "2026-11-27",
+                     *               "count": 0
+                     *             },
+                     *             {
+                     *               "day": "2026-11-28",
+                     *               "count": 2
+                     *             }
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "top_pages": [
+                     *         {
+                     *           "page": "/pricing",
+                     *           "hits": 2,
+                     *           "agents": 1
+                     *         }
+                     *       ],
+                     *       "problems": [
+                     *         {
+                     *           "page": "/pricing",
+                     *           "agent": "GPTBot",
+                     *           "status": "4xx",
+                     *           "hits": 1
+                     *         }
+                     *       ],
+                     *       "referrals": [
+                     *         {
+                     *           "assistant": "chatgpt",
+                     *           "visits": 1,
+                     *           "days": [
+                     *             {
+                     *               "day": "2026-11-27",
+                     *               "count": 0
+                     *             },
+                     *             {
+                     *               "day": "2026-11-28",
+                     *               "count": 1
+                     *             }
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "last_batch_at": "2026-11-28T09:15:02Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TrafficSummary"];
+                };
+            };
+            400: components["responses"]["InvalidParameters"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listTrafficPages: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The first day of the window (UTC, YYYY-MM-DD); default: 29 days before to. The window holds at most 400 days; a date that is not one, or from after to, is 400 VALIDATION_ERROR naming the field.
+                 * @example 2026-11-01
+                 */
+                from?: components["parameters"]["TrafficFrom"];
+                /**
+                 * @description The last day of the window, included (UTC, YYYY-MM-DD); default: today.
+                 * @example 2026-11-30
+                 */
+                to?: components["parameters"]["TrafficTo"];
+                /** @description Page size, 1-100. */
+                limit?: components["parameters"]["Limit"];
+                /** @description The next_cursor of the previous page. Opaque: pass it back unchanged, with the same filters. */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description json (the default) or csv: the list as CSV (RFC 4180, UTF-8, a header row, CRLF line ends), every item from cursor on, page after page (limit does not apply), streamed as it is read, as an attachment; the same as Accept: text/csv. A cell that starts with =, +, -, @, a tab or a carriage return and is not a number gets a leading apostrophe, so that no spreadsheet runs it as a formula. An error before the first row is the error envelope; one after it cuts the response short. docs/api.md lists the columns. */
+                format?: components["parameters"]["Format"];
+            };
+            header?: never;
+            path: {
+                id: components["parameters"]["DomainIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the domain's pages. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "page": "/pricing",
+                     *           "crawls": [
+                     *             {
+                     *               "agent": "GPTBot",
+                     *               "hits": 2,
+                     *               "errors": 1
+                     *             }
+                     *           ],
+                     *           "cited_by": [
+                     *             {
+                     *               "engine": "Perplexity",
+                     *               "answers": 5
+                     *             },
+                     *             {
+                     *               "engine": "ChatGPT",
+                     *               "answers": 3
+                     *             }
+                     *           ],
+                     *           "referrals": [
+                     *             {
+                     *               "assistant": "chatgpt",
+                     *               "visits": 1
+                     *             }
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "has_more": false,
+                     *       "next_cursor": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TrafficPagePage"];
+                    /**
+                     * @example page,crawler_hits,crawler_errors,crawled_by,citing_answers,cited_by,referral_visits,referred_by
+                     *     /pricing,2,1,GPTBot 2,8,"Perplexity 5
+                     *     ChatGPT 3",1,chatgpt 1
+                     */
+                    "text/csv": components["schemas"]["CSVExport"];
+                };
+            };
+            400: components["responses"]["InvalidParameters"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    uploadTrafficLogs: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description A key of your choosing, 1-255 printable ASCII characters, that makes a retry safe. Within 24 hours, the same key with the same request replays the first successful response (with Idempotent-Replayed: true) instead of acting again; with a different request it is 409 IDEMPOTENCY_CONFLICT. Keys are scoped to the account (a client key's to its client) and shared by all operations.
+                 * @example order-42
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                id: components["parameters"]["DomainIdPath"];
+            };
+            cookie?: never;
+        };
+        /** @description The log file, Content-Type: text/plain or application/gzip. */
+        requestBody: {
+            content: {
+                /** @example 52.230.152.7 - - [28/Nov/2026:09:00:00 +0000] "GET /pricing HTTP/1.1" 200 5120 "-" "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko); compatible; GPTBot/1.3; +https://openai.com/gptbot" */
+                "text/plain": string;
+                "application/gzip": string;
+            };
+        };
+        responses: {
+            /** @description The batch, kept (or kept already). */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "batch_id": "tbat_0J8nN3c5QeT2",
+                     *       "duplicate": false,
+                     *       "lines": 1000,
+                     *       "malformed": 1,
+                     *       "malformed_samples": [
+                     *         {
+                     *           "line": 17,
+                     *           "reason": "not a combined log line",
+                     *           "excerpt": "[address] - - [28/Nov/2026:09:00:00"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["IngestResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listIngestTokens: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["parameters"]["DomainIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The tokens. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": "itok_9XlQw2ZkS0vR4pN7",
+                     *           "domain_id": "dom_3Jq8VzN2pXa7Lk5Rt0Ws",
+                     *           "name": "edge",
+                     *           "source": "cloudflare",
+                     *           "prefix": "aivt_Q3r9Zk",
+                     *           "fastly_service_id": null,
+                     *           "client_id": null,
+                     *           "created_at": "2026-11-28T09:00:00Z",
+                     *           "last_used_at": null,
+                     *           "revoked_at": null
+                     *         }
+                     *       ],
+                     *       "has_more": false,
+                     *       "next_cursor": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["IngestTokenPage"];
+                };
+            };
+            400: components["responses"]["InvalidParameters"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createIngestToken: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description A key of your choosing, 1-255 printable ASCII characters, that makes a retry safe. Within 24 hours, the same key with the same request replays the first successful response (with Idempotent-Replayed: true) instead of acting again; with a different request it is 409 IDEMPOTENCY_CONFLICT. Keys are scoped to the account (a client key's to its client) and shared by all operations.
+                 * @example order-42
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                id: components["parameters"]["DomainIdPath"];
+            };
+            cookie?: never;
+        };
+        /** @description Content-Type: application/json, at most 1 MiB. */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "edge",
+                 *       "source": "cloudflare"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateIngestToken"];
+            };
+        };
+        responses: {
+            /** @description The token, with its secret. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    Location: components["headers"]["Location"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "itok_9XlQw2ZkS0vR4pN7",
+                     *       "domain_id": "dom_3Jq8VzN2pXa7Lk5Rt0Ws",
+                     *       "name": "edge",
+                     *       "source": "cloudflare",
+                     *       "prefix": "aivt_Q3r9Zk",
+                     *       "fastly_service_id": null,
+                     *       "client_id": null,
+                     *       "created_at": "2026-11-28T09:00:00Z",
+                     *       "last_used_at": null,
+                     *       "revoked_at": null,
+                     *       "token": "aivt_Q3r9ZkT1mB7wY2cL5hV8nD4xP6sF0aJ3gK9eR1uW"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CreatedIngestToken"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    revokeIngestToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["parameters"]["DomainIdPath"];
+                token_id: components["parameters"]["IngestTokenIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked. */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["InvalidParameters"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listCrawlers: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The catalog. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "token": "GPTBot",
+                     *           "operator": "OpenAI",
+                     *           "purpose": "train",
+                     *           "lists": [
+                     *             {
+                     *               "name": "openai-gptbot",
+                     *               "loaded": true,
+                     *               "prefixes": 21,
+                     *               "created_at": "2026-11-20T00:00:00Z"
+                     *             }
+                     *           ]
+                     *         },
+                     *         {
+                     *           "token": "ClaudeBot",
+                     *           "operator": "Anthropic",
+                     *           "purpose": "train",
+                     *           "lists": []
+                     *         }
+                     *       ],
+                     *       "has_more": false,
+                     *       "next_cursor": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CrawlerPage"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    ingestCloudflare: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description NDJSON records of the http_requests dataset, gzip (Content-Encoding or the content itself) or plain. */
+        requestBody: {
+            content: {
+                /** @example {"ClientIP":"52.230.152.7","ClientRequestHost":"example.com","ClientRequestMethod":"GET","ClientRequestPath":"/pricing","ClientRequestURI":"/pricing","ClientRequestUserAgent":"GPTBot/1.3","ClientRequestReferer":"","EdgeResponseStatus":200,"EdgeResponseBytes":5120,"EdgeStartTimestamp":"2026-11-28T09:00:00Z"} */
+                "application/x-ndjson": string;
+                "application/gzip": string;
+            };
+        };
+        responses: {
+            /** @description The batch, kept (or kept already): the sender may drop it. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "batch_id": "tbat_0J8nN3c5QeT2",
+                     *       "duplicate": false,
+                     *       "lines": 1000,
+                     *       "malformed": 1,
+                     *       "malformed_samples": [
+                     *         {
+                     *           "line": 17,
+                     *           "reason": "not a combined log line",
+                     *           "excerpt": "[address] - - [28/Nov/2026:09:00:00"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["IngestResult"] | components["schemas"]["IngestValidation"];
+                };
+            };
+            /** @description The batch's gzip compression is broken (VALIDATION_ERROR). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "VALIDATION_ERROR",
+                     *         "message": "body: the batch's gzip compression is broken",
+                     *         "request_id": "req_Zk4u0HqP2vN8sLm1xTcY",
+                     *         "details": [
+                     *           {
+                     *             "field": "body",
+                     *             "message": "the batch's gzip compression is broken"
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
+            /** @description The ingest token is missing (MISSING_CREDENTIALS), or unknown, revoked or of another source (INVALID_CREDENTIALS). */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "INVALID_CREDENTIALS",
+                     *         "message": "the ingest token is not valid",
+                     *         "request_id": "req_Zk4u0HqP2vN8sLm1xTcY"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["UnauthorizedError"];
+                };
+            };
+            403: components["responses"]["HTTPSRequired"];
+            /** @description The delivery sent more than 64 MiB, or its content holds more than 256 MiB decompressed. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "PAYLOAD_TOO_LARGE",
+                     *         "message": "a delivery may send at most 64 MiB",
+                     *         "request_id": "req_Zk4u0HqP2vN8sLm1xTcY"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PayloadTooLargeError"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+        };
+    };
+    verifyVercelDrain: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Vercel's verification code.
+                 * @example a1b2c3
+                 */
+                verify?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Verified when verify was given. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description The verify parameter. */
+                    "x-vercel-verify"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "verified": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["VercelVerification"];
+                };
+            };
+            403: components["responses"]["HTTPSRequired"];
+        };
+    };
+    ingestVercel: {
+        parameters: {
+            query?: {
+                /** @description Vercel's verification code, answered in x-vercel-verify. */
+                verify?: string;
+            };
+            header: {
+                /** @description The hex HMAC-SHA1 of the body under the drain's signature secret. */
+                "x-vercel-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The drain's entries, a JSON array or NDJSON. */
+        requestBody: {
+            content: {
+                /** @example [{"id":"1","timestamp":1764320400000,"source":"static","host":"example.com","path":"/pricing","proxy":{"timestamp":1764320400000,"method":"GET","host":"example.com","path":"/pricing","userAgent":["GPTBot/1.3"],"referer":"","statusCode":200,"clientIp":"52.230.152.7"}}] */
+                "application/json": string;
+                "application/x-ndjson": string;
+            };
+        };
+        responses: {
+            /** @description The batch, kept (or kept already): the sender may drop it. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description The verify parameter, when given. */
+                    "x-vercel-verify"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "batch_id": "tbat_0J8nN3c5QeT2",
+                     *       "duplicate": false,
+                     *       "lines": 1000,
+                     *       "malformed": 1,
+                     *       "malformed_samples": [
+                     *         {
+                     *           "line": 17,
+                     *           "reason": "not a combined log line",
+                     *           "excerpt": "[address] - - [28/Nov/2026:09:00:00"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["IngestResult"];
+                };
+            };
+            /** @description The batch's gzip compression is broken (VALIDATION_ERROR). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "VALIDATION_ERROR",
+                     *         "message": "body: the batch's gzip compression is broken",
+                     *         "request_id": "req_Zk4u0HqP2vN8sLm1xTcY",
+                     *         "details": [
+                     *           {
+                     *             "field": "body",
+                     *             "message": "the batch's gzip compression is broken"
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
+            /** @description The ingest token is missing (MISSING_CREDENTIALS), or unknown, revoked or of another source (INVALID_CREDENTIALS). */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "INVALID_CREDENTIALS",
+                     *         "message": "the ingest token is not valid",
+                     *         "request_id": "req_Zk4u0HqP2vN8sLm1xTcY"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["UnauthorizedError"];
+                };
+            };
+            403: components["responses"]["HTTPSRequired"];
+            /** @description The delivery sent more than 64 MiB, or its content holds more than 256 MiB decompressed. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "PAYLOAD_TOO_LARGE",
+                     *         "message": "a delivery may send at most 64 MiB",
+                     *         "request_id": "req_Zk4u0HqP2vN8sLm1xTcY"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PayloadTooLargeError"];
+                };
+            };
+            /** @description x-vercel-signature is not the HMAC-SHA1 of the body under the drain's secret. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "WEBHOOK_VERIFICATION_FAILED",
+                     *         "message": "x-vercel-signature is not the HMAC-SHA1 of the body under the drain's secret",
+                     *         "request_id": "req_Zk4u0HqP2vN8sLm1xTcY"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookVerificationFailedError"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+        };
+    };
+    ingestFastly: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description JSON entries, NDJSON or an array, gzip or plain. */
+        requestBody: {
+            content: {
+                /** @example {"timestamp":"2026-11-28T09:00:00Z","client_ip":"52.230.152.7","method":"GET","url":"/pricing","status":200,"bytes":5120,"referer":"","user_agent":"GPTBot/1.3"} */
+                "application/json": string;
+                "application/x-ndjson": string;
+            };
+        };
+        responses: {
+            /** @description The batch, kept (or kept already): the sender may drop it. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "batch_id": "tbat_0J8nN3c5QeT2",
+                     *       "duplicate": false,
+                     *       "lines": 1000,
+                     *       "malformed": 1,
+                     *       "malformed_samples": [
+                     *         {
+                     *           "line": 17,
+                     *           "reason": "not a combined log line",
+                     *           "excerpt": "[address] - - [28/Nov/2026:09:00:00"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["IngestResult"];
+                };
+            };
+            /** @description The batch's gzip compression is broken (VALIDATION_ERROR). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "VALIDATION_ERROR",
+                     *         "message": "body: the batch's gzip compression is broken",
+                     *         "request_id": "req_Zk4u0HqP2vN8sLm1xTcY",
+                     *         "details": [
+                     *           {
+                     *             "field": "body",
+                     *             "message": "the batch's gzip compression is broken"
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BadRequestError"];
+                };
+            };
+            /** @description The ingest token is missing (MISSING_CREDENTIALS), or unknown, revoked or of another source (INVALID_CREDENTIALS). */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "INVALID_CREDENTIALS",
+                     *         "message": "the ingest token is not valid",
+                     *         "request_id": "req_Zk4u0HqP2vN8sLm1xTcY"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["UnauthorizedError"];
+                };
+            };
+            403: components["responses"]["HTTPSRequired"];
+            /** @description The delivery sent more than 64 MiB, or its content holds more than 256 MiB decompressed. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "PAYLOAD_TOO_LARGE",
+                     *         "message": "a delivery may send at most 64 MiB",
+                     *         "request_id": "req_Zk4u0HqP2vN8sLm1xTcY"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PayloadTooLargeError"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getFastlyChallenge: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description * */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example * */
+                    "text/plain": string;
+                };
+            };
+            403: components["responses"]["HTTPSRequired"];
         };
     };
     event_ai_visibility_change: {

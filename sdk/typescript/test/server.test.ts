@@ -3,6 +3,7 @@
 // (NODE_EXTRA_CA_CERTS its certificate). sdk_test.go starts it, with
 // outbound deliveries allowed to plain HTTP on loopback, and runs these.
 import assert from "node:assert/strict";
+import { createHmac } from "node:crypto";
 import { createServer, type IncomingHttpHeaders } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, it } from "node:test";
@@ -306,6 +307,62 @@ describe("against aivis serve", () => {
     assert.equal(e.status, 429);
     assert.equal(waits.length, 2, "three attempts, two waits");
     for (const w of waits) assert.ok(w >= 1000 && w <= 60_000 && w % 1000 === 0, `waited ${w} ms`);
+  });
+
+  it("traffic: ingest tokens, each CDN's delivery, a log upload, the summary, the pages and the crawlers", async () => {
+    const id = { id: domainId };
+    const gptbot = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko); compatible; GPTBot/1.3; +https://openai.com/gptbot";
+    const now = new Date();
+    const today = now.toISOString().slice(0, 10);
+    const cf = await c.createIngestToken({ path: id, body: { name: "edge", source: "cloudflare" }, idempotencyKey: "tok-cf" });
+    assert.match(cf.token, /^aivt_/);
+    const fastly = await c.createIngestToken({ path: id, body: { name: "fastly", source: "fastly" } });
+    const vercel = await c.createIngestToken({ path: id, body: { name: "drain", source: "vercel", signing_secret: "drain-secret" } });
+
+    assert.equal((await c.getFastlyChallenge()).trim(), "*");
+    assert.deepEqual(await c.verifyVercelDrain({ query: { verify: "code-1" } }), { verified: true });
+    const cfBatch = JSON.stringify({ ClientIP: "52.230.152.7", ClientRequestHost: domain, ClientRequestMethod: "GET",
+      ClientRequestPath: "/pricing", ClientRequestURI: "/pricing", ClientRequestUserAgent: gptbot, ClientRequestReferer: "",
+      EdgeResponseStatus: 200, EdgeResponseBytes: 5000, EdgeStartTimestamp: now.toISOString() }) + "\n";
+    const kept = await c.ingestCloudflare({ token: cf.token, body: cfBatch, contentType: "application/x-ndjson" });
+    assert.ok("lines" in kept && kept.lines === 1 && !kept.duplicate, JSON.stringify(kept));
+    const fsBatch = JSON.stringify({ timestamp: now.toISOString(), client_ip: "198.51.100.4", method: "GET", url: "/docs", status: 404,
+      bytes: 10, referer: "", user_agent: "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; ClaudeBot/1.0; +claudebot@anthropic.com)" }) + "\n";
+    assert.equal((await c.ingestFastly({ token: fastly.token, body: fsBatch, contentType: "application/x-ndjson" })).malformed, 0);
+    const vcBatch = JSON.stringify([{ id: "1", timestamp: now.getTime(), source: "static", proxy: { timestamp: now.getTime(), method: "GET",
+      host: domain, path: "/blog", userAgent: ["Mozilla/5.0 Chrome/131"], referer: "https://www.perplexity.ai/", statusCode: 200, clientIp: "192.0.2.2" } }]);
+    const signature = createHmac("sha1", "drain-secret").update(vcBatch).digest("hex");
+    assert.equal((await c.ingestVercel({ token: vercel.token, body: vcBatch, contentType: "application/json",
+      headers: { "x-vercel-signature": signature } })).lines, 1);
+    const bad = await fails(c.ingestVercel({ token: vercel.token, body: vcBatch, headers: { "x-vercel-signature": "0".repeat(40) } }));
+    assert.equal(bad.code, "WEBHOOK_VERIFICATION_FAILED");
+
+    const stamp = `${String(now.getUTCDate()).padStart(2, "0")}/${now.toLocaleString("en", { month: "short", timeZone: "UTC" })}/${now.getUTCFullYear()}:00:00:00 +0000`;
+    const log = `52.230.152.8 - - [${stamp}] "GET /pricing HTTP/1.1" 500 0 "-" "${gptbot}"\nnot a log line\n`;
+    const up = await c.uploadTrafficLogs({ path: id, body: log, idempotencyKey: "log-1" });
+    assert.equal(up.lines, 2);
+    assert.equal(up.malformed, 1);
+    assert.equal((await c.uploadTrafficLogs({ path: id, body: log })).duplicate, true);
+
+    const sum = await c.getTraffic({ path: id, query: { from: today, to: today } });
+    assert.deepEqual(sum.agents.map((a) => [a.agent, a.hits, a.by_verification.verified]), [["GPTBot", 2, 2], ["ClaudeBot", 1, 0]]);
+    assert.deepEqual(sum.problems.map((p) => [p.page, p.agent, p.status]).sort(), [["/docs", "ClaudeBot", "4xx"], ["/pricing", "GPTBot", "5xx"]]);
+    assert.deepEqual(sum.referrals.map((r) => [r.assistant, r.visits]), [["perplexity", 1]]);
+    const bad2 = await fails(c.getTraffic({ path: id, query: { from: "yesterday" } }));
+    assert.equal(bad2.details?.[0]?.field, "from");
+    const pages = await c.listTrafficPages({ path: id, query: { limit: 1 } });
+    assert.equal(pages.items[0].page, "/blog");
+    const all: string[] = [];
+    for await (const p of c.paginate("listTrafficPages", { path: id })) all.push(p.page);
+    // The pages the scans' answers cited are among them too.
+    assert.deepEqual(all.filter((p) => ["/blog", "/docs", "/pricing"].includes(p)), ["/blog", "/docs", "/pricing"]);
+    assert.match(await c.csv("listTrafficPages", { path: id }), /^page,crawler_hits,.*\r\n\/blog,/s);
+
+    assert.deepEqual((await c.listIngestTokens({ path: id })).items.map((t) => t.name).sort(), ["drain", "edge", "fastly"]);
+    await c.revokeIngestToken({ path: { id: domainId, token_id: cf.id } });
+    assert.equal((await fails(c.ingestCloudflare({ token: cf.token, body: cfBatch }))).status, 401);
+    const crawlers = await c.listCrawlers();
+    assert.ok(crawlers.items.some((k) => k.token === "GPTBot" && k.lists.some((l) => l.loaded)));
   });
 
   it("deleting the domain", async () => {
