@@ -170,9 +170,13 @@ func (s *Dashboard) trafficDomain(w http.ResponseWriter, r *http.Request, client
 	return md, true
 }
 
-// trafficWindow is the window a request asks (?days=), in days.
+// trafficWindow is the window a request asks (?days=, or the form's
+// days), in days.
 func trafficWindow(r *http.Request) (int, bool) {
 	v := r.URL.Query().Get("days")
+	if r.Method == http.MethodPost {
+		v = r.PostFormValue("days")
+	}
 	if v == "" {
 		return defaultTrafficDays, true
 	}
@@ -344,6 +348,9 @@ func (s *Dashboard) createIngestToken(w http.ResponseWriter, r *http.Request) {
 	}
 	f := tokenForm{Name: r.PostFormValue("name"), Source: r.PostFormValue("source")}
 	d := trafficData{Days: defaultTrafficDays, Form: f}
+	if days, ok := trafficWindow(r); ok {
+		d.Days = days // the window the form was sent from
+	}
 	t, secret, err := s.Traffic.CreateToken(r.Context(), md, traffic.NewToken{Name: f.Name, Source: f.Source,
 		SigningSecret: r.PostFormValue("signing_secret")})
 	if err != nil {
