@@ -49,8 +49,8 @@ func TestCreateValidates(t *testing.T) {
 	e := newEnv(t, s, 3)
 	generated := "Which companies would you recommend for rocket skates, and why?"
 	c, err := e.svc.Create(ctx, e.d, changes.NewChange{Title: "  Rewrote the pricing page ", Notes: "FAQ added.\n\tTwo lines.",
-		At: t0.Add(-time.Hour).In(time.FixedZone("X", 3600)),
-		Pages: []string{"https://www.acme.example/pricing?utm_source=x#top", "/pricing", "/faq", "https://blog.ACME.example", "/caf%C3%A9"},
+		At:      t0.Add(-time.Hour).In(time.FixedZone("X", 3600)),
+		Pages:   []string{"https://www.acme.example/pricing?utm_source=x#top", "/pricing", "/faq", "https://blog.ACME.example", "/caf%C3%A9"},
 		Prompts: []string{strings.ToUpper(promptText(1)), promptText(1), " " + generated + " "}})
 	must(t, err)
 	want := store.Change{ID: c.ID, AccountID: "acct_1", ClientID: "cli_1", DomainID: e.d.ID, Title: "Rewrote the pricing page",

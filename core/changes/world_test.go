@@ -104,7 +104,9 @@ func newEnv(t testing.TB, s store.Store, prompts int) *env {
 	return &env{s: s, clock: c, d: d, svc: &changes.Service{Store: s, Now: c.Now}}
 }
 
-func promptText(i int) string { return fmt.Sprintf("Which rocket skates are best for terrain %02d?", i) }
+func promptText(i int) string {
+	return fmt.Sprintf("Which rocket skates are best for terrain %02d?", i)
+}
 
 // world scripts a domain's daily scans around t0: each of prompts asked
 // samples times of each engine in a scan that ends at 06:00 of its day;
