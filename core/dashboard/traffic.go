@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -23,6 +24,9 @@ import (
 var trafficWindows = []int{7, 30, 90}
 
 const defaultTrafficDays = 30
+
+// maxJoinedPages is how many pages the tab's join lists.
+const maxJoinedPages = 50
 
 // maxAssistantSeries is how many assistants the referrals chart draws
 // apart; the others are summed in one series (the chart has six colours).
@@ -51,13 +55,15 @@ type trafficData struct {
 	Referrals Chart
 	// Pages are the domain's pages joined with the agents that requested
 	// them, the engines that cited them and the assistants that sent
-	// visitors to them.
-	Pages   []traffic.Page
-	Tokens  []tokenRow
-	Sources []string
-	Created *createdToken // the token just made: its secret is shown once
-	Form    tokenForm
-	Origin  string // where the ingest endpoints are
+	// visitors to them: the maxJoinedPages busiest of AllPages (the CSV
+	// has every one).
+	Pages    []traffic.Page
+	AllPages int
+	Tokens   []tokenRow
+	Sources  []string
+	Created  *createdToken // the token just made: its secret is shown once
+	Form     tokenForm
+	Origin   string // where the ingest endpoints are
 }
 
 // Empty reports whether the domain has had no batch yet: the tab then
@@ -229,6 +235,7 @@ func (s *Dashboard) showTraffic(w http.ResponseWriter, r *http.Request, status i
 		s.failWith(w, r, err)
 		return
 	}
+	d.AllPages, d.Pages = len(d.Pages), busiest(d.Pages, maxJoinedPages)
 	if d.Tokens, err = s.tokenRows(r.Context(), md); err != nil {
 		s.failWith(w, r, err)
 		return
@@ -257,6 +264,27 @@ func (s *Dashboard) cited(ctx context.Context, md store.MonitoredDomain) ([]traf
 		}
 	}
 	return out, nil
+}
+
+// busiest are the n pages of ps with the most requests, citing answers
+// and referred visits together, most first (ties by path).
+func busiest(ps []traffic.Page, n int) []traffic.Page {
+	weight := func(p traffic.Page) int64 {
+		var w int64
+		for _, c := range p.Crawls {
+			w += c.Hits
+		}
+		for _, c := range p.CitedBy {
+			w += int64(c.Answers)
+		}
+		for _, a := range p.Referrals {
+			w += a.Visits
+		}
+		return w
+	}
+	out := slices.Clone(ps)
+	slices.SortStableFunc(out, func(a, b traffic.Page) int { return cmp.Compare(weight(b), weight(a)) })
+	return out[:min(n, len(out))]
 }
 
 // dayLabels are the labels of a summary's days.

@@ -422,3 +422,59 @@ func TestIngestTokensFromTheTrafficTab(t *testing.T) {
 		t.Error("a revoked token still authenticates")
 	}
 }
+
+// TestTrafficTabOfAClientsDomain: an agency's client's domain has its own
+// tab (?client=), apart from the account's of the same name; a developer
+// makes its tokens; the join lists the busiest 50 pages and its CSV every
+// one.
+func TestTrafficTabOfAClientsDomain(t *testing.T) {
+	e := newEnv(t)
+	c, u := e.owner("owner@example.com", true)
+	cl, err := e.accts.CreateClient(context.Background(), u.AccountID, "Client One")
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := e.monitor(c, u.AccountID, "shared.example", "")
+	theirs := e.monitor(c, u.AccountID, "shared.example", cl.ID)
+	today := time.Now().UTC().Truncate(24 * time.Hour).Add(8 * time.Hour)
+	e.importLog(own, repeat(2, logLine{today, openAIAddr, "/own", "", 200, uaGPTBot}))
+	var lines []logLine
+	for i := range 60 {
+		lines = append(lines, repeat(i+1, logLine{today, elsewhere, fmt.Sprintf("/p%02d", i), "", 200, uaAmazonbot})...)
+	}
+	e.importLog(theirs, lines)
+
+	p := e.get(c, "/domains/shared.example/traffic?client="+cl.ID)
+	if got := cells(t, p.body, "agents"); len(got) != 1 || got[0][0] != "Amazonbot" || got[0][3] != "1830" {
+		t.Errorf("the client's agents: %q", got)
+	}
+	joined := cells(t, p.body, "joined-pages")
+	if len(joined) != 50 || joined[0][0] != "/p59" || joined[49][0] != "/p10" || !strings.Contains(p.body, "The 50 busiest of 60 pages") {
+		t.Errorf("the join lists %d pages, from %q to %q; want the 50 busiest of 60", len(joined), joined[0], joined[len(joined)-1])
+	}
+	res, err := c.Get(e.srv.URL + "/domains/shared.example/traffic?client=" + cl.ID + "&csv=pages&days=7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(res.Body).ReadAll()
+	res.Body.Close()
+	if err != nil || len(rows) != 61 {
+		t.Errorf("the client's CSV: %d rows, want a header and 60 pages (%v)", len(rows), err)
+	}
+	if got := cells(t, e.get(c, "/domains/shared.example/traffic").body, "agents"); len(got) != 1 || got[0][0] != "GPTBot" || got[0][3] != "2" {
+		t.Errorf("the account's own agents: %q", got)
+	}
+
+	dev, _ := e.member(u.AccountID, "dev@example.com", store.RoleDeveloper)
+	tok := csrf(t, e.get(dev, "/domains/shared.example/traffic?client="+cl.ID))
+	p = e.post(dev, "/domains/shared.example/traffic/tokens", url.Values{"csrf": {tok}, "client_id": {cl.ID}, "name": {"logs"}, "source": {"file"}})
+	if p.status != http.StatusCreated || !strings.Contains(p.body, "--client "+cl.ID) || !strings.Contains(p.body, "/v1/domains/"+theirs.ID+"/traffic/logs") {
+		t.Fatalf("a developer's token for the client's domain: %d", p.status)
+	}
+	if ts, _ := e.db.ListIngestTokens(context.Background(), u.AccountID, theirs.ID); len(ts) != 1 || ts[0].ClientID != cl.ID {
+		t.Errorf("the client's tokens: %+v", ts)
+	}
+	if ts, _ := e.db.ListIngestTokens(context.Background(), u.AccountID, own.ID); len(ts) != 0 {
+		t.Errorf("the token went to the account's own domain: %+v", ts)
+	}
+}
