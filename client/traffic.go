@@ -12,12 +12,12 @@ import (
 )
 
 // TrafficSummary is GET /v1/domains/{id}/traffic: a domain's AI crawler
-// requests and AI referrals over the days From to To (both included,
-// YYYY-MM-DD, UTC).
+// requests and AI referrals over the days FirstDay to LastDay (both
+// included, YYYY-MM-DD, UTC).
 type TrafficSummary struct {
 	DomainID string `json:"domain_id"`
-	From     string `json:"from"`
-	To       string `json:"to"`
+	FirstDay string `json:"first_day"`
+	LastDay  string `json:"last_day"`
 	// Agents are the AI agents seen, most requests first.
 	Agents []AgentTraffic `json:"agents"`
 	// Purposes are the requests per purpose (train, index, fetch, other),

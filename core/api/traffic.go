@@ -102,8 +102,8 @@ func (s *Server) getTraffic(w http.ResponseWriter, r *http.Request) {
 }
 
 func summaryView(sum traffic.Summary) client.TrafficSummary {
-	v := client.TrafficSummary{DomainID: sum.DomainID, From: sum.From.Format(time.DateOnly),
-		To: sum.To.AddDate(0, 0, -1).Format(time.DateOnly), LastBatchAt: sum.LastBatch,
+	v := client.TrafficSummary{DomainID: sum.DomainID, FirstDay: sum.From.Format(time.DateOnly),
+		LastDay: sum.To.AddDate(0, 0, -1).Format(time.DateOnly), LastBatchAt: sum.LastBatch,
 		Agents: make([]client.AgentTraffic, 0, len(sum.Agents)), Purposes: make([]client.PurposeTraffic, 0, len(sum.Purposes)),
 		TopPages: make([]client.PageTraffic, 0, len(sum.TopPages)), Problems: make([]client.TrafficProblem, 0, len(sum.Problems)),
 		Referrals: make([]client.AssistantTraffic, 0, len(sum.Referrals))}

@@ -14,10 +14,11 @@ import urllib.request
 from typing import Any, Callable, Dict, Iterator, List, Optional, Type, TypeVar, Union
 
 from . import errors
-from .models import (BudgetStatus, Connection, ConnectionTestResult, ConnectorKind, ContentRequest, Delivery,
-                     DomainPrompts, Event, EventType, ExportRecord, Health, Model, MonitoredDomain, Page, Readiness,
-                     RecordedReading, ReplayResult, Scan, ScanAnswer, UsageCount, VisibilityReading, VisibilityStatus,
-                     Webhook, WebhookTestResult, ZapierSubscription)
+from .models import (BudgetStatus, Connection, ConnectionTestResult, ConnectorKind, ContentRequest, Crawler,
+                     CreatedIngestToken, Delivery, DomainPrompts, Event, EventType, ExportRecord, Health, IngestResult,
+                     IngestToken, Model, MonitoredDomain, Page, Readiness, RecordedReading, ReplayResult, Scan,
+                     ScanAnswer, TrafficPage, TrafficSummary, UsageCount, VercelVerification, VisibilityReading,
+                     VisibilityStatus, Webhook, WebhookTestResult, ZapierSubscription)
 
 M = TypeVar("M", bound=Model)
 
@@ -82,17 +83,21 @@ class Client:
             return res.status, res.headers, res.read()
 
     def _open(self, method: str, path: str, query: Optional[Dict[str, Any]] = None, body: Any = None,
-              idempotency_key: Optional[str] = None) -> Any:
-        """Sends a request, retrying on 429; returns the open response of a success, its body unread."""
+              idempotency_key: Optional[str] = None, headers: Optional[Dict[str, str]] = None) -> Any:
+        """Sends a request, retrying on 429; returns the open response of a success, its body unread. A body of
+        bytes is sent as it is (headers give its Content-Type); any other as JSON."""
         url = self._base + path
         q = {k: _query_value(v) for k, v in (query or {}).items() if v is not None}
         if q:
             url += "?" + urllib.parse.urlencode(q)
         data = None
-        headers = self._headers(path)
-        if body is not None:
+        extra, headers = headers, self._headers(path)
+        if isinstance(body, (bytes, bytearray)):
+            data = bytes(body)
+        elif body is not None:
             data = json.dumps(body, default=_jsonable).encode("utf-8")
             headers["Content-Type"] = "application/json"
+        headers.update(extra or {})
         if idempotency_key is not None:
             headers["Idempotency-Key"] = idempotency_key
         attempt = 0
@@ -117,8 +122,9 @@ class Client:
                                                         "X-RateLimit-Reset") if headers.get(k) is not None}
 
     def _json(self, method: str, path: str, query: Optional[Dict[str, Any]] = None, body: Any = None,
-              idempotency_key: Optional[str] = None) -> Any:
-        status, _, raw = self._send(method, path, query, body, idempotency_key)
+              idempotency_key: Optional[str] = None, headers: Optional[Dict[str, str]] = None) -> Any:
+        with self._open(method, path, query, body, idempotency_key, headers) as res:
+            status, raw = res.status, res.read()
         if status == 204 or not raw:
             return None
         out = json.loads(raw.decode("utf-8"))
@@ -127,8 +133,8 @@ class Client:
         return out
 
     def _one(self, cls: Type[M], method: str, path: str, query: Optional[Dict[str, Any]] = None,
-             body: Any = None, idempotency_key: Optional[str] = None) -> M:
-        return cls.from_dict(self._json(method, path, query, body, idempotency_key))
+             body: Any = None, idempotency_key: Optional[str] = None, headers: Optional[Dict[str, str]] = None) -> M:
+        return cls.from_dict(self._json(method, path, query, body, idempotency_key, headers))
 
     def _page(self, cls: Type[M], path: str, query: Dict[str, Any]) -> Page[M]:
         out = self._json("GET", path, query)
@@ -178,7 +184,7 @@ class Client:
         """A list as CSV (format=csv), read row by row as the server streams it, the header row first:
         ``client.csv_rows(client.get_visibility_history, domain="example.com")``. The lists that have it:
         get_visibility_history, list_scan_answers, list_webhook_deliveries, list_connection_deliveries,
-        list_usage, and get_scan with table= (engines, cited_domains or cited_pages). Every item from cursor on."""
+        list_usage, list_traffic_pages, and get_scan with table= (engines, cited_domains or cited_pages). Every item from cursor on."""
         name, params = getattr(method, "__name__", ""), _params(params)
         if name == "get_scan":
             path = "/v1/visibility/scans/" + _seg(params.pop("id"))
@@ -433,6 +439,81 @@ class Client:
                 if line.strip():
                     yield ExportRecord.from_dict(json.loads(line))
 
+    # traffic: AI crawlers and referrals
+
+    def get_traffic(self, id: str, *, from_: Optional[str] = None, to: Optional[str] = None) -> TrafficSummary:
+        """GET /v1/domains/{id}/traffic: the domain's AI crawler requests and referrals over the days from_ to to
+        (YYYY-MM-DD, both included; default the last 30 days)."""
+        return self._one(TrafficSummary, "GET", "/v1/domains/" + _seg(id) + "/traffic", {"from": from_, "to": to})
+
+    def list_traffic_pages(self, id: str, *, from_: Optional[str] = None, to: Optional[str] = None,
+                           limit: Optional[int] = None) -> Iterator[TrafficPage]:
+        """GET /v1/domains/{id}/traffic/pages, every page: each page's crawls, the engines citing it in the latest
+        scan, and its referrals, in the order of the paths."""
+        return self._all(TrafficPage, "/v1/domains/" + _seg(id) + "/traffic/pages", {"from": from_, "to": to, "limit": limit})
+
+    def upload_traffic_logs(self, id: str, log: bytes, *, idempotency_key: Optional[str] = None) -> IngestResult:
+        """POST /v1/domains/{id}/traffic/logs: a combined log file (Apache, nginx), gzip or plain. A file uploaded
+        twice is kept once (duplicate)."""
+        ct = "application/gzip" if log[:2] == b"\x1f\x8b" else "text/plain"
+        return self._one(IngestResult, "POST", "/v1/domains/" + _seg(id) + "/traffic/logs", body=bytes(log),
+                         idempotency_key=idempotency_key, headers={"Content-Type": ct})
+
+    def list_ingest_tokens(self, id: str) -> Iterator[IngestToken]:
+        """GET /v1/domains/{id}/ingest-tokens: the domain's tokens, revoked ones too, newest first."""
+        return self._all(IngestToken, "/v1/domains/" + _seg(id) + "/ingest-tokens", {})
+
+    def create_ingest_token(self, id: str, name: str, source: str, *, signing_secret: Optional[str] = None,
+                            fastly_service_id: Optional[str] = None,
+                            idempotency_key: Optional[str] = None) -> CreatedIngestToken:
+        """POST /v1/domains/{id}/ingest-tokens: a token of one source (cloudflare, vercel, fastly, file); its secret
+        (token) is in this answer only. A vercel token needs the drain's signing_secret."""
+        return self._one(CreatedIngestToken, "POST", "/v1/domains/" + _seg(id) + "/ingest-tokens",
+                         body=_drop_none(name=name, source=source, signing_secret=signing_secret,
+                                         fastly_service_id=fastly_service_id), idempotency_key=idempotency_key)
+
+    def revoke_ingest_token(self, id: str, token_id: str) -> None:
+        """DELETE /v1/domains/{id}/ingest-tokens/{token_id}: its deliveries are refused from now on."""
+        self._json("DELETE", "/v1/domains/" + _seg(id) + "/ingest-tokens/" + _seg(token_id))
+
+    def list_crawlers(self) -> Iterator[Crawler]:
+        """GET /v1/crawlers: the AI crawlers and assistants aivis knows and the range lists that verify them."""
+        return self._all(Crawler, "/v1/crawlers", {})
+
+    # The ingest endpoints, which CDNs call with a domain's ingest token (not the key): a forwarder may deliver
+    # a batch with these.
+
+    def _ingest(self, source: str, token: str, batch: bytes, content_type: str, key: Optional[str],
+                headers: Optional[Dict[str, str]] = None) -> IngestResult:
+        h = {"Authorization": "Bearer " + token, "Content-Type": content_type}
+        h.update(headers or {})
+        return self._one(IngestResult, "POST", "/ingest/v1/" + source, body=bytes(batch), idempotency_key=key, headers=h)
+
+    def ingest_cloudflare(self, token: str, batch: bytes, *, idempotency_key: Optional[str] = None) -> IngestResult:
+        """POST /ingest/v1/cloudflare: a Logpush batch (NDJSON, gzip or plain). The batch is kept once per content
+        whatever the key (idempotency_key is sent, and not needed)."""
+        return self._ingest("cloudflare", token, batch, "application/x-ndjson", idempotency_key)
+
+    def ingest_vercel(self, token: str, batch: bytes, signature: str, *,
+                      idempotency_key: Optional[str] = None) -> IngestResult:
+        """POST /ingest/v1/vercel: a log drain's delivery, signature its x-vercel-signature (hex HMAC-SHA1 of batch
+        under the drain's secret)."""
+        return self._ingest("vercel", token, batch, "application/json", idempotency_key, {"x-vercel-signature": signature})
+
+    def ingest_fastly(self, token: str, batch: bytes, *, idempotency_key: Optional[str] = None) -> IngestResult:
+        """POST /ingest/v1/fastly: an HTTPS logging batch of JSON entries."""
+        return self._ingest("fastly", token, batch, "application/json", idempotency_key)
+
+    def verify_vercel_drain(self, verify: Optional[str] = None) -> tuple:
+        """GET /ingest/v1/vercel: Vercel's verification; returns (VercelVerification, the x-vercel-verify header)."""
+        with self._open("GET", "/ingest/v1/vercel", {"verify": verify}) as res:
+            return VercelVerification.from_dict(json.loads(res.read().decode("utf-8"))), res.headers.get("x-vercel-verify")
+
+    def get_fastly_challenge(self) -> str:
+        """GET /.well-known/fastly/logging/challenge: "*" (any Fastly service may deliver)."""
+        with self._open("GET", "/.well-known/fastly/logging/challenge") as res:
+            return res.read().decode("utf-8").strip()
+
     # unauthenticated
 
     def get_open_api_document(self) -> Dict[str, Any]:
@@ -468,6 +549,9 @@ _LISTS: Dict[str, tuple] = {
     "list_event_types": (EventType, lambda: "/v1/event-types"),
     "list_usage": (UsageCount, lambda: "/v1/usage"),
     "list_domains": (MonitoredDomain, lambda: "/v1/domains"),
+    "list_traffic_pages": (TrafficPage, lambda id: "/v1/domains/" + _seg(id) + "/traffic/pages"),
+    "list_ingest_tokens": (IngestToken, lambda id: "/v1/domains/" + _seg(id) + "/ingest-tokens"),
+    "list_crawlers": (Crawler, lambda: "/v1/crawlers"),
 }
 
 

@@ -631,6 +631,194 @@ class AnswerSentence(Model):
 
 
 @dataclass
+class TrafficSummary(Model):
+    """A domain's AI crawler requests and AI referrals over the days first_day to last_day."""
+
+    domain_id: Optional[str] = None
+    first_day: Optional[str] = None
+    last_day: Optional[str] = None
+    agents: Optional[List[AgentTraffic]] = None
+    purposes: Optional[List[PurposeTraffic]] = None
+    top_pages: Optional[List[PageTraffic]] = None
+    problems: Optional[List[TrafficProblem]] = None
+    referrals: Optional[List[AssistantTraffic]] = None
+    last_batch_at: Optional[str] = None
+
+
+@dataclass
+class DayCount(Model):
+    """A count on one UTC day (YYYY-MM-DD)."""
+
+    day: Optional[str] = None
+    count: Optional[int] = None
+
+
+@dataclass
+class Verifications(Model):
+    """Requests by verification: verified, unverified, spoofed."""
+
+    verified: Optional[int] = None
+    unverified: Optional[int] = None
+    spoofed: Optional[int] = None
+
+
+@dataclass
+class AgentTraffic(Model):
+    """One AI agent's requests in the window; status is by class ({"2xx": n, ..., "none": n})."""
+
+    agent: Optional[str] = None
+    operator: Optional[str] = None
+    purpose: Optional[str] = None
+    hits: Optional[int] = None
+    by_verification: Optional[Verifications] = None
+    status: Optional[Dict[str, int]] = None
+    bytes: Optional[int] = None
+    days: Optional[List[DayCount]] = None
+
+
+@dataclass
+class PurposeTraffic(Model):
+    """The requests of one purpose (train, index, fetch, other), spoofed ones left out."""
+
+    purpose: Optional[str] = None
+    hits: Optional[int] = None
+    days: Optional[List[DayCount]] = None
+
+
+@dataclass
+class PageTraffic(Model):
+    """One page's AI agent requests."""
+
+    page: Optional[str] = None
+    hits: Optional[int] = None
+    agents: Optional[int] = None
+
+
+@dataclass
+class TrafficProblem(Model):
+    """The 4xx or 5xx answers an AI agent got on one page."""
+
+    page: Optional[str] = None
+    agent: Optional[str] = None
+    status: Optional[str] = None
+    hits: Optional[int] = None
+
+
+@dataclass
+class AssistantTraffic(Model):
+    """The visits one AI assistant referred."""
+
+    assistant: Optional[str] = None
+    visits: Optional[int] = None
+    days: Optional[List[DayCount]] = None
+
+
+@dataclass
+class TrafficPage(Model):
+    """One page of a domain: crawled by which agents, cited by which engines, visited from which assistants."""
+
+    page: Optional[str] = None
+    crawls: Optional[List[AgentHits]] = None
+    cited_by: Optional[List[EngineCitation]] = None
+    referrals: Optional[List[AssistantVisits]] = None
+
+
+@dataclass
+class AgentHits(Model):
+    """An agent's requests of a page, errors the 4xx and 5xx among them."""
+
+    agent: Optional[str] = None
+    hits: Optional[int] = None
+    errors: Optional[int] = None
+
+
+@dataclass
+class EngineCitation(Model):
+    """How many of an engine's answers cited a page."""
+
+    engine: Optional[str] = None
+    answers: Optional[int] = None
+
+
+@dataclass
+class AssistantVisits(Model):
+    """The visits an assistant sent to a page."""
+
+    assistant: Optional[str] = None
+    visits: Optional[int] = None
+
+
+@dataclass
+class IngestResult(Model):
+    """What a batch of logs did (Cloudflare's validation upload: validation true, in extra)."""
+
+    batch_id: Optional[str] = None
+    duplicate: Optional[bool] = None
+    lines: Optional[int] = None
+    malformed: Optional[int] = None
+    malformed_samples: Optional[List[MalformedLine]] = None
+
+
+@dataclass
+class MalformedLine(Model):
+    """A line of a batch that could not be read, its addresses blanked."""
+
+    line: Optional[int] = None
+    reason: Optional[str] = None
+    excerpt: Optional[str] = None
+
+
+@dataclass
+class IngestToken(Model):
+    """A token a log source delivers a domain's logs with."""
+
+    id: Optional[str] = None
+    domain_id: Optional[str] = None
+    name: Optional[str] = None
+    source: Optional[str] = None
+    prefix: Optional[str] = None
+    fastly_service_id: Optional[str] = None
+    client_id: Optional[str] = None
+    created_at: Optional[str] = None
+    last_used_at: Optional[str] = None
+    revoked_at: Optional[str] = None
+
+
+@dataclass
+class CreatedIngestToken(IngestToken):
+    """An ingest token just made, with its secret (token), shown only now."""
+
+    token: Optional[str] = None
+
+
+@dataclass
+class Crawler(Model):
+    """An AI crawler or assistant of the catalog and the IP range lists that verify it."""
+
+    token: Optional[str] = None
+    operator: Optional[str] = None
+    purpose: Optional[str] = None
+    lists: Optional[List[CrawlerList]] = None
+
+
+@dataclass
+class CrawlerList(Model):
+    """An IP range list: whether it is loaded, its prefixes, when its operator made it."""
+
+    name: Optional[str] = None
+    loaded: Optional[bool] = None
+    prefixes: Optional[int] = None
+    created_at: Optional[str] = None
+
+
+@dataclass
+class VercelVerification(Model):
+    """The answer of Vercel's drain verification."""
+
+    verified: Optional[bool] = None
+
+
+@dataclass
 class Page(Generic[M]):
     """One page of a list: its items, whether more follow, and the cursor of the next page."""
 
@@ -655,6 +843,14 @@ _NESTED.update({
     ContentResult: {"analysis": (ContentAnalysis, False), "analysis_after": (ContentAnalysis, False), "flags": (ContentFlag, True), "drafts": (ContentDrafts, False), "source": (ContentSource, False), "charges": (ContentCharge, True)},
     ContentAnalysis: {"findings": (ContentFinding, True)},
     ScanSummary: {"breakdown": (ScanBreakdown, False)},
+    TrafficSummary: {"agents": (AgentTraffic, True), "purposes": (PurposeTraffic, True), "top_pages": (PageTraffic, True),
+                     "problems": (TrafficProblem, True), "referrals": (AssistantTraffic, True)},
+    AgentTraffic: {"by_verification": (Verifications, False), "days": (DayCount, True)},
+    PurposeTraffic: {"days": (DayCount, True)},
+    AssistantTraffic: {"days": (DayCount, True)},
+    TrafficPage: {"crawls": (AgentHits, True), "cited_by": (EngineCitation, True), "referrals": (AssistantVisits, True)},
+    IngestResult: {"malformed_samples": (MalformedLine, True)},
+    Crawler: {"lists": (CrawlerList, True)},
 })
 
 # What `from aivis.models import *` gives: the resources and Page.

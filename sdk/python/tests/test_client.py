@@ -11,6 +11,9 @@ workers, and loopback targets allowed (the receiver below).
 """
 
 import datetime
+import gzip
+import hashlib
+import hmac
 import http.server
 import json
 import os
@@ -348,6 +351,75 @@ class ClientTest(unittest.TestCase):
         c.delete_domain(d.id)
         with self.assertRaises(aivis.NotFoundError):
             c.get_domain(d.id)
+
+    def test_traffic(self):
+        c = self.c
+        d = c.create_domain("traffic.example")
+        gptbot = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko); compatible; GPTBot/1.3; +https://openai.com/gptbot"
+        claude = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; ClaudeBot/1.0; +claudebot@anthropic.com)"
+        now = datetime.datetime.now(datetime.timezone.utc)
+        today = now.strftime("%Y-%m-%d")
+        cf = c.create_ingest_token(d.id, "edge", "cloudflare", idempotency_key=str(uuid.uuid4()))
+        self.assertIsInstance(cf, aivis.CreatedIngestToken)
+        self.assertTrue(cf.token.startswith("aivt_"))
+        fastly = c.create_ingest_token(d.id, "fastly", "fastly")
+        vercel = c.create_ingest_token(d.id, "drain", "vercel", signing_secret="drain-secret")
+
+        self.assertEqual(c.get_fastly_challenge(), "*")
+        verified, echoed = c.verify_vercel_drain("code-1")
+        self.assertTrue(verified.verified)
+        self.assertEqual(echoed, "code-1")
+        cf_batch = json.dumps({"ClientIP": "52.230.152.7", "ClientRequestHost": "traffic.example", "ClientRequestMethod": "GET",
+                               "ClientRequestPath": "/pricing", "ClientRequestURI": "/pricing", "ClientRequestUserAgent": gptbot,
+                               "ClientRequestReferer": "", "EdgeResponseStatus": 200, "EdgeResponseBytes": 5000,
+                               "EdgeStartTimestamp": now.strftime("%Y-%m-%dT%H:%M:%SZ")}).encode() + b"\n"
+        kept = c.ingest_cloudflare(cf.token, cf_batch)
+        self.assertEqual((kept.lines, kept.malformed, kept.duplicate), (1, 0, False))
+        self.assertTrue(c.ingest_cloudflare(cf.token, gzip.compress(cf_batch)).duplicate)
+        fs_batch = json.dumps({"timestamp": now.strftime("%Y-%m-%dT%H:%M:%SZ"), "client_ip": "198.51.100.4", "method": "GET",
+                               "url": "/docs", "status": 404, "bytes": 10, "referer": "", "user_agent": claude}).encode()
+        self.assertEqual(c.ingest_fastly(fastly.token, fs_batch).lines, 1)
+        ms = int(now.timestamp() * 1000)
+        vc_batch = json.dumps([{"id": "1", "timestamp": ms, "source": "static", "proxy": {
+            "timestamp": ms, "method": "GET", "host": "traffic.example", "path": "/blog", "userAgent": ["Mozilla/5.0 Chrome/131"],
+            "referer": "https://www.perplexity.ai/", "statusCode": 200, "clientIp": "192.0.2.2"}}]).encode()
+        sig = hmac.new(b"drain-secret", vc_batch, hashlib.sha1).hexdigest()
+        self.assertEqual(c.ingest_vercel(vercel.token, vc_batch, sig).lines, 1)
+        with self.assertRaises(aivis.UnprocessableError) as cm:
+            c.ingest_vercel(vercel.token, vc_batch, "0" * 40)
+        self.assertEqual(cm.exception.code, "WEBHOOK_VERIFICATION_FAILED")
+
+        stamp = now.strftime("%d/%b/%Y:00:00:00 +0000")
+        log = ('52.230.152.8 - - [%s] "GET /pricing HTTP/1.1" 500 0 "-" "%s"\nnot a log line\n' % (stamp, gptbot)).encode()
+        up = c.upload_traffic_logs(d.id, gzip.compress(log), idempotency_key=str(uuid.uuid4()))
+        self.assertEqual((up.lines, up.malformed, len(up.malformed_samples)), (2, 1, 1))
+        self.assertTrue(c.upload_traffic_logs(d.id, log).duplicate)
+
+        t = c.get_traffic(d.id, from_=today, to=today)
+        self.assertEqual((t.first_day, t.last_day), (today, today))
+        self.assertEqual([(a.agent, a.hits, a.by_verification.verified) for a in t.agents], [("GPTBot", 2, 2), ("ClaudeBot", 1, 0)])
+        self.assertEqual(t.agents[0].status["5xx"], 1)
+        self.assertEqual(sorted((p.page, p.agent, p.status) for p in t.problems),
+                         [("/docs", "ClaudeBot", "4xx"), ("/pricing", "GPTBot", "5xx")])
+        self.assertEqual([(r.assistant, r.visits) for r in t.referrals], [("perplexity", 1)])
+        with self.assertRaises(aivis.ValidationError) as cm:
+            c.get_traffic(d.id, to="tomorrow")
+        self.assertEqual(cm.exception.details[0]["field"], "to")
+        pages = list(c.list_traffic_pages(d.id, limit=1))
+        self.assertEqual([p.page for p in pages], ["/blog", "/docs", "/pricing"])
+        self.assertEqual([(h.agent, h.hits, h.errors) for h in pages[2].crawls], [("GPTBot", 2, 1)])
+        rows = list(c.csv_rows(c.list_traffic_pages, id=d.id))
+        self.assertEqual(rows[0][:3], ["page", "crawler_hits", "crawler_errors"])
+        self.assertEqual([r[0] for r in rows[1:]], ["/blog", "/docs", "/pricing"])
+
+        self.assertEqual(sorted(x.name for x in c.list_ingest_tokens(d.id)), ["drain", "edge", "fastly"])
+        c.revoke_ingest_token(d.id, cf.id)
+        with self.assertRaises(aivis.AuthenticationError):
+            c.ingest_cloudflare(cf.token, cf_batch)
+        self.assertIsNotNone([x for x in c.list_ingest_tokens(d.id) if x.id == cf.id][0].revoked_at)
+        gpt = [k for k in c.list_crawlers() if k.token == "GPTBot"][0]
+        self.assertTrue(any(lst.loaded and lst.prefixes > 0 for lst in gpt.lists))
+        c.delete_domain(d.id)
 
     def test_usage(self):
         """The key's requests per hour reach the store within its counter's flush; pages and CSV agree."""

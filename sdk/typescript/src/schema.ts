@@ -3116,19 +3116,19 @@ export interface components {
             visits: number;
             days: components["schemas"]["DayCount"][];
         };
-        /** @description A domain's AI crawler requests and AI referrals over the days from to to. */
+        /** @description A domain's AI crawler requests and AI referrals over the days first_day to last_day. */
         TrafficSummary: {
             domain_id: components["schemas"]["MonitoredDomainId"];
             /**
              * Format: date
-             * @description A UTC day, YYYY-MM-DD.
+             * @description The first day of the window (the from parameter).
              */
-            from: string;
+            first_day: string;
             /**
              * Format: date
-             * @description The last day of the window, included.
+             * @description The last day of the window, included (the to parameter).
              */
-            to: string;
+            last_day: string;
             /** @description The agents seen, most requests first. */
             agents: components["schemas"]["AgentTraffic"][];
             /** @description In the order train, index, fetch, other; a purpose without requests is left out. */
@@ -6663,8 +6663,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "domain_id": "dom_3Jq8VzN2pXa7Lk5Rt0Ws",
-                     *       "from": "2026-11-27",
-                     *       "to": "2026-11-28",
+                     *       "first_day": "2026-11-27",
+                     *       "last_day": "2026-11-28",
                      *       "agents": [
                      *         {
                      *           "agent": "GPTBot",
