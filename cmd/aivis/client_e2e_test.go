@@ -238,6 +238,8 @@ func TestGoClientEveryOperation(t *testing.T) {
 	if len(ap.Items) != 1 || !ap.HasMore || answers < 2 {
 		t.Errorf("answers: a first page of %d (has_more %v), %d in all", len(ap.Items), ap.HasMore, answers)
 	}
+	// Traffic, its pages joined with the scan's citations.
+	goClientTraffic(t, c, d.ID)
 	vis, err := c.Visibility(ctx, "acme.invalid")
 	must("visibility", err)
 	if vis.LastScan == nil || vis.LastScan.ID != sc.ID || vis.FormulaVersion == nil {

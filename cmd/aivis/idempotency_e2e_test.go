@@ -99,6 +99,12 @@ func TestEveryPOSTIsIdempotent(t *testing.T) {
 	if acted != 1 {
 		t.Errorf("at once, %d requests acted", acted)
 	}
+	once("/v1/domains/{id}/ingest-tokens", "/v1/domains/"+dom+"/ingest-tokens", bh, `{"name":"edge","source":"cloudflare"}`,
+		`{"name":"edge","source":"fastly"}`)
+	logLine := func(page string) string {
+		return `52.230.152.7 - - [28/Nov/2026:09:00:00 +0000] "GET ` + page + ` HTTP/1.1" 200 10 "-" "GPTBot/1.3"` + "\n"
+	}
+	once("/v1/domains/{id}/traffic/logs", "/v1/domains/"+dom+"/traffic/logs", with(bh, "Content-Type", "text/plain"), logLine("/a"), logLine("/b"))
 	once("/v1/visibility", "/v1/visibility", bh, `{"domain":"acme.invalid","visibility_score":40,"sentiment":"neutral"}`,
 		`{"domain":"acme.invalid","visibility_score":41,"sentiment":"neutral"}`)
 	scan := id(once("/v1/visibility/scans", "/v1/visibility/scans", bh, `{"domain":"acme.invalid"}`, `{"domain":"other.invalid"}`))
@@ -150,7 +156,9 @@ func TestEveryPOSTIsIdempotent(t *testing.T) {
 	}
 	var missed []string
 	for path, item := range openapi.doc["paths"].(map[string]any) {
-		if _, ok := item.(map[string]any)["post"]; ok && !walked["POST "+path] {
+		// The ingest endpoints take no key: a batch is kept once per
+		// content, however often it comes (TestTrafficIngest).
+		if _, ok := item.(map[string]any)["post"]; ok && !walked["POST "+path] && !strings.HasPrefix(path, "/ingest/") {
 			missed = append(missed, path)
 		}
 	}

@@ -140,13 +140,18 @@ func TestTrafficIngest(t *testing.T) {
 		t.Errorf("the batch again: %d %s; want 200 and duplicate", status, body)
 	}
 
+	// The answers match the document.
+	validate(t, "POST", "/ingest/v1/cloudflare", resp{Status: status, Body: body})
+
 	// Tokens: another source's, an unknown one, none.
-	wrong := &trafficfake.Cloudflare{DestinationConf: s.URL + "/ingest/v1/cloudflare?header_Authorization=Bearer%20" + fsToken, Client: s.HTTP}
-	unknown := &trafficfake.Cloudflare{DestinationConf: s.URL + "/ingest/v1/cloudflare?header_Authorization=Bearer%20aivt_" + strings.Repeat("x", 40), Client: s.HTTP}
-	none := &trafficfake.Cloudflare{DestinationConf: s.URL + "/ingest/v1/cloudflare", Client: s.HTTP}
-	for name, c := range map[string]*trafficfake.Cloudflare{"a fastly token": wrong, "an unknown token": unknown, "no token": none} {
-		if err := c.Validate(ctx); err == nil || !strings.Contains(err.Error(), "401") {
-			t.Errorf("cloudflare with %s: %v; want 401", name, err)
+	for name, h := range map[string]map[string]string{
+		"a fastly token":   {"Authorization": "Bearer " + fsToken},
+		"an unknown token": {"Authorization": "Bearer aivt_" + strings.Repeat("x", 40)},
+		"no token":         {"Authorization": ""},
+	} {
+		r := s.do(t, req{method: "POST", path: "/ingest/v1/cloudflare", header: with(h, "Content-Type", "application/x-ndjson"), body: batch[0]})
+		if want := map[bool]string{true: "MISSING_CREDENTIALS", false: "INVALID_CREDENTIALS"}[name == "no token"]; r.Status != 401 || r.errorCode(t) != want {
+			t.Errorf("cloudflare with %s: %d %s; want 401 %s", name, r.Status, r.Body, want)
 		}
 	}
 
@@ -163,11 +168,18 @@ func TestTrafficIngest(t *testing.T) {
 	hit("/about", "GPTBot", "verified", 200, 300)
 	hitNone := hitKey{day.Format(time.DateOnly), "/about", "ClaudeBot", "unverified"}
 	want[hitNone] = &hitCount{hits: 1, status: [5]int64{0, 0, 0, 0, 1}}
-	if status, body, err := vc.DeliverSigned(ctx, []byte(entries), strings.Repeat("ab", 20)); err != nil || status != 422 {
-		t.Errorf("vercel with a wrong signature: %d %s %v; want 422", status, body, err)
+	if r := s.do(t, req{method: "POST", path: "/ingest/v1/vercel?verify=vc-code-7", header: map[string]string{"Authorization": "Bearer " + vcToken,
+		"x-vercel-signature": strings.Repeat("ab", 20)}, body: entries}); r.Status != 422 || r.errorCode(t) != "WEBHOOK_VERIFICATION_FAILED" ||
+		r.Header.Get("x-vercel-verify") != "vc-code-7" {
+		t.Errorf("vercel with a wrong signature: %d %s %s; want 422", r.Status, r.Header, r.Body)
 	}
 	if status, body, err := vc.Deliver(ctx, []byte(entries)); err != nil || status != 200 || !bytes.Contains(body, []byte(`"lines":2`)) {
 		t.Errorf("vercel: %d %s %v", status, body, err)
+	} else {
+		validate(t, "POST", "/ingest/v1/vercel", resp{Status: status, Body: body})
+	}
+	if r := s.do(t, req{method: "GET", path: "/ingest/v1/vercel?verify=vc-code-8"}); r.Status != 200 || r.Header.Get("x-vercel-verify") != "vc-code-8" {
+		t.Errorf("vercel's verification: %d %s", r.Status, r.Header)
 	}
 
 	// Fastly: the challenge first, then NDJSON (json_format 2).
@@ -179,6 +191,8 @@ func TestTrafficIngest(t *testing.T) {
 	line := fmt.Sprintf(`{"timestamp":%q,"client_ip":"66.249.64.5","method":"GET","url":"/pricing","status":301,"bytes":10,"referer":"","user_agent":"Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"}`, when.Format(time.RFC3339))
 	if status, body, err := fs.Deliver(ctx, "application/x-ndjson", []byte(line+"\n")); err != nil || status != 200 {
 		t.Errorf("fastly: %d %s %v", status, body, err)
+	} else {
+		validate(t, "POST", "/ingest/v1/fastly", resp{Status: status, Body: body})
 	}
 	hit("/pricing", "Googlebot", "verified", 301, 10)
 
@@ -204,8 +218,9 @@ func TestTrafficIngest(t *testing.T) {
 		t.Errorf("the same file again: %+v", imported)
 	}
 	cli(t, dir, nil, "traffic", "token", "revoke", "--account", a.ID, "--domain", "acme.invalid", fsID)
-	if status, body, _ := fs.Deliver(ctx, "application/x-ndjson", []byte(line+"\n")); status != 401 {
-		t.Errorf("fastly after its token was revoked: %d %s; want 401", status, body)
+	if r := s.do(t, req{method: "POST", path: "/ingest/v1/fastly", header: map[string]string{"Authorization": "Bearer " + fsToken}, body: line + "\n"}); r.Status != 401 ||
+		r.errorCode(t) != "INVALID_CREDENTIALS" {
+		t.Errorf("fastly after its token was revoked: %d %s; want 401", r.Status, r.Body)
 	}
 
 	// aivis crawlers update: OpenAI's GPTBot list replaced, so that a
