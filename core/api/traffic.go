@@ -2,7 +2,6 @@ package api
 
 import (
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,7 +18,6 @@ import (
 	"github.com/aivis/aivis/core/fault"
 	"github.com/aivis/aivis/core/store"
 	"github.com/aivis/aivis/core/traffic"
-	"github.com/aivis/aivis/core/visibility"
 )
 
 // The window of a traffic read: the last DefaultTrafficDays days up to
@@ -158,7 +156,11 @@ func (s *Server) listTrafficPages(w http.ResponseWriter, r *http.Request) {
 			after = string(b)
 		}
 		if !read {
-			if all, err = s.traffic.Pages(r.Context(), d, from, end, s.citedPages(r, d)); err != nil {
+			cited, err := s.citedPages(r, d)
+			if err != nil {
+				return nil, "", err
+			}
+			if all, err = s.traffic.Pages(r.Context(), d, from, end, cited); err != nil {
 				return nil, "", err
 			}
 			read = true
@@ -178,26 +180,14 @@ func (s *Server) listTrafficPages(w http.ResponseWriter, r *http.Request) {
 
 // citedPages are the pages each engine's answers cited in the domain's
 // latest completed scan (none before its first).
-func (s *Server) citedPages(r *http.Request, d store.MonitoredDomain) []traffic.Cited {
+func (s *Server) citedPages(r *http.Request, d store.MonitoredDomain) ([]traffic.Cited, error) {
 	sc, err := s.store.LatestScan(r.Context(), d.AccountID, d.ClientID, d.Domain)
-	if err != nil {
-		if !errors.Is(err, store.ErrNotFound) {
-			s.log.WarnContext(r.Context(), "traffic pages: the latest scan", "request_id", requestID(r), "err", err)
-		}
-		return nil
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
 	}
-	var res visibility.ScanResult
-	var bd visibility.Breakdown
-	if json.Unmarshal(sc.Result, &res) != nil || json.Unmarshal(res.Breakdown, &bd) != nil {
-		return nil
-	}
-	var out []traffic.Cited
-	for _, e := range bd.Engines {
-		for _, p := range e.CitedPages {
-			out = append(out, traffic.Cited{Engine: e.Label, URL: p.URL, Answers: p.Count})
-		}
-	}
-	return out
+	return traffic.ScanCitations(sc), nil
 }
 
 func trafficPageView(p traffic.Page) client.TrafficPage {

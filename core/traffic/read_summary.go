@@ -3,6 +3,7 @@ package traffic
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"slices"
@@ -238,12 +239,44 @@ type Cited struct {
 	Answers int
 }
 
+// ScanCitations are what each engine's answers cited of the domain's
+// pages in scan sc, read from its result (breakdown.engines[], each with
+// its label and cited_pages): none for a scan that is not completed or
+// asked no engine.
+func ScanCitations(sc store.Scan) []Cited {
+	if sc.Status != store.ScanCompleted {
+		return nil
+	}
+	var res struct {
+		Breakdown struct {
+			Engines []struct {
+				Label      string `json:"label"`
+				CitedPages []struct {
+					URL   string `json:"url"`
+					Count int    `json:"count"`
+				} `json:"cited_pages"`
+			} `json:"engines"`
+		} `json:"breakdown"`
+	}
+	if json.Unmarshal(sc.Result, &res) != nil {
+		return nil
+	}
+	var out []Cited
+	for _, e := range res.Breakdown.Engines {
+		for _, p := range e.CitedPages {
+			out = append(out, Cited{Engine: e.Label, URL: p.URL, Answers: p.Count})
+		}
+	}
+	return out
+}
+
 // Pages joins domain d's pages over the days [from, to): the agents that
 // requested each (spoofed requests left out), the engines whose answers
-// cited it (cited, read by the caller from the domain's latest completed
-// scan; a URL on another host than the domain or its subdomains is left
-// out), and the assistants that sent visitors to it. A page is in when
-// any of the three has it; pages come in the order of their paths.
+// cited it (cited: ScanCitations of the domain's latest completed scan,
+// which the caller reads; a URL on another host than the domain or its
+// subdomains is left out), and the assistants that sent visitors to it.
+// A page is in when any of the three has it; pages come in the order of
+// their paths.
 func (s *Service) Pages(ctx context.Context, d store.MonitoredDomain, from, to time.Time, cited []Cited) ([]Page, error) {
 	f := store.TrafficFilter{AccountID: d.AccountID, DomainID: d.ID, From: midnight(from), To: midnight(to)}
 	hits, err := s.Store.ListCrawlerHits(ctx, f)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aivis/aivis/core/store"
 	"github.com/aivis/aivis/core/traffic"
 )
 
@@ -153,5 +154,24 @@ func TestPageOf(t *testing.T) {
 		if p != c.page || ok != c.ok {
 			t.Errorf("PageOf(%q) = %q, %v; want %q, %v", c.url, p, ok, c.page, c.ok)
 		}
+	}
+}
+
+// TestScanCitations: each engine's cited pages of a completed scan's
+// result; nothing of a scan not completed or a result that is no scan's.
+func TestScanCitations(t *testing.T) {
+	result := `{"visibility_score":40,"breakdown":{"engines":[{"label":"GPT","cited_pages":[{"url":"https://acme.invalid/a","count":3}]},` +
+		`{"label":"GPT","market":{"country":"DE","language":"de"},"cited_pages":[{"url":"https://acme.invalid/a","count":1}]},` +
+		`{"label":"Perplexity","cited_pages":[]}]}}`
+	got := traffic.ScanCitations(store.Scan{Status: store.ScanCompleted, Result: []byte(result)})
+	want := []traffic.Cited{{Engine: "GPT", URL: "https://acme.invalid/a", Answers: 3}, {Engine: "GPT", URL: "https://acme.invalid/a", Answers: 1}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("citations %+v, want %+v", got, want)
+	}
+	if c := traffic.ScanCitations(store.Scan{Status: "running", Result: []byte(result)}); c != nil {
+		t.Errorf("a running scan: %+v", c)
+	}
+	if c := traffic.ScanCitations(store.Scan{Status: store.ScanCompleted, Result: []byte("[1]")}); c != nil {
+		t.Errorf("no scan's result: %+v", c)
 	}
 }
