@@ -2,10 +2,13 @@ package changes
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
+	"runtime"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aivis/aivis/core/fault"
@@ -94,33 +97,24 @@ func (s *Service) measure(ctx context.Context, d store.MonitoredDomain, c store.
 		}
 	}
 	window, earlier := answered[max(0, len(answered)-n):], answered[:max(0, len(answered)-n)]
-	facts, err := s.Store.AnswerFacts(ctx, d.AccountID, append(scanIDs(window), scanIDs(after)...))
-	if err != nil {
-		return lift.Report{}, fmt.Errorf("changes: lift of %s: %w", c.ID, err)
-	}
 	ended := map[string]time.Time{}
-	for _, sc := range append(before, after...) {
+	for _, sc := range slices.Concat(before, after) {
 		ended[sc.ID] = sc.FinishedAt
 	}
 	targeted := map[string]bool{}
 	for _, p := range c.Prompts {
 		targeted[fold(p)] = true
 	}
-	answers := make([]lift.Answer, 0, len(facts)+len(earlier)*4)
+	answers, err := s.answers(ctx, d, append(scanIDs(window), scanIDs(after)...), ended, targeted)
+	if err != nil {
+		return lift.Report{}, fmt.Errorf("changes: lift of %s: %w", c.ID, err)
+	}
 	// The scans before the window count (lift's history): an answer of
 	// each engine that answered in them, which no measure reads.
 	for _, sc := range earlier {
 		for _, e := range engines[sc.ID] {
 			answers = append(answers, lift.Answer{Scan: sc.ID, At: sc.FinishedAt, Engine: e, Prompt: "-"})
 		}
-	}
-	for _, a := range facts {
-		la, err := answerOf(a, d.Domain, targeted)
-		if err != nil {
-			return lift.Report{}, fmt.Errorf("changes: lift of %s: %w", c.ID, err)
-		}
-		la.At = ended[a.ScanID]
-		answers = append(answers, la)
 	}
 	rep, err := lift.Compute(lift.Request{Answers: answers, Change: c.At, Scans: n, Effect: opts.Effect, PositionEffect: opts.PositionEffect,
 		Resamples: opts.Resamples, Seed: seed(c.ID)})
@@ -129,6 +123,43 @@ func (s *Service) measure(ctx context.Context, d store.MonitoredDomain, c store.
 	}
 	return rep, nil
 }
+
+// answers reads the kept answers of the scans as lift reads them, in
+// parts read and decoded at once, one a processor (at most maxParts).
+func (s *Service) answers(ctx context.Context, d store.MonitoredDomain, ids []string, ended map[string]time.Time,
+	targeted map[string]bool) ([]lift.Answer, error) {
+	parts := min(runtime.GOMAXPROCS(0), maxParts, max(len(ids), 1))
+	size := (len(ids) + parts - 1) / max(parts, 1)
+	out := make([][]lift.Answer, parts)
+	errs := make([]error, parts)
+	var wg sync.WaitGroup
+	for i := range parts {
+		part := ids[min(i*size, len(ids)):min((i+1)*size, len(ids))]
+		wg.Go(func() {
+			facts, err := s.Store.AnswerFacts(ctx, d.AccountID, part)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			out[i] = make([]lift.Answer, len(facts))
+			for j, a := range facts {
+				if out[i][j], err = answerOf(a, d.Domain, targeted); err != nil {
+					errs[i] = err
+					return
+				}
+				out[i][j].At = ended[a.ScanID]
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return slices.Concat(out...), nil
+}
+
+// maxParts bounds the parts a lift's answers are read in at once.
+const maxParts = 4
 
 func scanIDs(scans []store.Scan) []string {
 	ids := make([]string, len(scans))
@@ -145,20 +176,13 @@ func seed(id string) uint64 {
 	return h.Sum64()
 }
 
-// detail is what lift reads of a kept answer's detail.
-type detail struct {
-	Sources     []struct{ Domain string } `json:"sources"`
-	Citations   []struct{ Domain string } `json:"citations"`
-	Competitors []string                  `json:"competitors"`
-}
-
 // answerOf is a kept answer as lift reads it (its At left to the
 // caller): targeted when its prompt is one of the change's; its voice
 // the brand's mention of the brands named; its sources the domain's part
 // of its distinct source domains, none when the engine reported none.
 func answerOf(a store.ScanAnswer, domain string, targeted map[string]bool) (lift.Answer, error) {
-	var dt detail
-	if err := json.Unmarshal(a.Detail, &dt); err != nil {
+	dt, err := readDetail(a.Detail)
+	if err != nil {
 		return lift.Answer{}, fmt.Errorf("scan %s, answer %d: %w", a.ScanID, a.Seq, err)
 	}
 	la := lift.Answer{Scan: a.ScanID, Engine: a.Engine, Prompt: a.Prompt, Targeted: targeted[fold(a.Prompt)],
@@ -166,19 +190,15 @@ func answerOf(a store.ScanAnswer, domain string, targeted map[string]bool) (lift
 	if a.Mentioned {
 		la.Voice.Hits = 1
 	}
-	la.Voice.Of = la.Voice.Hits + len(dt.Competitors)
+	la.Voice.Of = la.Voice.Hits + dt.competitors
 	if a.SourcesReported {
-		seen := make(map[string]bool, len(dt.Sources)+len(dt.Citations))
-		for _, list := range [2][]struct{ Domain string }{dt.Sources, dt.Citations} {
-			for _, s := range list {
-				if s.Domain == "" || seen[s.Domain] {
-					continue
-				}
-				seen[s.Domain] = true
-				la.Sources.Of++
-				if ownDomain(s.Domain, domain) {
-					la.Sources.Hits++
-				}
+		for i, s := range dt.domains {
+			if s == "" || slices.Contains(dt.domains[:i], s) {
+				continue
+			}
+			la.Sources.Of++
+			if ownDomain(s, domain) {
+				la.Sources.Hits++
 			}
 		}
 	}
