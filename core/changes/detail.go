@@ -98,7 +98,6 @@ func (l *list) read(b []byte, i int) (int, error) {
 	return end, err
 }
 
-
 // element reads a source or citation at b[i] (null: nothing), setting
 // domain to its domain where it has one.
 func (l *list) element(b []byte, i int, domain *string) (int, error) {
