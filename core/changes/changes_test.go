@@ -297,6 +297,20 @@ func TestDueOncePerChange(t *testing.T) {
 				t.Fatalf("Due with 15 and 13 scans after: %+v, %v; want the earlier change measured", got, err)
 			}
 
+			// A scan whose probes all failed brings no answer: still 13.
+			silent := store.Scan{ID: "scan_silent", AccountID: e.d.AccountID, ClientID: e.d.ClientID, DomainID: e.d.ID, Domain: e.d.Domain,
+				Trigger: store.ScanManual, Status: store.ScanCompleted, Attempts: 1, Result: []byte(`{}`), CreatedAt: e.clock.Now(),
+				StartedAt: e.clock.Now(), FinishedAt: e.clock.Now()}
+			must(t, s.Update(ctx, func(tx store.Tx) error {
+				if err := tx.InsertScan(silent); err != nil {
+					return err
+				}
+				return tx.InsertScanAnswers([]store.ScanAnswer{{ScanID: silent.ID, Prompt: promptText(0), Engine: "gpt", Kind: "openai-chat",
+					Error: "engine unreachable", Detail: []byte(`{}`), RecordedAt: silent.FinishedAt}})
+			}))
+			if got, err := e.svc.Due(ctx, e.d); err != nil || len(got) != 0 {
+				t.Fatalf("Due after a scan without answers: %+v, %v; want none", got, err)
+			}
 			// The 14th scan after c.
 			late := world{prompts: w.prompts, targeted: w.targeted, samples: w.samples, engines: w.engines, before: 0, after: 1,
 				cite: 0.2, citeTargeted: 0.45, citeOthers: 0.25, seed: 7}

@@ -76,11 +76,6 @@ func (s *Service) Due(ctx context.Context, d store.MonitoredDomain) ([]Measured,
 // windowFull says whether lift.DefaultScans scans after the change
 // brought answers.
 func (s *Service) windowFull(ctx context.Context, d store.MonitoredDomain, c store.Change) (bool, error) {
-	_, after, err := s.Store.ScansAround(ctx, store.ScanWindows{AccountID: d.AccountID, ClientID: d.ClientID, Domain: d.Domain,
-		At: c.At, After: lift.DefaultScans})
-	if err != nil || len(after) < lift.DefaultScans {
-		return false, err
-	}
-	engines, err := s.Store.ScanEngines(ctx, d.AccountID, scanIDs(after))
-	return len(engines) == lift.DefaultScans, err
+	_, after, _, err := s.around(ctx, d, c, 0, lift.DefaultScans)
+	return len(after) == lift.DefaultScans, err
 }

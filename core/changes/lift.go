@@ -81,22 +81,11 @@ func (s *Service) measure(ctx context.Context, d store.MonitoredDomain, c store.
 	// Every scan before the change a window could hold counts towards
 	// the window the change needs: read MaxScans of them, and the
 	// answers of those in the window only.
-	before, after, err := s.Store.ScansAround(ctx, store.ScanWindows{AccountID: d.AccountID, ClientID: d.ClientID, Domain: d.Domain,
-		At: c.At, Before: lift.MaxScans, After: n})
+	before, after, engines, err := s.around(ctx, d, c, lift.MaxScans, n)
 	if err != nil {
-		return lift.Report{}, fmt.Errorf("changes: lift of %s: %w", c.ID, err)
+		return lift.Report{}, err
 	}
-	engines, err := s.Store.ScanEngines(ctx, d.AccountID, scanIDs(before))
-	if err != nil {
-		return lift.Report{}, fmt.Errorf("changes: lift of %s: %w", c.ID, err)
-	}
-	var answered []store.Scan
-	for _, sc := range before {
-		if len(engines[sc.ID]) > 0 {
-			answered = append(answered, sc)
-		}
-	}
-	window, earlier := answered[max(0, len(answered)-n):], answered[:max(0, len(answered)-n)]
+	window, earlier := before[max(0, len(before)-n):], before[:max(0, len(before)-n)]
 	ended := map[string]time.Time{}
 	for _, sc := range slices.Concat(before, after) {
 		ended[sc.ID] = sc.FinishedAt
@@ -122,6 +111,27 @@ func (s *Service) measure(ctx context.Context, d store.MonitoredDomain, c store.
 		return rep, fmt.Errorf("changes: lift of %s: %w", c.ID, err)
 	}
 	return rep, nil
+}
+
+// around reads the completed scans around a change that kept answers:
+// the last nBefore before it and the first nAfter after it, each side in
+// the order they ended, with the engines that answered in each. Scans
+// whose answers all failed or were forgotten are passed over, as lift
+// passes them over: a window after the change is the first nAfter scans
+// with answers, reading as many again past them to find them.
+func (s *Service) around(ctx context.Context, d store.MonitoredDomain, c store.Change, nBefore, nAfter int) (before, after []store.Scan,
+	engines map[string][]string, err error) {
+	before, after, err = s.Store.ScansAround(ctx, store.ScanWindows{AccountID: d.AccountID, ClientID: d.ClientID, Domain: d.Domain,
+		At: c.At, Before: nBefore, After: 2 * nAfter})
+	if err == nil {
+		engines, err = s.Store.ScanEngines(ctx, d.AccountID, scanIDs(slices.Concat(before, after)))
+	}
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("changes: lift of %s: %w", c.ID, err)
+	}
+	silent := func(sc store.Scan) bool { return len(engines[sc.ID]) == 0 }
+	before, after = slices.DeleteFunc(before, silent), slices.DeleteFunc(after, silent)
+	return before, after[:min(len(after), nAfter)], engines, nil
 }
 
 // answers reads the kept answers of the scans as lift reads them, in
