@@ -333,7 +333,7 @@ func TestTrafficAPI(t *testing.T) {
 	}
 	for _, w := range []req{
 		{method: "POST", path: logs, header: with(bearer(ro), "Content-Type", "text/plain"), body: tl.log},
-		{method: "POST", path: "/v1/domains/" + dom.ID + "/ingest-tokens", header: bearer(ro), body: `{"name":"x","source":"file"}`},
+		{method: "POST", path: "/v1/domains/" + dom.ID + "/ingest-tokens", header: bearer(ro), body: `{"name":"x","source":"fastly"}`},
 		{method: "DELETE", path: "/v1/domains/" + dom.ID + "/ingest-tokens/itok_x", header: bearer(ro)},
 	} {
 		if r := s.do(t, w); r.Status != 403 || r.errorCode(t) != "INSUFFICIENT_SCOPE" {

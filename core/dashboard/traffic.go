@@ -431,7 +431,7 @@ func setup(origin string, md store.MonitoredDomain, t store.IngestToken, secret 
 			"Custom header:  Authorization: Bearer " + secret + "\n" +
 			"Format:         JSON or NDJSON; sources at least static and lambda\n\n" +
 			"Every delivery's x-vercel-signature is checked against the signing secret given with this token."
-	case store.TrafficFastly:
+	default: // store.TrafficFastly: the only other source a token takes
 		return "Create an HTTPS logging endpoint with:\n\n" +
 			"URL:                  " + ingest + "\n" +
 			"Custom header name:   Authorization\n" +
@@ -439,15 +439,6 @@ func setup(origin string, md store.MonitoredDomain, t store.IngestToken, secret 
 			"JSON format:          2 (newline-delimited) or 1 (an array), naming at least timestamp, client_ip,\n" +
 			"                      method, url, status, bytes, referer and user_agent"
 	}
-	client := ""
-	if md.ClientID != "" {
-		client = " --client " + md.ClientID
-	}
-	return "Import the site's Apache or nginx logs (the combined format, gzip or plain) on the server:\n\n" +
-		"aivis traffic import --account " + md.AccountID + client + " --domain " + md.Domain + " access.log access.log.1.gz\n\n" +
-		"or upload them with an API key (scope visibility:write):\n\n" +
-		"curl -H \"Authorization: Bearer $AIVIS_KEY\" -H \"Content-Type: text/plain\" \\\n" +
-		"  --data-binary @access.log " + origin + "/v1/domains/" + md.ID + "/traffic/logs"
 }
 
 // trafficCSV answers a table of the Traffic tab as CSV: the pages joined

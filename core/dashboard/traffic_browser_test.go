@@ -232,7 +232,7 @@ func TestTrafficInBrowser(t *testing.T) {
 	// A form sent without the session's CSRF token is refused.
 	var status int
 	b.eval("post without csrf", `fetch("/domains/acme.example/traffic/tokens", {method: "POST",
-		headers: {"Content-Type": "application/x-www-form-urlencoded"}, body: "name=forged&source=file"}).then(r => r.status)`, &status)
+		headers: {"Content-Type": "application/x-www-form-urlencoded"}, body: "name=forged&source=cloudflare"}).then(r => r.status)`, &status)
 	if status != 403 {
 		t.Errorf("a form without the CSRF token: %d, want 403", status)
 	}
@@ -266,7 +266,7 @@ func TestTrafficInBrowser(t *testing.T) {
 	}
 	v.eval("post as a viewer", `fetch("/domains/acme.example/traffic/tokens", {method: "POST",
 		headers: {"Content-Type": "application/x-www-form-urlencoded"},
-		body: "name=viewer&source=file&csrf=" + encodeURIComponent(document.querySelector("input[name=csrf]").value)}).then(r => r.status)`, &status)
+		body: "name=viewer&source=cloudflare&csrf=" + encodeURIComponent(document.querySelector("input[name=csrf]").value)}).then(r => r.status)`, &status)
 	if status != 403 {
 		t.Errorf("a viewer's token form: %d, want 403", status)
 	}

@@ -371,7 +371,7 @@ func TestIngestTokensFromTheTrafficTab(t *testing.T) {
 		t.Errorf("the viewer's tab: %d, shows a form", vp.status)
 	}
 	vtok := csrf(t, vp)
-	if p := e.post(viewer, "/domains/acme.example/traffic/tokens", url.Values{"csrf": {vtok}, "name": {"x"}, "source": {"file"}}); p.status != http.StatusForbidden {
+	if p := e.post(viewer, "/domains/acme.example/traffic/tokens", url.Values{"csrf": {vtok}, "name": {"x"}, "source": {"cloudflare"}}); p.status != http.StatusForbidden {
 		t.Errorf("a viewer making a token: %d, want 403", p.status)
 	}
 	if p := e.post(viewer, "/domains/acme.example/traffic/tokens/"+got.ID+"/revoke", url.Values{"csrf": {vtok}}); p.status != http.StatusForbidden {
@@ -379,9 +379,9 @@ func TestIngestTokensFromTheTrafficTab(t *testing.T) {
 	}
 	// Without the session's CSRF token, or from another site: refused.
 	for name, pr := range map[string]page{
-		"no csrf":         e.post(c, "/domains/acme.example/traffic/tokens", url.Values{"name": {"x"}, "source": {"file"}}),
-		"another's":       e.post(c, "/domains/acme.example/traffic/tokens", url.Values{"csrf": {vtok}, "name": {"x"}, "source": {"file"}}),
-		"other origin":    e.post(c, "/domains/acme.example/traffic/tokens", url.Values{"csrf": {tok}, "name": {"x"}, "source": {"file"}}, "Origin", "https://evil.example"),
+		"no csrf":         e.post(c, "/domains/acme.example/traffic/tokens", url.Values{"name": {"x"}, "source": {"cloudflare"}}),
+		"another's":       e.post(c, "/domains/acme.example/traffic/tokens", url.Values{"csrf": {vtok}, "name": {"x"}, "source": {"cloudflare"}}),
+		"other origin":    e.post(c, "/domains/acme.example/traffic/tokens", url.Values{"csrf": {tok}, "name": {"x"}, "source": {"cloudflare"}}, "Origin", "https://evil.example"),
 		"revoke, no csrf": e.post(c, "/domains/acme.example/traffic/tokens/"+got.ID+"/revoke", url.Values{}),
 	} {
 		if pr.status != http.StatusForbidden {
@@ -467,8 +467,8 @@ func TestTrafficTabOfAClientsDomain(t *testing.T) {
 
 	dev, _ := e.member(u.AccountID, "dev@example.com", store.RoleDeveloper)
 	tok := csrf(t, e.get(dev, "/domains/shared.example/traffic?client="+cl.ID))
-	p = e.post(dev, "/domains/shared.example/traffic/tokens", url.Values{"csrf": {tok}, "client_id": {cl.ID}, "name": {"logs"}, "source": {"file"}})
-	if p.status != http.StatusCreated || !strings.Contains(p.body, "--client "+cl.ID) || !strings.Contains(p.body, "/v1/domains/"+theirs.ID+"/traffic/logs") {
+	p = e.post(dev, "/domains/shared.example/traffic/tokens", url.Values{"csrf": {tok}, "client_id": {cl.ID}, "name": {"logs"}, "source": {"cloudflare"}})
+	if p.status != http.StatusCreated || !strings.Contains(p.body, "/ingest/v1/cloudflare?header_Authorization=Bearer%20aivt_") {
 		t.Fatalf("a developer's token for the client's domain: %d", p.status)
 	}
 	if ts, _ := e.db.ListIngestTokens(context.Background(), u.AccountID, theirs.ID); len(ts) != 1 || ts[0].ClientID != cl.ID {

@@ -27,8 +27,10 @@ import (
 // repository is known for what it is.
 const TokenPrefix = "aivt_"
 
-// Sources are the log sources an ingest token may take.
-var Sources = []string{store.TrafficCloudflare, store.TrafficVercel, store.TrafficFastly, store.TrafficFile}
+// Sources are the log sources an ingest token may take: the CDNs that
+// deliver to an endpoint (a log file is imported by the CLI, or uploaded
+// with an API key).
+var Sources = []string{store.TrafficCloudflare, store.TrafficVercel, store.TrafficFastly}
 
 // Service is what the API and the CLI do with a domain's traffic: its
 // ingest tokens, the batches delivered with them or imported, and the

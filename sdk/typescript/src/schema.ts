@@ -3201,10 +3201,10 @@ export interface components {
         /** @example itok_9XlQw2ZkS0vR4pN7 */
         IngestTokenId: string;
         /**
-         * @description Where the logs come from.
+         * @description The CDN whose deliveries the token authenticates (a log file is imported with the CLI or uploaded with an API key: no token takes it).
          * @enum {string}
          */
-        IngestSource: "cloudflare" | "vercel" | "fastly" | "file";
+        IngestSource: "cloudflare" | "vercel" | "fastly";
         /** @description A token a log source delivers a domain's logs with; its secret is shown once, at its creation. */
         IngestToken: {
             id: components["schemas"]["IngestTokenId"];
