@@ -253,17 +253,7 @@ func (s *Dashboard) cited(ctx context.Context, md store.MonitoredDomain) ([]traf
 	} else if err != nil {
 		return nil, err
 	}
-	_, bd, ok := breakdownOf(sc)
-	if !ok {
-		return nil, nil
-	}
-	var out []traffic.Cited
-	for _, e := range bd.Engines {
-		for _, pc := range e.CitedPages {
-			out = append(out, traffic.Cited{Engine: e.Label, URL: pc.URL, Answers: pc.Count})
-		}
-	}
-	return out, nil
+	return traffic.ScanCitations(sc), nil
 }
 
 // busiest are the n pages of ps with the most requests, citing answers
