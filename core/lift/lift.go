@@ -6,8 +6,8 @@
 // interval and, when the change targets some prompts, the
 // difference-in-differences against the prompts it did not target.
 // Where the answers are too few it says so, with the scans still needed,
-// rather than give a figure it cannot stand behind. METHOD.md gives the
-// method and its assumptions.
+// rather than give a figure it cannot stand behind. docs/visibility.md
+// (Measured lift) gives the method, its assumptions and a worked example.
 package lift
 
 import (
