@@ -93,6 +93,11 @@ type TrafficBatch struct {
 	Malformed  int64
 	Samples    []MalformedLine // the first few malformed lines
 	ReceivedAt time.Time
+	// Then, when not nil, runs in the transaction that keeps a batch the
+	// domain did not have yet, after its aggregates: the events it
+	// publishes (tx.Publish) commit with the batch, and its error keeps
+	// nothing. It does not run for a duplicate. It is never read back.
+	Then func(tx Tx) error
 }
 
 // TrafficFilter selects a domain's aggregates over days [From, To): a
@@ -132,7 +137,8 @@ type Traffic interface {
 	// count added to its key's (those of one key in hits or refs add up
 	// too). The token's LastUsedAt moves to the batch's ReceivedAt (never
 	// back). ErrNotFound when b.AccountID has no domain b.DomainID; a day
-	// or a text the store refuses refuses the whole batch.
+	// or a text the store refuses refuses the whole batch. b.Then runs in
+	// the transaction of a batch kept.
 	AddTrafficBatch(ctx context.Context, b TrafficBatch, hits []CrawlerHits, refs []ReferralVisits) (duplicate bool, err error)
 	// ListTrafficBatches returns a domain's latest batches, newest first.
 	// A limit of zero or less means 20.

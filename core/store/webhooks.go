@@ -26,17 +26,20 @@ type Webhook struct {
 	// MinCitationChange is the least change of an engine's citation rate,
 	// in percentage points, of the citation_change events it receives.
 	MinCitationChange int
-	Enabled           bool
-	DisabledReason    string
-	DisabledAt        time.Time
-	Secret            string    // the current signing secret (whsec_...)
-	PrevSecret        string    // the previous secret, while it still signs
-	PrevSecretEnd     time.Time // when the previous secret stops signing
-	FailingSince      time.Time // the first failure since the last success; zero when healthy
-	Failures          int       // failed attempts since FailingSince
-	LastSuccessAt     time.Time
-	CreatedAt         time.Time
-	UpdatedAt         time.Time
+	// MinCrawlerErrors is the least count of AI crawlers' error hits on
+	// cited pages of the crawler_errors events it receives.
+	MinCrawlerErrors int
+	Enabled          bool
+	DisabledReason   string
+	DisabledAt       time.Time
+	Secret           string    // the current signing secret (whsec_...)
+	PrevSecret       string    // the previous secret, while it still signs
+	PrevSecretEnd    time.Time // when the previous secret stops signing
+	FailingSince     time.Time // the first failure since the last success; zero when healthy
+	Failures         int       // failed attempts since FailingSince
+	LastSuccessAt    time.Time
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
 	Connection
 	// DeletedAt is when it was deleted (zero: it was not). A deleted one
 	// is kept, disabled and without its secrets, until its deliveries age

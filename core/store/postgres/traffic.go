@@ -253,7 +253,7 @@ func refRows(refs []store.ReferralVisits) (refColumns, error) {
 // caller with the same hash waits at the unique index for the first to
 // end, and then adds nothing (ON CONFLICT DO NOTHING) if it committed.
 // The aggregates go in one upsert a table, rows in key order; the token's
-// last use last.
+// last use next, and b.Then last.
 func (db *DB) AddTrafficBatch(ctx context.Context, b store.TrafficBatch, hits []store.CrawlerHits, refs []store.ReferralVisits) (bool, error) {
 	samples, err := samplesJSON(b.Samples)
 	if err != nil {
@@ -272,6 +272,7 @@ func (db *DB) AddTrafficBatch(ctx context.Context, b store.TrafficBatch, hits []
 		token = &b.TokenID
 	}
 	var duplicate bool
+	var then *txn // b.Then's transaction, whose events count once it commits
 	err = pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `INSERT INTO traffic_batches (id, domain_id, token_id, source, hash, lines, malformed, samples,
 			received_at, received_at_ns) SELECT $1, id, $2, $3, $4, $5, $6, $7, $8, $9 FROM monitored_domains
@@ -314,13 +315,22 @@ func (db *DB) AddTrafficBatch(ctx context.Context, b store.TrafficBatch, hits []
 				WHERE id = $1 AND domain_id = $2 AND (last_used_at IS NULL OR (last_used_at, last_used_at_ns) < ($3, $4))`,
 				b.TokenID, b.DomainID, ts(b.ReceivedAt), ns(b.ReceivedAt))
 		}
-		if q.Len() == 0 {
+		if q.Len() > 0 {
+			if err := tx.SendBatch(ctx, &q).Close(); err != nil {
+				return err
+			}
+		}
+		if b.Then == nil {
 			return nil
 		}
-		return tx.SendBatch(ctx, &q).Close()
+		then = &txn{db: db, tx: tx, ctx: ctx}
+		return b.Then(then)
 	})
 	if err != nil {
 		return false, fmt.Errorf("postgres: add traffic batch: %w", err)
+	}
+	if then != nil {
+		db.metrics.Load().Published(then.kinds)
 	}
 	return duplicate, nil
 }

@@ -24,7 +24,7 @@ const (
 	webhookColumns = `id, account_id, client_id, domain, url, events, min_score_change, enabled, disabled_reason,
 	disabled_at, disabled_at_ns, secret, prev_secret, prev_secret_end, prev_secret_end_ns, failing_since, failing_since_ns,
 	failures, last_success_at, last_success_at_ns, created_at, created_at_ns, updated_at, updated_at_ns,
-	connector, name, domains, settings, public_settings, secret_fields, subscription, min_citation_change`
+	connector, name, domains, settings, public_settings, secret_fields, subscription, min_citation_change, min_crawler_errors`
 	webhookSelect = webhookColumns + `, deleted_at, deleted_at_ns`
 )
 
@@ -37,7 +37,7 @@ func (db *DB) scanWebhook(s scanner) (store.Webhook, error) {
 		&disabled.t, &disabled.ns, &w.Secret, &prev, &prevEnd.t, &prevEnd.ns, &failing.t, &failing.ns,
 		&w.Failures, &success.t, &success.ns, &created.t, &created.ns, &updated.t, &updated.ns,
 		&connector, &w.Name, &w.Domains, &w.Settings, &public, &w.SecretFields, &w.Subscription,
-		&w.MinCitationChange, &deleted.t, &deleted.ns)
+		&w.MinCitationChange, &w.MinCrawlerErrors, &deleted.t, &deleted.ns)
 	if err != nil {
 		return w, err
 	}
@@ -65,7 +65,7 @@ func (db *DB) webhookArgs(w store.Webhook) ([]any, error) {
 		tsz(w.PrevSecretEnd), nsz(w.PrevSecretEnd), tsz(w.FailingSince), nsz(w.FailingSince),
 		w.Failures, tsz(w.LastSuccessAt), nsz(w.LastSuccessAt), ts(w.CreatedAt), ns(w.CreatedAt), ts(w.UpdatedAt), ns(w.UpdatedAt),
 		null(w.Connector), w.Name, nonNil(w.Domains), string(w.Settings), public, nonNil(w.SecretFields), w.Subscription,
-		w.MinCitationChange}, nil
+		w.MinCitationChange, w.MinCrawlerErrors}, nil
 }
 
 func (t *txn) InsertWebhook(w store.Webhook) error {
@@ -106,7 +106,7 @@ func (db *DB) webhook(ctx context.Context, q querier, accountID, id string) (sto
 var webhookEdits = []string{"url", "events", "min_score_change", "enabled", "disabled_reason", "disabled_at", "disabled_at_ns",
 	"secret", "prev_secret", "prev_secret_end", "prev_secret_end_ns", "failing_since", "failing_since_ns", "failures",
 	"last_success_at", "last_success_at_ns", "updated_at", "updated_at_ns", "name", "domains", "settings", "public_settings",
-	"secret_fields", "subscription", "min_citation_change"}
+	"secret_fields", "subscription", "min_citation_change", "min_crawler_errors"}
 
 func (t *txn) UpdateWebhook(w store.Webhook) error {
 	args, err := t.db.webhookArgs(w)

@@ -144,7 +144,7 @@ func (db *DB) RevokeIngestToken(ctx context.Context, accountID, domainID, id str
 
 // AddTrafficBatch keeps the batch and adds its aggregates in one call of
 // the writer: the batch's row, unique per domain and hash, is written
-// first, and a duplicate writes nothing more.
+// first, and a duplicate writes nothing more; b.Then runs last.
 func (db *DB) AddTrafficBatch(ctx context.Context, b store.TrafficBatch, hits []store.CrawlerHits, refs []store.ReferralVisits) (bool, error) {
 	samples, err := samplesJSON(b.Samples)
 	if err != nil {
@@ -189,12 +189,17 @@ func (db *DB) AddTrafficBatch(ctx context.Context, b store.TrafficBatch, hits []
 			` ON CONFLICT (domain_id, day, page, assistant) DO UPDATE SET visits = visits + excluded.visits`, 5, refRows); err != nil {
 			return err
 		}
-		if b.TokenID == "" {
+		if b.TokenID != "" {
+			_, err = w.Exec(`UPDATE ingest_tokens SET last_used_at = max(coalesce(last_used_at, ?1), ?1) WHERE id = ?2 AND domain_id = ?3`,
+				stamp(b.ReceivedAt), b.TokenID, b.DomainID)
+			if err != nil {
+				return err
+			}
+		}
+		if b.Then == nil {
 			return nil
 		}
-		_, err = w.Exec(`UPDATE ingest_tokens SET last_used_at = max(coalesce(last_used_at, ?1), ?1) WHERE id = ?2 AND domain_id = ?3`,
-			stamp(b.ReceivedAt), b.TokenID, b.DomainID)
-		return err
+		return b.Then(tx)
 	})
 	if err != nil {
 		return false, fmt.Errorf("sqlite: add traffic batch: %w", err)

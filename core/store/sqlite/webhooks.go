@@ -36,7 +36,7 @@ func (db *DB) open(s string) (string, error) {
 const (
 	webhookColumns = `id, account_id, client_id, domain, url, events, min_score_change, enabled, disabled_reason, disabled_at,
 	secret, prev_secret, prev_secret_end, failing_since, failures, last_success_at, created_at, updated_at,
-	connector, name, domains, settings, public_settings, secret_fields, subscription, min_citation_change`
+	connector, name, domains, settings, public_settings, secret_fields, subscription, min_citation_change, min_crawler_errors`
 	webhookSelect = webhookColumns + `, deleted_at`
 )
 
@@ -48,7 +48,7 @@ func (db *DB) scanWebhook(s scanner) (store.Webhook, error) {
 	var disabledAt, prevEnd, failing, success, created, updated, deleted sql.NullInt64
 	err := s.Scan(&w.ID, &w.AccountID, &client, &w.Domain, &w.URL, &events, &w.MinScoreChange, &enabled, &reason, &disabledAt,
 		&w.Secret, &prev, &prevEnd, &failing, &w.Failures, &success, &created, &updated,
-		&connector, &w.Name, &doms, &settings, &public, &secretFields, &subscription, &w.MinCitationChange, &deleted)
+		&connector, &w.Name, &doms, &settings, &public, &secretFields, &subscription, &w.MinCitationChange, &w.MinCrawlerErrors, &deleted)
 	if err != nil {
 		return w, err
 	}
@@ -74,7 +74,7 @@ func (db *DB) webhookArgs(w store.Webhook) ([]any, error) {
 		nullStr(w.DisabledReason), ns(w.DisabledAt), w.Secret, nullStr(w.PrevSecret), ns(w.PrevSecretEnd), ns(w.FailingSince),
 		w.Failures, ns(w.LastSuccessAt), stamp(w.CreatedAt), stamp(w.UpdatedAt),
 		nullStr(w.Connector), w.Name, strings.Join(w.Domains, " "), string(w.Settings), string(w.PublicSettings),
-		strings.Join(w.SecretFields, " "), bit(w.Subscription), w.MinCitationChange}, nil
+		strings.Join(w.SecretFields, " "), bit(w.Subscription), w.MinCitationChange, w.MinCrawlerErrors}, nil
 }
 
 func placeholders(n int) string { return strings.TrimSuffix(strings.Repeat("?, ", n), ", ") }
@@ -114,7 +114,8 @@ func (t *txn) UpdateWebhook(w store.Webhook) error {
 	res, err := t.tx.Exec(`UPDATE webhooks SET url = ?5, events = ?6, min_score_change = ?7, enabled = ?8, disabled_reason = ?9,
 		disabled_at = ?10, secret = ?11, prev_secret = ?12, prev_secret_end = ?13, failing_since = ?14, failures = ?15,
 		last_success_at = ?16, updated_at = ?18, name = ?20, domains = ?21, settings = ?22, public_settings = ?23,
-		secret_fields = ?24, subscription = ?25, min_citation_change = ?26 WHERE id = ?1 AND account_id = ?2`, args...)
+		secret_fields = ?24, subscription = ?25, min_citation_change = ?26,
+		min_crawler_errors = ?27 WHERE id = ?1 AND account_id = ?2`, args...)
 	if err != nil {
 		return fmt.Errorf("sqlite: update webhook: %w", conflict(err))
 	}

@@ -152,6 +152,7 @@ var groups = []struct {
 	{"Traffic", []test{
 		{"RoundTrip", testTrafficRoundTrip},
 		{"SameBatchAddsOnce", testTrafficBatchOnce},
+		{"ThenCommitsWithTheBatch", testTrafficBatchThen},
 		{"SameBatchOnceUnderConcurrencyOnTwoHandles", testTrafficBatchOnceUnderConcurrency},
 		{"AggregatesAddUp", testTrafficAggregatesAddUp},
 		{"OwnersAndDomainDeleted", testTrafficOwners},

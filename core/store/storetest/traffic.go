@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ThreeDotsLabs/watermill/message"
+
 	"github.com/aivis/aivis/core/store"
 )
 
@@ -675,4 +677,74 @@ func trafficTextFields() []textField {
 			return "", err
 		}})
 	return fs
+}
+
+// A batch's Then runs in the transaction that keeps it: what it writes
+// (an event published and logged) commits with the batch, its error
+// keeps neither the batch nor its aggregates (the same batch is then no
+// duplicate), and a duplicate does not run it.
+func testTrafficBatchThen(t *testing.T, newStore Constructor) {
+	s, _ := newStore(t)
+	owners(t, s)
+	d := trafficDomain(t, s, "acct_1", "", "dom_a")
+	hits := []store.CrawlerHits{hit(day0, "/pricing", "GPTBot", "verified", 2)}
+	then := func(id string, ran *int, fail error) func(store.Tx) error {
+		return func(tx store.Tx) error {
+			*ran++
+			m := message.NewMessage(id, []byte(`{"id":"`+id+`"}`))
+			m.Metadata.Set("account_id", "acct_1")
+			if err := tx.Publish("events", m); err != nil {
+				return err
+			}
+			if err := tx.LogEvents(store.LoggedEvent{ID: id, AccountID: "acct_1", Event: "crawler_errors", Domain: d.Domain,
+				Payload: []byte(`{}`), CreatedAt: t0}); err != nil {
+				return err
+			}
+			return fail
+		}
+	}
+	logged := func() []string {
+		es, _, err := s.RecentEvents(ctx, store.EventFilter{AccountID: "acct_1", Limit: 10})
+		must(t, err, "RecentEvents")
+		var ids []string
+		for _, e := range es {
+			ids = append(ids, e.ID)
+		}
+		return ids
+	}
+
+	var failed int
+	b := newBatch("tb_1", "acct_1", d.ID, "", "one", t0)
+	b.Then = then("evt_failed", &failed, errBoom)
+	if _, err := s.AddTrafficBatch(ctx, b, hits, nil); !errors.Is(err, errBoom) || failed != 1 {
+		t.Fatalf("AddTrafficBatch whose Then fails: %v after %d runs, want its error after one", err, failed)
+	}
+	if got := hitsOf(t, s, "acct_1", d.ID); len(got) != 0 {
+		t.Errorf("hits after a failed Then: %+v, want none", got)
+	}
+	if ids := logged(); len(ids) != 0 {
+		t.Errorf("events after a failed Then: %v, want none", ids)
+	}
+
+	var kept int
+	b.ID, b.Then = "tb_2", then("evt_kept", &kept, nil)
+	if dup, err := s.AddTrafficBatch(ctx, b, hits, nil); err != nil || dup || kept != 1 {
+		t.Fatalf("AddTrafficBatch after a failed Then: %v, %v, Then ran %d times; want added once", dup, err, kept)
+	}
+	var again int
+	b.ID, b.Then = "tb_3", then("evt_again", &again, nil)
+	if dup, err := s.AddTrafficBatch(ctx, b, hits, nil); err != nil || !dup || again != 0 {
+		t.Errorf("AddTrafficBatch of a duplicate: %v, %v, Then ran %d times; want a duplicate and no run", dup, err, again)
+	}
+	if ids := logged(); !slices.Equal(ids, []string{"evt_kept"}) {
+		t.Errorf("events: %v, want evt_kept alone", ids)
+	}
+	if got := hitsOf(t, s, "acct_1", d.ID); len(got) != 1 || got[0].Hits != 2 {
+		t.Errorf("hits: %+v, want 2 once", got)
+	}
+	bs, err := s.ListTrafficBatches(ctx, "acct_1", d.ID, 0)
+	must(t, err, "ListTrafficBatches")
+	if len(bs) != 1 || bs[0].ID != "tb_2" || bs[0].Then != nil {
+		t.Errorf("batches: %+v, want tb_2 alone", bs)
+	}
 }

@@ -75,7 +75,7 @@ func testWebhooks(t *testing.T, newStore Constructor) {
 	s, _ := newStore(t)
 	owners(t, s)
 	w := store.Webhook{ID: "wh_1", AccountID: "acct_1", ClientID: "cli_1", Domain: "xn--bcher-kva.example", URL: "https://hooks.example/a?b=c&d=é",
-		Events: []string{"ai_visibility_change", "content_completed"}, MinScoreChange: 5, MinCitationChange: 15, Enabled: false, DisabledReason: "HTTP 410 Gone",
+		Events: []string{"ai_visibility_change", "content_completed"}, MinScoreChange: 5, MinCitationChange: 15, MinCrawlerErrors: 250, Enabled: false, DisabledReason: "HTTP 410 Gone",
 		DisabledAt: t0.Add(time.Minute), Secret: secret1, PrevSecret: secret2, PrevSecretEnd: t0.Add(24 * time.Hour).In(elsewhere),
 		FailingSince: t0.Add(-time.Hour), Failures: 7, LastSuccessAt: t0.Add(-2 * time.Hour), CreatedAt: t0.In(elsewhere), UpdatedAt: t0.Add(time.Second)}
 	insertWebhooks(t, s, w)
@@ -91,7 +91,7 @@ func testWebhooks(t *testing.T, newStore Constructor) {
 	edit := w
 	edit.ClientID, edit.Domain, edit.CreatedAt, edit.Connector = "", "other.example", t0.Add(time.Hour), "" // kept
 	edit.URL, edit.Events, edit.MinScoreChange, edit.Enabled, edit.DisabledReason, edit.DisabledAt = "https://hooks.example/v2", []string{"content_failed"}, 0, true, "", time.Time{}
-	edit.MinCitationChange = 0
+	edit.MinCitationChange, edit.MinCrawlerErrors = 0, 1000000
 	edit.Secret, edit.PrevSecret, edit.PrevSecretEnd = secret2, secret1, t0.Add(48*time.Hour)
 	edit.FailingSince, edit.Failures, edit.LastSuccessAt, edit.UpdatedAt = time.Time{}, 0, t0.Add(time.Hour), t0.Add(time.Hour)
 	update(t, s, "UpdateWebhook", func(tx store.Tx) error {
@@ -119,7 +119,7 @@ func testConnections(t *testing.T, newStore Constructor) {
 	s, _ := newStore(t)
 	newAccount(t, s, "acct_1", store.AccountStandard)
 	c := newConnection("con_1", "acct_1", "", t0)
-	c.Domains, c.Subscription, c.MinScoreChange, c.MinCitationChange = []string{"a.example", "b.example"}, true, 3, 25
+	c.Domains, c.Subscription, c.MinScoreChange, c.MinCitationChange, c.MinCrawlerErrors = []string{"a.example", "b.example"}, true, 3, 25, 7
 	bare := newConnection("con_2", "acct_1", "", t0)
 	bare.Settings, bare.PublicSettings, bare.SecretFields = json.RawMessage(`{}`), json.RawMessage(`{}`), nil
 	insertWebhooks(t, s, c, bare)
