@@ -31,8 +31,11 @@ type CreateWebhook struct {
 	MinScoreChange *int     `json:"min_score_change,omitempty"`
 	// MinCitationChange: citation_change only when an engine's citation
 	// rate moved at least this many percentage points (default 10).
-	MinCitationChange *int   `json:"min_citation_change,omitempty"`
-	ClientID          string `json:"client_id,omitempty"`
+	MinCitationChange *int `json:"min_citation_change,omitempty"`
+	// MinCrawlerErrors: crawler_errors only when AI crawlers' error hits
+	// on cited pages reach this many (default 1).
+	MinCrawlerErrors *int   `json:"min_crawler_errors,omitempty"`
+	ClientID         string `json:"client_id,omitempty"`
 }
 
 // UpdateWebhook is the body of PATCH /v1/webhooks/{id}: absent fields keep
@@ -42,6 +45,7 @@ type UpdateWebhook struct {
 	URL               *string  `json:"url,omitempty"`
 	MinScoreChange    *int     `json:"min_score_change,omitempty"`
 	MinCitationChange *int     `json:"min_citation_change,omitempty"`
+	MinCrawlerErrors  *int     `json:"min_crawler_errors,omitempty"`
 	Enabled           *bool    `json:"enabled,omitempty"`
 }
 
@@ -54,6 +58,7 @@ type Webhook struct {
 	Events                  []string   `json:"events"`
 	MinScoreChange          int        `json:"min_score_change"`
 	MinCitationChange       int        `json:"min_citation_change"`
+	MinCrawlerErrors        int        `json:"min_crawler_errors"`
 	Enabled                 bool       `json:"enabled"`
 	DisabledReason          *string    `json:"disabled_reason"`
 	DisabledAt              *time.Time `json:"disabled_at"`
@@ -180,8 +185,10 @@ type CreateConnection struct {
 	Domains        []string        `json:"domains,omitempty"`
 	MinScoreChange *int            `json:"min_score_change,omitempty"`
 	// MinCitationChange is as a webhook's (default 10).
-	MinCitationChange *int   `json:"min_citation_change,omitempty"`
-	ClientID          string `json:"client_id,omitempty"`
+	MinCitationChange *int `json:"min_citation_change,omitempty"`
+	// MinCrawlerErrors is as a webhook's (default 1).
+	MinCrawlerErrors *int   `json:"min_crawler_errors,omitempty"`
+	ClientID         string `json:"client_id,omitempty"`
 }
 
 // UpdateConnection is the body of PATCH /v1/connections/{id}: only the
@@ -194,6 +201,7 @@ type UpdateConnection struct {
 	Domains           *[]string       `json:"domains,omitempty"`
 	MinScoreChange    *int            `json:"min_score_change,omitempty"`
 	MinCitationChange *int            `json:"min_citation_change,omitempty"`
+	MinCrawlerErrors  *int            `json:"min_crawler_errors,omitempty"`
 	Enabled           *bool           `json:"enabled,omitempty"`
 }
 
@@ -209,6 +217,7 @@ type Connection struct {
 	Domains           []string        `json:"domains"`
 	MinScoreChange    int             `json:"min_score_change"`
 	MinCitationChange int             `json:"min_citation_change"`
+	MinCrawlerErrors  int             `json:"min_crawler_errors"`
 	Enabled           bool            `json:"enabled"`
 	DisabledReason    *string         `json:"disabled_reason"`
 	DisabledAt        *time.Time      `json:"disabled_at"`

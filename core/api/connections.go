@@ -17,7 +17,7 @@ import (
 func connectionView(c store.Webhook) client.Connection {
 	v := client.Connection{ID: c.ID, Connector: c.Connector, Name: c.Name, Settings: c.PublicSettings, SecretFields: []string{},
 		Events: c.Events, Domains: c.Domains, MinScoreChange: c.MinScoreChange,
-		MinCitationChange: c.MinCitationChange, Enabled: c.Enabled,
+		MinCitationChange: c.MinCitationChange, MinCrawlerErrors: c.MinCrawlerErrors, Enabled: c.Enabled,
 		DisabledReason: optional(c.DisabledReason), DisabledAt: optionalTime(c.DisabledAt), FailingSince: optionalTime(c.FailingSince),
 		Source: "api", ClientID: optional(c.ClientID), CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt, DeletedAt: optionalTime(c.DeletedAt)}
 	if c.Subscription {

@@ -33,8 +33,8 @@ func (s *Server) recordReading(w http.ResponseWriter, r *http.Request) {
 
 func webhookView(wh store.Webhook, withSecret bool) client.Webhook {
 	v := client.Webhook{ID: wh.ID, Domain: wh.Domain, URL: wh.URL, Events: wh.Events, MinScoreChange: wh.MinScoreChange,
-		MinCitationChange: wh.MinCitationChange,
-		Enabled:           wh.Enabled, DisabledReason: optional(wh.DisabledReason), DisabledAt: optionalTime(wh.DisabledAt),
+		MinCitationChange: wh.MinCitationChange, MinCrawlerErrors: wh.MinCrawlerErrors,
+		Enabled: wh.Enabled, DisabledReason: optional(wh.DisabledReason), DisabledAt: optionalTime(wh.DisabledAt),
 		FailingSince: optionalTime(wh.FailingSince), ClientID: optional(wh.ClientID), CreatedAt: wh.CreatedAt, UpdatedAt: wh.UpdatedAt,
 		DeletedAt: optionalTime(wh.DeletedAt)}
 	if v.Events == nil {

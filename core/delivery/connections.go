@@ -199,6 +199,7 @@ func (s *Service) CreateConnection(ctx context.Context, p auth.Principal, in cli
 	doms := checkDomains(&f, in.Domains)
 	minScore := checkMinChange(&f, "min_score_change", in.MinScoreChange, 0)
 	minCitation := checkMinChange(&f, "min_citation_change", in.MinCitationChange, DefaultMinCitationChange)
+	minErrors := checkMinErrors(&f, in.MinCrawlerErrors, DefaultMinCrawlerErrors)
 	settings := settingsObject(&f, in.Settings)
 	clientID, err := accounts.Owner(ctx, s.Store, p, in.ClientID)
 	if err != nil {
@@ -207,14 +208,18 @@ func (s *Service) CreateConnection(ctx context.Context, p auth.Principal, in cli
 	if err := f.Err(); err != nil {
 		return store.Webhook{}, err
 	}
-	return s.insertConnection(ctx, p, clientID, in.Connector, name, settings, kinds, doms, minScore, minCitation, false)
+	return s.insertConnection(ctx, p, clientID, in.Connector, name, settings, kinds, doms, thresholds{minScore, minCitation, minErrors}, false)
 }
+
+// thresholds are a new connection's min_score_change, min_citation_change
+// and min_crawler_errors.
+type thresholds struct{ score, citation, errors int }
 
 // insertConnection checks a new connection's settings with its connector
 // and keeps it; a subscription (its destination made it: any URL) is
 // verified first, as a webhook is.
 func (s *Service) insertConnection(ctx context.Context, p auth.Principal, clientID, connector, name string,
-	settings map[string]json.RawMessage, kinds, doms []string, minScore, minCitation int, subscription bool) (store.Webhook, error) {
+	settings map[string]json.RawMessage, kinds, doms []string, min thresholds, subscription bool) (store.Webhook, error) {
 	if err := s.room(ctx, p, true); err != nil {
 		return store.Webhook{}, err
 	}
@@ -234,7 +239,7 @@ func (s *Service) insertConnection(ctx context.Context, p auth.Principal, client
 	}
 	now := s.now()
 	w := store.Webhook{ID: randid.New("con"), AccountID: p.AccountID(), ClientID: clientID, Events: kinds,
-		MinScoreChange: minScore, MinCitationChange: minCitation, Enabled: true, CreatedAt: now, UpdatedAt: now,
+		MinScoreChange: min.score, MinCitationChange: min.citation, MinCrawlerErrors: min.errors, Enabled: true, CreatedAt: now, UpdatedAt: now,
 		Connection: store.Connection{Connector: connector, Name: name, Settings: full, PublicSettings: public,
 			SecretFields: info.SecretFields, Domains: doms, Subscription: subscription}}
 	if !subscription {
@@ -269,6 +274,7 @@ func (s *Service) UpdateConnection(ctx context.Context, p auth.Principal, id str
 	}
 	minScore := checkMinChange(&f, "min_score_change", in.MinScoreChange, cur.MinScoreChange)
 	minCitation := checkMinChange(&f, "min_citation_change", in.MinCitationChange, cur.MinCitationChange)
+	minErrors := checkMinErrors(&f, in.MinCrawlerErrors, cur.MinCrawlerErrors)
 	var patch map[string]json.RawMessage
 	if in.Settings != nil {
 		patch = settingsObject(&f, in.Settings)
@@ -323,7 +329,7 @@ func (s *Service) UpdateConnection(ctx context.Context, p auth.Principal, id str
 		if in.Domains != nil {
 			w.Domains = doms
 		}
-		w.MinScoreChange, w.MinCitationChange = minScore, minCitation
+		w.MinScoreChange, w.MinCitationChange, w.MinCrawlerErrors = minScore, minCitation, minErrors
 		if patch != nil {
 			w.Settings, w.PublicSettings, w.SecretFields = full, public, secret
 		}
@@ -415,7 +421,8 @@ func (s *Service) Subscribe(ctx context.Context, p auth.Principal, in client.Zap
 	}
 	target, _ := json.Marshal(in.TargetURL)
 	return s.insertConnection(ctx, p, clientID, ZapierConnector, "Zapier: "+in.Event,
-		map[string]json.RawMessage{"target_url": target}, []string{in.Event}, doms, 0, DefaultMinCitationChange, true)
+		map[string]json.RawMessage{"target_url": target}, []string{in.Event}, doms,
+		thresholds{0, DefaultMinCitationChange, DefaultMinCrawlerErrors}, true)
 }
 
 // MaxRecentEvents bounds a page of recent events.

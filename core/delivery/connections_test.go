@@ -257,6 +257,7 @@ func TestConnectionValidation(t *testing.T) {
 		{Connector: "fake", Settings: json.RawMessage(`{"token":"x"}`), Events: []string{events.VisibilityChange}, Domains: []string{"a b"}},
 		{Connector: "fake", Settings: json.RawMessage(`{"token":"x"}`), Events: []string{events.VisibilityChange}, MinScoreChange: new(101)},
 		{Connector: "fake", Settings: json.RawMessage(`{"token":"x"}`), Events: []string{events.CitationChange}, MinCitationChange: new(-1)},
+		{Connector: "fake", Settings: json.RawMessage(`{"token":"x"}`), Events: []string{events.CrawlerErrors}, MinCrawlerErrors: new(1000001)},
 	} {
 		_, err := e.svc.CreateConnection(ctx, e.p, in)
 		var fe *fault.Error
@@ -284,6 +285,16 @@ func TestConnectionValidation(t *testing.T) {
 	if up, err = e.svc.UpdateConnection(ctx, e.p, c.ID, client.UpdateConnection{MinCitationChange: new(0)}); err != nil ||
 		up.MinScoreChange != 4 || up.MinCitationChange != 0 {
 		t.Fatalf("min_citation_change patched: %+v %v", up, err)
+	}
+	if c.MinCrawlerErrors != delivery.DefaultMinCrawlerErrors || up.MinCrawlerErrors != delivery.DefaultMinCrawlerErrors {
+		t.Errorf("min_crawler_errors %d, then %d: want the default throughout", c.MinCrawlerErrors, up.MinCrawlerErrors)
+	}
+	if _, err := e.svc.UpdateConnection(ctx, e.p, c.ID, client.UpdateConnection{MinCrawlerErrors: new(-1)}); !isField(err, "min_crawler_errors") {
+		t.Errorf("min_crawler_errors -1: %v", err)
+	}
+	if up, err = e.svc.UpdateConnection(ctx, e.p, c.ID, client.UpdateConnection{MinCrawlerErrors: new(50)}); err != nil ||
+		up.MinCrawlerErrors != 50 || up.MinCitationChange != 0 {
+		t.Fatalf("min_crawler_errors patched: %+v %v", up, err)
 	}
 	up, err = e.svc.UpdateConnection(ctx, e.p, c.ID, client.UpdateConnection{Settings: json.RawMessage(`{"label":null,"extra":1}`)})
 	if err != nil || string(up.Settings) != `{"extra":1,"token":"s3cret"}` || string(up.PublicSettings) != `{"extra":1}` {

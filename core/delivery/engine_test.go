@@ -335,6 +335,26 @@ func TestMinCitationChangeWants(t *testing.T) {
 	}
 }
 
+// A crawler_errors reaches a webhook or connection when its error hits
+// reach the minimum; 0 and 1 take every one.
+func TestMinCrawlerErrorsWants(t *testing.T) {
+	for _, tc := range []struct {
+		min    int
+		errors int64
+		want   bool
+	}{{1, 1, true}, {0, 1, true}, {5, 4, false}, {5, 5, true}, {1000000, 999999, false}, {1000000, 1000000, true}} {
+		for _, w := range []store.Webhook{
+			{Enabled: true, Domain: "example.com", Events: []string{events.CrawlerErrors}, MinCrawlerErrors: tc.min},
+			{Enabled: true, Events: []string{events.CrawlerErrors}, MinCrawlerErrors: tc.min, Connection: store.Connection{Connector: "slack"}},
+		} {
+			ev := events.Event{Body: events.Body{Event: events.CrawlerErrors}, Domain: "example.com", ScoreChange: -1, CrawlerErrors: tc.errors}
+			if got := delivery.Wants(w, ev); got != tc.want {
+				t.Errorf("connection %v, minimum %d, %d errors: wants %v, want %v", w.IsConnection(), tc.min, tc.errors, got, tc.want)
+			}
+		}
+	}
+}
+
 // TestMinCitationChangeAtReceivers: two webhooks of a domain with minimums
 // of 10 (the default) and 30 points hear of the citation changes past
 // their minimums and of nothing else; a later event that both hear fences
@@ -712,6 +732,8 @@ func TestCreateRefusesBadSetups(t *testing.T) {
 		"private address":    {Domain: "example.com", Events: []string{events.VisibilityChange}, URL: "https://10.1.2.3/hook"},
 		"min change range":   {Domain: "example.com", Events: []string{events.VisibilityChange}, URL: rc.URL, MinScoreChange: ptr(101)},
 		"min citation range": {Domain: "example.com", Events: []string{events.CitationChange}, URL: rc.URL, MinCitationChange: ptr(-1)},
+		"min errors range":   {Domain: "example.com", Events: []string{events.CrawlerErrors}, URL: rc.URL, MinCrawlerErrors: ptr(1000001)},
+		"min errors below":   {Domain: "example.com", Events: []string{events.CrawlerErrors}, URL: rc.URL, MinCrawlerErrors: ptr(-1)},
 	} {
 		_, err := e.svc.Create(ctx, e.p, in)
 		if err == nil {

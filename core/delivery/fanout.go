@@ -180,7 +180,8 @@ func (e *Engine) insert() {
 // subscribes to the kind and the domain (a connection with no domains takes
 // every domain) and, for a visibility change, the score moved at least its
 // minimum (the first reading of a domain always counts), for a citation
-// change, the engine's citation rate moved at least its minimum. A
+// change, the engine's citation rate moved at least its minimum, for
+// crawler errors, the error hits reach its minimum. A
 // disabled one wants its events too: they are kept as failed deliveries.
 func Wants(w store.Webhook, ev events.Event) bool {
 	if !containsKind(w.Events, ev.Event) {
@@ -198,6 +199,9 @@ func Wants(w store.Webhook, ev events.Event) bool {
 	}
 	if ev.Event == events.CitationChange {
 		return ev.CitationChange >= float64(w.MinCitationChange)
+	}
+	if ev.Event == events.CrawlerErrors {
+		return ev.CrawlerErrors >= int64(w.MinCrawlerErrors)
 	}
 	return true
 }

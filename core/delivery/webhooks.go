@@ -121,6 +121,26 @@ func checkMinChange(f *fault.Fields, field string, v *int, cur int) int {
 	return *v
 }
 
+// DefaultMinCrawlerErrors is the min_crawler_errors of a webhook or
+// connection made without one: every crawler_errors (the stores' column
+// default is the same).
+const DefaultMinCrawlerErrors = 1
+
+// MaxMinCrawlerErrors bounds min_crawler_errors.
+const MaxMinCrawlerErrors = 1000000
+
+// checkMinErrors validates min_crawler_errors: 0-MaxMinCrawlerErrors (0
+// and 1 alike let every crawler_errors through), cur when not given.
+func checkMinErrors(f *fault.Fields, v *int, cur int) int {
+	if v == nil {
+		return cur
+	}
+	if *v < 0 || *v > MaxMinCrawlerErrors {
+		f.Add("min_crawler_errors", "must be between 0 and %d", MaxMinCrawlerErrors)
+	}
+	return *v
+}
+
 // Create validates a webhook, sends it the test payload and keeps it only
 // if the endpoint answers 200 within the verification timeout, and the
 // tier's cap allows one more. The secret is in the result, the only time
@@ -134,6 +154,7 @@ func (s *Service) Create(ctx context.Context, p auth.Principal, in client.Create
 	kinds := s.checkEvents(&f, in.Events)
 	minScore := checkMinChange(&f, "min_score_change", in.MinScoreChange, 0)
 	minCitation := checkMinChange(&f, "min_citation_change", in.MinCitationChange, DefaultMinCitationChange)
+	minErrors := checkMinErrors(&f, in.MinCrawlerErrors, DefaultMinCrawlerErrors)
 	clientID, err := accounts.Owner(ctx, s.Store, p, in.ClientID)
 	if err != nil {
 		return store.Webhook{}, err
@@ -162,7 +183,7 @@ func (s *Service) Create(ctx context.Context, p auth.Principal, in client.Create
 	}
 	now := s.now()
 	w := store.Webhook{ID: randid.New("wh"), AccountID: p.AccountID(), ClientID: clientID, Domain: d, URL: url, Events: kinds,
-		MinScoreChange: minScore, MinCitationChange: minCitation, Enabled: true, Secret: secret, CreatedAt: now, UpdatedAt: now}
+		MinScoreChange: minScore, MinCitationChange: minCitation, MinCrawlerErrors: minErrors, Enabled: true, Secret: secret, CreatedAt: now, UpdatedAt: now}
 	v, err := s.verify(ctx, w, "aivis is verifying this endpoint; answer 200 to activate the webhook")
 	if err != nil {
 		return store.Webhook{}, err
@@ -423,6 +444,7 @@ func (s *Service) Update(ctx context.Context, p auth.Principal, id string, in cl
 		}
 		minScore := checkMinChange(&f, "min_score_change", in.MinScoreChange, w.MinScoreChange)
 		minCitation := checkMinChange(&f, "min_citation_change", in.MinCitationChange, w.MinCitationChange)
+		minErrors := checkMinErrors(&f, in.MinCrawlerErrors, w.MinCrawlerErrors)
 		if err := f.Err(); err != nil {
 			return err
 		}
@@ -432,7 +454,7 @@ func (s *Service) Update(ctx context.Context, p auth.Principal, id string, in cl
 		if in.URL != nil {
 			w.URL = *in.URL
 		}
-		w.MinScoreChange, w.MinCitationChange = minScore, minCitation
+		w.MinScoreChange, w.MinCitationChange, w.MinCrawlerErrors = minScore, minCitation, minErrors
 		setEnabled(w, in.Enabled, now)
 		w.UpdatedAt = now
 		return nil

@@ -115,6 +115,49 @@ type CitationChangeData struct {
 	ClientID             *string `json:"client_id"`
 }
 
+// MaxCrawlerErrorPages is the most pages a crawler_errors names: those
+// with the most error hits (PagesWithErrors counts them all).
+const MaxCrawlerErrorPages = 20
+
+// CrawlerErrorsData is the data of crawler_errors: AI agents (verified or
+// unverified, never spoofed) answered 4xx or 5xx, in one batch of logs,
+// on pages that the engines' answers cite in the domain's latest
+// completed scan. Errors counts the error hits on every such page.
+type CrawlerErrorsData struct {
+	Domain          string              `json:"domain"`
+	Days            []string            `json:"days"` // the batch's days with errors, YYYY-MM-DD, in order
+	ScanID          string              `json:"scan_id"`
+	Errors          int64               `json:"errors"`
+	PagesWithErrors int                 `json:"pages_with_errors"`
+	Pages           []CrawlerErrorsPage `json:"pages"`
+	ClientID        *string             `json:"client_id"`
+}
+
+// CrawlerErrorsPage is one cited page of a crawler_errors: its error
+// hits, by agent and status class, and the engines whose answers cite it.
+type CrawlerErrorsPage struct {
+	Path    string                `json:"path"`
+	Errors  int64                 `json:"errors"`
+	Agents  []CrawlerErrorsAgent  `json:"agents"`
+	CitedBy []CrawlerErrorsEngine `json:"cited_by"`
+}
+
+// CrawlerErrorsAgent is one agent's error hits on a page, as one
+// verification found it (verified or unverified).
+type CrawlerErrorsAgent struct {
+	Agent        string `json:"agent"`
+	Verification string `json:"verification"`
+	Status4xx    int64  `json:"status_4xx"`
+	Status5xx    int64  `json:"status_5xx"`
+}
+
+// CrawlerErrorsEngine is an engine whose answers cite a page, and how
+// many of them.
+type CrawlerErrorsEngine struct {
+	Engine  string `json:"engine"`
+	Answers int    `json:"answers"`
+}
+
 // WebhookTestData is the data of webhook_test.
 type WebhookTestData struct {
 	WebhookID    *string `json:"webhook_id"`    // null for a connection's test

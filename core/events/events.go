@@ -42,11 +42,13 @@ const (
 	WebhookDisabled         = "webhook_disabled"
 	ConnectionDisabled      = "connection_disabled"
 	CitationChange          = "citation_change"
+	CrawlerErrors           = "crawler_errors"
 )
 
 // Kinds lists every kind a webhook may subscribe to.
 var Kinds = []string{VisibilityChange, ContentOptimized, WebhookTest, ContentRequestCreated,
-	ContentRequestFailed, ContentRequestCancelled, ScanCompleted, WebhookDisabled, ConnectionDisabled, CitationChange}
+	ContentRequestFailed, ContentRequestCancelled, ScanCompleted, WebhookDisabled, ConnectionDisabled, CitationChange,
+	CrawlerErrors}
 
 // Known reports whether kind is in the catalog.
 func Known(kind string) bool { return slices.Contains(Kinds, kind) }
@@ -93,6 +95,9 @@ type Event struct {
 	// in percentage points, that a citation_change carries (its data's
 	// citation_change without the sign).
 	CitationChange float64
+	// CrawlerErrors is the count of AI crawlers' error hits on cited
+	// pages that a crawler_errors carries (its data's errors).
+	CrawlerErrors int64
 	// WebhookID targets one webhook or connection (webhook_test); "" for
 	// every match.
 	WebhookID string
@@ -128,6 +133,7 @@ const (
 	metaDomain         = "domain"
 	metaScoreChange    = "score_change"
 	metaCitationChange = "citation_change"
+	metaCrawlerErrors  = "crawler_errors"
 	metaWebhook        = "webhook_id"
 )
 
@@ -151,6 +157,9 @@ func (e Event) Message() (*message.Message, error) {
 	}
 	if e.Event == CitationChange {
 		m.Metadata.Set(metaCitationChange, strconv.FormatFloat(e.CitationChange, 'f', -1, 64))
+	}
+	if e.Event == CrawlerErrors {
+		m.Metadata.Set(metaCrawlerErrors, strconv.FormatInt(e.CrawlerErrors, 10))
 	}
 	if e.WebhookID != "" {
 		m.Metadata.Set(metaWebhook, e.WebhookID)
@@ -237,6 +246,13 @@ func FromMessage(m *message.Message) (Event, error) {
 			return e, fmt.Errorf("events: message %s: citation change %q", m.UUID, s)
 		}
 		e.CitationChange = f
+	}
+	if s := m.Metadata.Get(metaCrawlerErrors); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return e, fmt.Errorf("events: message %s: crawler errors %q", m.UUID, s)
+		}
+		e.CrawlerErrors = n
 	}
 	return e, nil
 }

@@ -90,6 +90,41 @@ func TestCitationChangeRoundTrip(t *testing.T) {
 	}
 }
 
+// A crawler_errors carries its count of error hits as a routing fact;
+// other kinds carry none.
+func TestCrawlerErrorsRoundTrip(t *testing.T) {
+	ev, err := events.New(events.CrawlerErrors, time.Now(), "acct_1", "cli_1", "example.com", events.CrawlerErrorsData{
+		Domain: "example.com", Days: []string{"2026-11-27"}, Errors: 3, PagesWithErrors: 1,
+		Pages: []events.CrawlerErrorsPage{{Path: "/pricing", Errors: 3,
+			Agents:  []events.CrawlerErrorsAgent{{Agent: "GPTBot", Verification: "verified", Status4xx: 2, Status5xx: 1}},
+			CitedBy: []events.CrawlerErrorsEngine{{Engine: "ChatGPT", Answers: 4}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev.CrawlerErrors = 3
+	m, _ := ev.Message()
+	if got := m.Metadata.Get("crawler_errors"); got != "3" || m.Metadata.Get("citation_change") != "" {
+		t.Fatalf("metadata %v", m.Metadata)
+	}
+	back, err := events.FromMessage(m)
+	if err != nil || back.CrawlerErrors != 3 || back.ClientID != "cli_1" {
+		t.Fatalf("%+v %v", back, err)
+	}
+	var data events.CrawlerErrorsData
+	if err := json.Unmarshal(back.Data, &data); err != nil || data.Pages[0].Agents[0].Status5xx != 1 || data.Days[0] != "2026-11-27" {
+		t.Errorf("data %s: %v", back.Data, err)
+	}
+	m.Metadata.Set("crawler_errors", "1.5")
+	if _, err := events.FromMessage(m); err == nil {
+		t.Error("a count of error hits that is no integer")
+	}
+	other, _ := events.New(events.ScanCompleted, time.Now(), "acct_1", "", "example.com", events.ScanCompletedData{})
+	other.CrawlerErrors = 5
+	if m, _ := other.Message(); m.Metadata.Get("crawler_errors") != "" {
+		t.Errorf("scan_completed carries crawler errors: %v", m.Metadata)
+	}
+}
+
 func TestRefusals(t *testing.T) {
 	if _, err := events.New("nope", time.Now(), "a", "", "", nil); err == nil {
 		t.Error("an unknown kind")
