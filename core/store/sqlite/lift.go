@@ -81,7 +81,10 @@ func (db *DB) AnswerFacts(ctx context.Context, accountID string, scanIDs []strin
 }
 
 // forScans runs selectFrom over the kept answers (error IS NULL) of the
-// account's scans among ids, then tail, and hands each row to each.
+// account's scans among ids, then tail, and hands each row to each. Each
+// scan is found by its key (+account_id keeps the planner from walking
+// every scan of the account along scans_owner instead), its answers along
+// an index in the order tail asks, with no sort.
 func (db *DB) forScans(ctx context.Context, selectFrom, accountID string, ids []string, tail string, each func(scanner) error) error {
 	if len(ids) == 0 {
 		return nil
@@ -92,7 +95,7 @@ func (db *DB) forScans(ctx context.Context, selectFrom, accountID string, ids []
 		args = append(args, id)
 	}
 	rows, err := db.r.QueryContext(ctx, selectFrom+` WHERE error IS NULL AND scan_id IN (
-		SELECT id FROM scans WHERE account_id = ? AND id IN (`+placeholders(len(ids))+`)) `+tail, args...)
+		SELECT id FROM scans WHERE id IN (`+placeholders(len(ids))+`) AND +account_id = ?) `+tail, append(args[1:], accountID)...)
 	if err != nil {
 		return err
 	}
