@@ -60,10 +60,10 @@ func (o LiftOptions) check() error {
 	if o.Scans < 0 || o.Scans > lift.MaxScans {
 		f.Add("scans", "must be 1 to %d", lift.MaxScans)
 	}
-	if o.Effect < 0 || o.Effect >= 1 {
+	if !(o.Effect >= 0 && o.Effect < 1) {
 		f.Add("effect", "must be more than 0 and less than 1 (0.10 is 10 points)")
 	}
-	if o.PositionEffect < 0 || o.PositionEffect > 100 {
+	if !(o.PositionEffect >= 0 && o.PositionEffect <= 100) {
 		f.Add("position_effect", "must be more than 0 and at most 100 ranks")
 	}
 	if o.Resamples != 0 && (o.Resamples < lift.MinResamples || o.Resamples > lift.MaxResamples) {

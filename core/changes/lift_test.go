@@ -115,7 +115,8 @@ func TestLiftWindows(t *testing.T) {
 	if cite.Control != nil || cite.DiD != nil || cite.Before.Prompts != 20 {
 		t.Errorf("a change targeting no prompt: control %v, DiD %v, %d prompts", cite.Control, cite.DiD, cite.Before.Prompts)
 	}
-	for _, o := range []changes.LiftOptions{{Scans: -1}, {Scans: lift.MaxScans + 1}, {Effect: 1}, {Effect: -0.1}, {PositionEffect: -1}, {Resamples: 10}} {
+	for _, o := range []changes.LiftOptions{{Scans: -1}, {Scans: lift.MaxScans + 1}, {Effect: 1}, {Effect: -0.1}, {Effect: math.NaN()},
+		{PositionEffect: -1}, {PositionEffect: math.NaN()}, {PositionEffect: math.Inf(1)}, {Resamples: 10}} {
 		if _, err := e.svc.Lift(ctx, e.d, c.ID, o); !isField(err, "") {
 			t.Errorf("Lift with %+v: %v, want a VALIDATION_ERROR", o, err)
 		}
