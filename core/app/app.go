@@ -128,7 +128,7 @@ func Open(ctx context.Context, cfg config.Config, opts ...OpenOption) (*Services
 		Accounts:         accts,
 		Content:          &content.Service{Store: st, Now: now},
 		People:           &people.Service{Store: st, Accounts: accts, Now: now},
-		Traffic:          &traffic.Service{Store: st, Catalog: traffic.NewCatalog(traffic.Snapshot()), Box: box, Now: now},
+		Traffic:          &traffic.Service{Store: st, Catalog: traffic.NewCatalog(traffic.Snapshot()), Box: box, Now: now, Sites: st},
 	}, nil
 }
 

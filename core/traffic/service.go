@@ -44,6 +44,9 @@ type Service struct {
 	// MaxBatch is the most bytes a batch may hold, decompressed
 	// (DefaultMaxBatch when 0).
 	MaxBatch int64
+	// Sites reads a batch's domain and latest scan for its
+	// crawler_errors; nil fires none.
+	Sites Sites
 }
 
 func (s *Service) now() time.Time {
@@ -212,7 +215,11 @@ func (s *Service) ingest(ctx context.Context, accountID, domainID, tokenID, sour
 	}}
 	hits, refs := agg.CrawlerHits(), agg.ReferralVisits()
 	r.Hits, r.Referrals = len(hits), len(refs)
+	if r.Batch.Then, err = s.crawlerErrors(ctx, accountID, domainID, hits, r.Batch.ReceivedAt); err != nil {
+		return Result{}, err
+	}
 	dup, err := s.Store.AddTrafficBatch(ctx, r.Batch, hits, refs)
+	r.Batch.Then = nil
 	if err != nil {
 		return Result{}, fmt.Errorf("traffic: keep batch: %w", err)
 	}
