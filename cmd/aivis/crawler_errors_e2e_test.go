@@ -144,7 +144,7 @@ func TestCrawlerErrorsEndToEnd(t *testing.T) {
 	pricing := func(e4xx, e5xx int64) events.CrawlerErrorsData {
 		return events.CrawlerErrorsData{Domain: "acme.invalid", Days: []string{day.Format(time.DateOnly)}, ScanID: sc.ID, Errors: e4xx + e5xx,
 			PagesWithErrors: 1, Pages: []events.CrawlerErrorsPage{{Path: "/pricing", Errors: e4xx + e5xx,
-				Agents: []events.CrawlerErrorsAgent{{Agent: "GPTBot", Verification: "verified", Status4xx: e4xx, Status5xx: e5xx}},
+				Agents:  []events.CrawlerErrorsAgent{{Agent: "GPTBot", Verification: "verified", Status4xx: e4xx, Status5xx: e5xx}},
 				CitedBy: []events.CrawlerErrorsEngine{{Engine: "Alpha", Answers: answers}}}}}
 	}
 	if !reflect.DeepEqual(ds[0], pricing(1, 0)) {
