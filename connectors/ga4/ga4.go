@@ -97,17 +97,24 @@ func (c *connector) ValidateSettings(_ context.Context, raw json.RawMessage) []s
 
 // paramOrder puts the params that matter first, so that the 25 kept are
 // the useful ones.
-var paramOrder = []string{"domain", "engine", "kind", "surface", "market", "citation_change", "citation_rate", "previous_citation_rate",
+var paramOrder = []string{"domain", "page", "days", "errors", "pages_with_errors", "engine", "kind", "surface", "market",
+	"citation_change", "citation_rate", "previous_citation_rate",
 	"source_share", "previous_source_share", "visibility_score", "previous_visibility_score", "score_change", "sentiment",
 	"sentiment_score", "previous_sentiment", "readiness_score", "score_before", "score_after", "spent", "status", "url"}
 
 // Event is the GA4 event of an aivis event: its kind under the prefix,
 // its data as params (strings cut to 100 characters, a rate {value, hits,
 // of} as its value, a market as "de-DE", nulls, lists and other objects
-// left out), its id as event_id.
+// left out; crawler_errors' page with the most errors as page, its days
+// joined by commas), its id as event_id.
 func Event(ev sdk.Event, prefix string) mp.Event {
 	a := kit.Parse(ev)
 	params := map[string]any{"event_id": ev.ID}
+	if len(a.ErrorPages) > 0 {
+		// crawler_errors: its lists as the page with the most errors
+		// and the days.
+		a.Data["page"], a.Data["days"] = a.ErrorPages[0].Path, strings.Join(a.Days, ",")
+	}
 	keys := make([]string, 0, len(a.Data))
 	for k := range a.Data {
 		keys = append(keys, k)

@@ -147,6 +147,27 @@ func TestCitationEvents(t *testing.T) {
 	}
 }
 
+// crawler_errors reaches GA4 as aivis_crawler_errors: its counts as
+// values, the page with the most errors as page and its days joined, the
+// lists of pages left out.
+func TestCrawlerErrorsEvent(t *testing.T) {
+	f := ga4fake.New()
+	defer f.Close()
+	c := &connector{client: kittest.Client()}
+	if r := c.Deliver(kittest.Ctx(t), settingsFor(f, ga4fake.APISecret), []sdk.Event{kittest.CrawlerErrors("evt_e", "example.com")}); r[0].Outcome != sdk.Delivered {
+		t.Fatalf("%+v", r)
+	}
+	got := f.Received()
+	if len(got) != 1 || len(f.Dropped()) != 0 {
+		t.Fatalf("kept %+v, dropped %+v", got, f.Dropped())
+	}
+	want := map[string]any{"event_id": "evt_e", "domain": "example.com", "page": "/pricing", "days": "2026-11-27", "errors": 14.0,
+		"pages_with_errors": 2.0, "scan_id": "scan_2"}
+	if got[0].Name != "aivis_crawler_errors" || !maps.Equal(got[0].Params, want) {
+		t.Errorf("%s %v\nwant %v", got[0].Name, got[0].Params, want)
+	}
+}
+
 func TestOldEventsAndAnswers(t *testing.T) {
 	f := ga4fake.New()
 	defer f.Close()

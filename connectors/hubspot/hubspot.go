@@ -63,6 +63,8 @@ var Properties = []Property{
 	{"aivis_source_share", "AI source share (%)", "number", "number"},
 	{"aivis_citation_change", "AI citation change (points)", "number", "number"},
 	{"aivis_citation_engine", "AI engine of the last citation change", "string", "text"},
+	{"aivis_crawler_errors", "AI crawler errors on cited pages", "number", "number"},
+	{"aivis_crawler_error_page", "Cited page with the most AI crawler errors", "string", "text"},
 }
 
 type connector struct{ client *http.Client }
@@ -205,6 +207,13 @@ func companyProps(a kit.Alert) map[string]string {
 	if a.Engine != "" && a.CitationChange != nil {
 		p["aivis_citation_change"] = kit.Number(*a.CitationChange, 2)
 		p["aivis_citation_engine"] = a.Engine
+	}
+	if a.CrawlerErrors != nil {
+		p["aivis_crawler_errors"] = strconv.FormatInt(*a.CrawlerErrors, 10)
+		p["aivis_crawler_error_page"] = ""
+		if len(a.ErrorPages) > 0 {
+			p["aivis_crawler_error_page"] = a.ErrorPages[0].Path
+		}
 	}
 	return p
 }

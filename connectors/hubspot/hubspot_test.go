@@ -140,6 +140,27 @@ func TestCitationProperties(t *testing.T) {
 	}
 }
 
+// crawler_errors sets the company's error hits and the cited page with
+// the most of them, and leaves a note listing every page.
+func TestCrawlerErrorsProperties(t *testing.T) {
+	f, c := ready(t)
+	if r := c.Deliver(kittest.Ctx(t), settingsFor(f, hubspotfake.Token), []sdk.Event{kittest.CrawlerErrors("evt_e", "example.com")}); r[0].Outcome != sdk.Delivered {
+		t.Fatalf("%+v", r)
+	}
+	co := f.Company("example.com")
+	want := map[string]string{"aivis_crawler_errors": "14", "aivis_crawler_error_page": "/pricing", "aivis_last_event": "crawler_errors"}
+	for k, v := range want {
+		if co == nil || co.Properties[k] != v {
+			t.Errorf("company %+v: %s, want %q", co, k, v)
+		}
+	}
+	notes := f.Notes()
+	if len(notes) != 1 || !strings.Contains(notes[0].Body, "AI crawlers got errors: example.com 14 errors on 2 cited pages") ||
+		!strings.Contains(notes[0].Body, "/docs/setup: 3 errors (OAI-SearchBot 3 5xx), cited by Perplexity (1)") {
+		t.Errorf("notes %+v", notes)
+	}
+}
+
 func TestErrorsAndLimits(t *testing.T) {
 	ev := kittest.Change("evt_1", "example.com", 60, 50, "neutral")
 	// Properties not created yet (Test never ran, or ran before a version

@@ -91,6 +91,34 @@ func TestCitationTracks(t *testing.T) {
 	}
 }
 
+// crawler_errors is the track "AI Crawlers Got Errors", its properties
+// the data as sent: the pages with their agents and engines nested.
+func TestCrawlerErrorsTrack(t *testing.T) {
+	f := segmentfake.New()
+	defer f.Close()
+	c := &connector{client: kittest.Client()}
+	ev := kittest.CrawlerErrors("evt_e", "example.com")
+	if r := c.Deliver(kittest.Ctx(t), settingsFor(f, segmentfake.WriteKey), []sdk.Event{ev}); r[0].Outcome != sdk.Delivered {
+		t.Fatalf("%+v", r)
+	}
+	got := f.Received()
+	if len(got) != 1 || got[0].Event != "AI Crawlers Got Errors" {
+		t.Fatalf("calls %+v", got)
+	}
+	var body struct {
+		Data map[string]any `json:"data"`
+	}
+	json.Unmarshal(ev.Body, &body)
+	body.Data["aivis_event"], body.Data["aivis_event_id"] = ev.Kind, ev.ID
+	if !reflect.DeepEqual(got[0].Properties, body.Data) {
+		t.Errorf("properties %v, want %v", got[0].Properties, body.Data)
+	}
+	page := got[0].Properties["pages"].([]any)[0].(map[string]any)
+	if got[0].Properties["errors"] != 14.0 || page["path"] != "/pricing" || page["agents"].([]any)[0].(map[string]any)["status_4xx"] != 9.0 {
+		t.Errorf("crawler_errors properties %v", got[0].Properties)
+	}
+}
+
 func TestLimits(t *testing.T) {
 	f := segmentfake.New()
 	defer f.Close()

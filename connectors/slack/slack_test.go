@@ -103,6 +103,30 @@ func TestCitationMessages(t *testing.T) {
 	}
 }
 
+// crawler_errors is a message of its errors and cited pages: each page
+// with its agents' errors by status class and the engines citing it.
+func TestCrawlerErrorsMessage(t *testing.T) {
+	f := slackfake.New()
+	defer f.Close()
+	c := newConnector(kittest.Client())
+	c.pace.every = 0
+	rs := c.Deliver(kittest.Ctx(t), botSettings(f, "C0000OPEN"), []sdk.Event{kittest.CrawlerErrors("evt_e", "example.com")})
+	if rs[0].Outcome != sdk.Delivered {
+		t.Fatalf("results %+v", rs)
+	}
+	got := f.Received()
+	if len(got) != 1 || got[0].Text != "AI crawlers got errors: example.com 14 errors on 2 cited pages" {
+		t.Fatalf("received %+v", got)
+	}
+	blocks, _ := json.Marshal(got[0].Blocks)
+	for _, want := range []string{`"text":"AI crawlers got errors: example.com"`, `*Crawler errors*\n14 errors on 2 cited pages`, `*Days*\n2026-11-27`,
+		`*Pages*\n/pricing: 11 errors (GPTBot 9 4xx, PerplexityBot 2 5xx), cited by ChatGPT (6), Perplexity (3)\n/docs/setup: 3 errors (OAI-SearchBot 3 5xx), cited by Perplexity (1)`} {
+		if !strings.Contains(string(blocks), want) {
+			t.Errorf("message lacks %s: %s", want, blocks)
+		}
+	}
+}
+
 // TestOutcomes: every documented answer of Slack becomes the right result.
 func TestOutcomes(t *testing.T) {
 	f := slackfake.New()

@@ -19,20 +19,21 @@ func set(v map[string]string) json.RawMessage {
 	return b
 }
 
-// The citation events start a scenario or workflow as aivis sends them,
+// The citation events and crawler_errors start a scenario or workflow as aivis sends them,
 // named by X-Aivis-Event.
 func TestCitationPayloads(t *testing.T) {
 	f := workflowfake.New()
 	defer f.Close()
 	c := &connector{client: kittest.Client()}
-	evs := []sdk.Event{kittest.Citation("evt_c", "example.com"), kittest.Scan("evt_s", "example.com")}
+	evs := []sdk.Event{kittest.Citation("evt_c", "example.com"), kittest.Scan("evt_s", "example.com"),
+		kittest.CrawlerErrors("evt_e", "example.com")}
 	for _, ev := range evs {
 		if rs := c.Deliver(kittest.Ctx(t), set(map[string]string{"platform": "make", "webhook_url": f.MakeHook("tok1")}), []sdk.Event{ev}); rs[0].Outcome != sdk.Delivered {
 			t.Fatalf("%s: %+v", ev.Kind, rs)
 		}
 	}
 	got, reqs := f.Received(), f.Requests()
-	if len(got) != 2 || len(reqs) != 2 {
+	if len(got) != 3 || len(reqs) != 3 {
 		t.Fatalf("runs %+v", got)
 	}
 	for i, ev := range evs {

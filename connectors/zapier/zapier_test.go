@@ -17,20 +17,21 @@ func target(url string) json.RawMessage {
 	return json.RawMessage(fmt.Sprintf(`{"target_url": %q}`, url))
 }
 
-// The citation events reach a Zap as aivis sends them: the event's body,
+// The citation events and crawler_errors reach a Zap as aivis sends them: the event's body,
 // the same object GET /v1/events lists as sample data.
 func TestCitationPayloads(t *testing.T) {
 	f := zapierfake.New()
 	defer f.Close()
 	c := &connector{client: kittest.Client()}
-	evs := []sdk.Event{kittest.Citation("evt_c", "example.com"), kittest.Scan("evt_s", "example.com")}
+	evs := []sdk.Event{kittest.Citation("evt_c", "example.com"), kittest.Scan("evt_s", "example.com"),
+		kittest.CrawlerErrors("evt_e", "example.com")}
 	for _, ev := range evs {
 		if rs := c.Deliver(kittest.Ctx(t), target(f.Hook("standard", "123")), []sdk.Event{ev}); rs[0].Outcome != sdk.Delivered {
 			t.Fatalf("%s: %+v", ev.Kind, rs)
 		}
 	}
 	got := f.Received()
-	if len(got) != 2 {
+	if len(got) != 3 {
 		t.Fatalf("received %+v", got)
 	}
 	for i, ev := range evs {
@@ -47,6 +48,9 @@ func TestCitationPayloads(t *testing.T) {
 	}
 	if engines := got[1].Payload["data"].(map[string]any)["engines"].([]any); len(engines) != 2 {
 		t.Errorf("scan_completed %v", got[1].Payload)
+	}
+	if pages := got[2].Payload["data"].(map[string]any)["pages"].([]any); got[2].Payload["event"] != "crawler_errors" || len(pages) != 2 {
+		t.Errorf("crawler_errors %v", got[2].Payload)
 	}
 }
 

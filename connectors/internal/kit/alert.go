@@ -50,6 +50,14 @@ type Alert struct {
 	OverviewPresence     *Rate // scan_completed's, over every engine
 	Engines              []EngineCitations
 
+	// crawler_errors: AI crawlers' error hits on the pages the engines
+	// cite, how many cited pages had them, the batch's days and the pages
+	// the event lists.
+	CrawlerErrors   *int64
+	PagesWithErrors *int
+	Days            []string
+	ErrorPages      []ErrorPage
+
 	// Data is the event's data object as sent.
 	Data map[string]any
 }
@@ -93,6 +101,11 @@ func Parse(ev sdk.Event) Alert {
 		SourceShare          *Rate             `json:"source_share"`
 		PreviousSourceShare  *Rate             `json:"previous_source_share"`
 		Engines              []EngineCitations `json:"engines"`
+
+		Errors          *int64      `json:"errors"`
+		PagesWithErrors *int        `json:"pages_with_errors"`
+		Days            []string    `json:"days"`
+		Pages           []ErrorPage `json:"pages"`
 	}
 	json.Unmarshal(body.Data, &d)
 	json.Unmarshal(body.Data, &a.Data)
@@ -125,7 +138,65 @@ func Parse(ev sdk.Event) Alert {
 	a.Engine, a.EngineKind, a.CitationRate, a.PreviousCitationRate = d.Engine, d.Kind, d.CitationRate, d.PreviousCitationRate
 	a.CitationChange, a.SourceShare, a.PreviousSourceShare, a.Engines = d.CitationChange, d.SourceShare, d.PreviousSourceShare, d.Engines
 	a.Surface, a.Market, a.OverviewPresence = d.Surface, d.Market.String(), d.OverviewPresence
+	if ev.Kind == "crawler_errors" {
+		a.CrawlerErrors, a.PagesWithErrors, a.Days, a.ErrorPages = d.Errors, d.PagesWithErrors, d.Days, d.Pages
+	}
 	return a
+}
+
+// ErrorPage is a cited page of crawler_errors: its error hits by agent,
+// and the engines that cite it.
+type ErrorPage struct {
+	Path    string       `json:"path"`
+	Errors  int64        `json:"errors"`
+	Agents  []ErrorAgent `json:"agents"`
+	CitedBy []struct {
+		Engine  string `json:"engine"`
+		Answers int    `json:"answers"`
+	} `json:"cited_by"`
+}
+
+// ErrorAgent is one agent's error hits on a page.
+type ErrorAgent struct {
+	Agent        string `json:"agent"`
+	Verification string `json:"verification"`
+	Status4xx    int64  `json:"status_4xx"`
+	Status5xx    int64  `json:"status_5xx"`
+}
+
+// Line is the page for people: "/pricing: 11 errors (GPTBot 9 4xx,
+// PerplexityBot 2 5xx), cited by ChatGPT (6), Perplexity (3)".
+func (p ErrorPage) Line() string {
+	var agents, engines []string
+	for _, a := range p.Agents {
+		var cs []string
+		if a.Status4xx > 0 {
+			cs = append(cs, fmt.Sprintf("%d 4xx", a.Status4xx))
+		}
+		if a.Status5xx > 0 {
+			cs = append(cs, fmt.Sprintf("%d 5xx", a.Status5xx))
+		}
+		agents = append(agents, a.Agent+" "+strings.Join(cs, " "))
+	}
+	for _, e := range p.CitedBy {
+		engines = append(engines, fmt.Sprintf("%s (%d)", e.Engine, e.Answers))
+	}
+	l := fmt.Sprintf("%s: %s", p.Path, plural(p.Errors, "error"))
+	if len(agents) > 0 {
+		l += " (" + strings.Join(agents, ", ") + ")"
+	}
+	if len(engines) > 0 {
+		l += ", cited by " + strings.Join(engines, ", ")
+	}
+	return l
+}
+
+// plural is "1 error", "3 errors".
+func plural(n int64, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }
 
 // Market is where, and in which language, an engine's figures were asked.
@@ -201,6 +272,7 @@ var titles = map[string]string{
 	"ai_visibility_change":      "AI visibility changed",
 	"scan_completed":            "Visibility scan completed",
 	"citation_change":           "Citation rate changed",
+	"crawler_errors":            "AI crawlers got errors",
 	"content_optimized":         "Content optimized",
 	"content_request_created":   "Content request created",
 	"content_request_failed":    "Content request failed",
@@ -235,6 +307,12 @@ func (a Alert) Headline() string {
 			if a.CitationChange != nil {
 				h += " (" + Points(*a.CitationChange) + ")"
 			}
+		}
+	}
+	if a.CrawlerErrors != nil {
+		h += " " + plural(*a.CrawlerErrors, "error")
+		if a.PagesWithErrors != nil {
+			h += " on " + plural(int64(*a.PagesWithErrors), "cited page")
 		}
 	}
 	if a.Score != nil {
@@ -329,6 +407,26 @@ func (a Alert) Facts() []Fact {
 			}
 		}
 		add("Citations by engine", strings.Join(lines, "\n"))
+	}
+	if a.CrawlerErrors != nil {
+		v := plural(*a.CrawlerErrors, "error")
+		if a.PagesWithErrors != nil {
+			v += " on " + plural(int64(*a.PagesWithErrors), "cited page")
+		}
+		add("Crawler errors", v)
+	}
+	if len(a.Days) > 0 {
+		add("Days", strings.Join(a.Days, ", "))
+	}
+	if len(a.ErrorPages) > 0 {
+		lines := make([]string, len(a.ErrorPages))
+		for i, p := range a.ErrorPages {
+			lines[i] = p.Line()
+		}
+		if a.PagesWithErrors != nil && *a.PagesWithErrors > len(a.ErrorPages) {
+			lines = append(lines, fmt.Sprintf("and %d more", *a.PagesWithErrors-len(a.ErrorPages)))
+		}
+		add("Pages", strings.Join(lines, "\n"))
 	}
 	if a.ScoreBefore != nil && a.ScoreAfter != nil {
 		add("Content score", fmt.Sprintf("%d → %d", *a.ScoreBefore, *a.ScoreAfter))

@@ -129,6 +129,29 @@ func TestCitationAlerts(t *testing.T) {
 	}
 }
 
+// crawler_errors reads as people read it: the errors and the cited pages
+// in the headline, each page with its agents' errors by status class and
+// the engines that cite it; a page the event leaves out is counted.
+func TestCrawlerErrorsAlert(t *testing.T) {
+	a := Parse(kittest.CrawlerErrors("evt_e", "example.com"))
+	when := "\nWhen: " + a.Time.Format("2006-01-02 15:04 MST")
+	want := "AI crawlers got errors: example.com 14 errors on 2 cited pages\nCrawler errors: 14 errors on 2 cited pages\nDays: 2026-11-27" +
+		"\nPages: /pricing: 11 errors (GPTBot 9 4xx, PerplexityBot 2 5xx), cited by ChatGPT (6), Perplexity (3)" +
+		"\n/docs/setup: 3 errors (OAI-SearchBot 3 5xx), cited by Perplexity (1)" + when
+	if a.Text() != want {
+		t.Errorf("text %q\nwant %q", a.Text(), want)
+	}
+	more := 25
+	a.PagesWithErrors, a.ErrorPages = &more, a.ErrorPages[:1]
+	if fs := a.Facts(); !strings.HasSuffix(fs[3].Value, "\nand 24 more") {
+		t.Errorf("facts %+v: want the pages left out counted", fs)
+	}
+	other := Parse(kittest.Citation("evt_c", "example.com"))
+	if other.CrawlerErrors != nil || other.ErrorPages != nil {
+		t.Errorf("a citation_change read as crawler errors: %+v", other)
+	}
+}
+
 // A request that gets no answer is retried with a reason that keeps its
 // URL to the host: the path, query and user information of a hook URL
 // are its credentials.

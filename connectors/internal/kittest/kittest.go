@@ -111,6 +111,20 @@ func Citation(id, domain string) sdk.Event {
 		PreviousSourceShare: &events.Rate{Value: 0.075, Hits: 3, Of: 40}, ScanID: "scan_2", PreviousScanID: "scan_1"})
 }
 
+// CrawlerErrors is a crawler_errors as aivis makes it: 14 error hits of
+// AI crawlers on 2 pages the engines cite, GPTBot's nine 404s and
+// PerplexityBot's two 503s on /pricing, OAI-SearchBot's three 500s on
+// /docs/setup.
+func CrawlerErrors(id, domain string) sdk.Event {
+	return made(id, events.CrawlerErrors, domain, events.CrawlerErrorsData{Domain: domain, Days: []string{"2026-11-27"},
+		ScanID: "scan_2", Errors: 14, PagesWithErrors: 2, Pages: []events.CrawlerErrorsPage{
+			{Path: "/pricing", Errors: 11, Agents: []events.CrawlerErrorsAgent{{Agent: "GPTBot", Verification: "verified", Status4xx: 9},
+				{Agent: "PerplexityBot", Verification: "unverified", Status5xx: 2}},
+				CitedBy: []events.CrawlerErrorsEngine{{Engine: "ChatGPT", Answers: 6}, {Engine: "Perplexity", Answers: 3}}},
+			{Path: "/docs/setup", Errors: 3, Agents: []events.CrawlerErrorsAgent{{Agent: "OAI-SearchBot", Verification: "verified", Status5xx: 3}},
+				CitedBy: []events.CrawlerErrorsEngine{{Engine: "Perplexity", Answers: 1}}}}})
+}
+
 // Scan is a scan_completed as aivis makes it, with its citation figures:
 // 5 of 20 answers cite domain and 3 of the 40 sources reported are its;
 // ChatGPT cites it in 1 of 10 answers and reports no sources, Perplexity
