@@ -462,6 +462,60 @@ func everyTool(t *testing.T, e *env, cs *mcp.ClientSession) {
 	if bs.QuotaTier != "Enterprise" {
 		t.Errorf("get_budget_status: %+v", bs)
 	}
+
+	// Traffic: GPTBot, from OpenAI's published ranges, got a 404 on the
+	// page the scans cite (the same log in both revisions: kept once).
+	e.uploadLog(t, domains.Items[0].ID, `52.230.152.7 - - [`+time.Now().UTC().Truncate(24*time.Hour).Format("02/Jan/2006:15:04:05 -0700")+
+		`] "GET /skates HTTP/1.1" 404 12 "-" "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko); compatible; GPTBot/1.3; +https://openai.com/gptbot"`)
+	var tr struct {
+		Agents []struct {
+			Agent          string           `json:"agent"`
+			Hits           int64            `json:"hits"`
+			ByVerification map[string]int64 `json:"by_verification"`
+		} `json:"agents"`
+		Problems []struct {
+			Page, Agent, Status string
+			Hits                int64
+		} `json:"problems"`
+	}
+	ok(t, cs, "get_traffic", map[string]any{"domain": e.Domain}).decode(t, &tr)
+	if len(tr.Agents) != 1 || tr.Agents[0].Agent != "GPTBot" || tr.Agents[0].Hits != 1 || tr.Agents[0].ByVerification["verified"] != 1 ||
+		len(tr.Problems) != 1 || tr.Problems[0].Page != "/skates" || tr.Problems[0].Status != "4xx" {
+		t.Errorf("get_traffic: %+v", tr)
+	}
+	var pages struct {
+		Items []struct {
+			Page    string `json:"page"`
+			CitedBy []struct {
+				Engine  string `json:"engine"`
+				Answers int    `json:"answers"`
+			} `json:"cited_by"`
+		} `json:"items"`
+	}
+	ok(t, cs, "get_traffic_pages", map[string]any{"domain": e.Domain, "limit": 10}).decode(t, &pages)
+	if len(pages.Items) != 1 || pages.Items[0].Page != "/skates" || len(pages.Items[0].CitedBy) != 1 || pages.Items[0].CitedBy[0].Engine != "Fake" {
+		t.Errorf("get_traffic_pages: %+v", pages)
+	}
+	if r := call(t, cs, "get_traffic", map[string]any{"domain": "not-monitored.example"}); r.Error == nil || r.Error.Code != "NOT_FOUND" {
+		t.Errorf("get_traffic of a domain not monitored: %s %+v", r.JSON, r.Error)
+	}
+}
+
+// uploadLog uploads a combined log of the domain id with the key.
+func (e *env) uploadLog(t *testing.T, id, lines string) {
+	t.Helper()
+	r, _ := http.NewRequest(http.MethodPost, e.URL+"/v1/domains/"+id+"/traffic/logs", strings.NewReader(lines+"\n"))
+	r.Header.Set("Authorization", "Bearer "+e.Key.Key)
+	r.Header.Set("Content-Type", "text/plain")
+	resp, err := (&http.Client{Transport: e.transport(nil)}).Do(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusCreated {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("POST traffic/logs: %d %s", resp.StatusCode, b)
+	}
 }
 
 // apiAI posts to the key-and-secret interface with k's key and secret.

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -33,6 +34,8 @@ var Tools = []Tool{
 	{"get_content_request", "content:read"},
 	{"create_content_request", "content:write"},
 	{"get_budget_status", "budget:read"},
+	{"get_traffic", "visibility:read"},
+	{"get_traffic_pages", "visibility:read"},
 }
 
 // Page is the paging of a list tool's input.
@@ -462,6 +465,28 @@ func (h *Handler) addTools() {
 			}
 			return nil, ContentRequestOut{passthrough: passthrough{b}}, err
 		})
+	tool(h, "get_traffic", "A domain's AI crawler visits and AI referrals over a window of days (from its CDN's or server's "+
+		"logs): each AI agent's requests (verified against its operator's IP ranges, unverified, or spoofed), per purpose "+
+		"(train, index, fetch) and day, the pages AI agents request most, the 4xx and 5xx answers they got, and the visits "+
+		"each AI assistant sent.", read("AI crawler visits and referrals"),
+		func(ctx context.Context, req *mcp.CallToolRequest, in TrafficIn) (*mcp.CallToolResult, Traffic, error) {
+			id, err := h.domainID(ctx, req, in.DomainIn)
+			if err != nil {
+				return nil, Traffic{}, err
+			}
+			b, err := h.call(ctx, req, http.MethodGet, "/v1/domains/"+url.PathEscape(id)+"/traffic", in.query(url.Values{}), nil, "")
+			return nil, Traffic{passthrough: passthrough{b}}, err
+		})
+	tool(h, "get_traffic_pages", "A domain's pages over a window of days, each with the AI agents that requested it, the "+
+		"engines whose answers cited it in the latest scan, and the visits AI assistants sent to it.", read("Pages: crawls, citations, referrals"),
+		func(ctx context.Context, req *mcp.CallToolRequest, in TrafficPagesIn) (*mcp.CallToolResult, List[client.TrafficPage], error) {
+			id, err := h.domainID(ctx, req, in.DomainIn)
+			if err != nil {
+				return nil, List[client.TrafficPage]{}, err
+			}
+			b, err := h.call(ctx, req, http.MethodGet, "/v1/domains/"+url.PathEscape(id)+"/traffic/pages", in.Page.query(in.TrafficIn.query(url.Values{})), nil, "")
+			return nil, listOf[client.TrafficPage](b), err
+		})
 	tool(h, "get_budget_status", "The account's tier, rate limits and their use in the current minute, hour and day, and "+
 		"its content budget for the month: spent, reserved and remaining.", read("Budget status"),
 		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, BudgetStatus, error) {
@@ -471,6 +496,67 @@ func (h *Handler) addTools() {
 			}
 			return nil, BudgetStatus{passthrough: passthrough{b}}, err
 		})
+}
+
+// TrafficIn is a domain and a window of days.
+type TrafficIn struct {
+	DomainIn
+	From string `json:"from,omitempty" jsonschema:"the window's first day, YYYY-MM-DD (default: 29 days before to)"`
+	To   string `json:"to,omitempty" jsonschema:"the window's last day, YYYY-MM-DD (default: today, UTC)"`
+}
+
+// TrafficPagesIn is a page of a domain's pages over a window.
+type TrafficPagesIn struct {
+	TrafficIn
+	Page
+}
+
+// Traffic is a domain's AI crawler visits and AI referrals
+// (GET /v1/domains/{id}/traffic).
+type Traffic struct {
+	passthrough
+	client.TrafficSummary
+}
+
+// domainID is the id of the domain in names, found among the key's
+// domains (the API's list, a page of 100 at a time), or taken as an id.
+func (h *Handler) domainID(ctx context.Context, req *mcp.CallToolRequest, in DomainIn) (string, error) {
+	name := strings.ToLower(strings.TrimSuffix(in.Domain, "."))
+	q := url.Values{"limit": {"100"}}
+	setIf(q, "client_id", in.ClientID)
+	for {
+		var page struct {
+			Items []struct {
+				ID     string `json:"id"`
+				Domain string `json:"domain"`
+			} `json:"items"`
+			NextCursor *string `json:"next_cursor"`
+		}
+		if err := h.get(ctx, req, "/v1/domains", q, &page); err != nil {
+			return "", err
+		}
+		for _, d := range page.Items {
+			if d.Domain == name {
+				return d.ID, nil
+			}
+		}
+		if page.NextCursor == nil {
+			// None by that name: the API's own answer for it (404, with
+			// its request id), which an id is also looked up by.
+			var d struct {
+				ID string `json:"id"`
+			}
+			err := h.get(ctx, req, "/v1/domains/"+url.PathEscape(in.Domain), nil, &d)
+			return d.ID, err
+		}
+		q.Set("cursor", *page.NextCursor)
+	}
+}
+
+func (in TrafficIn) query(q url.Values) url.Values {
+	setIf(q, "from", in.From)
+	setIf(q, "to", in.To)
+	return q
 }
 
 func (in DomainIn) query(q url.Values) url.Values {

@@ -66,8 +66,8 @@ test('a 2025-11-25 session lists and calls every tool', async () => {
     const { tools } = await client.listTools();
     assert.deepEqual(tools.map((t) => t.name).sort(), [
       'compare_scans', 'create_content_request', 'get_budget_status', 'get_cited_sources', 'get_content_request',
-      'get_scan', 'get_scan_figures', 'get_visibility', 'get_visibility_history', 'list_content_requests',
-      'list_domains', 'search_answers', 'start_scan',
+      'get_scan', 'get_scan_figures', 'get_traffic', 'get_traffic_pages', 'get_visibility', 'get_visibility_history',
+      'list_content_requests', 'list_domains', 'search_answers', 'start_scan',
     ]);
     for (const t of tools) {
       assert.equal(t.inputSchema.type, 'object', t.name);
@@ -117,6 +117,15 @@ test('a 2025-11-25 session lists and calls every tool', async () => {
     const bs = await call(client, 'get_budget_status');
     assert.equal(bs.quota_tier, 'Enterprise');
     assert.equal(bs.budget.reserved, 1.25);
+
+    // No logs were sent for the domain: no agent, and its pages are the
+    // one the scans cite, crawled by none.
+    const tr = await call(client, 'get_traffic', { domain });
+    assert.deepEqual(tr.agents, []);
+    assert.equal(tr.last_batch_at, null);
+    const pages = (await call(client, 'get_traffic_pages', { domain })).items;
+    assert.deepEqual(pages.map((p) => [p.page, p.crawls.length, p.cited_by[0].engine]), [['/skates', 0, 'Fake']]);
+    await refused(client, 'get_traffic', { domain: 'not-monitored.example' }, 'NOT_FOUND');
   } finally {
     await transport.terminateSession();
     await client.close();
