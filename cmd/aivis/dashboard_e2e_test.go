@@ -337,6 +337,7 @@ func TestDashboardInBrowser(t *testing.T) {
 			chromedp.SendKeys(`#f-webhook_url`, chat.URL+"/incoming", chromedp.ByQuery),
 			chromedp.SendKeys(`#f-username`, "aivis bot", chromedp.ByQuery),
 			chromedp.SendKeys(`#min-citation`, "20", chromedp.ByQuery),
+			chromedp.SendKeys(`#min-errors`, "5", chromedp.ByQuery),
 			shot("09-connector-form"),
 			chromedp.Submit(`#con-name`, chromedp.ByQuery),
 			chromedp.WaitVisible(`#test-connection`, chromedp.ByQuery))
@@ -347,6 +348,9 @@ func TestDashboardInBrowser(t *testing.T) {
 		run("saved", chromedp.OuterHTML("main", &html, chromedp.ByQuery))
 		if strings.Contains(html, chat.URL) {
 			t.Fatal("the connection page shows the secret webhook_url")
+		}
+		if !strings.Contains(html, "citation rate change 20 percentage points, crawler errors 5 error hits") {
+			t.Errorf("the connection page does not show the thresholds typed: %s", html)
 		}
 		run("test", chromedp.Click(`#test-connection`, chromedp.ByQuery),
 			chromedp.WaitVisible(`#test-result`, chromedp.ByQuery), shot("10-connection-tested"))

@@ -560,36 +560,39 @@ func TestWebhookThresholds(t *testing.T) {
 	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.Copy(io.Discard, r.Body) }))
 	defer recv.Close()
 	tok := csrf(t, e.get(c, "/webhooks"))
-	form := func(score, citation string) url.Values {
+	form := func(score, citation, errors string) url.Values {
 		return url.Values{"csrf": {tok}, "domain": {"acme.example"}, "url": {recv.URL}, "events": {"ai_visibility_change", "citation_change"},
-			"min_score_change": {score}, "min_citation_change": {citation}}
+			"min_score_change": {score}, "min_citation_change": {citation}, "min_crawler_errors": {errors}}
 	}
-	for _, bad := range [][3]string{{"five", "", "min_score_change"}, {"", "2.5", "min_citation_change"}, {"101", "", "min_score_change"}, {"", "-1", "min_citation_change"}} {
-		p := e.post(c, "/webhooks", form(bad[0], bad[1]))
-		if p.status != http.StatusBadRequest && p.status != http.StatusUnprocessableEntity || !strings.Contains(p.body, bad[2]) ||
-			!strings.Contains(p.body, `value="`+bad[0]+`"`) || !strings.Contains(p.body, `value="`+bad[1]+`"`) {
-			t.Errorf("thresholds %q and %q: %d\n%s", bad[0], bad[1], p.status, p.body)
+	for _, bad := range [][4]string{{"five", "", "", "min_score_change"}, {"", "2.5", "", "min_citation_change"}, {"101", "", "", "min_score_change"},
+		{"", "-1", "", "min_citation_change"}, {"", "", "1e3", "min_crawler_errors"}, {"", "", "1000001", "min_crawler_errors"}} {
+		p := e.post(c, "/webhooks", form(bad[0], bad[1], bad[2]))
+		if p.status != http.StatusBadRequest && p.status != http.StatusUnprocessableEntity || !strings.Contains(p.body, bad[3]) ||
+			!strings.Contains(p.body, `value="`+bad[0]+`"`) || !strings.Contains(p.body, `value="`+bad[1]+`"`) ||
+			!strings.Contains(p.body, `value="`+bad[2]+`"`) {
+			t.Errorf("thresholds %q, %q and %q: %d\n%s", bad[0], bad[1], bad[2], p.status, p.body)
 		}
 	}
 	if ws, _, _ := e.db.ListWebhooks(context.Background(), store.WebhookFilter{AccountID: u.AccountID}); len(ws) != 0 {
 		t.Fatalf("refused forms made webhooks: %+v", ws)
 	}
-	if p := e.post(c, "/webhooks", form(" 5 ", "25")); p.status != http.StatusCreated {
+	if p := e.post(c, "/webhooks", form(" 5 ", "25", "40")); p.status != http.StatusCreated {
 		t.Fatalf("create: %d\n%s", p.status, p.body)
 	}
 	if p := e.post(c, "/webhooks", url.Values{"csrf": {tok}, "domain": {"other.example"}, "url": {recv.URL}, "events": {"ai_visibility_change"}}); p.status != http.StatusCreated {
 		t.Fatalf("create without thresholds: %d\n%s", p.status, p.body)
 	}
 	ws, _, _ := e.db.ListWebhooks(context.Background(), store.WebhookFilter{AccountID: u.AccountID})
-	got := map[string][2]int{}
+	got := map[string][3]int{}
 	for _, w := range ws {
-		got[w.Domain] = [2]int{w.MinScoreChange, w.MinCitationChange}
+		got[w.Domain] = [3]int{w.MinScoreChange, w.MinCitationChange, w.MinCrawlerErrors}
 	}
-	if got["acme.example"] != [2]int{5, 25} || got["other.example"] != [2]int{0, 10} {
-		t.Fatalf("thresholds stored: %v; want 5 and 25, and the defaults 0 and 10", got)
+	if got["acme.example"] != [3]int{5, 25, 40} || got["other.example"] != [3]int{0, 10, 1} {
+		t.Fatalf("thresholds stored: %v; want 5, 25 and 40, and the defaults 0, 10 and 1", got)
 	}
 	for _, w := range ws {
-		want := fmt.Sprintf("score change %d points, citation rate change %d percentage points", w.MinScoreChange, w.MinCitationChange)
+		want := fmt.Sprintf("score change %d points, citation rate change %d percentage points, crawler errors %d error hits",
+			w.MinScoreChange, w.MinCitationChange, w.MinCrawlerErrors)
 		if page := e.get(c, "/webhooks/"+w.ID); !strings.Contains(page.body, want) {
 			t.Errorf("%s's page does not say %q", w.Domain, want)
 		}

@@ -251,7 +251,7 @@ type connectorData struct {
 	Domains   string
 	ClientID  string
 	// As typed: shown again when the form is refused.
-	MinScore, MinCitation string
+	MinScore, MinCitation, MinErrors string
 }
 
 func (s *Dashboard) showConnector(w http.ResponseWriter, r *http.Request, status int, p page, d connectorData) {
@@ -300,9 +300,10 @@ func (s *Dashboard) createConnection(w http.ResponseWriter, r *http.Request) {
 	for _, d := range strings.FieldsFunc(r.PostFormValue("domains"), func(r rune) bool { return r == ',' || r == ' ' || r == '\n' }) {
 		doms = append(doms, d)
 	}
-	score, citation, err := minChanges(r)
+	mins, err := minChanges(r)
 	in := client.CreateConnection{Connector: name, Name: r.PostFormValue("name"), Settings: settings, Events: r.PostForm["events"],
-		Domains: doms, ClientID: r.PostFormValue("client_id"), MinScoreChange: score, MinCitationChange: citation}
+		Domains: doms, ClientID: r.PostFormValue("client_id"), MinScoreChange: mins.score, MinCitationChange: mins.citation,
+		MinCrawlerErrors: mins.errors}
 	var con store.Webhook
 	if err == nil {
 		con, err = s.connections.CreateConnection(r.Context(), principal(r), in)
@@ -318,7 +319,8 @@ func (s *Dashboard) createConnection(w http.ResponseWriter, r *http.Request) {
 		}
 		s.showConnector(w, r, status, page{Problem: p}, connectorData{Connector: c, Name: in.Name, Events: in.Events,
 			Domains: r.PostFormValue("domains"), ClientID: in.ClientID,
-			MinScore: r.PostFormValue("min_score_change"), MinCitation: r.PostFormValue("min_citation_change")})
+			MinScore: r.PostFormValue("min_score_change"), MinCitation: r.PostFormValue("min_citation_change"),
+			MinErrors: r.PostFormValue("min_crawler_errors")})
 		return
 	}
 	http.Redirect(w, r, "/connections/"+con.ID+"?done=enabled", http.StatusSeeOther)
@@ -369,8 +371,9 @@ func (s *Dashboard) updateConnection(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name := r.PostFormValue("name")
-	score, citation, err := minChanges(r)
-	in := client.UpdateConnection{Name: &name, Settings: settings, Events: r.PostForm["events"], MinScoreChange: score, MinCitationChange: citation}
+	mins, err := minChanges(r)
+	in := client.UpdateConnection{Name: &name, Settings: settings, Events: r.PostForm["events"], MinScoreChange: mins.score,
+		MinCitationChange: mins.citation, MinCrawlerErrors: mins.errors}
 	if err == nil {
 		_, err = s.connections.UpdateConnection(r.Context(), principal(r), id, in)
 	}

@@ -55,8 +55,8 @@ var funcs = template.FuncMap{
 	"inc":    func(v int) int { return v + 1 },
 	// thresholds is the data of the "thresholds" inputs: the values
 	// shown (as typed, or saved) and what an empty input means.
-	"thresholds": func(score, citation any, empty string) map[string]any {
-		return map[string]any{"Score": score, "Citation": citation, "Empty": empty}
+	"thresholds": func(score, citation, errors any, empty string) map[string]any {
+		return map[string]any{"Score": score, "Citation": citation, "Errors": errors, "Empty": empty}
 	},
 	"mark":  mark,
 	"cited": citedText,

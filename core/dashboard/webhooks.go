@@ -32,28 +32,32 @@ type webhookForm struct {
 	ClientID string
 	Events   []string
 	// As typed: shown again when the form is refused.
-	MinScore, MinCitation string
+	MinScore, MinCitation, MinErrors string
 }
+
+// minimums are the thresholds a form sets; nil for an empty input.
+type minimums struct{ score, citation, errors *int }
 
 // minChanges reads a webhook's or connection's thresholds from a form: an
 // empty input is none (the default, or what is saved); one that is not a
 // whole number is refused as the API refuses one out of range.
-func minChanges(r *http.Request) (score, citation *int, err error) {
+func minChanges(r *http.Request) (minimums, error) {
 	var f fault.Fields
-	read := func(name string) *int {
+	read := func(name string, max int) *int {
 		v := strings.TrimSpace(r.PostFormValue(name))
 		if v == "" {
 			return nil
 		}
 		n, err := strconv.Atoi(v)
 		if err != nil {
-			f.Add(name, "must be a whole number between 0 and 100")
+			f.Add(name, "must be a whole number between 0 and %d", max)
 			return nil
 		}
 		return &n
 	}
-	score, citation = read("min_score_change"), read("min_citation_change")
-	return score, citation, f.Err()
+	m := minimums{read("min_score_change", 100), read("min_citation_change", 100),
+		read("min_crawler_errors", delivery.MaxMinCrawlerErrors)}
+	return m, f.Err()
 }
 
 func (s *Dashboard) showWebhooks(w http.ResponseWriter, r *http.Request, status int, p page, d webhooksData) {
@@ -98,12 +102,13 @@ func (s *Dashboard) setDefaultURL(w http.ResponseWriter, r *http.Request) {
 func (s *Dashboard) createWebhook(w http.ResponseWriter, r *http.Request) {
 	_ = r.ParseForm()
 	f := webhookForm{Domain: r.PostFormValue("domain"), URL: r.PostFormValue("url"), ClientID: r.PostFormValue("client_id"), Events: r.PostForm["events"],
-		MinScore: r.PostFormValue("min_score_change"), MinCitation: r.PostFormValue("min_citation_change")}
-	score, citation, err := minChanges(r)
+		MinScore: r.PostFormValue("min_score_change"), MinCitation: r.PostFormValue("min_citation_change"),
+		MinErrors: r.PostFormValue("min_crawler_errors")}
+	mins, err := minChanges(r)
 	var wh store.Webhook
 	if err == nil {
 		wh, err = s.Webhooks.Create(r.Context(), principal(r), client.CreateWebhook{Domain: f.Domain, Events: f.Events, URL: f.URL, ClientID: f.ClientID,
-			MinScoreChange: score, MinCitationChange: citation})
+			MinScoreChange: mins.score, MinCitationChange: mins.citation, MinCrawlerErrors: mins.errors})
 	}
 	if err != nil {
 		p, status := s.problemOf(r, err)
