@@ -75,6 +75,12 @@ var methods = map[string]string{
 	"getScan":                     "GetScan",
 	"listScanAnswers":             "ListScanAnswers",
 	"exportAccount":               "ExportAccount",
+	"listChanges":                 "ListChanges",
+	"createChange":                "CreateChange",
+	"getChange":                   "GetChange",
+	"deleteChange":                "DeleteChange",
+	"getChangeLift":               "GetChangeLift",
+	"publishContentRequest":       "PublishContentRequest",
 }
 
 func operationIDs(t *testing.T) []string {

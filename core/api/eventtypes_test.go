@@ -21,7 +21,7 @@ var dataTypes = map[string]any{
 	events.ContentRequestFailed: events.ContentRequestData{}, events.ContentRequestCancelled: events.ContentRequestData{},
 	events.ScanCompleted: events.ScanCompletedData{}, events.WebhookDisabled: events.WebhookDisabledData{},
 	events.ConnectionDisabled: events.ConnectionDisabledData{}, events.CitationChange: events.CitationChangeData{},
-	events.CrawlerErrors: events.CrawlerErrorsData{},
+	events.CrawlerErrors: events.CrawlerErrorsData{}, events.LiftMeasured: events.LiftMeasuredData{},
 }
 
 // TestEventTypesAgree: the catalog lists every kind the code knows, in its

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/aivis/aivis/core/changes"
 	"github.com/aivis/aivis/core/events"
 	"github.com/aivis/aivis/core/traffic"
 )
@@ -37,7 +38,8 @@ func TestOpenAPIMatchesRouter(t *testing.T) {
 	}
 	// The MCP endpoint and its metadata are routed, but are no API
 	// operations (docs/mcp.md).
-	s := New(Config{}, Deps{MCP: func(*Server) http.Handler { return http.NotFoundHandler() }, Traffic: &traffic.Service{}})
+	s := New(Config{}, Deps{MCP: func(*Server) http.Handler { return http.NotFoundHandler() }, Traffic: &traffic.Service{},
+		Changes: &changes.Service{}})
 	var routed []string
 	err := chi.Walk(s.Router(), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
 		if slices.Contains(MCPPaths, route) {

@@ -16,6 +16,7 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/aivis/aivis/core/auth"
+	"github.com/aivis/aivis/core/changes"
 	"github.com/aivis/aivis/core/content"
 	"github.com/aivis/aivis/core/delivery"
 	"github.com/aivis/aivis/core/fault"
@@ -98,6 +99,8 @@ type Deps struct {
 	MCP func(*Server) http.Handler
 	// Traffic takes the logs CDNs deliver (IngestPath); nil: none.
 	Traffic *traffic.Service
+	// Changes keeps domains' changes and measures their lift; nil: none.
+	Changes *changes.Service
 }
 
 // MCPPaths are the paths Deps.MCP's handler serves: the MCP endpoint and
@@ -129,6 +132,7 @@ type Server struct {
 	dashboard   http.Handler
 	mcp         http.Handler
 	traffic     *traffic.Service
+	changes     *changes.Service
 	httpMetrics *metrics.HTTP
 	limits      *metrics.Limits
 }
@@ -136,7 +140,8 @@ type Server struct {
 // New builds the API.
 func New(cfg Config, d Deps) *Server {
 	s := &Server{cfg: cfg, store: d.Store, auth: d.Auth, content: d.Content, readings: d.Readings, domains: d.Domains, scans: d.Scans, webhooks: d.Webhooks, hub: d.Hub, counter: d.Counter,
-		guard: d.Guard, log: d.Log, now: d.Now, dashboard: d.Dashboard, health: d.Health, traffic: d.Traffic}
+		guard: d.Guard, log: d.Log, now: d.Now, dashboard: d.Dashboard, health: d.Health, traffic: d.Traffic,
+		changes: d.Changes}
 	if s.health == nil {
 		s.health = health.New(d.Log, 0)
 	}
@@ -182,6 +187,7 @@ func (s *Server) Router() chi.Router {
 		r.Post("/content-requests", s.scope("content:write", s.createContentRequest))
 		r.Get("/content-requests/{id}", s.scope("content:read", s.getContentRequest))
 		r.Post("/content-requests/{id}/cancel", s.scope("content:write", s.cancelContentRequest))
+		s.publishedRoutes(r)
 	})
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(s.authenticate(false), s.rateLimit, s.idempotent)
@@ -229,6 +235,7 @@ func (s *Server) Router() chi.Router {
 		r.Post("/zapier/hooks", s.scope("connectors:write", s.zapierSubscribe))
 		r.Delete("/zapier/hooks/{id}", s.scope("connectors:write", s.zapierUnsubscribe))
 		s.trafficRoutes(r)
+		s.changeRoutes(r)
 	})
 	if s.mcp != nil {
 		for _, p := range MCPPaths {

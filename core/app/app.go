@@ -21,6 +21,7 @@ import (
 	"github.com/aivis/aivis/core/accounts"
 	"github.com/aivis/aivis/core/api"
 	"github.com/aivis/aivis/core/auth"
+	"github.com/aivis/aivis/core/changes"
 	"github.com/aivis/aivis/core/content"
 	"github.com/aivis/aivis/core/dashboard"
 	"github.com/aivis/aivis/core/delivery"
@@ -64,6 +65,9 @@ type Services struct {
 	People   *people.Service
 	// Traffic takes a domain's logs and keeps their aggregates.
 	Traffic *traffic.Service
+	// Changes keeps domains' changes and measures their lift; its
+	// Measured hook publishes lift_measured.
+	Changes *changes.Service
 	// Metrics is what a server counts in (measure); nil for the CLI.
 	Metrics *metrics.Metrics
 	// instrument gives the store the metrics it counts in, if it can.
@@ -129,7 +133,30 @@ func Open(ctx context.Context, cfg config.Config, opts ...OpenOption) (*Services
 		Content:          &content.Service{Store: st, Now: now},
 		People:           &people.Service{Store: st, Accounts: accts, Now: now},
 		Traffic:          &traffic.Service{Store: st, Catalog: traffic.NewCatalog(traffic.Snapshot()), Box: box, Now: now, Sites: st},
+		Changes:          &changes.Service{Store: st, Now: now, Measured: changes.Publish(now)},
 	}, nil
+}
+
+// measureLift is what follows a completed scan: the changes of its
+// domain whose window after them has now filled are measured and
+// lift_measured published, once across every instance (Due).
+func measureLift(st store.Store, cs *changes.Service, log *slog.Logger) func(context.Context, store.Scan) {
+	return func(ctx context.Context, sc store.Scan) {
+		d, err := st.MonitoredDomain(ctx, sc.AccountID, sc.DomainID)
+		if errors.Is(err, store.ErrNotFound) {
+			return // a scan of a domain no longer monitored
+		} else if err != nil {
+			log.ErrorContext(ctx, "changes: the domain of a completed scan", "scan", sc.ID, "err", err)
+			return
+		}
+		ms, err := cs.Due(ctx, d)
+		if err != nil {
+			log.ErrorContext(ctx, "changes: measure the changes due", "domain", d.ID, "err", err)
+		}
+		for _, m := range ms {
+			log.InfoContext(ctx, "changes: lift measured", "domain", d.ID, "change", m.Change.ID)
+		}
+	}
 }
 
 // pruneTraffic deletes the traffic aggregates of the days before before
@@ -457,14 +484,16 @@ func startWorkers(ctx context.Context, cfg config.Config, svc *Services, log *sl
 	// the engines are the operator's own endpoints (local models included).
 	w.recorder = &visibility.Recorder{Store: svc.Store, Now: time.Now}
 	auditor := &readiness.Auditor{Client: policy.Client(0)}
+	prober := &probe.Prober{Client: &probe.Client{HTTP: &http.Client{}, Metrics: svc.Metrics.Engines}, Engines: probeEngines(cfg.Engines), Log: log}
 	w.scans = &visibility.Scans{Store: svc.Store, Recorder: w.recorder, Log: log, Now: time.Now, Workers: cfg.ScanWorkers, Holder: svc.Holder, Metrics: svc.Metrics.Scans,
 		Scanner: &visibility.EngineScanner{
 			Readiness: func(ctx context.Context, domain string) (int, any, error) {
 				r, err := auditor.Audit(ctx, domain)
 				return r.Score, r, err
 			},
-			Prober: &probe.Prober{Client: &probe.Client{HTTP: &http.Client{}, Metrics: svc.Metrics.Engines}, Engines: probeEngines(cfg.Engines), Log: log},
-		}}
+			Prober: prober,
+		}, Completed: measureLift(svc.Store, svc.Changes, log)}
+	svc.Changes.PromptLimit = prober.MaxPrompts
 	background(w.scans.Run)
 
 	// Content requests: pages are fetched through the outbound guard as
@@ -499,7 +528,7 @@ func serveAPI(ctx context.Context, cfg config.Config, svc *Services, w *workers,
 	domainsSvc := &visibility.Domains{Store: svc.Store, Now: time.Now}
 	guard := limiter.Guards("auth", cfg.AuthFailuresPerMinute, time.Minute)
 	dash, err := dashboard.New(dashboard.Deps{Store: svc.Store, People: svc.People, Auth: svc.Auth, Accounts: svc.Accounts,
-		Counter: counter, Webhooks: w.webhooks, Hub: w.connectors, Domains: domainsSvc, Scans: w.scans, Content: svc.Content, Traffic: svc.Traffic,
+		Counter: counter, Webhooks: w.webhooks, Hub: w.connectors, Domains: domainsSvc, Scans: w.scans, Content: svc.Content, Traffic: svc.Traffic, Changes: svc.Changes,
 		Guard: guard, Guards: limiter.Guards, PublicURL: cfg.PublicURL, Log: log})
 	if err != nil {
 		return err
@@ -518,7 +547,7 @@ func serveAPI(ctx context.Context, cfg config.Config, svc *Services, w *workers,
 		MCP: func(a *api.Server) http.Handler {
 			return mcp.New(a, mcp.Options{Log: log, Version: buildinfo.Get().Version, SessionKey: svc.Box.Derive("mcp sessions")})
 		},
-		Traffic: svc.Traffic,
+		Traffic: svc.Traffic, Changes: svc.Changes,
 	})
 	go followRanges(ctx, svc.Traffic, log)
 	if cfg.CrawlerRangesURL != "" {

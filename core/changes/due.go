@@ -13,6 +13,7 @@ import (
 // Measured is what the lift_measured event of a change carries: the
 // change, marked measured, and its lift over the default windows.
 type Measured struct {
+	Domain string // the monitored domain's name
 	Change store.Change
 	Report lift.Report
 }
@@ -51,7 +52,7 @@ func (s *Service) Due(ctx context.Context, d store.MonitoredDomain) ([]Measured,
 		if err != nil {
 			return out, err
 		}
-		m := Measured{Change: c, Report: rep}
+		m := Measured{Domain: d.Domain, Change: c, Report: rep}
 		m.Change.LiftMeasuredAt = now.UTC()
 		err = s.Store.Update(ctx, func(tx store.Tx) error {
 			if err := tx.MarkLiftMeasured(c.AccountID, c.ID, now); err != nil {

@@ -194,3 +194,52 @@ func Optional(s string) *string {
 	}
 	return &s
 }
+
+// LiftMeasuredData is the data of lift_measured: a change's window after
+// it filled (the default scans after the change brought answers) and its
+// lift was measured, once. Measures are the headline figures over every
+// engine; GET /v1/domains/{domain_id}/changes/{id}/lift gives the rest.
+type LiftMeasuredData struct {
+	Domain   string        `json:"domain"`
+	Change   LiftChange    `json:"change"`
+	Scans    int           `json:"scans"` // the window on each side
+	Targeted bool          `json:"targeted"`
+	Measures []LiftMeasure `json:"measures"`
+	ClientID *string       `json:"client_id"`
+}
+
+// LiftChange is the change a lift_measured is of.
+type LiftChange struct {
+	ID               string    `json:"id"`
+	DomainID         string    `json:"domain_id"`
+	Title            string    `json:"title"`
+	At               time.Time `json:"at"`
+	Pages            []string  `json:"pages"`
+	Prompts          []string  `json:"prompts"`
+	ContentRequestID *string   `json:"content_request_id"`
+}
+
+// LiftMeasure is one measure's lift over every engine: the difference
+// after − before (of the targeted prompts when the change targets some)
+// and, when targeted, the difference-in-differences against the others.
+type LiftMeasure struct {
+	Metric string      `json:"metric"`
+	Lift   LiftFigure  `json:"lift"`
+	DiD    *LiftFigure `json:"did"`
+}
+
+// LiftFigure is a difference with its 95% interval (status ok), or
+// insufficient_data with the reason and no figure (estimate and interval
+// null).
+type LiftFigure struct {
+	Status   string        `json:"status"`
+	Reason   *string       `json:"reason"`
+	Estimate *float64      `json:"estimate"`
+	Interval *LiftInterval `json:"interval_95"`
+}
+
+// LiftInterval is a 95% confidence interval.
+type LiftInterval struct {
+	Low  float64 `json:"low"`
+	High float64 `json:"high"`
+}

@@ -43,12 +43,13 @@ const (
 	ConnectionDisabled      = "connection_disabled"
 	CitationChange          = "citation_change"
 	CrawlerErrors           = "crawler_errors"
+	LiftMeasured            = "lift_measured"
 )
 
 // Kinds lists every kind a webhook may subscribe to.
 var Kinds = []string{VisibilityChange, ContentOptimized, WebhookTest, ContentRequestCreated,
 	ContentRequestFailed, ContentRequestCancelled, ScanCompleted, WebhookDisabled, ConnectionDisabled, CitationChange,
-	CrawlerErrors}
+	CrawlerErrors, LiftMeasured}
 
 // Known reports whether kind is in the catalog.
 func Known(kind string) bool { return slices.Contains(Kinds, kind) }

@@ -89,6 +89,10 @@ type Scans struct {
 	Holder string
 	// Metrics counts the scans' ends (nil: none).
 	Metrics *metrics.Scans
+	// Completed, when set, is called after a scan's completion is
+	// recorded, on the worker that ran it (a change's lift is measured
+	// there: changes.Service.Due).
+	Completed func(ctx context.Context, sc store.Scan)
 
 	wake chan struct{}
 	once sync.Once
@@ -456,5 +460,7 @@ func (s *Scans) finish(ctx context.Context, sc store.Scan, out *Outcome, scanErr
 	s.Metrics.Ended(ended(sc.Status))
 	if scanErr != nil {
 		s.Log.WarnContext(ctx, "scans: attempt failed", "scan", sc.ID, "domain", sc.Domain, "attempt", sc.Attempts, "err", scanErr)
+	} else if s.Completed != nil {
+		s.Completed(ctx, sc)
 	}
 }
