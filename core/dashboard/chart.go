@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"math"
 	"strings"
+	"time"
 )
 
 // Series is one line (or stack of bars) of a chart.
@@ -25,6 +26,61 @@ type Chart struct {
 	// Min and Max fix the value axis (both zero: from 0 to the data's
 	// highest value).
 	Min, Max float64
+	// Marks are the moments marked on the chart (the domain's changes),
+	// each a vertical line with its title.
+	Marks []Mark
+}
+
+// Mark is a moment marked on a chart: a change that went live.
+type Mark struct {
+	Title string
+	At    time.Time
+	// Link is the change's page.
+	Link string
+	// Pos is where it falls along the labels, in labels from the left
+	// edge of the first (0.5 is the middle of the first).
+	Pos float64
+}
+
+// Name is the mark as its legend and the chart's description say it.
+func (m Mark) Name() string { return m.Title + " (" + m.At.UTC().Format("2006-01-02 15:04 UTC") + ")" }
+
+// pointMarks places the marks on a chart whose points are at times
+// (oldest first): between the two points around each, in proportion to
+// its time; a mark before the first point or after the last is left
+// out.
+func pointMarks(times []time.Time, marks []Mark) []Mark {
+	var out []Mark
+	for _, m := range marks {
+		for i := range times {
+			switch {
+			case m.At.Equal(times[i]):
+				m.Pos = float64(i) + 0.5
+			case i+1 < len(times) && m.At.After(times[i]) && m.At.Before(times[i+1]):
+				m.Pos = float64(i) + 0.5 + float64(m.At.Sub(times[i]))/float64(times[i+1].Sub(times[i]))
+			default:
+				continue
+			}
+			out = append(out, m)
+			break
+		}
+	}
+	return out
+}
+
+// dayMarks places the marks on a chart of a bar a day from `from` to
+// `to` (exclusive): within its day, by the time of day; a mark outside
+// the days is left out.
+func dayMarks(from, to time.Time, marks []Mark) []Mark {
+	var out []Mark
+	for _, m := range marks {
+		if m.At.Before(from) || !m.At.Before(to) {
+			continue
+		}
+		m.Pos = float64(m.At.Sub(from)) / float64(24*time.Hour)
+		out = append(out, m)
+	}
+	return out
 }
 
 const (
@@ -106,8 +162,28 @@ func (c Chart) SVG() template.HTML {
 			}
 		}
 	}
+	c.drawMarks(&b, plotW, plotH)
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String())
+}
+
+// drawMarks draws each mark as a vertical line over the plot, numbered
+// at its top as the legend under the chart numbers it, its title shown
+// on hover (the legend's link to the change takes the focus: a link in
+// the chart, an image, would be hidden from screen readers).
+func (c Chart) drawMarks(b *strings.Builder, plotW, plotH float64) {
+	n := len(c.Labels)
+	if n == 0 {
+		return
+	}
+	step := plotW / float64(n)
+	for i, m := range c.Marks {
+		x := padL + step*m.Pos
+		fmt.Fprintf(b, `<g class="mark"><title>%s</title>`, template.HTMLEscapeString("Change "+fmt.Sprint(i+1)+": "+m.Name()))
+		fmt.Fprintf(b, `<line class="mark" x1="%.1f" x2="%.1f" y1="%d" y2="%.1f"/>`, x, x, padT, padT+plotH)
+		fmt.Fprintf(b, `<rect class="mark-hit" x="%.1f" y="%d" width="12" height="%.1f"/>`, x-6, padT, plotH)
+		fmt.Fprintf(b, `<text class="mark-label" x="%.1f" y="%d" text-anchor="start">%d</text></g>`, x+3, padT+10, i+1)
+	}
 }
 
 func id(title string) string {
@@ -194,6 +270,9 @@ func (c Chart) Summary() string {
 		} else {
 			parts = append(parts, fmt.Sprintf("%s: %s in all, most %s at %s.", s.Name, short(s.Total()), short(hi), c.Labels[min(at, len(c.Labels)-1)]))
 		}
+	}
+	for i, m := range c.Marks {
+		parts = append(parts, fmt.Sprintf("Change %d marked: %s.", i+1, m.Name()))
 	}
 	return strings.Join(parts, " ")
 }

@@ -27,6 +27,7 @@ import (
 
 	"github.com/aivis/aivis/core/accounts"
 	"github.com/aivis/aivis/core/auth"
+	"github.com/aivis/aivis/core/changes"
 	"github.com/aivis/aivis/core/content"
 	"github.com/aivis/aivis/core/delivery"
 	"github.com/aivis/aivis/core/fault"
@@ -94,6 +95,10 @@ type Deps struct {
 	// Traffic is a domain's AI crawler visits and referrals, and its
 	// ingest tokens (nil: the Traffic tab says the server keeps none).
 	Traffic *traffic.Service
+	// Changes is what users changed on a domain's site and the lift each
+	// change measured (nil: the Changes tab says the server keeps none,
+	// and the charts mark none).
+	Changes *changes.Service
 	// Guard limits failed sign-ins per client address (the API's guard
 	// of failed authentications, shared).
 	Guard limits.Guard
@@ -237,6 +242,10 @@ func (s *Dashboard) pageRoutes(r chi.Router) {
 		r.Get("/domains/{domain}/traffic", s.trafficPage)
 		r.Post("/domains/{domain}/traffic/tokens", s.need(people.Build, s.createIngestToken))
 		r.Post("/domains/{domain}/traffic/tokens/{id}/revoke", s.need(people.Build, s.revokeIngestToken))
+		r.Get("/domains/{domain}/changes", s.changesPage)
+		r.Post("/domains/{domain}/changes", s.need(people.Build, s.createChange))
+		r.Get("/domains/{domain}/changes/{id}", s.changePage)
+		r.Post("/domains/{domain}/changes/{id}/delete", s.need(people.Build, s.deleteChange))
 		r.Get("/content", s.contentPage)
 	})
 }
@@ -471,6 +480,8 @@ var notices = map[string]string{
 	"domain":    "The domain is monitored.",
 	"scan":      "A scan is queued.",
 	"irevoked":  "The ingest token is revoked: its source's deliveries are refused from now on.",
+	"change":    "The change is recorded: it is marked on the domain's charts, and its lift is measured from the scans around it.",
+	"cdeleted":  "The change is deleted.",
 	"account":   "The account is deleted, with everything it owned.",
 }
 

@@ -19,6 +19,7 @@ import (
 
 	"github.com/aivis/aivis/core/accounts"
 	"github.com/aivis/aivis/core/auth"
+	"github.com/aivis/aivis/core/changes"
 	"github.com/aivis/aivis/core/content"
 	"github.com/aivis/aivis/core/dashboard"
 	"github.com/aivis/aivis/core/delivery"
@@ -41,6 +42,9 @@ type env struct {
 	// traffic is the service the dashboard reads traffic through; tests
 	// import logs with it.
 	traffic *traffic.Service
+	// changes is the service the dashboard keeps changes through; tests
+	// compare its lift with the page's.
+	changes *changes.Service
 	srv     *httptest.Server
 	// frozen, when set, is the dashboard's clock.
 	frozen atomic.Pointer[time.Time]
@@ -65,7 +69,8 @@ func newEnv(t *testing.T, wrap ...func(*sqlite.DB) dashboard.Store) *env {
 	accts := &accounts.Service{Store: db, Now: time.Now}
 	e := &env{t: t, db: db, accts: accts, auth: &auth.Service{Keys: db, Accounts: db, Now: time.Now},
 		people:  &people.Service{Store: db, Accounts: accts, Now: time.Now},
-		traffic: &traffic.Service{Store: db, Catalog: traffic.NewCatalog(traffic.Snapshot()), Box: box, Now: time.Now}}
+		traffic: &traffic.Service{Store: db, Catalog: traffic.NewCatalog(traffic.Snapshot()), Box: box, Now: time.Now},
+		changes: &changes.Service{Store: db, Now: time.Now}}
 	webhooks := &delivery.Service{Store: db, Client: http.DefaultClient, AllowHTTP: true, CheckURL: func(raw string, allowHTTP bool) error {
 		if u, err := url.Parse(raw); err != nil || u.Host == "" || (u.Scheme != "https" && !(allowHTTP && u.Scheme == "http")) {
 			return errors.New("must be an https URL")
@@ -78,7 +83,7 @@ func newEnv(t *testing.T, wrap ...func(*sqlite.DB) dashboard.Store) *env {
 	}
 	d, err := dashboard.New(dashboard.Deps{Store: reads, People: e.people, Auth: e.auth, Accounts: accts,
 		Counter: limits.NewMemory(nil, log), Webhooks: webhooks, Domains: &visibility.Domains{Store: db, Now: time.Now},
-		Content: &content.Service{Store: db, Now: time.Now}, Traffic: e.traffic, Guard: limits.NewAuthGuard(5, time.Minute), Log: log,
+		Content: &content.Service{Store: db, Now: time.Now}, Traffic: e.traffic, Changes: e.changes, Guard: limits.NewAuthGuard(5, time.Minute), Log: log,
 		// Tests name the client's address in a header to sign in from many.
 		ClientAddr: func(r *http.Request) netip.Addr {
 			if a, err := netip.ParseAddr(r.Header.Get("X-Test-Client")); err == nil {

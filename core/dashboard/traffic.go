@@ -227,6 +227,12 @@ func (s *Dashboard) showTraffic(w http.ResponseWriter, r *http.Request, status i
 	}
 	d.Agents = agentRows(d.Summary.Agents)
 	d.Requests, d.Referrals = requestsChart(md.Domain, d.Summary), referralsChart(md.Domain, d.Summary)
+	marks, err := s.changeMarks(r.Context(), &md, d.Summary.From, d.Summary.To)
+	if err != nil {
+		s.failWith(w, r, err)
+		return
+	}
+	d.Requests.Marks, d.Referrals.Marks = dayMarks(d.Summary.From, d.Summary.To, marks), dayMarks(d.Summary.From, d.Summary.To, marks)
 	cited, err := s.cited(r.Context(), md)
 	if err == nil {
 		d.Pages, err = s.Traffic.Pages(r.Context(), md, from, to, cited)

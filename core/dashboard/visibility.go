@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -286,6 +287,18 @@ func (s *Dashboard) domainPage(w http.ResponseWriter, r *http.Request) {
 	}
 	d.Score.Series = []Series{{Name: "Visibility score", Values: score, Class: "s0"}}
 	d.Sentiment.Series = []Series{{Name: "Sentiment score", Values: sent, Class: "s1"}}
+	if len(rs) > 0 {
+		marks, err := s.changeMarks(r.Context(), d.Monitored, rs[0].MeasuredAt, rs[len(rs)-1].MeasuredAt.Add(time.Nanosecond))
+		if err != nil {
+			s.failWith(w, r, err)
+			return
+		}
+		times := make([]time.Time, len(rs))
+		for i, rd := range rs {
+			times[i] = rd.MeasuredAt
+		}
+		d.Score.Marks, d.Sentiment.Marks = pointMarks(times, marks), pointMarks(times, marks)
+	}
 	if sc, err := s.Store.LatestScan(r.Context(), pr.AccountID(), d.ClientID, name); err == nil {
 		d.Scan = &sc
 		if res, bd, ok := breakdownOf(sc); ok {
