@@ -271,7 +271,7 @@ class Client:
     def create_webhook(self, domain: str, events: List[str], url: Optional[str] = None, *,
                        idempotency_key: Optional[str] = None, **fields: Any) -> Webhook:
         """POST /v1/webhooks; the answer's ``secret`` (whsec_...) is shown this once.
-        fields: min_score_change, min_citation_change, client_id."""
+        fields: min_score_change, min_citation_change, min_crawler_errors, client_id."""
         return self._one(Webhook, "POST", "/v1/webhooks", idempotency_key=idempotency_key,
                          body=dict(fields, **_drop_none(domain=domain, events=events, url=url)))
 
@@ -280,7 +280,8 @@ class Client:
         return self._one(Webhook, "GET", "/v1/webhooks/" + _seg(id))
 
     def update_webhook(self, id: str, **fields: Any) -> Webhook:
-        """PATCH /v1/webhooks/{id}; fields: events, url, min_score_change, min_citation_change, enabled."""
+        """PATCH /v1/webhooks/{id}; fields: events, url, min_score_change, min_citation_change,
+        min_crawler_errors, enabled."""
         return self._one(Webhook, "PATCH", "/v1/webhooks/" + _seg(id), body=fields)
 
     def delete_webhook(self, id: str) -> None:
@@ -330,7 +331,8 @@ class Client:
 
     def create_connection(self, connector: str, settings: Dict[str, Any], events: List[str], *,
                           idempotency_key: Optional[str] = None, **fields: Any) -> Connection:
-        """POST /v1/connections; fields: name, domains, min_score_change, min_citation_change, client_id."""
+        """POST /v1/connections; fields: name, domains, min_score_change, min_citation_change,
+        min_crawler_errors, client_id."""
         return self._one(Connection, "POST", "/v1/connections", idempotency_key=idempotency_key,
                          body=dict(fields, connector=connector, settings=settings, events=events))
 
@@ -340,7 +342,7 @@ class Client:
 
     def update_connection(self, id: str, **fields: Any) -> Connection:
         """PATCH /v1/connections/{id}; fields: name, settings, events, domains, min_score_change,
-        min_citation_change, enabled."""
+        min_citation_change, min_crawler_errors, enabled."""
         return self._one(Connection, "PATCH", "/v1/connections/" + _seg(id), body=fields)
 
     def delete_connection(self, id: str) -> None:

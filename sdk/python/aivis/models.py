@@ -162,6 +162,7 @@ class Webhook(Model):
     events: Optional[List[str]] = None
     min_score_change: Optional[int] = None
     min_citation_change: Optional[int] = None
+    min_crawler_errors: Optional[int] = None
     enabled: Optional[bool] = None
     disabled_reason: Optional[str] = None
     disabled_at: Optional[str] = None
@@ -236,6 +237,7 @@ class Connection(Model):
     domains: Optional[List[str]] = None
     min_score_change: Optional[int] = None
     min_citation_change: Optional[int] = None
+    min_crawler_errors: Optional[int] = None
     enabled: Optional[bool] = None
     disabled_reason: Optional[str] = None
     disabled_at: Optional[str] = None

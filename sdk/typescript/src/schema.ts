@@ -1020,6 +1020,94 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/domains/{id}/changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a domain's changes
+         * @description The changes of a monitored domain, the latest to go live first, those between from and to.
+         */
+        get: operations["listChanges"];
+        put?: never;
+        /**
+         * Record a change
+         * @description Records what changed on a monitored domain's site and when it went live, optionally the pages and the domain's prompts it targets: its lift is measured from the scans around it (GET .../lift), and lift_measured fires once 14 scans after it brought answers. A field that breaks a rule is 400 VALIDATION_ERROR naming it (pages[2], prompts[0]).
+         */
+        post: operations["createChange"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/domains/{id}/changes/{change_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a change
+         * @description A change of a monitored domain.
+         */
+        get: operations["getChange"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a change
+         * @description Deletes a change; a content request whose published result made it may make another.
+         */
+        delete: operations["deleteChange"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/domains/{id}/changes/{change_id}/lift": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Measure the lift of a change
+         * @description For mention rate, citation rate, share of voice, source share and average position, overall and per engine: the difference between the answers of the first scans scans after the change and the last scans before it, with a 95% interval clustered on prompts, and, when the change targets prompts, the difference-in-differences against the prompts it did not target. With too few answers a difference is insufficient_data with the reason and the scans needed for the given effect, and no figure. docs/visibility.md gives the method.
+         */
+        get: operations["getChangeLift"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/ai/content-requests/{id}/published": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Mark a content request's result published
+         * @description Says a completed request's result went live at url (default: the request's url) at published_at (default: now): makes the change of the monitored domain of the request's owner that covers the page, targeting the page and those of the request's target queries that are the domain's prompts; its lift is then measured (GET /v1/domains/{id}/changes/{change_id}/lift). Marked again, the request's change is returned as it is. A request not completed is 409 INVALID_STATE; a url on no monitored domain of the owner is 400 VALIDATION_ERROR naming url.
+         */
+        post: operations["publishContentRequest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     ai_visibility_change: {
@@ -1216,6 +1304,46 @@ export interface webhooks {
          * @description An engine's citation rate of the domain changed between two scans by at least the webhook's min_citation_change. Signed per Standard Webhooks; see docs/webhooks.md.
          */
         post: operations["event_citation_change"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    crawler_errors: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * crawler_errors
+         * @description AI crawlers got 4xx or 5xx answers, in a batch of logs, on pages the engines cite in the domain's latest scan: at least the webhook's min_crawler_errors error hits. Signed per Standard Webhooks; see docs/webhooks.md.
+         */
+        post: operations["event_crawler_errors"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    lift_measured: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * lift_measured
+         * @description A change's window after it filled and its lift was measured, once per change. Signed per Standard Webhooks; see docs/webhooks.md.
+         */
+        post: operations["event_lift_measured"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1720,7 +1848,7 @@ export interface components {
          * @description An event kind a webhook or connection may subscribe to; see docs/events.md.
          * @enum {string}
          */
-        EventKind: "ai_visibility_change" | "content_optimized" | "webhook_test" | "content_request_created" | "content_request_failed" | "content_request_cancelled" | "scan_completed" | "webhook_disabled" | "connection_disabled" | "citation_change";
+        EventKind: "ai_visibility_change" | "content_optimized" | "webhook_test" | "content_request_created" | "content_request_failed" | "content_request_cancelled" | "scan_completed" | "webhook_disabled" | "connection_disabled" | "citation_change" | "crawler_errors" | "lift_measured";
         /** @description One kind of the event catalog. */
         EventType: {
             kind: components["schemas"]["EventKind"];
@@ -1793,6 +1921,8 @@ export interface components {
             min_score_change?: number;
             /** @description citation_change only when an engine's citation rate moved at least this many percentage points. Default 10. */
             min_citation_change?: number;
+            /** @description crawler_errors only when AI crawlers' error hits on cited pages reach this many. Default 1 (every one). */
+            min_crawler_errors?: number;
             /** @description Agency account keys: the client the webhook belongs to. */
             client_id?: components["schemas"]["ClientId"];
         };
@@ -1803,6 +1933,7 @@ export interface components {
             url?: string;
             min_score_change?: number;
             min_citation_change?: number;
+            min_crawler_errors?: number;
             /** @description false pauses deliveries (they wait); true resumes them and clears the failure record. */
             enabled?: boolean;
         };
@@ -1831,6 +1962,8 @@ export interface components {
             min_score_change: number;
             /** @description citation_change only when an engine's citation rate moved at least this many percentage points. */
             min_citation_change: number;
+            /** @description crawler_errors only when AI crawlers' error hits on cited pages reach this many. */
+            min_crawler_errors: number;
             enabled: boolean;
             /** @description Why the webhook was disabled: 410 Gone, 5 days of failures, by the account, or its deletion. */
             disabled_reason: string | null;
@@ -2355,6 +2488,8 @@ export interface components {
             min_score_change?: number;
             /** @description citation_change only when an engine's citation rate moved at least this many percentage points. Default 10. */
             min_citation_change?: number;
+            /** @description crawler_errors only when AI crawlers' error hits on cited pages reach this many. Default 1 (every one). */
+            min_crawler_errors?: number;
             /** @description Agency account keys: the client that owns the connection. */
             client_id?: string;
         };
@@ -2367,6 +2502,7 @@ export interface components {
             domains?: string[];
             min_score_change?: number;
             min_citation_change?: number;
+            min_crawler_errors?: number;
             /** @description false pauses deliveries (they are kept as failed, for a replay); true resumes them and clears the failure record. */
             enabled?: boolean;
         };
@@ -2384,6 +2520,8 @@ export interface components {
             min_score_change: number;
             /** @description citation_change only when an engine's citation rate moved at least this many percentage points. */
             min_citation_change: number;
+            /** @description crawler_errors only when AI crawlers' error hits on cited pages reach this many. */
+            min_crawler_errors: number;
             enabled: boolean;
             disabled_reason: string | null;
             disabled_at: components["schemas"]["NullableTimestamp"];
@@ -2437,7 +2575,7 @@ export interface components {
             domain: string | null;
             created_at: components["schemas"]["Timestamp"];
         };
-        AnyEvent: components["schemas"]["VisibilityChangeEvent"] | components["schemas"]["ContentOptimizedEvent"] | components["schemas"]["WebhookTestEvent"] | components["schemas"]["ContentRequestCreatedEvent"] | components["schemas"]["ContentRequestFailedEvent"] | components["schemas"]["ContentRequestCancelledEvent"] | components["schemas"]["ScanCompletedEvent"] | components["schemas"]["WebhookDisabledEvent"] | components["schemas"]["ConnectionDisabledEvent"] | components["schemas"]["CitationChangeEvent"];
+        AnyEvent: components["schemas"]["VisibilityChangeEvent"] | components["schemas"]["ContentOptimizedEvent"] | components["schemas"]["WebhookTestEvent"] | components["schemas"]["ContentRequestCreatedEvent"] | components["schemas"]["ContentRequestFailedEvent"] | components["schemas"]["ContentRequestCancelledEvent"] | components["schemas"]["ScanCompletedEvent"] | components["schemas"]["WebhookDisabledEvent"] | components["schemas"]["ConnectionDisabledEvent"] | components["schemas"]["CitationChangeEvent"] | components["schemas"]["CrawlerErrorsEvent"] | components["schemas"]["LiftMeasuredEvent"];
         /** @description A page of events, newest first, each as receivers get it. */
         EventPage: {
             items: components["schemas"]["AnyEvent"][];
@@ -3281,6 +3419,389 @@ export interface components {
             /** @description Whether the request carried ?verify=CODE, answered in x-vercel-verify. */
             verified: boolean;
         };
+        /**
+         * @description AI crawlers (verified or unverified, never spoofed) got 4xx or 5xx answers, in a batch of logs, on pages that the engines' answers cite in the domain's latest completed scan; at least the webhook's min_crawler_errors error hits.
+         * @example {
+         *       "id": "evt_2fHm8KlM1rXf5SuZ0vJy",
+         *       "event": "crawler_errors",
+         *       "timestamp": "2026-11-27T06:12:03.482913Z",
+         *       "data": {
+         *         "domain": "example.com",
+         *         "days": [
+         *           "2026-11-27"
+         *         ],
+         *         "scan_id": "scan_8JlR3nY9uSa5MqO2wZd0",
+         *         "errors": 14,
+         *         "pages_with_errors": 2,
+         *         "pages": [
+         *           {
+         *             "path": "/pricing",
+         *             "errors": 11,
+         *             "agents": [
+         *               {
+         *                 "agent": "GPTBot",
+         *                 "verification": "verified",
+         *                 "status_4xx": 9,
+         *                 "status_5xx": 0
+         *               },
+         *               {
+         *                 "agent": "PerplexityBot",
+         *                 "verification": "unverified",
+         *                 "status_4xx": 0,
+         *                 "status_5xx": 2
+         *               }
+         *             ],
+         *             "cited_by": [
+         *               {
+         *                 "engine": "ChatGPT",
+         *                 "answers": 6
+         *               },
+         *               {
+         *                 "engine": "Perplexity",
+         *                 "answers": 3
+         *               }
+         *             ]
+         *           },
+         *           {
+         *             "path": "/docs/setup",
+         *             "errors": 3,
+         *             "agents": [
+         *               {
+         *                 "agent": "OAI-SearchBot",
+         *                 "verification": "verified",
+         *                 "status_4xx": 0,
+         *                 "status_5xx": 3
+         *               }
+         *             ],
+         *             "cited_by": [
+         *               {
+         *                 "engine": "Perplexity",
+         *                 "answers": 1
+         *               }
+         *             ]
+         *           }
+         *         ],
+         *         "client_id": null
+         *       }
+         *     }
+         */
+        CrawlerErrorsEvent: {
+            id: components["schemas"]["EventId"];
+            /** @constant */
+            event: "crawler_errors";
+            /** @description When the batch was kept (ISO 8601 UTC). */
+            timestamp: components["schemas"]["Timestamp"];
+            data: components["schemas"]["CrawlerErrorsData"];
+        };
+        CrawlerErrorsData: {
+            domain: components["schemas"]["Domain"];
+            /** @description The batch's days (UTC) with these errors, in order. */
+            days: string[];
+            /** @description The domain's latest completed scan, whose answers cite the pages. */
+            scan_id: string;
+            /** @description The error hits (4xx and 5xx) of AI agents on every cited page of the batch: what min_crawler_errors is compared with. */
+            errors: number;
+            /** @description How many cited pages had errors; pages lists at most 20 of them. */
+            pages_with_errors: number;
+            /** @description The cited pages with the most error hits first (then by path), at most 20. */
+            pages: components["schemas"]["CrawlerErrorsPage"][];
+            client_id: components["schemas"]["NullableClientId"];
+        };
+        CrawlerErrorsPage: {
+            /** @description The page's path, without its query. */
+            path: string;
+            /** @description Its error hits in the batch. */
+            errors: number;
+            /** @description The agents that got errors, the most first. */
+            agents: components["schemas"]["CrawlerErrorsAgent"][];
+            /** @description The engines whose answers cite the page in the scan, the most answers first. */
+            cited_by: components["schemas"]["EngineCitation"][];
+        };
+        CrawlerErrorsAgent: {
+            /** @description The catalog's token of the agent (GET /v1/crawlers), e.g. GPTBot. */
+            agent: string;
+            /**
+             * @description verified: from its operator's published ranges; unverified: its operator publishes none. Spoofed requests are left out.
+             * @enum {string}
+             */
+            verification: "verified" | "unverified";
+            status_4xx: number;
+            status_5xx: number;
+        };
+        /** @example chg_7Hq2LmX9pR4tVz1cNb8w */
+        ChangeId: string;
+        /**
+         * @description What changed on a monitored domain's site and when it went live: made by hand, or by a content request's result marked published.
+         * @example {
+         *       "id": "chg_7Hq2LmX9pR4tVz1cNb8w",
+         *       "domain_id": "dom_4Kq9LmX2pR7tVz1cNb8w",
+         *       "client_id": null,
+         *       "title": "Rewrote the pricing page with FAQ markup",
+         *       "notes": "Added FAQPage JSON-LD and a comparison table.",
+         *       "at": "2026-11-10T09:00:00Z",
+         *       "pages": [
+         *         "/pricing"
+         *       ],
+         *       "prompts": [
+         *         "best widget pricing",
+         *         "widget cost comparison"
+         *       ],
+         *       "content_request_id": null,
+         *       "created_at": "2026-11-10T09:05:12.402Z",
+         *       "lift_measured_at": "2026-11-24T06:00:41.118Z"
+         *     }
+         */
+        Change: {
+            id: components["schemas"]["ChangeId"];
+            domain_id: components["schemas"]["MonitoredDomainId"];
+            client_id: components["schemas"]["NullableClientId"];
+            title: string;
+            notes: string;
+            /** @description When the change went live. */
+            at: components["schemas"]["Timestamp"];
+            /** @description The paths it targets (empty: none). */
+            pages: string[];
+            /** @description The domain's prompts it targets, as the domain has them (empty: none); the lift's difference-in-differences compares them with the others. */
+            prompts: string[];
+            /** @description The content request whose published result made it; null for one made by hand. */
+            content_request_id: string | null;
+            created_at: components["schemas"]["Timestamp"];
+            /** @description When its window after it first filled and lift_measured fired; null until then. */
+            lift_measured_at: components["schemas"]["NullableTimestamp"];
+        };
+        CreateChange: {
+            /** @description What changed, without control characters. */
+            title: string;
+            /** @description Tabs and line breaks allowed. */
+            notes?: string;
+            /** @description When it went live (default: now); not before 2000-01-01 nor more than a day ahead. */
+            at?: components["schemas"]["Timestamp"];
+            /** @description URLs on the domain (or its subdomains) or paths starting with /, kept as paths. */
+            pages?: string[];
+            /** @description The domain's prompts it targets, by text (case aside): GET /v1/domains/{id}/prompts lists them. */
+            prompts?: string[];
+        };
+        /** @description A page of a domain's changes, the latest first. */
+        ChangePage: {
+            items: components["schemas"]["Change"][];
+            has_more: boolean;
+            next_cursor: string | null;
+        };
+        /** @description Success envelope holding the change a published content request made. */
+        ChangeEnvelope: {
+            /** @constant */
+            success: true;
+            data: components["schemas"]["Change"];
+        };
+        /** @description Where and when a completed content request's result went live. No body, or {}, is the request's URL, now. */
+        PublishContent: {
+            /** @description The page's absolute http(s) URL, on the request's domain or a subdomain (default: the request's url). */
+            url?: string;
+            /** @description When it went live (default: now); not more than a day ahead. */
+            published_at?: components["schemas"]["Timestamp"];
+        };
+        /** @description A 95% confidence interval. */
+        LiftInterval: {
+            low: number;
+            high: number;
+        };
+        /** @description A difference after - before (or a difference of differences): with status ok its estimate and 95% interval; with insufficient_data the reason and no figure. scans_needed is the window (scans a side) that detects a difference of effect with 80% power at the 5% level, more_scans how many scans after the change it still awaits; both -1 when no window can. */
+        LiftDiff: {
+            /** @enum {string} */
+            status: "ok" | "insufficient_data";
+            /** @description Why there is no figure (insufficient_data). */
+            reason?: string;
+            /**
+             * @description How the interval was made (docs/visibility.md).
+             * @enum {string}
+             */
+            method?: "newcombe_clustered" | "cluster_robust_t" | "cluster_bootstrap";
+            /** @description In points of a rate or share as a fraction (0.12 is 12 points), or in ranks for average_position. */
+            estimate?: number;
+            interval_95?: components["schemas"]["LiftInterval"];
+            effect: number;
+            scans_needed: number;
+            more_scans: number;
+        };
+        /** @description A measure over one side's answers: a rate or share (0 to 1) or a mean rank, over units answers of prompts prompts in scans scans; design_effect is how much clustering on prompts inflates its variance. */
+        LiftSide: {
+            value: number;
+            units: number;
+            prompts: number;
+            scans: number;
+            design_effect: number;
+        };
+        /** @description A set of prompts on both sides of the change. */
+        LiftArm: {
+            before: components["schemas"]["LiftSide"];
+            after: components["schemas"]["LiftSide"];
+            difference: components["schemas"]["LiftDiff"];
+        };
+        /** @description The lift of one measure: before, after and difference are the targeted prompts' (every prompt's when the change targets none); control is the others' and did the difference-in-differences, null when it targets none. */
+        MeasureLift: {
+            /** @enum {string} */
+            metric: "mention_rate" | "citation_rate" | "share_of_voice" | "source_share" | "average_position";
+            before: components["schemas"]["LiftSide"];
+            after: components["schemas"]["LiftSide"];
+            difference: components["schemas"]["LiftDiff"];
+            control: components["schemas"]["LiftArm"] | null;
+            did: components["schemas"]["LiftDiff"] | null;
+        };
+        /** @description The lift of one engine's answers; engine "" is over every engine. */
+        EngineLift: {
+            engine: string;
+            measures: components["schemas"]["MeasureLift"][];
+        };
+        /** @description The scans with answers on one side of the change; from and to null when none. */
+        LiftWindow: {
+            scans: number;
+            from: components["schemas"]["NullableTimestamp"];
+            to: components["schemas"]["NullableTimestamp"];
+        };
+        /** @description The lift of a change over the answers of the last scans scans before it and the first after it. */
+        LiftReport: {
+            scans: number;
+            before: components["schemas"]["LiftWindow"];
+            after: components["schemas"]["LiftWindow"];
+            /** @description The change targets some prompts: each measure has its control and did. */
+            targeted: boolean;
+            overall: components["schemas"]["EngineLift"];
+            engines: components["schemas"]["EngineLift"][];
+        };
+        /** @description A change and its lift. */
+        ChangeLift: {
+            change: components["schemas"]["Change"];
+            lift: components["schemas"]["LiftReport"];
+        };
+        /** @description The change a lift_measured is of. */
+        LiftMeasuredChange: {
+            id: components["schemas"]["ChangeId"];
+            domain_id: components["schemas"]["MonitoredDomainId"];
+            title: string;
+            at: components["schemas"]["Timestamp"];
+            pages: string[];
+            prompts: string[];
+            content_request_id: string | null;
+        };
+        /** @description A difference with its 95% interval (ok), or insufficient_data with the reason, estimate and interval_95 null. */
+        LiftFigure: {
+            /** @enum {string} */
+            status: "ok" | "insufficient_data";
+            reason: string | null;
+            estimate: number | null;
+            interval_95: components["schemas"]["LiftInterval"] | null;
+        };
+        /** @description One measure's lift over every engine: lift is the difference after - before (the targeted prompts' when the change targets some), did the difference-in-differences against the others (null when it targets none). */
+        LiftMeasure: {
+            /** @enum {string} */
+            metric: "mention_rate" | "citation_rate" | "share_of_voice" | "source_share" | "average_position";
+            lift: components["schemas"]["LiftFigure"];
+            did: components["schemas"]["LiftFigure"] | null;
+        };
+        LiftMeasuredData: {
+            domain: components["schemas"]["Domain"];
+            change: components["schemas"]["LiftMeasuredChange"];
+            /** @description The window on each side of the change. */
+            scans: number;
+            targeted: boolean;
+            measures: components["schemas"]["LiftMeasure"][];
+            client_id: components["schemas"]["NullableClientId"];
+        };
+        /**
+         * @description A change's window after it filled (14 scans after it brought answers) and its lift was measured: sent once per change. The headline figures over every engine; GET /v1/domains/{domain_id}/changes/{id}/lift gives the rest.
+         * @example {
+         *       "id": "evt_2fHn1QaZ8rXf5SuZ0vJy",
+         *       "event": "lift_measured",
+         *       "timestamp": "2026-11-24T06:00:41.118Z",
+         *       "data": {
+         *         "domain": "example.com",
+         *         "change": {
+         *           "id": "chg_7Hq2LmX9pR4tVz1cNb8w",
+         *           "domain_id": "dom_4Kq9LmX2pR7tVz1cNb8w",
+         *           "title": "Rewrote the pricing page with FAQ markup",
+         *           "at": "2026-11-10T09:00:00Z",
+         *           "pages": [
+         *             "/pricing"
+         *           ],
+         *           "prompts": [
+         *             "best widget pricing",
+         *             "widget cost comparison"
+         *           ],
+         *           "content_request_id": null
+         *         },
+         *         "scans": 14,
+         *         "targeted": true,
+         *         "measures": [
+         *           {
+         *             "metric": "mention_rate",
+         *             "lift": {
+         *               "status": "ok",
+         *               "reason": null,
+         *               "estimate": 0.08,
+         *               "interval_95": {
+         *                 "low": -0.03,
+         *                 "high": 0.19
+         *               }
+         *             },
+         *             "did": {
+         *               "status": "ok",
+         *               "reason": null,
+         *               "estimate": 0.04,
+         *               "interval_95": {
+         *                 "low": -0.08,
+         *                 "high": 0.16
+         *               }
+         *             }
+         *           },
+         *           {
+         *             "metric": "citation_rate",
+         *             "lift": {
+         *               "status": "ok",
+         *               "reason": null,
+         *               "estimate": 0.25,
+         *               "interval_95": {
+         *                 "low": 0.13,
+         *                 "high": 0.36
+         *               }
+         *             },
+         *             "did": {
+         *               "status": "ok",
+         *               "reason": null,
+         *               "estimate": 0.2,
+         *               "interval_95": {
+         *                 "low": 0.07,
+         *                 "high": 0.33
+         *               }
+         *             }
+         *           },
+         *           {
+         *             "metric": "average_position",
+         *             "lift": {
+         *               "status": "insufficient_data",
+         *               "reason": "too few answers that name the brand: 12 of the 30 each side needs",
+         *               "estimate": null,
+         *               "interval_95": null
+         *             },
+         *             "did": {
+         *               "status": "insufficient_data",
+         *               "reason": "too few answers that name the brand: 12 of the 30 each side needs",
+         *               "estimate": null,
+         *               "interval_95": null
+         *             }
+         *           }
+         *         ],
+         *         "client_id": null
+         *       }
+         *     }
+         */
+        LiftMeasuredEvent: {
+            id: components["schemas"]["EventId"];
+            /** @constant */
+            event: "lift_measured";
+            /** @description When the lift was measured (ISO 8601 UTC). */
+            timestamp: components["schemas"]["Timestamp"];
+            data: components["schemas"]["LiftMeasuredData"];
+        };
     };
     responses: {
         /** @description The body is not one JSON object (INVALID_JSON), or a field, parameter or header breaks a rule (VALIDATION_ERROR, with details). */
@@ -3949,6 +4470,32 @@ export interface components {
          */
         TrafficTo: string;
         IngestTokenIdPath: components["schemas"]["IngestTokenId"];
+        ChangeIdPath: components["schemas"]["ChangeId"];
+        /**
+         * @description Changes that went live at or after this time (RFC 3339, or a date: its start, UTC). A value that is neither, or from not before to, is 400 VALIDATION_ERROR naming the field.
+         * @example 2026-11-01
+         */
+        ChangeFrom: string;
+        /**
+         * @description Changes that went live before this time (RFC 3339, or a date: the whole day included, UTC).
+         * @example 2026-11-30
+         */
+        ChangeTo: string;
+        /**
+         * @description The window on each side of the change: the last scans scans with answers before it and the first after it (default 14).
+         * @example 14
+         */
+        LiftScans: number;
+        /**
+         * @description The difference of a rate or share the scans needed are computed for, as a fraction (0.10 is 10 points; default 0.10).
+         * @example 0.1
+         */
+        LiftEffect: number;
+        /**
+         * @description The difference of the average position, in ranks, the scans needed are computed for (default 0.5).
+         * @example 0.5
+         */
+        LiftPositionEffect: number;
     };
     requestBodies: never;
     headers: {
@@ -4736,6 +5283,7 @@ export interface operations {
                      *       ],
                      *       "min_score_change": 5,
                      *       "min_citation_change": 10,
+                     *       "min_crawler_errors": 1,
                      *       "enabled": true,
                      *       "disabled_reason": null,
                      *       "disabled_at": null,
@@ -4821,6 +5369,7 @@ export interface operations {
                      *       ],
                      *       "min_score_change": 5,
                      *       "min_citation_change": 10,
+                     *       "min_crawler_errors": 1,
                      *       "enabled": true,
                      *       "disabled_reason": null,
                      *       "disabled_at": null,
@@ -4920,6 +5469,7 @@ export interface operations {
                      *       ],
                      *       "min_score_change": 5,
                      *       "min_citation_change": 10,
+                     *       "min_crawler_errors": 1,
                      *       "enabled": true,
                      *       "disabled_reason": null,
                      *       "disabled_at": null,
@@ -4995,6 +5545,7 @@ export interface operations {
                      *       ],
                      *       "min_score_change": 5,
                      *       "min_citation_change": 10,
+                     *       "min_crawler_errors": 1,
                      *       "enabled": true,
                      *       "disabled_reason": null,
                      *       "disabled_at": null,
@@ -5396,6 +5947,7 @@ export interface operations {
                      *       ],
                      *       "min_score_change": 5,
                      *       "min_citation_change": 10,
+                     *       "min_crawler_errors": 1,
                      *       "enabled": true,
                      *       "disabled_reason": null,
                      *       "disabled_at": null,
@@ -7555,6 +8107,623 @@ export interface operations {
             403: components["responses"]["HTTPSRequired"];
         };
     };
+    listChanges: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Changes that went live at or after this time (RFC 3339, or a date: its start, UTC). A value that is neither, or from not before to, is 400 VALIDATION_ERROR naming the field.
+                 * @example 2026-11-01
+                 */
+                from?: components["parameters"]["ChangeFrom"];
+                /**
+                 * @description Changes that went live before this time (RFC 3339, or a date: the whole day included, UTC).
+                 * @example 2026-11-30
+                 */
+                to?: components["parameters"]["ChangeTo"];
+                /** @description Page size, 1-100. */
+                limit?: components["parameters"]["Limit"];
+                /** @description The next_cursor of the previous page. Opaque: pass it back unchanged, with the same filters. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path: {
+                id: components["parameters"]["DomainIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of changes. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": "chg_7Hq2LmX9pR4tVz1cNb8w",
+                     *           "domain_id": "dom_4Kq9LmX2pR7tVz1cNb8w",
+                     *           "client_id": null,
+                     *           "title": "Rewrote the pricing page with FAQ markup",
+                     *           "notes": "Added FAQPage JSON-LD and a comparison table.",
+                     *           "at": "2026-11-10T09:00:00Z",
+                     *           "pages": [
+                     *             "/pricing"
+                     *           ],
+                     *           "prompts": [
+                     *             "best widget pricing",
+                     *             "widget cost comparison"
+                     *           ],
+                     *           "content_request_id": null,
+                     *           "created_at": "2026-11-10T09:05:12.402Z",
+                     *           "lift_measured_at": "2026-11-24T06:00:41.118Z"
+                     *         }
+                     *       ],
+                     *       "has_more": false,
+                     *       "next_cursor": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ChangePage"];
+                };
+            };
+            400: components["responses"]["InvalidParameters"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createChange: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description A key of your choosing, 1-255 printable ASCII characters, that makes a retry safe. Within 24 hours, the same key with the same request replays the first successful response (with Idempotent-Replayed: true) instead of acting again; with a different request it is 409 IDEMPOTENCY_CONFLICT. Keys are scoped to the account (a client key's to its client) and shared by all operations.
+                 * @example order-42
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                id: components["parameters"]["DomainIdPath"];
+            };
+            cookie?: never;
+        };
+        /** @description Content-Type: application/json, at most 1 MiB. */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "title": "Rewrote the pricing page with FAQ markup",
+                 *       "notes": "Added FAQPage JSON-LD and a comparison table.",
+                 *       "at": "2026-11-10T09:00:00Z",
+                 *       "pages": [
+                 *         "https://example.com/pricing"
+                 *       ],
+                 *       "prompts": [
+                 *         "best widget pricing",
+                 *         "widget cost comparison"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateChange"];
+            };
+        };
+        responses: {
+            /** @description The change. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    Location: components["headers"]["Location"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "chg_7Hq2LmX9pR4tVz1cNb8w",
+                     *       "domain_id": "dom_4Kq9LmX2pR7tVz1cNb8w",
+                     *       "client_id": null,
+                     *       "title": "Rewrote the pricing page with FAQ markup",
+                     *       "notes": "Added FAQPage JSON-LD and a comparison table.",
+                     *       "at": "2026-11-10T09:00:00Z",
+                     *       "pages": [
+                     *         "/pricing"
+                     *       ],
+                     *       "prompts": [
+                     *         "best widget pricing",
+                     *         "widget cost comparison"
+                     *       ],
+                     *       "content_request_id": null,
+                     *       "created_at": "2026-11-10T09:05:12.402Z",
+                     *       "lift_measured_at": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Change"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getChange: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["parameters"]["DomainIdPath"];
+                change_id: components["parameters"]["ChangeIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The change. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "chg_7Hq2LmX9pR4tVz1cNb8w",
+                     *       "domain_id": "dom_4Kq9LmX2pR7tVz1cNb8w",
+                     *       "client_id": null,
+                     *       "title": "Rewrote the pricing page with FAQ markup",
+                     *       "notes": "Added FAQPage JSON-LD and a comparison table.",
+                     *       "at": "2026-11-10T09:00:00Z",
+                     *       "pages": [
+                     *         "/pricing"
+                     *       ],
+                     *       "prompts": [
+                     *         "best widget pricing",
+                     *         "widget cost comparison"
+                     *       ],
+                     *       "content_request_id": null,
+                     *       "created_at": "2026-11-10T09:05:12.402Z",
+                     *       "lift_measured_at": "2026-11-24T06:00:41.118Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Change"];
+                };
+            };
+            400: components["responses"]["InvalidParameters"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteChange: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["parameters"]["DomainIdPath"];
+                change_id: components["parameters"]["ChangeIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["InvalidParameters"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getChangeLift: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The window on each side of the change: the last scans scans with answers before it and the first after it (default 14).
+                 * @example 14
+                 */
+                scans?: components["parameters"]["LiftScans"];
+                /**
+                 * @description The difference of a rate or share the scans needed are computed for, as a fraction (0.10 is 10 points; default 0.10).
+                 * @example 0.1
+                 */
+                effect?: components["parameters"]["LiftEffect"];
+                /**
+                 * @description The difference of the average position, in ranks, the scans needed are computed for (default 0.5).
+                 * @example 0.5
+                 */
+                position_effect?: components["parameters"]["LiftPositionEffect"];
+            };
+            header?: never;
+            path: {
+                id: components["parameters"]["DomainIdPath"];
+                change_id: components["parameters"]["ChangeIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The change and its lift. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "change": {
+                     *         "id": "chg_7Hq2LmX9pR4tVz1cNb8w",
+                     *         "domain_id": "dom_4Kq9LmX2pR7tVz1cNb8w",
+                     *         "client_id": null,
+                     *         "title": "Rewrote the pricing page with FAQ markup",
+                     *         "notes": "Added FAQPage JSON-LD and a comparison table.",
+                     *         "at": "2026-11-10T09:00:00Z",
+                     *         "pages": [
+                     *           "/pricing"
+                     *         ],
+                     *         "prompts": [
+                     *           "best widget pricing",
+                     *           "widget cost comparison"
+                     *         ],
+                     *         "content_request_id": null,
+                     *         "created_at": "2026-11-10T09:05:12.402Z",
+                     *         "lift_measured_at": "2026-11-24T06:00:41.118Z"
+                     *       },
+                     *       "lift": {
+                     *         "scans": 14,
+                     *         "before": {
+                     *           "scans": 14,
+                     *           "from": "2026-10-27T06:00:12Z",
+                     *           "to": "2026-11-09T06:00:09Z"
+                     *         },
+                     *         "after": {
+                     *           "scans": 14,
+                     *           "from": "2026-11-11T06:00:15Z",
+                     *           "to": "2026-11-24T06:00:11Z"
+                     *         },
+                     *         "targeted": true,
+                     *         "overall": {
+                     *           "engine": "",
+                     *           "measures": [
+                     *             {
+                     *               "metric": "citation_rate",
+                     *               "before": {
+                     *                 "value": 0.2,
+                     *                 "units": 280,
+                     *                 "prompts": 10,
+                     *                 "scans": 14,
+                     *                 "design_effect": 1.6
+                     *               },
+                     *               "after": {
+                     *                 "value": 0.45,
+                     *                 "units": 280,
+                     *                 "prompts": 10,
+                     *                 "scans": 14,
+                     *                 "design_effect": 1.7
+                     *               },
+                     *               "difference": {
+                     *                 "status": "ok",
+                     *                 "method": "newcombe_clustered",
+                     *                 "estimate": 0.25,
+                     *                 "interval_95": {
+                     *                   "low": 0.13,
+                     *                   "high": 0.36
+                     *                 },
+                     *                 "effect": 0.1,
+                     *                 "scans_needed": 14,
+                     *                 "more_scans": 0
+                     *               },
+                     *               "control": {
+                     *                 "before": {
+                     *                   "value": 0.3,
+                     *                   "units": 280,
+                     *                   "prompts": 10,
+                     *                   "scans": 14,
+                     *                   "design_effect": 1.5
+                     *                 },
+                     *                 "after": {
+                     *                   "value": 0.35,
+                     *                   "units": 280,
+                     *                   "prompts": 10,
+                     *                   "scans": 14,
+                     *                   "design_effect": 1.5
+                     *                 },
+                     *                 "difference": {
+                     *                   "status": "ok",
+                     *                   "method": "newcombe_clustered",
+                     *                   "estimate": 0.05,
+                     *                   "interval_95": {
+                     *                     "low": -0.06,
+                     *                     "high": 0.16
+                     *                   },
+                     *                   "effect": 0.1,
+                     *                   "scans_needed": 14,
+                     *                   "more_scans": 0
+                     *                 }
+                     *               },
+                     *               "did": {
+                     *                 "status": "ok",
+                     *                 "method": "cluster_robust_t",
+                     *                 "estimate": 0.2,
+                     *                 "interval_95": {
+                     *                   "low": 0.07,
+                     *                   "high": 0.33
+                     *                 },
+                     *                 "effect": 0.1,
+                     *                 "scans_needed": 14,
+                     *                 "more_scans": 0
+                     *               }
+                     *             },
+                     *             {
+                     *               "metric": "average_position",
+                     *               "before": {
+                     *                 "value": 2.4,
+                     *                 "units": 12,
+                     *                 "prompts": 4,
+                     *                 "scans": 14,
+                     *                 "design_effect": 1.2
+                     *               },
+                     *               "after": {
+                     *                 "value": 2.1,
+                     *                 "units": 14,
+                     *                 "prompts": 5,
+                     *                 "scans": 14,
+                     *                 "design_effect": 1.1
+                     *               },
+                     *               "difference": {
+                     *                 "status": "insufficient_data",
+                     *                 "reason": "too few answers that name the brand: 12 of the 30 each side needs",
+                     *                 "effect": 0.5,
+                     *                 "scans_needed": 40,
+                     *                 "more_scans": 26
+                     *               },
+                     *               "control": {
+                     *                 "before": {
+                     *                   "value": 2.6,
+                     *                   "units": 20,
+                     *                   "prompts": 6,
+                     *                   "scans": 14,
+                     *                   "design_effect": 1.1
+                     *                 },
+                     *                 "after": {
+                     *                   "value": 2.5,
+                     *                   "units": 22,
+                     *                   "prompts": 6,
+                     *                   "scans": 14,
+                     *                   "design_effect": 1.2
+                     *                 },
+                     *                 "difference": {
+                     *                   "status": "insufficient_data",
+                     *                   "reason": "too few answers that name the brand: 12 of the 30 each side needs",
+                     *                   "effect": 0.5,
+                     *                   "scans_needed": 40,
+                     *                   "more_scans": 26
+                     *                 }
+                     *               },
+                     *               "did": {
+                     *                 "status": "insufficient_data",
+                     *                 "reason": "too few answers that name the brand: 12 of the 30 each side needs",
+                     *                 "effect": 0.5,
+                     *                 "scans_needed": 40,
+                     *                 "more_scans": 26
+                     *               }
+                     *             }
+                     *           ]
+                     *         },
+                     *         "engines": [
+                     *           {
+                     *             "engine": "ChatGPT",
+                     *             "measures": [
+                     *               {
+                     *                 "metric": "citation_rate",
+                     *                 "before": {
+                     *                   "value": 0.2,
+                     *                   "units": 280,
+                     *                   "prompts": 10,
+                     *                   "scans": 14,
+                     *                   "design_effect": 1.6
+                     *                 },
+                     *                 "after": {
+                     *                   "value": 0.45,
+                     *                   "units": 280,
+                     *                   "prompts": 10,
+                     *                   "scans": 14,
+                     *                   "design_effect": 1.7
+                     *                 },
+                     *                 "difference": {
+                     *                   "status": "ok",
+                     *                   "method": "newcombe_clustered",
+                     *                   "estimate": 0.25,
+                     *                   "interval_95": {
+                     *                     "low": 0.13,
+                     *                     "high": 0.36
+                     *                   },
+                     *                   "effect": 0.1,
+                     *                   "scans_needed": 14,
+                     *                   "more_scans": 0
+                     *                 },
+                     *                 "control": {
+                     *                   "before": {
+                     *                     "value": 0.3,
+                     *                     "units": 280,
+                     *                     "prompts": 10,
+                     *                     "scans": 14,
+                     *                     "design_effect": 1.5
+                     *                   },
+                     *                   "after": {
+                     *                     "value": 0.35,
+                     *                     "units": 280,
+                     *                     "prompts": 10,
+                     *                     "scans": 14,
+                     *                     "design_effect": 1.5
+                     *                   },
+                     *                   "difference": {
+                     *                     "status": "ok",
+                     *                     "method": "newcombe_clustered",
+                     *                     "estimate": 0.05,
+                     *                     "interval_95": {
+                     *                       "low": -0.06,
+                     *                       "high": 0.16
+                     *                     },
+                     *                     "effect": 0.1,
+                     *                     "scans_needed": 14,
+                     *                     "more_scans": 0
+                     *                   }
+                     *                 },
+                     *                 "did": {
+                     *                   "status": "ok",
+                     *                   "method": "cluster_robust_t",
+                     *                   "estimate": 0.2,
+                     *                   "interval_95": {
+                     *                     "low": 0.07,
+                     *                     "high": 0.33
+                     *                   },
+                     *                   "effect": 0.1,
+                     *                   "scans_needed": 14,
+                     *                   "more_scans": 0
+                     *                 }
+                     *               }
+                     *             ]
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ChangeLift"];
+                };
+            };
+            400: components["responses"]["InvalidParameters"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    publishContentRequest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The content request's id.
+                 * @example cr_7YbQe2LxN0aV5kRt9sMu
+                 */
+                id: components["parameters"]["ContentRequestIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "url": "https://example.com/blog/widgets",
+                 *       "published_at": "2026-11-27T14:00:00Z"
+                 *     }
+                 */
+                "application/json": components["schemas"]["PublishContent"];
+            };
+        };
+        responses: {
+            /** @description The change the result made. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "chg_2Wq8NnB5kT1xJz7cRb3s",
+                     *         "domain_id": "dom_4Kq9LmX2pR7tVz1cNb8w",
+                     *         "client_id": null,
+                     *         "title": "Published the optimize result of /blog/widgets",
+                     *         "notes": "Made when content request cr_7YbQe2LxN0aV5kRt9sMu was marked published.",
+                     *         "at": "2026-11-27T14:00:00Z",
+                     *         "pages": [
+                     *           "/blog/widgets"
+                     *         ],
+                     *         "prompts": [
+                     *           "best widgets"
+                     *         ],
+                     *         "content_request_id": "cr_7YbQe2LxN0aV5kRt9sMu",
+                     *         "created_at": "2026-11-27T14:02:09.551Z",
+                     *         "lift_measured_at": null
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ChangeEnvelope"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["InvalidState"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     event_ai_visibility_change: {
         parameters: {
             query?: never;
@@ -7833,6 +9002,64 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["CitationChangeEvent"];
+            };
+        };
+        responses: {
+            /** @description Received. Any other answer is retried on the schedule; 410 disables the webhook. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    event_crawler_errors: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id; the same on every attempt. */
+                "webhook-id": components["schemas"]["EventId"];
+                /** @description Unix seconds of this attempt. */
+                "webhook-timestamp": string;
+                /** @description Space-separated v1,<base64 HMAC-SHA256 of id.timestamp.body>, one per signing secret. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CrawlerErrorsEvent"];
+            };
+        };
+        responses: {
+            /** @description Received. Any other answer is retried on the schedule; 410 disables the webhook. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    event_lift_measured: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id; the same on every attempt. */
+                "webhook-id": components["schemas"]["EventId"];
+                /** @description Unix seconds of this attempt. */
+                "webhook-timestamp": string;
+                /** @description Space-separated v1,<base64 HMAC-SHA256 of id.timestamp.body>, one per signing secret. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LiftMeasuredEvent"];
             };
         };
         responses: {
