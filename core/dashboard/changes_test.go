@@ -420,3 +420,32 @@ func TestChartsMarkChanges(t *testing.T) {
 		t.Errorf("90 days: %d marks, want both changes", len(got))
 	}
 }
+
+// TestChangesTabShowsPublishedContent: a change made when a content
+// request's result was marked published is listed as such, with the
+// request, targeting the page and the request's queries that are the
+// domain's prompts; its page says so too.
+func TestChangesTabShowsPublishedContent(t *testing.T) {
+	e := newEnv(t)
+	c, u := e.owner("owner@example.com", false)
+	e.ownPrompts(e.monitor(c, u.AccountID, "acme.example", ""), 3)
+	now := time.Now().UTC()
+	cr := store.ContentRequest{ID: "cr_published", AccountID: u.AccountID, KeyID: "key_1", Type: "optimize", Status: "completed",
+		Domain: "acme.example", URL: "https://acme.example/guide", TargetQueries: []string{liftPrompt(2), "not a prompt of it"},
+		Metadata: map[string]string{"title": "The skates guide"}, Budget: 1000, BudgetMonth: now.Format("2006-01"), CreatedAt: now, UpdatedAt: now}
+	if err := e.db.Update(context.Background(), func(tx store.Tx) error { return tx.InsertContentRequest(cr) }); err != nil {
+		t.Fatal(err)
+	}
+	ch, err := e.changes.FromPublished(context.Background(), u.AccountID, cr.ID, "", time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := cells(t, e.get(c, "/domains/acme.example/changes").body, "change-list")
+	want := []string{"The skates guide", ch.At.UTC().Format("2006-01-02 15:04 UTC"), "/guide", liftPrompt(2), "a published content request cr_published", "Delete"}
+	if len(rows) != 1 || strings.Join(rows[0], "|") != strings.Join(want, "|") {
+		t.Errorf("the list:\n got %q\nwant %q", rows, want)
+	}
+	if p := e.get(c, "/domains/acme.example/changes/"+ch.ID); !strings.Contains(p.body, "publishing content request <code>cr_published</code>") {
+		t.Errorf("the change's page does not say it came from the content request: %d", p.status)
+	}
+}
