@@ -95,12 +95,12 @@ type LiftReport struct {
 	Engines  []EngineLift `json:"engines"`
 }
 
-// LiftWindow is the scans with answers on one side of the change (From
-// and To null when none).
+// LiftWindow is the scans with answers on one side of the change: when
+// the first and the last of them ended (null when none).
 type LiftWindow struct {
-	Scans int        `json:"scans"`
-	From  *time.Time `json:"from"`
-	To    *time.Time `json:"to"`
+	Scans   int        `json:"scans"`
+	FirstAt *time.Time `json:"first_at"`
+	LastAt  *time.Time `json:"last_at"`
 }
 
 // EngineLift is the lift of one engine's answers ("" over every engine).

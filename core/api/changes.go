@@ -221,7 +221,7 @@ func liftView(rep lift.Report) client.LiftReport {
 }
 
 func windowView(w lift.Window) client.LiftWindow {
-	return client.LiftWindow{Scans: w.Scans, From: optionalTime(w.From), To: optionalTime(w.To)}
+	return client.LiftWindow{Scans: w.Scans, FirstAt: optionalTime(w.From), LastAt: optionalTime(w.To)}
 }
 
 func engineLiftView(l lift.Lift) client.EngineLift {

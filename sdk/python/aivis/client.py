@@ -14,7 +14,7 @@ import urllib.request
 from typing import Any, Callable, Dict, Iterator, List, Optional, Type, TypeVar, Union
 
 from . import errors
-from .models import (BudgetStatus, Connection, ConnectionTestResult, ConnectorKind, ContentRequest, Crawler,
+from .models import (BudgetStatus, Change, ChangeLift, Connection, ConnectionTestResult, ConnectorKind, ContentRequest, Crawler,
                      CreatedIngestToken, Delivery, DomainPrompts, Event, EventType, ExportRecord, Health, IngestResult,
                      IngestToken, Model, MonitoredDomain, Page, Readiness, RecordedReading, ReplayResult, Scan,
                      ScanAnswer, TrafficPage, TrafficSummary, UsageCount, VercelVerification, VisibilityReading,
@@ -223,6 +223,15 @@ class Client:
         """POST /api/v1/ai/content-requests/{id}/cancel."""
         return self._one(ContentRequest, "POST", _KEYED + "/content-requests/" + _seg(id) + "/cancel",
                          body={}, idempotency_key=idempotency_key)
+
+    def publish_content_request(self, id: str, url: Optional[str] = None,
+                                published_at: Optional[Union[str, datetime.datetime]] = None, *,
+                                idempotency_key: Optional[str] = None) -> Change:
+        """POST /api/v1/ai/content-requests/{id}/published: a completed request's result went live at url (default:
+        the request's) at published_at (default: now). Answers the change it makes on the monitored domain that
+        covers the page; marked again, the same change."""
+        return self._one(Change, "POST", _KEYED + "/content-requests/" + _seg(id) + "/published",
+                         body=_drop_none(url=url, published_at=_stamp(published_at)), idempotency_key=idempotency_key)
 
     # -- the bearer interface (/v1) -----------------------------------------
 
@@ -482,6 +491,39 @@ class Client:
         """GET /v1/crawlers: the AI crawlers and assistants aivis knows and the range lists that verify them."""
         return self._all(Crawler, "/v1/crawlers", {})
 
+    # changes and their lift
+
+    def list_changes(self, id: str, *, from_: Optional[Union[str, datetime.datetime]] = None,
+                     to: Optional[Union[str, datetime.datetime]] = None, limit: Optional[int] = None) -> Iterator[Change]:
+        """GET /v1/domains/{id}/changes, every page, the latest first: those that went live from from_ until to (RFC
+        3339 times, or dates that include their day)."""
+        return self._all(Change, "/v1/domains/" + _seg(id) + "/changes", {"from": _stamp(from_), "to": _stamp(to),
+                                                                         "limit": limit})
+
+    def create_change(self, id: str, title: str, *, notes: Optional[str] = None,
+                      at: Optional[Union[str, datetime.datetime]] = None, pages: Optional[List[str]] = None,
+                      prompts: Optional[List[str]] = None, idempotency_key: Optional[str] = None) -> Change:
+        """POST /v1/domains/{id}/changes: what changed and when it went live (default: now), optionally the pages
+        (URLs on the domain or paths) and the domain's prompts it targets."""
+        return self._one(Change, "POST", "/v1/domains/" + _seg(id) + "/changes", idempotency_key=idempotency_key,
+                         body=_drop_none(title=title, notes=notes, at=_stamp(at), pages=pages, prompts=prompts))
+
+    def get_change(self, id: str, change_id: str) -> Change:
+        """GET /v1/domains/{id}/changes/{change_id}."""
+        return self._one(Change, "GET", "/v1/domains/" + _seg(id) + "/changes/" + _seg(change_id))
+
+    def delete_change(self, id: str, change_id: str) -> None:
+        """DELETE /v1/domains/{id}/changes/{change_id}."""
+        self._json("DELETE", "/v1/domains/" + _seg(id) + "/changes/" + _seg(change_id))
+
+    def get_change_lift(self, id: str, change_id: str, *, scans: Optional[int] = None, effect: Optional[float] = None,
+                        position_effect: Optional[float] = None) -> ChangeLift:
+        """GET /v1/domains/{id}/changes/{change_id}/lift: per measure, overall and per engine, the difference after -
+        before with its 95% interval (and the difference-in-differences when the change targets prompts), or
+        insufficient_data with the scans needed for effect."""
+        return self._one(ChangeLift, "GET", "/v1/domains/" + _seg(id) + "/changes/" + _seg(change_id) + "/lift",
+                         {"scans": scans, "effect": effect, "position_effect": position_effect})
+
     # The ingest endpoints, which CDNs call with a domain's ingest token (not the key): a forwarder may deliver
     # a batch with these.
 
@@ -554,6 +596,7 @@ _LISTS: Dict[str, tuple] = {
     "list_traffic_pages": (TrafficPage, lambda id: "/v1/domains/" + _seg(id) + "/traffic/pages"),
     "list_ingest_tokens": (IngestToken, lambda id: "/v1/domains/" + _seg(id) + "/ingest-tokens"),
     "list_crawlers": (Crawler, lambda: "/v1/crawlers"),
+    "list_changes": (Change, lambda id: "/v1/domains/" + _seg(id) + "/changes"),
 }
 
 

@@ -821,6 +821,116 @@ class VercelVerification(Model):
 
 
 @dataclass
+class Change(Model):
+    """What changed on a monitored domain's site and when it went live: by hand, or by a content request's result
+    marked published (content_request_id)."""
+
+    id: Optional[str] = None
+    domain_id: Optional[str] = None
+    client_id: Optional[str] = None
+    title: Optional[str] = None
+    notes: Optional[str] = None
+    at: Optional[str] = None
+    pages: Optional[List[str]] = None
+    prompts: Optional[List[str]] = None
+    content_request_id: Optional[str] = None
+    created_at: Optional[str] = None
+    lift_measured_at: Optional[str] = None
+
+
+@dataclass
+class LiftInterval(Model):
+    """A 95% confidence interval."""
+
+    low: Optional[float] = None
+    high: Optional[float] = None
+
+
+@dataclass
+class LiftDiff(Model):
+    """A difference after - before with its 95% interval (status ok), or insufficient_data with the reason and no
+    figure; scans_needed and more_scans say what window would do for the effect."""
+
+    status: Optional[str] = None
+    reason: Optional[str] = None
+    method: Optional[str] = None
+    estimate: Optional[float] = None
+    interval_95: Optional[LiftInterval] = None
+    effect: Optional[float] = None
+    scans_needed: Optional[int] = None
+    more_scans: Optional[int] = None
+
+
+@dataclass
+class LiftSide(Model):
+    """A measure over one side's answers: a rate or share (0 to 1) or a mean rank."""
+
+    value: Optional[float] = None
+    units: Optional[int] = None
+    prompts: Optional[int] = None
+    scans: Optional[int] = None
+    design_effect: Optional[float] = None
+
+
+@dataclass
+class LiftArm(Model):
+    """A set of prompts on both sides of the change."""
+
+    before: Optional[LiftSide] = None
+    after: Optional[LiftSide] = None
+    difference: Optional[LiftDiff] = None
+
+
+@dataclass
+class MeasureLift(Model):
+    """The lift of one measure; control and did (the difference-in-differences) when the change targets prompts."""
+
+    metric: Optional[str] = None
+    before: Optional[LiftSide] = None
+    after: Optional[LiftSide] = None
+    difference: Optional[LiftDiff] = None
+    control: Optional[LiftArm] = None
+    did: Optional[LiftDiff] = None
+
+
+@dataclass
+class EngineLift(Model):
+    """The lift of one engine's answers (engine "" over every engine)."""
+
+    engine: Optional[str] = None
+    measures: Optional[List[MeasureLift]] = None
+
+
+@dataclass
+class LiftWindow(Model):
+    """The scans with answers on one side of the change: when the first and the last ended."""
+
+    scans: Optional[int] = None
+    first_at: Optional[str] = None
+    last_at: Optional[str] = None
+
+
+@dataclass
+class LiftReport(Model):
+    """The lift of a change over the answers of scans scans on each side of it, overall and per engine."""
+
+    scans: Optional[int] = None
+    before: Optional[LiftWindow] = None
+    after: Optional[LiftWindow] = None
+    targeted: Optional[bool] = None
+    overall: Optional[EngineLift] = None
+    engines: Optional[List[EngineLift]] = None
+
+
+@dataclass
+class ChangeLift(Model):
+    """A change and its lift."""
+
+    change: Optional[Change] = None
+    lift: Optional[LiftReport] = None
+
+
+@dataclass
 class Page(Generic[M]):
     """One page of a list: its items, whether more follow, and the cursor of the next page."""
 
@@ -853,6 +963,14 @@ _NESTED.update({
     TrafficPage: {"crawls": (AgentHits, True), "cited_by": (EngineCitation, True), "referrals": (AssistantVisits, True)},
     IngestResult: {"malformed_samples": (MalformedLine, True)},
     Crawler: {"lists": (CrawlerList, True)},
+    LiftDiff: {"interval_95": (LiftInterval, False)},
+    LiftArm: {"before": (LiftSide, False), "after": (LiftSide, False), "difference": (LiftDiff, False)},
+    MeasureLift: {"before": (LiftSide, False), "after": (LiftSide, False), "difference": (LiftDiff, False),
+                  "control": (LiftArm, False), "did": (LiftDiff, False)},
+    EngineLift: {"measures": (MeasureLift, True)},
+    LiftReport: {"before": (LiftWindow, False), "after": (LiftWindow, False), "overall": (EngineLift, False),
+                 "engines": (EngineLift, True)},
+    ChangeLift: {"change": (Change, False), "lift": (LiftReport, False)},
 })
 
 # What `from aivis.models import *` gives: the resources and Page.

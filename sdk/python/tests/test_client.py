@@ -185,6 +185,10 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(([r.id for r in page.items], page.has_more, page.next_cursor), ([first.id], False, None))
         cancelled = self.c.cancel_content_request(first.id)
         self.assertEqual(cancelled.status, "cancelled")
+        # Only a completed request's result is published.
+        with self.assertRaises(aivis.ConflictError) as cm:
+            self.c.publish_content_request(first.id, "https://content.example/skates")
+        self.assertEqual(cm.exception.code, "INVALID_STATE")
         self.assertEqual([r.id for r in self.c.list_content_requests(status="cancelled")], [first.id])
         with self.assertRaises(aivis.ValidationError) as cm:
             self.c.create_content_request("content.example", -1)
@@ -351,6 +355,42 @@ class ClientTest(unittest.TestCase):
         c.delete_domain(d.id)
         with self.assertRaises(aivis.NotFoundError):
             c.get_domain(d.id)
+
+    def test_changes(self):
+        c = self.c
+        d = c.create_domain("changes.example", brands=["Acme"], prompts=["Which rocket skates should I buy?"])
+        at = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(hours=1)
+        key = str(uuid.uuid4())
+        made = c.create_change(d.id, "FAQ markup on /skates", notes="FAQPage JSON-LD", at=at,
+                               pages=["https://changes.example/skates?utm=x"], prompts=["which rocket skates should I buy?"],
+                               idempotency_key=key)
+        self.assertIsInstance(made, aivis.Change)
+        self.assertEqual((made.pages, made.prompts, made.content_request_id, made.lift_measured_at),
+                         (["/skates"], ["Which rocket skates should I buy?"], None, None))
+        self.assertEqual(c.create_change(d.id, "FAQ markup on /skates", notes="FAQPage JSON-LD", at=at,
+                                         pages=["https://changes.example/skates?utm=x"],
+                                         prompts=["which rocket skates should I buy?"], idempotency_key=key).id, made.id)
+        with self.assertRaises(aivis.ValidationError) as cm:
+            c.create_change(d.id, "x", pages=["https://elsewhere.example/"], prompts=["not a prompt of the domain"])
+        self.assertEqual([x["field"] for x in cm.exception.details], ["pages[0]", "prompts[0]"])
+        self.assertEqual(c.get_change(d.id, made.id).title, "FAQ markup on /skates")
+        self.assertEqual([x.id for x in c.list_changes(d.id, from_=at - datetime.timedelta(minutes=1), limit=1)], [made.id])
+        self.assertEqual(list(c.list_changes(d.id, to=at - datetime.timedelta(minutes=1))), [])
+        # No scan after the change: no figure, and how many scans a verdict needs.
+        lift = c.get_change_lift(d.id, made.id, scans=4, effect=0.25)
+        self.assertIsInstance(lift, aivis.ChangeLift)
+        self.assertEqual((lift.change.id, lift.lift.scans, lift.lift.after.scans), (made.id, 4, 0))
+        citation = [m for m in lift.lift.overall.measures if m.metric == "citation_rate"][0]
+        self.assertIsInstance(citation.difference, aivis.LiftDiff)
+        self.assertEqual((citation.difference.status, citation.difference.estimate, citation.difference.effect),
+                         ("insufficient_data", None, 0.25))
+        with self.assertRaises(aivis.ValidationError) as cm:
+            c.get_change_lift(d.id, made.id, effect=1.5)
+        self.assertEqual(cm.exception.details[0]["field"], "effect")
+        c.delete_change(d.id, made.id)
+        with self.assertRaises(aivis.NotFoundError):
+            c.get_change(d.id, made.id)
+        c.delete_domain(d.id)
 
     def test_traffic(self):
         c = self.c

@@ -70,6 +70,12 @@ export const OPERATIONS = {
   verifyVercelDrain: ["get", "/ingest/v1/vercel"],
   ingestFastly: ["post", "/ingest/v1/fastly"],
   getFastlyChallenge: ["get", "/.well-known/fastly/logging/challenge"],
+  listChanges: ["get", "/v1/domains/{id}/changes"],
+  createChange: ["post", "/v1/domains/{id}/changes"],
+  getChange: ["get", "/v1/domains/{id}/changes/{change_id}"],
+  deleteChange: ["delete", "/v1/domains/{id}/changes/{change_id}"],
+  getChangeLift: ["get", "/v1/domains/{id}/changes/{change_id}/lift"],
+  publishContentRequest: ["post", "/api/v1/ai/content-requests/{id}/published"],
 } as const satisfies Record<Exclude<keyof operations, `event_${string}`>, readonly [string, string]>;
 
 export type OperationId = keyof typeof OPERATIONS;

@@ -3652,11 +3652,11 @@ export interface components {
             engine: string;
             measures: components["schemas"]["MeasureLift"][];
         };
-        /** @description The scans with answers on one side of the change; from and to null when none. */
+        /** @description The scans with answers on one side of the change: when the first and the last of them ended (null when none). */
         LiftWindow: {
             scans: number;
-            from: components["schemas"]["NullableTimestamp"];
-            to: components["schemas"]["NullableTimestamp"];
+            first_at: components["schemas"]["NullableTimestamp"];
+            last_at: components["schemas"]["NullableTimestamp"];
         };
         /** @description The lift of a change over the answers of the last scans scans before it and the first after it. */
         LiftReport: {
@@ -8422,13 +8422,13 @@ export interface operations {
                      *         "scans": 14,
                      *         "before": {
                      *           "scans": 14,
-                     *           "from": "2026-10-27T06:00:12Z",
-                     *           "to": "2026-11-09T06:00:09Z"
+                     *           "first_at": "2026-10-27T06:00:12Z",
+                     *           "last_at": "2026-11-09T06:00:09Z"
                      *         },
                      *         "after": {
                      *           "scans": 14,
-                     *           "from": "2026-11-11T06:00:15Z",
-                     *           "to": "2026-11-24T06:00:11Z"
+                     *           "first_at": "2026-11-11T06:00:15Z",
+                     *           "last_at": "2026-11-24T06:00:11Z"
                      *         },
                      *         "targeted": true,
                      *         "overall": {

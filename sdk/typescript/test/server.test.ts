@@ -248,6 +248,9 @@ describe("against aivis serve", () => {
     for await (const x of c.paginate("listContentRequests")) ids.push(x.id);
     assert.ok(ids.includes(cr.id));
     assert.equal((await c.cancelContentRequest({ path: { id: cr.id } })).status, "cancelled");
+    // Only a completed request's result is published.
+    const unpublished = await fails(c.publishContentRequest({ path: { id: cr.id }, body: { url: `https://${domain}/widgets` } }));
+    assert.equal(unpublished.code, "INVALID_STATE");
   });
 
   it("usage per key and hour, as JSON and as CSV", async () => {
@@ -363,6 +366,32 @@ describe("against aivis serve", () => {
     assert.equal((await fails(c.ingestCloudflare({ token: cf.token, body: cfBatch }))).status, 401);
     const crawlers = await c.listCrawlers();
     assert.ok(crawlers.items.some((k) => k.token === "GPTBot" && k.lists.some((l) => l.loaded)));
+  });
+
+  it("changes and their lift", async () => {
+    const id = { id: domainId };
+    const at = new Date(Date.now() - 3600_000).toISOString();
+    const body = { title: "FAQ markup on /pricing", at, pages: [`https://${domain}/pricing?x=1`], prompts: ["Best SDK for aivis"] };
+    const made = await c.createChange({ path: id, body, idempotencyKey: "chg-1" });
+    assert.deepEqual([made.pages, made.prompts, made.content_request_id, made.lift_measured_at], [["/pricing"], ["best sdk for aivis"], null, null]);
+    assert.equal((await c.createChange({ path: id, body, idempotencyKey: "chg-1" })).id, made.id, "a repeat with the key is the first answer");
+    const bad = await fails(c.createChange({ path: id, body: { title: "", prompts: ["not a prompt of the domain"] } }));
+    assert.deepEqual(bad.details?.map((d) => d.field), ["title", "prompts[0]"]);
+    assert.equal((await c.getChange({ path: { id: domainId, change_id: made.id } })).title, "FAQ markup on /pricing");
+    const listed: string[] = [];
+    for await (const x of c.paginate("listChanges", { path: id, query: { from: at.slice(0, 10) } })) listed.push(x.id);
+    assert.deepEqual(listed, [made.id]);
+    // One scan before the change and none after: no figure, and the scans still needed.
+    const l = await c.getChangeLift({ path: { id: domainId, change_id: made.id }, query: { scans: 3, effect: 0.2 } });
+    assert.equal(l.change.id, made.id);
+    const citation = l.lift.overall.measures.find((m) => m.metric === "citation_rate")!;
+    assert.equal(citation.difference.status, "insufficient_data");
+    assert.equal(citation.difference.estimate, undefined);
+    assert.equal(citation.difference.effect, 0.2);
+    assert.equal(l.lift.after.scans, 0);
+    assert.equal((await fails(c.getChangeLift({ path: { id: domainId, change_id: made.id }, query: { scans: 0 } }))).details?.[0]?.field, "scans");
+    await c.deleteChange({ path: { id: domainId, change_id: made.id } });
+    assert.equal((await fails(c.getChange({ path: { id: domainId, change_id: made.id } }))).status, 404);
   });
 
   it("deleting the domain", async () => {
