@@ -381,15 +381,15 @@ func TestChartsMarkChanges(t *testing.T) {
 	at := today.AddDate(0, 0, -4)
 	ends := e.liftScans(md, at, 3, 3, 2, 0) // readings at at-3d+6h ... at+2d+6h
 	e.importLog(md, sampleTraffic(today.Add(10*time.Hour)))
-	inside := at.Add(-6 * time.Hour) // 18:00 the day before: three quarters between two readings
-	old := today.AddDate(0, 0, -60)  // before the readings and the 30 days
+	inside := at.Add(-12 * time.Hour) // 12:00 the day before: a quarter of the way from its reading to the next
+	old := today.AddDate(0, 0, -60)   // before the readings and the 30 days
 	e.recordChange(c, md, url.Values{"title": {"Pricing <FAQ>"}, "at": {inside.Format("2006-01-02T15:04")}})
 	e.recordChange(c, md, url.Values{"title": {"Old change"}, "at": {old.Format("2006-01-02T15:04")}})
 
 	p := e.get(c, "/domains/acme.example")
 	name := "Change 1: Pricing &lt;FAQ&gt; (" + inside.Format("2006-01-02 15:04 UTC") + ")"
 	n := len(ends)
-	want := markX(2.5+0.5, n) // half way from the reading of the day before (2.5) to the next (3.5)
+	want := markX(2.5+0.25, n) // a quarter of the way from the reading of the day before (2.5) to the next (3.5)
 	for _, title := range []string{"Visibility score of acme.example", "Sentiment of acme.example"} {
 		got := marksOf(t, p.body, title)
 		if len(got) != 1 || got[0] != [2]string{want, name} {
@@ -447,5 +447,39 @@ func TestChangesTabShowsPublishedContent(t *testing.T) {
 	}
 	if p := e.get(c, "/domains/acme.example/changes/"+ch.ID); !strings.Contains(p.body, "publishing content request <code>cr_published</code>") {
 		t.Errorf("the change's page does not say it came from the content request: %d", p.status)
+	}
+}
+
+// TestChangesOfAClientsDomain: where an agency and its client monitor
+// the same name, a change recorded on the client's tab (?client=) is the
+// client's domain's alone, and its links keep naming the client.
+func TestChangesOfAClientsDomain(t *testing.T) {
+	e := newEnv(t)
+	c, u := e.owner("owner@example.com", true)
+	cl, err := e.accts.CreateClient(context.Background(), u.AccountID, "Client One")
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := e.monitor(c, u.AccountID, "acme.example", "")
+	theirs := e.monitor(c, u.AccountID, "acme.example", cl.ID)
+	p := e.get(c, "/domains/acme.example/changes?client="+cl.ID)
+	if p.status != http.StatusOK || !strings.Contains(p.body, `name="client_id" value="`+cl.ID+`"`) {
+		t.Fatalf("the client's tab: %d", p.status)
+	}
+	p = e.post(c, "/domains/acme.example/changes", url.Values{"csrf": {csrf(t, p)}, "client_id": {cl.ID}, "title": {"Skates page for the client"}})
+	if p.status != http.StatusSeeOther || !strings.HasSuffix(p.loc, "?client="+cl.ID+"&done=change") {
+		t.Fatalf("record on the client's domain: %d %q", p.status, p.loc)
+	}
+	if cs, _, _ := e.changes.List(context.Background(), theirs, store.ChangeFilter{}); len(cs) != 1 || cs[0].ClientID != cl.ID {
+		t.Errorf("the client's domain has %+v", cs)
+	}
+	if cs, _, _ := e.changes.List(context.Background(), own, store.ChangeFilter{}); len(cs) != 0 {
+		t.Errorf("the account's own domain has %d changes, want none", len(cs))
+	}
+	if rows := cells(t, e.get(c, "/domains/acme.example/changes").body, "change-list"); rows[0][0] != "No change recorded yet." {
+		t.Errorf("the account's own tab lists %q", rows)
+	}
+	if p := e.get(c, p.loc); p.status != http.StatusOK || !strings.Contains(p.body, "Skates page for the client") {
+		t.Errorf("the client's change's page: %d", p.status)
 	}
 }
