@@ -240,6 +240,7 @@ func TestGoClientEveryOperation(t *testing.T) {
 	}
 	// Traffic, its pages joined with the scan's citations.
 	goClientTraffic(t, c, d.ID)
+	goClientChanges(t, c, d.ID)
 	vis, err := c.Visibility(ctx, "acme.invalid")
 	must("visibility", err)
 	if vis.LastScan == nil || vis.LastScan.ID != sc.ID || vis.FormulaVersion == nil {
@@ -453,6 +454,10 @@ func TestGoClientEveryOperation(t *testing.T) {
 	if exported["end"] != 1 || exported["monitored_domains"] == 0 || exported["content_requests"] != 2 || exported["webhooks"] == 0 {
 		t.Errorf("export kinds %v", exported)
 	}
+	// A content request's result marked published needs a completed one:
+	// the server again, with a content worker.
+	goClientPublished(t, s, rec, k, "--config", cfg, "--allowed-targets", "127.0.0.1/32", "--allow-http-targets",
+		"--webhook-timeout", "3s", "--content-workers", "1")
 
 	// Every operation of the document was answered 2xx to the client.
 	var missed []string
