@@ -499,6 +499,56 @@ func everyTool(t *testing.T, e *env, cs *mcp.ClientSession) {
 	if r := call(t, cs, "get_traffic", map[string]any{"domain": "not-monitored.example"}); r.Error == nil || r.Error.Code != "NOT_FOUND" {
 		t.Errorf("get_traffic of a domain not monitored: %s %+v", r.JSON, r.Error)
 	}
+
+	// A change recorded now, targeting the domain's prompt: listed, and
+	// its lift insufficient (no scan after it yet).
+	var ch struct {
+		ID      string   `json:"id"`
+		Title   string   `json:"title"`
+		Prompts []string `json:"prompts"`
+	}
+	ok(t, cs, "record_change", map[string]any{"domain": e.Domain, "title": "FAQ schema on /skates", "pages": []string{"/skates"},
+		"prompts": []string{"Which rocket skates should I buy?"}}).decode(t, &ch)
+	if ch.ID == "" || ch.Title != "FAQ schema on /skates" || len(ch.Prompts) != 1 {
+		t.Errorf("record_change: %+v", ch)
+	}
+	if r := call(t, cs, "record_change", map[string]any{"domain": e.Domain, "title": ""}); r.Error == nil || r.Error.Code != "VALIDATION_ERROR" {
+		t.Errorf("record_change without a title: %s %+v", r.JSON, r.Error)
+	}
+	var changes struct {
+		Items []struct{ ID string }
+	}
+	ok(t, cs, "list_changes", map[string]any{"domain": e.Domain}).decode(t, &changes)
+	if !slices.ContainsFunc(changes.Items, func(c struct{ ID string }) bool { return c.ID == ch.ID }) {
+		t.Errorf("list_changes: %+v; want %s among them", changes, ch.ID)
+	}
+	var lift struct {
+		Change struct{ ID string } `json:"change"`
+		Lift   struct {
+			Targeted bool `json:"targeted"`
+			Overall  struct {
+				Measures []struct {
+					Metric     string `json:"metric"`
+					Difference struct {
+						Status    string   `json:"status"`
+						Estimate  *float64 `json:"estimate"`
+						MoreScans int      `json:"more_scans"`
+					} `json:"difference"`
+				} `json:"measures"`
+			} `json:"overall"`
+		} `json:"lift"`
+	}
+	ok(t, cs, "get_change_lift", map[string]any{"domain": e.Domain, "change_id": ch.ID, "scans": 3}).decode(t, &lift)
+	if lift.Change.ID != ch.ID || !lift.Lift.Targeted || len(lift.Lift.Overall.Measures) == 0 {
+		t.Fatalf("get_change_lift: %+v", lift)
+	}
+	for _, m := range lift.Lift.Overall.Measures {
+		// One prompt and no scan after: no window can tell (-1), or more
+		// scans are needed; never a figure.
+		if d := m.Difference; d.Status != "insufficient_data" || d.Estimate != nil || d.MoreScans == 0 {
+			t.Errorf("get_change_lift %s before any scan after the change: %+v", m.Metric, d)
+		}
+	}
 }
 
 // uploadLog uploads a combined log of the domain id with the key.

@@ -36,6 +36,9 @@ var Tools = []Tool{
 	{"get_budget_status", "budget:read"},
 	{"get_traffic", "visibility:read"},
 	{"get_traffic_pages", "visibility:read"},
+	{"list_changes", "visibility:read"},
+	{"record_change", "visibility:write"},
+	{"get_change_lift", "visibility:read"},
 }
 
 // Page is the paging of a list tool's input.
@@ -487,6 +490,57 @@ func (h *Handler) addTools() {
 			b, err := h.call(ctx, req, http.MethodGet, "/v1/domains/"+url.PathEscape(id)+"/traffic/pages", in.Page.query(in.TrafficIn.query(url.Values{})), nil, "")
 			return nil, listOf[client.TrafficPage](b), err
 		})
+	tool(h, "list_changes", "The changes recorded of a domain's site (a rewritten page, new structured data), newest first: "+
+		"when each went live, the pages and prompts it targets, and whether its lift has been measured.", read("Changes"),
+		func(ctx context.Context, req *mcp.CallToolRequest, in ChangesIn) (*mcp.CallToolResult, List[client.Change], error) {
+			id, err := h.domainID(ctx, req, in.DomainIn)
+			if err != nil {
+				return nil, List[client.Change]{}, err
+			}
+			q := url.Values{}
+			setIf(q, "from", in.From)
+			setIf(q, "to", in.To)
+			b, err := h.call(ctx, req, http.MethodGet, "/v1/domains/"+url.PathEscape(id)+"/changes", in.Page.query(q), nil, "")
+			return nil, listOf[client.Change](b), err
+		})
+	tool(h, "record_change", "Records a change made to a domain's site, so that its lift can be measured: what changed, when "+
+		"it went live, and optionally the pages and the domain's prompts it targets.", write("Record a change"),
+		func(ctx context.Context, req *mcp.CallToolRequest, in RecordChangeIn) (*mcp.CallToolResult, Change, error) {
+			id, err := h.domainID(ctx, req, in.DomainIn)
+			if err != nil {
+				return nil, Change{}, err
+			}
+			body := map[string]any{"title": in.Title}
+			for k, v := range map[string]string{"notes": in.Notes, "at": in.At} {
+				if v != "" {
+					body[k] = v
+				}
+			}
+			if len(in.Pages) > 0 {
+				body["pages"] = in.Pages
+			}
+			if len(in.Prompts) > 0 {
+				body["prompts"] = in.Prompts
+			}
+			b, err := h.call(ctx, req, http.MethodPost, "/v1/domains/"+url.PathEscape(id)+"/changes", nil, body, in.IdempotencyKey)
+			return nil, Change{passthrough: passthrough{b}}, err
+		})
+	tool(h, "get_change_lift", "What a change moved: per measure (mention, citation, share of voice, source share, average "+
+		"position), over every engine and per engine, the answers after it against those before it with a 95% interval, and "+
+		"for a change that targets prompts the difference-in-differences against the prompts it did not target; "+
+		"insufficient_data, with the scans still needed, where the answers are too few.", read("Lift of a change"),
+		func(ctx context.Context, req *mcp.CallToolRequest, in LiftIn) (*mcp.CallToolResult, ChangeLift, error) {
+			id, err := h.domainID(ctx, req, in.DomainIn)
+			if err != nil {
+				return nil, ChangeLift{}, err
+			}
+			q := url.Values{}
+			if in.Scans != 0 {
+				q.Set("scans", strconv.Itoa(in.Scans))
+			}
+			b, err := h.call(ctx, req, http.MethodGet, "/v1/domains/"+url.PathEscape(id)+"/changes/"+url.PathEscape(in.ChangeID)+"/lift", q, nil, "")
+			return nil, ChangeLift{passthrough: passthrough{b}}, err
+		})
 	tool(h, "get_budget_status", "The account's tier, rate limits and their use in the current minute, hour and day, and "+
 		"its content budget for the month: spent, reserved and remaining.", read("Budget status"),
 		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, BudgetStatus, error) {
@@ -551,6 +605,45 @@ func (h *Handler) domainID(ctx context.Context, req *mcp.CallToolRequest, in Dom
 		}
 		q.Set("cursor", *page.NextCursor)
 	}
+}
+
+// ChangesIn selects a page of a domain's changes.
+type ChangesIn struct {
+	DomainIn
+	From string `json:"from,omitempty" jsonschema:"changes that went live at or after (RFC 3339 or YYYY-MM-DD)"`
+	To   string `json:"to,omitempty" jsonschema:"changes that went live before (RFC 3339 or YYYY-MM-DD, the whole day)"`
+	Page
+}
+
+// RecordChangeIn is a change to record.
+type RecordChangeIn struct {
+	DomainIn
+	Title   string   `json:"title" jsonschema:"what changed, 1 to 200 characters"`
+	Notes   string   `json:"notes,omitempty" jsonschema:"more about it, up to 4,000 characters"`
+	At      string   `json:"at,omitempty" jsonschema:"when it went live, RFC 3339 (default: now)"`
+	Pages   []string `json:"pages,omitempty" jsonschema:"the pages it changed: URLs on the domain or paths, at most 50"`
+	Prompts []string `json:"prompts,omitempty" jsonschema:"the domain's prompts it targets, by their text, at most 50 (its lift is then measured against the others)"`
+	// IdempotencyKey makes a retry safe.
+	IdempotencyKey string `json:"idempotency_key,omitempty" jsonschema:"a key of yours: the same key and arguments within 24 hours record one change"`
+}
+
+// LiftIn names a change and the lift's window.
+type LiftIn struct {
+	DomainIn
+	ChangeID string `json:"change_id" jsonschema:"the change's id (list_changes gives them)"`
+	Scans    int    `json:"scans,omitempty" jsonschema:"scans on each side of the change, 1 to 180 (default 14)"`
+}
+
+// Change is a recorded change of a domain's site.
+type Change struct {
+	passthrough
+	client.Change
+}
+
+// ChangeLift is a change and its measured lift.
+type ChangeLift struct {
+	passthrough
+	client.ChangeLift
 }
 
 func (in TrafficIn) query(q url.Values) url.Values {

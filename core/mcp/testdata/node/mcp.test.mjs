@@ -65,9 +65,10 @@ test('a 2025-11-25 session lists and calls every tool', async () => {
 
     const { tools } = await client.listTools();
     assert.deepEqual(tools.map((t) => t.name).sort(), [
-      'compare_scans', 'create_content_request', 'get_budget_status', 'get_cited_sources', 'get_content_request',
-      'get_scan', 'get_scan_figures', 'get_traffic', 'get_traffic_pages', 'get_visibility', 'get_visibility_history',
-      'list_content_requests', 'list_domains', 'search_answers', 'start_scan',
+      'compare_scans', 'create_content_request', 'get_budget_status', 'get_change_lift', 'get_cited_sources',
+      'get_content_request', 'get_scan', 'get_scan_figures', 'get_traffic', 'get_traffic_pages', 'get_visibility',
+      'get_visibility_history', 'list_changes', 'list_content_requests', 'list_domains', 'record_change',
+      'search_answers', 'start_scan',
     ]);
     for (const t of tools) {
       assert.equal(t.inputSchema.type, 'object', t.name);
@@ -126,6 +127,12 @@ test('a 2025-11-25 session lists and calls every tool', async () => {
     const pages = (await call(client, 'get_traffic_pages', { domain })).items;
     assert.deepEqual(pages.map((p) => [p.page, p.crawls.length, p.cited_by[0].engine]), [['/skates', 0, 'Fake']]);
     await refused(client, 'get_traffic', { domain: 'not-monitored.example' }, 'NOT_FOUND');
+
+    const change = await call(client, 'record_change', { domain, title: 'New pricing page', pages: ['/skates'] });
+    assert.ok((await call(client, 'list_changes', { domain })).items.some((c) => c.id === change.id));
+    const lift = await call(client, 'get_change_lift', { domain, change_id: change.id });
+    assert.equal(lift.change.id, change.id);
+    for (const m of lift.lift.overall.measures) assert.equal(m.difference.status, 'insufficient_data', m.metric);
   } finally {
     await transport.terminateSession();
     await client.close();
