@@ -210,7 +210,16 @@ func inspect(ctx context.Context, path string) (version, known int64, sealed []s
 	if version > r.Known() {
 		return version, r.Known(), nil, nil // its tables may not be this aivis's
 	}
-	rows, err := db.QueryContext(ctx, `SELECT id, secret, COALESCE(prev_secret, ''), settings FROM webhooks ORDER BY id`)
+	// The sealed values as the store pages them; a database of a version
+	// before ingest tokens has only its webhooks'.
+	query := store.SealedValuesQuery("''", "''", "-1")
+	var tokens int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'ingest_tokens'`).Scan(&tokens); err != nil {
+		return 0, 0, nil, err
+	} else if tokens == 0 {
+		query = `SELECT id, secret, COALESCE(prev_secret, ''), settings, '' FROM webhooks ORDER BY id`
+	}
+	rows, err := db.QueryContext(ctx, query)
 	if err != nil {
 		return 0, 0, nil, err
 	}

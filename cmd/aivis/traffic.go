@@ -73,10 +73,14 @@ func clientOf(client string) string {
 
 func trafficImportCmd() *cobra.Command {
 	var f domainFlags
-	c := &cobra.Command{Use: "import FILE...", Short: "Import combined (Apache, nginx) log files of a domain, gzip-compressed or not; - reads standard input",
-		Args: cobra.MinimumNArgs(1)}
+	c := &cobra.Command{Use: "import FILE...", Short: "Import combined (Apache, nginx) log files of a domain, gzip-compressed or not; - reads standard input"}
 	f.bind(c)
-	return withServices(c, func(ctx context.Context, in *invocation, files []string) error {
+	return argsAfterFlags(func(c *cobra.Command, files []string) error {
+		if len(files) == 0 {
+			return usageError("%s takes one or more files (- for standard input)", c.CommandPath())
+		}
+		return nil
+	}, withServices(c, func(ctx context.Context, in *invocation, files []string) error {
 		d, err := f.find(ctx, in.svc.Store)
 		if err != nil {
 			return err
@@ -104,7 +108,7 @@ func trafficImportCmd() *cobra.Command {
 			}
 		}
 		return in.out.value(rows, text.String())
-	})
+	}))
 }
 
 func importFile(ctx context.Context, svc *traffic.Service, d store.MonitoredDomain, name string) (traffic.Result, error) {
@@ -185,9 +189,9 @@ func trafficTokenListCmd() *cobra.Command {
 
 func trafficTokenRevokeCmd() *cobra.Command {
 	var f domainFlags
-	c := &cobra.Command{Use: "revoke TOKEN_ID", Short: "Revoke an ingest token", Args: takes(1, "TOKEN_ID")}
+	c := &cobra.Command{Use: "revoke TOKEN_ID", Short: "Revoke an ingest token"}
 	f.bind(c)
-	return withServices(c, func(ctx context.Context, in *invocation, args []string) error {
+	return argsAfterFlags(takes(1, "TOKEN_ID"), withServices(c, func(ctx context.Context, in *invocation, args []string) error {
 		d, err := f.find(ctx, in.svc.Store)
 		if err != nil {
 			return err
@@ -198,7 +202,21 @@ func trafficTokenRevokeCmd() *cobra.Command {
 			return err
 		}
 		return in.out.value(map[string]any{"id": args[0], "revoked": true}, fmt.Sprintf("ingest token %s revoked\n", args[0]))
-	})
+	}))
+}
+
+// argsAfterFlags checks c's positional arguments with check when it runs:
+// after cobra has named a required flag that is missing (it checks Args
+// before the flags), and before anything is opened.
+func argsAfterFlags(check cobra.PositionalArgs, c *cobra.Command) *cobra.Command {
+	run := c.RunE
+	c.RunE = func(c *cobra.Command, args []string) error {
+		if err := check(c, args); err != nil {
+			return err
+		}
+		return run(c, args)
+	}
+	return c
 }
 
 func tokenJSON(t store.IngestToken) map[string]any {
