@@ -105,6 +105,7 @@ func TestEveryPOSTIsIdempotent(t *testing.T) {
 		return `52.230.152.7 - - [28/Nov/2026:09:00:00 +0000] "GET ` + page + ` HTTP/1.1" 200 10 "-" "GPTBot/1.3"` + "\n"
 	}
 	once("/v1/domains/{id}/traffic/logs", "/v1/domains/"+dom+"/traffic/logs", with(bh, "Content-Type", "text/plain"), logLine("/a"), logLine("/b"))
+	once("/v1/domains/{id}/changes", "/v1/domains/"+dom+"/changes", bh, `{"title":"FAQ markup"}`, `{"title":"New pricing page"}`)
 	once("/v1/visibility", "/v1/visibility", bh, `{"domain":"acme.invalid","visibility_score":40,"sentiment":"neutral"}`,
 		`{"domain":"acme.invalid","visibility_score":41,"sentiment":"neutral"}`)
 	scan := id(once("/v1/visibility/scans", "/v1/visibility/scans", bh, `{"domain":"acme.invalid"}`, `{"domain":"other.invalid"}`))
@@ -149,6 +150,21 @@ func TestEveryPOSTIsIdempotent(t *testing.T) {
 			t.Errorf("%s: %d items, want %d", list, len(page.Items), want)
 		}
 	}
+
+	// A content request's result marked published needs a completed one:
+	// the server again, with a content worker.
+	s.stop()
+	s = start(t, dir, "--config", cfg, "--allowed-targets", "127.0.0.1/32", "--allow-http-targets",
+		"--webhook-timeout", "3s", "--content-workers", "1")
+	done := id(s.do(t, req{method: "POST", path: "/api/v1/ai/content-requests", header: keyed(k),
+		body: `{"domain":"acme.invalid","budget":1,"type":"analyze","content":"# Skates\n\nRocket skates reach 40 km/h."}`}).Body)
+	waitFor(t, "the analysis completed", func() bool {
+		var cr struct{ Data struct{ Status string } }
+		s.do(t, req{method: "GET", path: "/api/v1/ai/content-requests/" + done, header: keyed(k)}).decode(t, &cr)
+		return cr.Data.Status == "completed"
+	})
+	once("/api/v1/ai/content-requests/{id}/published", "/api/v1/ai/content-requests/"+done+"/published", keyed(k),
+		`{"url":"https://acme.invalid/skates"}`, `{"url":"https://acme.invalid/pricing"}`)
 
 	// Every POST of the document was walked.
 	if err := loadOpenAPI(); err != nil {

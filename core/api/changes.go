@@ -35,7 +35,10 @@ func (s *Server) publishedRoutes(r chi.Router) {
 	if s.changes == nil {
 		return
 	}
-	r.Post("/content-requests/{id}/published", s.scope("content:write", s.publishContentRequest))
+	// An Idempotency-Key is kept as on /v1's POSTs: the same key and body
+	// replay the first answer, another body is a conflict (marking again
+	// without a key answers the same change anyway).
+	r.With(s.idempotent).Post("/content-requests/{id}/published", s.scope("content:write", s.publishContentRequest))
 }
 
 func changeView(c store.Change) client.Change {

@@ -3802,6 +3802,13 @@ export interface components {
             timestamp: components["schemas"]["Timestamp"];
             data: components["schemas"]["LiftMeasuredData"];
         };
+        /** @description The content request is not completed: only a completed request's result can be published (INVALID_STATE); or the Idempotency-Key was used in the last 24 hours with a different request (IDEMPOTENCY_CONFLICT). */
+        PublishConflictError: {
+            error?: {
+                /** @enum {unknown} */
+                code?: "INVALID_STATE" | "IDEMPOTENCY_CONFLICT";
+            };
+        } & components["schemas"]["ErrorEnvelope"];
     };
     responses: {
         /** @description The body is not one JSON object (INVALID_JSON), or a field, parameter or header breaks a rule (VALIDATION_ERROR, with details). */
@@ -4411,6 +4418,31 @@ export interface components {
                  *     }
                  */
                 "application/json": components["schemas"]["ConnectorUnavailableError"];
+            };
+        };
+        /** @description The content request is not completed: only a completed request's result can be published (INVALID_STATE); or the Idempotency-Key was used in the last 24 hours with a different request (IDEMPOTENCY_CONFLICT). */
+        PublishConflict: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "INVALID_STATE",
+                 *         "message": "content request cr_7YbQe2LxN0aV5kRt9sMu is queued: only a completed request's result is published",
+                 *         "request_id": "req_Zk4u0HqP2vN8sLm1xTcY"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["PublishConflictError"];
             };
         };
     };
@@ -8653,7 +8685,13 @@ export interface operations {
     publishContentRequest: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description A key of your choosing, 1-255 printable ASCII characters, that makes a retry safe. Within 24 hours, the same key with the same request replays the first successful response (with Idempotent-Replayed: true) instead of acting again; with a different request it is 409 IDEMPOTENCY_CONFLICT. Keys are scoped to the account (a client key's to its client) and shared by all operations.
+                 * @example order-42
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description The content request's id.
@@ -8716,7 +8754,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            409: components["responses"]["InvalidState"];
+            409: components["responses"]["PublishConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];
