@@ -657,7 +657,16 @@ func TestDashboardInBrowser(t *testing.T) {
 		if !strings.Contains(row, cr.ID) || !strings.Contains(row, "acme.invalid") || !strings.Contains(row, "$1") || state == "" {
 			t.Fatalf("the content page's row reads %q (state %q)", row, state)
 		}
-		// Filtered by its state, it is listed; by another, not.
+		// Filtered by its state once it has ended (a worker takes it up
+		// meanwhile: its state as first read may be gone by the filter),
+		// it is listed; by another, not.
+		ck2 := key{Key: ck, Secret: cs}
+		waitFor(t, "the content request ended", func() bool {
+			var got struct{ Data struct{ Status string } }
+			s.do(t, req{method: "GET", path: "/api/v1/ai/content-requests/" + cr.ID, header: keyed(ck2)}).decode(t, &got)
+			state = got.Data.Status
+			return state != "queued" && state != "processing"
+		})
 		other := "cancelled"
 		if state == other {
 			other = "queued"
