@@ -372,27 +372,16 @@ func TestCrawlerRangesURL(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	waitLong(t, 30*time.Second, "the lists of crawler_ranges_url kept", func() bool {
 		kept, _, err := db.CrawlerRanges(context.Background())
-		if err == nil && strings.Contains(string(kept["openai-gptbot"]), "198.51.100.0/24") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the server did not keep the lists of crawler_ranges_url in 30 s: %v %v\n%s", kept, err, s.Stderr)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err == nil && strings.Contains(string(kept["openai-gptbot"]), "198.51.100.0/24")
+	})
 	s.stop()
 	// A URL that answers 404: the server starts, logs why, the lists stay.
 	s = start(t, dir, "--crawler-ranges-url", lists.URL+"/gone.json")
-	deadline = time.Now().Add(30 * time.Second)
-	for !s.logged("crawler ranges: crawler_ranges_url could not be read; the lists kept stay", "") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no warning of the failed fetch in 30 s:\n%s", s.Stderr)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitLong(t, 30*time.Second, "the failed fetch's warning", func() bool {
+		return s.logged("crawler ranges: crawler_ranges_url could not be read; the lists kept stay", "")
+	})
 	if strings.Contains(s.Stderr.String(), "gone.json") || strings.Contains(s.Stderr.String(), lists.Listener.Addr().String()) {
 		t.Errorf("the log names the URL:\n%s", s.Stderr)
 	}
