@@ -473,43 +473,27 @@ func (h *Handler) addTools() {
 		"(train, index, fetch) and day, the pages AI agents request most, the 4xx and 5xx answers they got, and the visits "+
 		"each AI assistant sent.", read("AI crawler visits and referrals"),
 		func(ctx context.Context, req *mcp.CallToolRequest, in TrafficIn) (*mcp.CallToolResult, Traffic, error) {
-			id, err := h.domainID(ctx, req, in.DomainIn)
-			if err != nil {
-				return nil, Traffic{}, err
-			}
-			b, err := h.call(ctx, req, http.MethodGet, "/v1/domains/"+url.PathEscape(id)+"/traffic", in.query(url.Values{}), nil, "")
+			b, err := h.onDomain(ctx, req, in.DomainIn, http.MethodGet, "/traffic", in.query(url.Values{}), nil, "")
 			return nil, Traffic{passthrough: passthrough{b}}, err
 		})
 	tool(h, "get_traffic_pages", "A domain's pages over a window of days, each with the AI agents that requested it, the "+
 		"engines whose answers cited it in the latest scan, and the visits AI assistants sent to it.", read("Pages: crawls, citations, referrals"),
 		func(ctx context.Context, req *mcp.CallToolRequest, in TrafficPagesIn) (*mcp.CallToolResult, List[client.TrafficPage], error) {
-			id, err := h.domainID(ctx, req, in.DomainIn)
-			if err != nil {
-				return nil, List[client.TrafficPage]{}, err
-			}
-			b, err := h.call(ctx, req, http.MethodGet, "/v1/domains/"+url.PathEscape(id)+"/traffic/pages", in.Page.query(in.TrafficIn.query(url.Values{})), nil, "")
+			b, err := h.onDomain(ctx, req, in.DomainIn, http.MethodGet, "/traffic/pages", in.Page.query(in.TrafficIn.query(url.Values{})), nil, "")
 			return nil, listOf[client.TrafficPage](b), err
 		})
 	tool(h, "list_changes", "The changes recorded of a domain's site (a rewritten page, new structured data), newest first: "+
 		"when each went live, the pages and prompts it targets, and whether its lift has been measured.", read("Changes"),
 		func(ctx context.Context, req *mcp.CallToolRequest, in ChangesIn) (*mcp.CallToolResult, List[client.Change], error) {
-			id, err := h.domainID(ctx, req, in.DomainIn)
-			if err != nil {
-				return nil, List[client.Change]{}, err
-			}
 			q := url.Values{}
 			setIf(q, "from", in.From)
 			setIf(q, "to", in.To)
-			b, err := h.call(ctx, req, http.MethodGet, "/v1/domains/"+url.PathEscape(id)+"/changes", in.Page.query(q), nil, "")
+			b, err := h.onDomain(ctx, req, in.DomainIn, http.MethodGet, "/changes", in.Page.query(q), nil, "")
 			return nil, listOf[client.Change](b), err
 		})
 	tool(h, "record_change", "Records a change made to a domain's site, so that its lift can be measured: what changed, when "+
 		"it went live, and optionally the pages and the domain's prompts it targets.", write("Record a change"),
 		func(ctx context.Context, req *mcp.CallToolRequest, in RecordChangeIn) (*mcp.CallToolResult, Change, error) {
-			id, err := h.domainID(ctx, req, in.DomainIn)
-			if err != nil {
-				return nil, Change{}, err
-			}
 			body := map[string]any{"title": in.Title}
 			for k, v := range map[string]string{"notes": in.Notes, "at": in.At} {
 				if v != "" {
@@ -522,7 +506,7 @@ func (h *Handler) addTools() {
 			if len(in.Prompts) > 0 {
 				body["prompts"] = in.Prompts
 			}
-			b, err := h.call(ctx, req, http.MethodPost, "/v1/domains/"+url.PathEscape(id)+"/changes", nil, body, in.IdempotencyKey)
+			b, err := h.onDomain(ctx, req, in.DomainIn, http.MethodPost, "/changes", nil, body, in.IdempotencyKey)
 			return nil, Change{passthrough: passthrough{b}}, err
 		})
 	tool(h, "get_change_lift", "What a change moved: per measure (mention, citation, share of voice, source share, average "+
@@ -530,15 +514,11 @@ func (h *Handler) addTools() {
 		"for a change that targets prompts the difference-in-differences against the prompts it did not target; "+
 		"insufficient_data, with the scans still needed, where the answers are too few.", read("Lift of a change"),
 		func(ctx context.Context, req *mcp.CallToolRequest, in LiftIn) (*mcp.CallToolResult, ChangeLift, error) {
-			id, err := h.domainID(ctx, req, in.DomainIn)
-			if err != nil {
-				return nil, ChangeLift{}, err
-			}
 			q := url.Values{}
 			if in.Scans != 0 {
 				q.Set("scans", strconv.Itoa(in.Scans))
 			}
-			b, err := h.call(ctx, req, http.MethodGet, "/v1/domains/"+url.PathEscape(id)+"/changes/"+url.PathEscape(in.ChangeID)+"/lift", q, nil, "")
+			b, err := h.onDomain(ctx, req, in.DomainIn, http.MethodGet, "/changes/"+url.PathEscape(in.ChangeID)+"/lift", q, nil, "")
 			return nil, ChangeLift{passthrough: passthrough{b}}, err
 		})
 	tool(h, "get_budget_status", "The account's tier, rate limits and their use in the current minute, hour and day, and "+
@@ -644,6 +624,17 @@ type Change struct {
 type ChangeLift struct {
 	passthrough
 	client.ChangeLift
+}
+
+// onDomain is call on the API path of the domain in names:
+// /v1/domains/{id} followed by sub.
+func (h *Handler) onDomain(ctx context.Context, req *mcp.CallToolRequest, in DomainIn, method, sub string, query url.Values, body any,
+	idempotencyKey string) (json.RawMessage, error) {
+	id, err := h.domainID(ctx, req, in)
+	if err != nil {
+		return nil, err
+	}
+	return h.call(ctx, req, method, "/v1/domains/"+url.PathEscape(id)+sub, query, body, idempotencyKey)
 }
 
 func (in TrafficIn) query(q url.Values) url.Values {
