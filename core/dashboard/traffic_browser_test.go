@@ -46,13 +46,26 @@ type inBrowser struct {
 
 func (e *env) inBrowser(email string) *inBrowser {
 	e.t.Helper()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium(e.t)), chromedp.UserDataDir(e.t.TempDir()),
+	// The profile is removed once the browser has closed: Chromium's
+	// helpers may still write in it as the test's own temporary
+	// directories go, which then fails to remove a directory not empty.
+	profile, err := os.MkdirTemp("", "aivis-browser-")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium(e.t)), chromedp.UserDataDir(profile),
 		chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("ignore-certificate-errors", true), chromedp.WindowSize(1280, 900))
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	e.t.Cleanup(cancelAlloc)
 	ctx, cancel := chromedp.NewContext(actx)
-	e.t.Cleanup(cancel)
+	e.t.Cleanup(func() {
+		chromedp.Cancel(ctx) // closes the browser and waits for it
+		cancel()
+		cancelAlloc()
+		if err := os.RemoveAll(profile); err != nil {
+			e.t.Logf("the browser's profile %s stays: %v", profile, err)
+		}
+	})
 	ctx, cancelTimeout := context.WithTimeout(ctx, 2*time.Minute)
 	e.t.Cleanup(cancelTimeout)
 	// Confirmations (revoke) are accepted.
