@@ -217,8 +217,11 @@ func (s *Dashboard) trafficPage(w http.ResponseWriter, r *http.Request) {
 func (s *Dashboard) showTraffic(w http.ResponseWriter, r *http.Request, status int, p page, md store.MonitoredDomain, d trafficData) {
 	d.Domain, d.ClientID, d.DomainID, d.Windows, d.Sources, d.Origin = md.Domain, md.ClientID, md.ID, trafficWindows, traffic.Sources, s.origin(r)
 	from, to := s.window(d.Days)
-	var err error
-	if d.Summary, err = s.Traffic.Summary(r.Context(), md, from, to); err != nil {
+	cited, err := s.cited(r.Context(), md)
+	if err == nil {
+		d.Summary, d.Pages, err = s.Traffic.SummaryAndPages(r.Context(), md, from, to, cited)
+	}
+	if err != nil {
 		s.failWith(w, r, err)
 		return
 	}
@@ -233,14 +236,6 @@ func (s *Dashboard) showTraffic(w http.ResponseWriter, r *http.Request, status i
 		return
 	}
 	d.Requests.Marks, d.Referrals.Marks = dayMarks(d.Summary.From, d.Summary.To, marks), dayMarks(d.Summary.From, d.Summary.To, marks)
-	cited, err := s.cited(r.Context(), md)
-	if err == nil {
-		d.Pages, err = s.Traffic.Pages(r.Context(), md, from, to, cited)
-	}
-	if err != nil {
-		s.failWith(w, r, err)
-		return
-	}
 	d.AllPages, d.Pages = len(d.Pages), busiest(d.Pages, maxJoinedPages)
 	if d.Tokens, err = s.tokenRows(r.Context(), md); err != nil {
 		s.failWith(w, r, err)

@@ -22,16 +22,44 @@ const MaxProblems = 50
 // midnight). Every day of the window has its count in each Days, zeros
 // included.
 func (s *Service) Summary(ctx context.Context, d store.MonitoredDomain, from, to time.Time) (Summary, error) {
-	from, to = midnight(from), midnight(to)
-	f := store.TrafficFilter{AccountID: d.AccountID, DomainID: d.ID, From: from, To: to}
+	hits, refs, err := s.read(ctx, d, from, to)
+	if err != nil {
+		return Summary{}, err
+	}
+	return s.summary(ctx, d, from, to, hits, refs)
+}
+
+// SummaryAndPages is Summary and Pages of one read of the aggregates.
+func (s *Service) SummaryAndPages(ctx context.Context, d store.MonitoredDomain, from, to time.Time, cited []Cited) (Summary, []Page, error) {
+	hits, refs, err := s.read(ctx, d, from, to)
+	if err != nil {
+		return Summary{}, nil, err
+	}
+	sum, err := s.summary(ctx, d, from, to, hits, refs)
+	if err != nil {
+		return Summary{}, nil, err
+	}
+	return sum, pages(d, hits, refs, cited), nil
+}
+
+// read is domain d's aggregates over the days [from, to).
+func (s *Service) read(ctx context.Context, d store.MonitoredDomain, from, to time.Time) ([]store.CrawlerHits, []store.ReferralVisits, error) {
+	f := store.TrafficFilter{AccountID: d.AccountID, DomainID: d.ID, From: midnight(from), To: midnight(to)}
 	hits, err := s.Store.ListCrawlerHits(ctx, f)
 	if err != nil {
-		return Summary{}, fmt.Errorf("traffic: crawler hits: %w", err)
+		return nil, nil, fmt.Errorf("traffic: crawler hits: %w", err)
 	}
 	refs, err := s.Store.ListReferralVisits(ctx, f)
 	if err != nil {
-		return Summary{}, fmt.Errorf("traffic: referral visits: %w", err)
+		return nil, nil, fmt.Errorf("traffic: referral visits: %w", err)
 	}
+	return hits, refs, nil
+}
+
+// summary is the Summary of the aggregates read over [from, to).
+func (s *Service) summary(ctx context.Context, d store.MonitoredDomain, from, to time.Time, hits []store.CrawlerHits,
+	refs []store.ReferralVisits) (Summary, error) {
+	from, to = midnight(from), midnight(to)
 	batches, err := s.Store.ListTrafficBatches(ctx, d.AccountID, d.ID, 1)
 	if err != nil {
 		return Summary{}, fmt.Errorf("traffic: batches: %w", err)
@@ -278,26 +306,26 @@ func ScanCitations(sc store.Scan) []Cited {
 // A page is in when any of the three has it; pages come in the order of
 // their paths.
 func (s *Service) Pages(ctx context.Context, d store.MonitoredDomain, from, to time.Time, cited []Cited) ([]Page, error) {
-	f := store.TrafficFilter{AccountID: d.AccountID, DomainID: d.ID, From: midnight(from), To: midnight(to)}
-	hits, err := s.Store.ListCrawlerHits(ctx, f)
+	hits, refs, err := s.read(ctx, d, from, to)
 	if err != nil {
-		return nil, fmt.Errorf("traffic: crawler hits: %w", err)
+		return nil, err
 	}
-	refs, err := s.Store.ListReferralVisits(ctx, f)
-	if err != nil {
-		return nil, fmt.Errorf("traffic: referral visits: %w", err)
-	}
+	return pages(d, hits, refs, cited), nil
+}
+
+// pages joins the aggregates read and the citations by page (Pages).
+func pages(d store.MonitoredDomain, hits []store.CrawlerHits, refs []store.ReferralVisits, cited []Cited) []Page {
 	type joined struct {
 		crawls    map[string]*AgentHits
 		cited     map[string]int
 		referrals map[string]int64
 	}
-	pages := map[string]*joined{}
+	byPath := map[string]*joined{}
 	get := func(p string) *joined {
-		j := pages[p]
+		j := byPath[p]
 		if j == nil {
 			j = &joined{crawls: map[string]*AgentHits{}, cited: map[string]int{}, referrals: map[string]int64{}}
-			pages[p] = j
+			byPath[p] = j
 		}
 		return j
 	}
@@ -322,8 +350,8 @@ func (s *Service) Pages(ctx context.Context, d store.MonitoredDomain, from, to t
 	for _, r := range refs {
 		get(r.Page).referrals[r.Assistant] += r.Visits
 	}
-	out := make([]Page, 0, len(pages))
-	for path, j := range pages {
+	out := make([]Page, 0, len(byPath))
+	for path, j := range byPath {
 		p := Page{Page: path, Crawls: []AgentHits{}, CitedBy: []EngineCitation{}, Referrals: []AssistantVisits{}}
 		for _, ah := range j.crawls {
 			p.Crawls = append(p.Crawls, *ah)
@@ -346,7 +374,7 @@ func (s *Service) Pages(ctx context.Context, d store.MonitoredDomain, from, to t
 		out = append(out, p)
 	}
 	slices.SortFunc(out, func(a, b Page) int { return strings.Compare(a.Page, b.Page) })
-	return out, nil
+	return out
 }
 
 // PageOf is the page (the path, as the aggregates keep it) of a URL on
