@@ -2,7 +2,6 @@ package dashboard
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"html/template"
 	"math"
@@ -83,22 +82,9 @@ func changesLink(domain, clientID, id string) string {
 	return u
 }
 
-// changesDomain is the monitored domain of a request about changes, or
-// the page that says why not.
+// changesDomain is the Changes tab's domain (tabDomain).
 func (s *Dashboard) changesDomain(w http.ResponseWriter, r *http.Request, clientID string) (store.MonitoredDomain, bool) {
-	if s.Changes == nil {
-		s.fail(w, r, http.StatusServiceUnavailable, "This server keeps no changes.")
-		return store.MonitoredDomain{}, false
-	}
-	md, err := s.monitored(r, clientID)
-	if errors.Is(err, store.ErrNotFound) {
-		s.fail(w, r, http.StatusNotFound, "This account does not monitor that domain.")
-		return md, false
-	} else if err != nil {
-		s.failWith(w, r, err)
-		return md, false
-	}
-	return md, true
+	return s.tabDomain(w, r, clientID, s.Changes != nil, "changes")
 }
 
 func (s *Dashboard) changesPage(w http.ResponseWriter, r *http.Request) {

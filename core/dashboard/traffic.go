@@ -159,10 +159,12 @@ func (s *Dashboard) monitored(r *http.Request, clientID string) (store.Monitored
 	return *found, nil
 }
 
-// trafficDomain is monitored's domain, or the page that says why not.
-func (s *Dashboard) trafficDomain(w http.ResponseWriter, r *http.Request, clientID string) (store.MonitoredDomain, bool) {
-	if s.Traffic == nil {
-		s.fail(w, r, http.StatusServiceUnavailable, "This server keeps no traffic.")
+// tabDomain is monitored's domain for a tab of the domain page, or the
+// page that says why not: 503 when the server keeps nothing of what the
+// tab shows (kept false, what names it).
+func (s *Dashboard) tabDomain(w http.ResponseWriter, r *http.Request, clientID string, kept bool, what string) (store.MonitoredDomain, bool) {
+	if !kept {
+		s.fail(w, r, http.StatusServiceUnavailable, "This server keeps no "+what+".")
 		return store.MonitoredDomain{}, false
 	}
 	md, err := s.monitored(r, clientID)
@@ -174,6 +176,11 @@ func (s *Dashboard) trafficDomain(w http.ResponseWriter, r *http.Request, client
 		return md, false
 	}
 	return md, true
+}
+
+// trafficDomain is the Traffic tab's domain (tabDomain).
+func (s *Dashboard) trafficDomain(w http.ResponseWriter, r *http.Request, clientID string) (store.MonitoredDomain, bool) {
+	return s.tabDomain(w, r, clientID, s.Traffic != nil, "traffic")
 }
 
 // trafficWindow is the window a request asks (?days=, or the form's
