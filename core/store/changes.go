@@ -76,6 +76,8 @@ type Changes interface {
 
 // ChangesTx is the changes' part of a write transaction.
 type ChangesTx interface {
+	// InsertChange is CreateChange in the transaction.
+	InsertChange(c Change) error
 	// MarkLiftMeasured sets LiftMeasuredAt of a change of the account to
 	// at, once: ErrConflict when it is set already (another caller marked
 	// it first, on however many handles), ErrNotFound when the account

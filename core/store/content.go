@@ -67,9 +67,13 @@ type Idempotency struct {
 	Scope       string // account and client the key belongs to
 	Key         string
 	RequestHash []byte
-	Status      int // 0 (and an empty Body): the request holds its key and still runs
-	Body        []byte
-	CreatedAt   time.Time
+	// Status is the response's HTTP status once it is kept; before, 0
+	// (and an empty Body): the request holds its key and still runs, or
+	// IdempotencyActed (1): acted, the request's action committed, its
+	// answer not kept yet.
+	Status    int
+	Body      []byte
+	CreatedAt time.Time
 }
 
 // Content reads content requests outside a write transaction. A request's

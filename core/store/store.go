@@ -139,4 +139,5 @@ type Tx interface {
 	DeliveriesTx
 	EventsTx
 	ChangesTx
+	TrafficTx
 }

@@ -109,6 +109,12 @@ type TrafficFilter struct {
 	From, To  time.Time
 }
 
+// TrafficTx is the traffic part of a write transaction.
+type TrafficTx interface {
+	// InsertIngestToken is CreateIngestToken in the transaction.
+	InsertIngestToken(t IngestToken) error
+}
+
 // Traffic keeps the aggregates of AI crawler visits and AI referrals,
 // never a log line, a client address or a query string. Every method
 // that names an account and a domain reads or writes that domain only

@@ -30,7 +30,15 @@ func scanChange(s scanner) (store.Change, error) {
 // CreateChange keeps a change of the account's domain, its client the
 // domain's.
 func (db *DB) CreateChange(ctx context.Context, c store.Change) error {
-	tag, err := db.pool.Exec(ctx, `INSERT INTO domain_changes (`+changeColumns+`)
+	return insertChange(ctx, db.pool, c)
+}
+
+// InsertChange is CreateChange in the transaction.
+func (t *txn) InsertChange(c store.Change) error { return insertChange(t.ctx, t.tx, c) }
+
+// insertChange keeps a change through q: the pool or a transaction.
+func insertChange(ctx context.Context, q querier, c store.Change) error {
+	tag, err := q.Exec(ctx, `INSERT INTO domain_changes (`+changeColumns+`)
 		SELECT $1, account_id, client_id, id, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12 FROM monitored_domains
 		WHERE id = $13 AND account_id = $14`,
 		c.ID, c.Title, c.Notes, ts(c.At), ns(c.At), nonNil(c.Pages), nonNil(c.Prompts), null(c.ContentRequestID),

@@ -97,7 +97,17 @@ func nsPtr(t *time.Time) any {
 // CreateIngestToken keeps a token of the account's domain, its client the
 // domain's.
 func (db *DB) CreateIngestToken(ctx context.Context, t store.IngestToken) error {
-	tag, err := db.pool.Exec(ctx, `INSERT INTO ingest_tokens (`+tokenColumns+`)
+	return insertIngestToken(ctx, db.pool, t)
+}
+
+// InsertIngestToken is CreateIngestToken in the transaction.
+func (tx *txn) InsertIngestToken(t store.IngestToken) error {
+	return insertIngestToken(tx.ctx, tx.tx, t)
+}
+
+// insertIngestToken keeps a token through q: the pool or a transaction.
+func insertIngestToken(ctx context.Context, q querier, t store.IngestToken) error {
+	tag, err := q.Exec(ctx, `INSERT INTO ingest_tokens (`+tokenColumns+`)
 		SELECT $1, account_id, client_id, id, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13 FROM monitored_domains
 		WHERE id = $14 AND account_id = $15`,
 		t.ID, t.Name, t.Source, t.Hash, t.Prefix, t.SigningSecret, t.FastlyServiceID, ts(t.CreatedAt), ns(t.CreatedAt),

@@ -41,6 +41,14 @@ func scanChange(s scanner) (store.Change, error) {
 // CreateChange keeps a change of the account's domain, its client the
 // domain's.
 func (db *DB) CreateChange(ctx context.Context, c store.Change) error {
+	return insertChange(ctx, db.w, c)
+}
+
+// InsertChange is CreateChange in the transaction.
+func (t *txn) InsertChange(c store.Change) error { return insertChange(bg, t.tx, c) }
+
+// insertChange keeps a change through q: the writer or its transaction.
+func insertChange(ctx context.Context, q querier, c store.Change) error {
 	pages, err := listJSON(c.Pages)
 	if err != nil {
 		return fmt.Errorf("sqlite: create change: %w", err)
@@ -49,7 +57,7 @@ func (db *DB) CreateChange(ctx context.Context, c store.Change) error {
 	if err != nil {
 		return fmt.Errorf("sqlite: create change: %w", err)
 	}
-	res, err := db.w.ExecContext(ctx, `INSERT INTO domain_changes (`+changeColumns+`)
+	res, err := q.ExecContext(ctx, `INSERT INTO domain_changes (`+changeColumns+`)
 		SELECT ?, account_id, client_id, id, ?, ?, ?, ?, ?, ?, ?, ? FROM monitored_domains WHERE id = ? AND account_id = ?`,
 		c.ID, c.Title, c.Notes, stamp(c.At), pages, prompts, nullStr(c.ContentRequestID), stamp(c.CreatedAt), ns(c.LiftMeasuredAt),
 		c.DomainID, c.AccountID)

@@ -88,7 +88,16 @@ func nsPtr(t *time.Time) any {
 // CreateIngestToken keeps a token of the account's domain, its client the
 // domain's.
 func (db *DB) CreateIngestToken(ctx context.Context, t store.IngestToken) error {
-	res, err := db.w.ExecContext(ctx, `INSERT INTO ingest_tokens (`+tokenColumns+`)
+	return insertIngestToken(ctx, db.w, t)
+}
+
+// InsertIngestToken is CreateIngestToken in the transaction.
+func (tx *txn) InsertIngestToken(t store.IngestToken) error { return insertIngestToken(bg, tx.tx, t) }
+
+// insertIngestToken keeps a token through q: the writer or its
+// transaction.
+func insertIngestToken(ctx context.Context, q querier, t store.IngestToken) error {
+	res, err := q.ExecContext(ctx, `INSERT INTO ingest_tokens (`+tokenColumns+`)
 		SELECT ?, account_id, client_id, id, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM monitored_domains WHERE id = ? AND account_id = ?`,
 		t.ID, t.Name, t.Source, t.Hash, t.Prefix, t.SigningSecret, t.FastlyServiceID, stamp(t.CreatedAt),
 		nsPtr(t.LastUsedAt), nsPtr(t.RevokedAt), t.DomainID, t.AccountID)

@@ -80,6 +80,7 @@ var groups = []struct {
 		{"ListMalformedCursor", testListContentRequestsMalformedCursor},
 		{"ListDefaultLimit", testListContentRequestsDefaultLimit},
 		{"RetentionOfIdempotencyRecords", testDeleteIdempotencyBefore},
+		{"IdempotencyMarkedActedWithItsUpdate", testActedCommitsWithItsUpdate},
 	}},
 	{"Readings", []test{
 		{"RoundTripAndRefusals", testReadings},
@@ -173,6 +174,7 @@ var groups = []struct {
 		{"TextRefusedInReads", testChangeTextRefusedInReads},
 		{"LiftMeasuredOnce", testMarkLiftMeasured},
 		{"LiftMeasuredOnceUnderConcurrencyOnTwoHandles", testMarkLiftMeasuredUnderConcurrency},
+		{"InsertedInATransaction", testInsertedInATransaction},
 	}},
 	{"Text", []test{
 		{"KeptOrRefusedAlike", testTextKeptOrRefused},
