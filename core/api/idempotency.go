@@ -18,7 +18,9 @@ import (
 
 // idempotencyPending is how long a request that holds its key may take
 // before a retry with the key may act in its stead: the holder's instance
-// stopped before its response was kept.
+// stopped before it acted. One that acted (its action's transaction marked
+// the key acted, store.IdempotencyActed) and stopped before its response
+// was kept is never acted again: a retry then is a conflict.
 const idempotencyPending = 2 * time.Minute
 
 // idempotencyKey reads the Idempotency-Key header ("" when there is none).
@@ -49,7 +51,10 @@ func requestHash(r *http.Request, body []byte) []byte {
 // request with Idempotent-Replayed: true; another request with the key is
 // 409 IDEMPOTENCY_CONFLICT, and so is a retry while the first still runs.
 // A response other than 2xx changed nothing and is not kept: the key is
-// free again.
+// free again. The handler runs under store.Acting, so that each
+// transaction of its action marks the key acted with what it commits; a
+// retry that finds the key acted but its answer not kept, past
+// idempotencyPending, is a conflict too, never a second action.
 func (s *Server) idempotent(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.Header.Get("Idempotency-Key") == "" || s.store == nil {
@@ -68,6 +73,7 @@ func (s *Server) idempotent(next http.Handler) http.Handler {
 		}
 		r.Body = readCloser{bytes.NewReader(body)}
 		scope, hash, now := content.IdempotencyScope(principal(r)), requestHash(r, body), s.now()
+		hold := store.Idempotency{Scope: scope, Key: key, RequestHash: hash, Body: []byte{}, CreatedAt: now}
 		var prev store.Idempotency
 		held := false
 		err = s.store.Update(r.Context(), func(tx store.Tx) error {
@@ -76,12 +82,15 @@ func (s *Server) idempotent(next http.Handler) http.Handler {
 			prev, err = tx.Idempotency(scope, key, now.Add(-content.IdempotencyTTL))
 			switch {
 			case err == nil && (prev.Status != 0 || prev.CreatedAt.After(now.Add(-idempotencyPending))):
+				// Kept, acted, or held by a request that may still act.
+				// Only a pending key whose holder stopped before it
+				// acted is taken.
 				return nil
 			case err != nil && !errors.Is(err, store.ErrNotFound):
 				return err
 			}
 			held = true
-			return tx.PutIdempotency(store.Idempotency{Scope: scope, Key: key, RequestHash: hash, Body: []byte{}, CreatedAt: now})
+			return tx.PutIdempotency(hold)
 		})
 		switch {
 		case err != nil:
@@ -91,9 +100,14 @@ func (s *Server) idempotent(next http.Handler) http.Handler {
 			writeError(w, r, s.log, fault.New(fault.IdempotencyConflict,
 				"Idempotency-Key %q was already used with a different request in the last 24 hours", key))
 			return
-		case !held && prev.Status == 0:
+		case !held && (prev.Status == 0 || prev.Status == store.IdempotencyActed) && prev.CreatedAt.After(now.Add(-idempotencyPending)):
 			writeError(w, r, s.log, fault.New(fault.IdempotencyConflict,
 				"a request with Idempotency-Key %q is still in progress; retry it later", key))
+			return
+		case !held && prev.Status == store.IdempotencyActed:
+			writeError(w, r, s.log, fault.New(fault.IdempotencyConflict,
+				"the request with Idempotency-Key %q was carried out, but its server stopped before keeping the answer; "+
+					"read the result rather than retrying", key))
 			return
 		case !held:
 			w.Header().Set("Idempotent-Replayed", "true")
@@ -101,7 +115,9 @@ func (s *Server) idempotent(next http.Handler) http.Handler {
 			return
 		}
 		rec := &recorder{statusWriter: statusWriter{ResponseWriter: w}}
-		next.ServeHTTP(rec, r)
+		// The handler's actions mark the key acted as they commit; the
+		// hold above and the keep below are not actions.
+		next.ServeHTTP(rec, r.WithContext(store.Acting(r.Context(), hold)))
 		// The request's context may be gone; its outcome is kept regardless.
 		ctx := context.WithoutCancel(r.Context())
 		err = s.store.Update(ctx, func(tx store.Tx) error {

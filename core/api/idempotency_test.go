@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -71,6 +72,78 @@ func TestIdempotentHoldsItsKey(t *testing.T) {
 	}
 	if w := serve("k3"); w.Code != 201 || w.Header().Get("Idempotent-Replayed") != "true" || acted != 4 {
 		t.Errorf("replayed: %d %s, acted %d", w.Code, w.Body, acted)
+	}
+
+	// A holder that acted (its action's transaction marked the key) and
+	// stopped before keeping its answer: 1 minute ago it may still be
+	// answering; 3 minutes ago it stopped, and the retry does not act.
+	done := held
+	done.Key, done.RequestHash = "k5", requestHash(post(ts, "k5"), []byte(`{}`))
+	done.Status, done.CreatedAt = store.IdempotencyActed, now.Add(-time.Minute)
+	mustTB(t, ts.db.Update(context.Background(), func(tx store.Tx) error { return tx.PutIdempotency(done) }))
+	if w := serve("k5"); w.Code != 409 || !strings.Contains(w.Body.String(), "IDEMPOTENCY_CONFLICT") ||
+		!strings.Contains(w.Body.String(), "in progress") || acted != 4 {
+		t.Errorf("acted a minute ago: %d %s, acted %d", w.Code, w.Body, acted)
+	}
+	done.CreatedAt = now.Add(-3 * time.Minute)
+	mustTB(t, ts.db.Update(context.Background(), func(tx store.Tx) error { return tx.PutIdempotency(done) }))
+	for range 2 {
+		if w := serve("k5"); w.Code != 409 || !strings.Contains(w.Body.String(), "IDEMPOTENCY_CONFLICT") ||
+			!strings.Contains(w.Body.String(), "was carried out") || acted != 4 {
+			t.Errorf("acted 3 minutes ago: %d %s, acted %d", w.Code, w.Body, acted)
+		}
+	}
+}
+
+// TestIdempotentMarksTheAction: the handler runs under the key it holds,
+// so that its action's Update (through store.Acted, as the server opens
+// its store) marks the key acted in its transaction; the answer kept
+// after it replaces the mark, and a failed action marks nothing.
+func TestIdempotentMarksTheAction(t *testing.T) {
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	ts := newTestServer(t, func() time.Time { return now }, 100)
+	st := store.Acted(ts.db)
+	scope := content.IdempotencyScope(ts.account)
+	read := func(key string) (store.Idempotency, error) {
+		var rec store.Idempotency
+		err := ts.db.Update(context.Background(), func(tx store.Tx) (err error) {
+			rec, err = tx.Idempotency(scope, key, now.Add(-time.Hour))
+			return err
+		})
+		return rec, err
+	}
+	fail := false
+	var during store.Idempotency
+	h := ts.srv.idempotent(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		err := st.Update(r.Context(), func(tx store.Tx) error {
+			if fail {
+				return errors.New("refused")
+			}
+			return nil
+		})
+		during, _ = read(r.Header.Get("Idempotency-Key"))
+		if err != nil {
+			w.WriteHeader(http.StatusConflict)
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+		w.Write([]byte(`{}`))
+	}))
+
+	h.ServeHTTP(httptest.NewRecorder(), post(ts, "m1"))
+	if during.Status != store.IdempotencyActed || !during.CreatedAt.Equal(now) {
+		t.Errorf("the key after the handler's action: %+v; want it acted", during)
+	}
+	if rec, err := read("m1"); err != nil || rec.Status != http.StatusCreated {
+		t.Errorf("the key once answered: %+v, %v; want the answer kept", rec, err)
+	}
+	fail = true
+	h.ServeHTTP(httptest.NewRecorder(), post(ts, "m2"))
+	if during.Status != 0 {
+		t.Errorf("the key after a failed action: %+v; want it held, not acted", during)
+	}
+	if _, err := read("m2"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the key after a 409: %v; want it freed", err)
 	}
 }
 

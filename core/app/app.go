@@ -115,7 +115,9 @@ func Open(ctx context.Context, cfg config.Config, opts ...OpenOption) (*Services
 	if err != nil {
 		return nil, err
 	}
-	st := opened.Store
+	// A request that holds an Idempotency-Key marks it acted in the
+	// transaction of its action (core/api).
+	st := store.Acted(opened.Store)
 	if tracing.Enabled() {
 		st = store.Traced(st, dbSystem(cfg.Store))
 	}
