@@ -94,7 +94,9 @@ func (s *Service) Create(ctx context.Context, d store.MonitoredDomain, n NewChan
 	if err := f.Err(); err != nil {
 		return c, err
 	}
-	if err := s.Store.CreateChange(ctx, c); err != nil {
+	// In an Update, so that a request's Idempotency-Key is marked acted
+	// with the change (store.Acted).
+	if err := s.Store.Update(ctx, func(tx store.Tx) error { return tx.InsertChange(c) }); err != nil {
 		return c, domainError(d, err)
 	}
 	return c, nil
@@ -170,7 +172,9 @@ func (s *Service) FromPublished(ctx context.Context, accountID, contentRequestID
 			c.Prompts = append(c.Prompts, p)
 		}
 	}
-	err = s.Store.CreateChange(ctx, c)
+	// In an Update, so that a request's Idempotency-Key is marked acted
+	// with the change (store.Acted); a request makes one change anyway.
+	err = s.Store.Update(ctx, func(tx store.Tx) error { return tx.InsertChange(c) })
 	if errors.Is(err, store.ErrConflict) {
 		return s.Store.ChangeOfContentRequest(ctx, accountID, contentRequestID)
 	}

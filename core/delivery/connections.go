@@ -363,6 +363,14 @@ func (s *Service) TestConnection(ctx context.Context, p auth.Principal, id strin
 		return out, err
 	}
 	sev := SDKEvent(store.Delivery{EventID: ev.ID, Event: ev.Event, Payload: m.Payload, AccountID: w.AccountID}, w.ClientID)
+	// The test writes nothing: a request that holds an Idempotency-Key
+	// marks it acted before it sends, so that a retry after this server
+	// stopped sends no second test (at most one, rather than at least).
+	if store.HoldsKey(ctx) {
+		if err := s.Store.Update(ctx, func(tx store.Tx) error { return store.MarkActed(ctx, tx) }); err != nil {
+			return out, err
+		}
+	}
 	start := time.Now()
 	res, err := s.Hub.Test(ctx, w.Connector, w.Settings, sev)
 	if err != nil {

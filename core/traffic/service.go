@@ -32,11 +32,18 @@ const TokenPrefix = "aivt_"
 // with an API key).
 var Sources = []string{store.TrafficCloudflare, store.TrafficVercel, store.TrafficFastly}
 
+// Store is what the service keeps traffic in: its ingest tokens are
+// written in an Update.
+type Store interface {
+	store.Traffic
+	store.Updater
+}
+
 // Service is what the API and the CLI do with a domain's traffic: its
 // ingest tokens, the batches delivered with them or imported, and the
 // aggregates they leave.
 type Service struct {
-	Store   store.Traffic
+	Store   Store
 	Catalog *Catalog
 	// Box seals a Vercel drain's signing secret.
 	Box *secrets.Box
@@ -107,7 +114,9 @@ func (s *Service) CreateToken(ctx context.Context, d store.MonitoredDomain, n Ne
 		}
 		t.SigningSecret = s.Box.Seal(n.SigningSecret)
 	}
-	if err := s.Store.CreateIngestToken(ctx, t); err != nil {
+	// In an Update, so that a request's Idempotency-Key is marked acted
+	// with the token (store.Acted).
+	if err := s.Store.Update(ctx, func(tx store.Tx) error { return tx.InsertIngestToken(t) }); err != nil {
 		return store.IngestToken{}, "", fmt.Errorf("traffic: create token: %w", err)
 	}
 	return t, secret, nil
@@ -215,8 +224,23 @@ func (s *Service) ingest(ctx context.Context, accountID, domainID, tokenID, sour
 	}}
 	hits, refs := agg.CrawlerHits(), agg.ReferralVisits()
 	r.Hits, r.Referrals = len(hits), len(refs)
-	if r.Batch.Then, err = s.crawlerErrors(ctx, accountID, domainID, hits, r.Batch.ReceivedAt); err != nil {
+	then, err := s.crawlerErrors(ctx, accountID, domainID, hits, r.Batch.ReceivedAt)
+	if err != nil {
 		return Result{}, err
+	}
+	// A request that holds an Idempotency-Key marks it acted in the
+	// transaction that keeps the batch. A batch is kept once per content
+	// hash anyway: a duplicate adds nothing, and marks nothing.
+	r.Batch.Then = then
+	if store.HoldsKey(ctx) {
+		r.Batch.Then = func(tx store.Tx) error {
+			if then != nil {
+				if err := then(tx); err != nil {
+					return err
+				}
+			}
+			return store.MarkActed(ctx, tx)
+		}
 	}
 	dup, err := s.Store.AddTrafficBatch(ctx, r.Batch, hits, refs)
 	r.Batch.Then = nil

@@ -161,6 +161,12 @@ func (r *Recorder) write(group []*adding) error {
 			if rds[i], evs[i], err = r.AddTx(a.ctx, tx, a.rd); err != nil {
 				return err
 			}
+			// The request's Idempotency-Key, if it holds one, is
+			// marked acted with its reading: the group's context is
+			// no request's.
+			if err := store.MarkActed(a.ctx, tx); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
