@@ -1746,14 +1746,14 @@ export interface components {
                 code?: "IDEMPOTENCY_CONFLICT";
             };
         } & components["schemas"]["ErrorEnvelope"];
-        /** @description The owner monitors the domain already (ALREADY_EXISTS); or the Idempotency-Key was used in the last 24 hours with a different request, or its first request still runs (IDEMPOTENCY_CONFLICT). */
+        /** @description The owner monitors the domain already (ALREADY_EXISTS); or the Idempotency-Key was used in the last 24 hours with a different request, or its first request still runs, or acted and its server stopped before keeping the answer (IDEMPOTENCY_CONFLICT: read the result rather than retry). */
         AlreadyExistsOrIdempotencyConflictError: {
             error?: {
                 /** @enum {unknown} */
                 code?: "ALREADY_EXISTS" | "IDEMPOTENCY_CONFLICT";
             };
         } & components["schemas"]["ErrorEnvelope"];
-        /** @description The delivery's next attempt is already scheduled (INVALID_STATE); or the Idempotency-Key was used in the last 24 hours with a different request, or its first request still runs (IDEMPOTENCY_CONFLICT). */
+        /** @description The delivery's next attempt is already scheduled (INVALID_STATE); or the Idempotency-Key was used in the last 24 hours with a different request, or its first request still runs, or acted and its server stopped before keeping the answer (IDEMPOTENCY_CONFLICT: read the result rather than retry). */
         InvalidStateOrIdempotencyConflictError: {
             error?: {
                 /** @enum {unknown} */
@@ -3802,7 +3802,7 @@ export interface components {
             timestamp: components["schemas"]["Timestamp"];
             data: components["schemas"]["LiftMeasuredData"];
         };
-        /** @description The content request is not completed: only a completed request's result can be published (INVALID_STATE); or the Idempotency-Key was used in the last 24 hours with a different request (IDEMPOTENCY_CONFLICT). */
+        /** @description The content request is not completed: only a completed request's result can be published (INVALID_STATE); or the Idempotency-Key was used in the last 24 hours with a different request, or its first request still runs, or acted and its server stopped before keeping the answer (IDEMPOTENCY_CONFLICT: read the result rather than retry). */
         PublishConflictError: {
             error?: {
                 /** @enum {unknown} */
@@ -4043,7 +4043,7 @@ export interface components {
                 "application/json": components["schemas"]["IdempotencyConflictError"];
             };
         };
-        /** @description The owner monitors the domain already (ALREADY_EXISTS); or the Idempotency-Key was used in the last 24 hours with a different request, or its first request still runs (IDEMPOTENCY_CONFLICT). */
+        /** @description The owner monitors the domain already (ALREADY_EXISTS); or the Idempotency-Key was used in the last 24 hours with a different request, or its first request still runs, or acted and its server stopped before keeping the answer (IDEMPOTENCY_CONFLICT: read the result rather than retry). */
         AlreadyExistsOrIdempotencyConflict: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4068,7 +4068,7 @@ export interface components {
                 "application/json": components["schemas"]["AlreadyExistsOrIdempotencyConflictError"];
             };
         };
-        /** @description The delivery's next attempt is already scheduled (INVALID_STATE); or the Idempotency-Key was used in the last 24 hours with a different request, or its first request still runs (IDEMPOTENCY_CONFLICT). */
+        /** @description The delivery's next attempt is already scheduled (INVALID_STATE); or the Idempotency-Key was used in the last 24 hours with a different request, or its first request still runs, or acted and its server stopped before keeping the answer (IDEMPOTENCY_CONFLICT: read the result rather than retry). */
         InvalidStateOrIdempotencyConflict: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4420,7 +4420,7 @@ export interface components {
                 "application/json": components["schemas"]["ConnectorUnavailableError"];
             };
         };
-        /** @description The content request is not completed: only a completed request's result can be published (INVALID_STATE); or the Idempotency-Key was used in the last 24 hours with a different request (IDEMPOTENCY_CONFLICT). */
+        /** @description The content request is not completed: only a completed request's result can be published (INVALID_STATE); or the Idempotency-Key was used in the last 24 hours with a different request, or its first request still runs, or acted and its server stopped before keeping the answer (IDEMPOTENCY_CONFLICT: read the result rather than retry). */
         PublishConflict: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
