@@ -23,7 +23,9 @@ func idempotencyOf(t *testing.T, s store.Store, scope, key string) (store.Idempo
 // the function wrote and rolls back with it; a record that keeps an
 // answer, or that another request holds (made later), is left as it is;
 // an Update without a key, or whose key no record holds any more, writes
-// what its function wrote (the latter: the mark too).
+// what its function wrote (the latter: the mark too). MarkActed in an
+// engine's own transaction (a traffic batch's Then) marks as the wrapper
+// does.
 func testActedCommitsWithItsUpdate(t *testing.T, newStore Constructor) {
 	raw, _ := newStore(t)
 	s := store.Acted(raw)
@@ -98,6 +100,27 @@ func testActedCommitsWithItsUpdate(t *testing.T, newStore Constructor) {
 		t.Errorf("the key MarkActed marked:\n got  %+v, %v\n want %+v", got, err, acted(rec))
 	}
 	must(t, raw.Update(context.WithoutCancel(ctx), func(tx store.Tx) error { return store.MarkActed(ctx, tx) }), "MarkActed without a key")
+
+	// In the engine's own transaction of a write outside Update: a traffic
+	// batch's Then marks the key with the batch kept, and a duplicate,
+	// which keeps nothing, marks nothing.
+	owners(t, raw)
+	d := trafficDomain(t, raw, "acct_1", "", "dom_acted")
+	for i, key := range []string{"batch", "duplicate"} {
+		rec = held(key)
+		kept := store.Acting(ctx, rec)
+		b := newBatch(id("tb_acted", i), "acct_1", d.ID, "", "acted", t0)
+		b.Then = func(tx store.Tx) error { return store.MarkActed(kept, tx) }
+		dup, err := raw.AddTrafficBatch(kept, b, nil, nil)
+		must(t, err, "AddTrafficBatch under a held key")
+		want := acted(rec)
+		if dup {
+			want = rec
+		}
+		if got, err := idempotencyOf(t, raw, rec.Scope, rec.Key); dup != (i == 1) || err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("the key of a batch (duplicate %v):\n got  %+v, %v\n want %+v", dup, got, err, want)
+		}
+	}
 }
 
 // InsertChange and InsertIngestToken are CreateChange and
