@@ -94,9 +94,7 @@ func (s *Service) Create(ctx context.Context, d store.MonitoredDomain, n NewChan
 	if err := f.Err(); err != nil {
 		return c, err
 	}
-	// In an Update, so that a request's Idempotency-Key is marked acted
-	// with the change (store.Acted).
-	if err := s.Store.Update(ctx, func(tx store.Tx) error { return tx.InsertChange(c) }); err != nil {
+	if err := s.insert(ctx, c); err != nil {
 		return c, domainError(d, err)
 	}
 	return c, nil
@@ -172,13 +170,22 @@ func (s *Service) FromPublished(ctx context.Context, accountID, contentRequestID
 			c.Prompts = append(c.Prompts, p)
 		}
 	}
-	// In an Update, so that a request's Idempotency-Key is marked acted
-	// with the change (store.Acted); a request makes one change anyway.
-	err = s.Store.Update(ctx, func(tx store.Tx) error { return tx.InsertChange(c) })
+	// A request makes one change: marked again, it writes nothing.
+	err = s.insert(ctx, c)
 	if errors.Is(err, store.ErrConflict) {
 		return s.Store.ChangeOfContentRequest(ctx, accountID, contentRequestID)
 	}
 	return c, domainError(d, err)
+}
+
+// insert keeps a new change: in an Update when the request holds an
+// Idempotency-Key, so that the key is marked acted with the change
+// (store.Acted), else in the store's one statement.
+func (s *Service) insert(ctx context.Context, c store.Change) error {
+	if store.HoldsKey(ctx) {
+		return s.Store.Update(ctx, func(tx store.Tx) error { return tx.InsertChange(c) })
+	}
+	return s.Store.CreateChange(ctx, c)
 }
 
 // domainOf is the monitored domain of the request's owner that covers

@@ -114,9 +114,13 @@ func (s *Service) CreateToken(ctx context.Context, d store.MonitoredDomain, n Ne
 		}
 		t.SigningSecret = s.Box.Seal(n.SigningSecret)
 	}
-	// In an Update, so that a request's Idempotency-Key is marked acted
-	// with the token (store.Acted).
-	if err := s.Store.Update(ctx, func(tx store.Tx) error { return tx.InsertIngestToken(t) }); err != nil {
+	// In an Update when the request holds an Idempotency-Key, so that the
+	// key is marked acted with the token (store.Acted).
+	create := func() error { return s.Store.CreateIngestToken(ctx, t) }
+	if store.HoldsKey(ctx) {
+		create = func() error { return s.Store.Update(ctx, func(tx store.Tx) error { return tx.InsertIngestToken(t) }) }
+	}
+	if err := create(); err != nil {
 		return store.IngestToken{}, "", fmt.Errorf("traffic: create token: %w", err)
 	}
 	return t, secret, nil
