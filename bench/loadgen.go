@@ -101,7 +101,13 @@ func (c *h1Conn) Close() error { return c.c.Close() }
 var errClosed = errors.New("server closed the connection")
 
 func (c *h1Conn) Do(_ context.Context, i uint64) (int, error) {
-	if _, err := c.c.Write(c.t.Reqs[i%uint64(len(c.t.Reqs))]); err != nil {
+	return c.roundTrip(c.t.Reqs[i%uint64(len(c.t.Reqs))], nil)
+}
+
+// roundTrip writes a complete request and reads its response; the body is
+// appended to body when body is not nil, and skipped otherwise.
+func (c *h1Conn) roundTrip(req []byte, body *[]byte) (int, error) {
+	if _, err := c.c.Write(req); err != nil {
 		return 0, err
 	}
 	line, err := c.br.ReadSlice('\n')
@@ -141,7 +147,13 @@ func (c *h1Conn) Do(_ context.Context, i uint64) (int, error) {
 	if length < 0 {
 		return 0, errors.New("response without Content-Length")
 	}
-	if _, err := c.br.Discard(length); err != nil {
+	if body != nil {
+		start := len(*body)
+		*body = slices.Grow(*body, length)[:start+length]
+		if _, err := io.ReadFull(c.br, (*body)[start:]); err != nil {
+			return 0, err
+		}
+	} else if _, err := c.br.Discard(length); err != nil {
 		return 0, err
 	}
 	if closing {

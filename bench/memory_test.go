@@ -18,6 +18,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -98,7 +99,11 @@ var listening = regexp.MustCompile(`aivis listening on https://localhost:(\d+)`)
 // startServer runs `aivis serve` with args added and waits until it
 // prints a line that ready matches: its first group, if any, is the port.
 func startServer(tb testing.TB, bin, dataDir string, ready *regexp.Regexp, args ...string) *child {
-	args = append([]string{"serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0", "--log-level", "error"}, args...)
+	base := []string{"serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0", "--log-level", "error"}
+	if serves(bin, "--admin-addr") {
+		base = append(base, "--admin-addr", "127.0.0.1:0")
+	}
+	args = append(base, args...)
 	c := &child{cmd: exec.Command(bin, args...)}
 	c.cmd.Env = serverEnv(tb)
 	c.cmd.Stderr = &c.stderr
@@ -127,6 +132,19 @@ func startServer(tb testing.TB, bin, dataDir string, ready *regexp.Regexp, args 
 		tb.Fatalf("aivis serve did not start in 30s; stderr:\n%s", c.stderr.String())
 	}
 	return c
+}
+
+var serveHelp sync.Map // binary path → its `serve --help`
+
+// serves says whether `bin serve` takes a flag: a binary of an older head
+// (BenchmarkEventPath's -event-bins) may lack one of today's.
+func serves(bin, flag string) bool {
+	help, ok := serveHelp.Load(bin)
+	if !ok {
+		out, _ := exec.Command(bin, "serve", "--help").CombinedOutput()
+		help, _ = serveHelp.LoadOrStore(bin, string(out))
+	}
+	return strings.Contains(help.(string), strings.TrimLeft(flag, "-")+" ")
 }
 
 // stop sends SIGTERM and waits for a graceful exit.
