@@ -42,6 +42,7 @@ import (
 	"github.com/aivis/aivis/core/traffic"
 	"github.com/aivis/aivis/core/visibility"
 	"github.com/aivis/aivis/internal/buildinfo"
+	"github.com/aivis/aivis/internal/gctune"
 	"github.com/aivis/aivis/internal/lockfile"
 )
 
@@ -294,7 +295,9 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer
 	// Once the settings and the engines they name are known good: what
 	// refuses to start says only why.
 	bi := buildinfo.Get()
-	log.Info("aivis starting", "version", bi.Version, "commit", bi.Commit, "go", bi.GoVersion)
+	gc := gctune.Apply(os.Getenv, "/sys/fs/cgroup", "/proc/self/cgroup")
+	log.Info("aivis starting", "version", bi.Version, "commit", bi.Commit, "go", bi.GoVersion,
+		"gc_percent", gc.Percent, "gc_percent_from", gc.PercentFrom, "memory_limit", gc.Limit, "memory_limit_from", gc.LimitFrom)
 	svc.measure(cfg)
 	limiter, err := engines.Counters[cfg.Counter](ctx, cfg, svc.Store, log)
 	if err != nil {
