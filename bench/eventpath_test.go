@@ -31,6 +31,7 @@ var (
 	eventBins     = flag.String("event-bins", "", "BenchmarkEventPath: name=path,... of built aivis binaries measured in turn (two heads, say), each on a deployment of its own; default: this tree's, built")
 	eventRounds   = flag.Int("event-rounds", 1, "BenchmarkEventPath: rounds; each round measures every binary of -event-bins on every engine, in turn, and the figures are the medians")
 	eventPerf     = flag.String("event-perf", "", "BenchmarkEventPath: a directory where `perf record` writes a profile of each `aivis serve` over the throughput phase (<binary>-<engines>-<round>-<instance>.data)")
+	eventPprof    = flag.String("event-pprof", "", "BenchmarkEventPath: a directory where the Go CPU profile (5 s) and the allocations over the throughput phase of each `aivis serve` that serves pprof are written (<binary>-<engines>-<round>-<instance>-{cpu,allocs}.pb.gz; read the allocations with go tool pprof -base)")
 )
 
 // BenchmarkEventPath measures the event path as users drive it, through
@@ -66,8 +67,8 @@ func BenchmarkEventPath(b *testing.B) {
 			for _, engine := range engineNames() {
 				for _, n := range instanceCounts(engine) {
 					r := eventPathOn(b, bin, sink, engine, n, round)
-					fmt.Printf("%s, %s (round %d): %.0f deliveries/s; CPU µs a delivery: %s; open loop at %.0f/s: p50 %.1f ms, p99 %.1f ms\n",
-						r.bin, r.label, round+1, r.rate, r.cpu.per(r.deliveries), r.rate/2, msf(r.p50), msf(r.p99))
+					fmt.Printf("%s, %s (round %d): %.0f deliveries/s; CPU µs a delivery: %s; %.1f KB allocated a delivery; open loop at %.0f/s: p50 %.1f ms, p99 %.1f ms\n",
+						r.bin, r.label, round+1, r.rate, r.cpu.per(r.deliveries), r.alloc/1024, r.rate/2, msf(r.p50), msf(r.p99))
 					runs = append(runs, r)
 				}
 			}
@@ -108,11 +109,13 @@ type eventRun struct {
 	rate               float64 // deliveries a second
 	deliveries         int
 	cpu                procCPU // over the throughput phase
+	alloc              float64 // bytes the instances allocated a delivery (0: not known)
 	p50, p99           time.Duration
 }
 
 // eventAccount is an account of the benchmark: its key, its domain, and
-// the count of its readings, whose parity makes each one change the score.
+// the count of its readings, whose parity makes each one change the score
+// (an account's readings are posted one at a time).
 type eventAccount struct {
 	key, domain string
 	n           atomic.Int64
@@ -123,7 +126,7 @@ type eventAccount struct {
 func eventPathOn(b *testing.B, bin eventBin, sink *hookSink, engine string, n, round int) eventRun {
 	d := newDeployment(b, engine)
 	accts := eventAccountsOf(b, bin.path, d, 2**eventAccounts)
-	is := d.startBin(b, bin.path, n, "--allowed-targets", "127.0.0.1/32", "--allow-http-targets")
+	is, admins := d.startBin(b, bin.path, n, "--allowed-targets", "127.0.0.1/32", "--allow-http-targets")
 	cs := eventConns(b, is)
 	sink.reset(nil)
 	vs := verifiers{}
@@ -153,22 +156,27 @@ func eventPathOn(b *testing.B, bin eventBin, sink *hookSink, engine string, n, r
 
 	r := eventRun{bin: bin.name, label: d.label(n), engine: engine, instances: n}
 	m := d.meter(is)
-	stopPerf := recordPerf(b, is, fmt.Sprintf("%s-%s-%d-%d", bin.name, strings.ReplaceAll(d.label(n), " ", ""), round+1, n))
+	name := fmt.Sprintf("%s-%s-%d", bin.name, strings.ReplaceAll(strings.ReplaceAll(d.label(n), " ", ""), ",", "-"), round+1)
+	stopPerf := recordPerf(b, is, name)
+	stopPprof := recordPprof(b, admins, name)
+	alloc0 := allocatedBy(b, admins)
 	start, cpu0 := time.Now(), m.sample()
-	// The throughput phase: client c posts the readings of the first
-	// half's accounts c, c+clients, ... in turn, so that the readings of one
-	// domain never race each other.
-	throughput := accts[:*eventAccounts]
+	// The throughput phase: each client takes the account that waited
+	// longest, posts its reading and hands it back, so that the accounts
+	// share the readings evenly and the readings of one domain never race.
+	free := make(chan *eventAccount, *eventAccounts)
+	for _, a := range accts[:*eventAccounts] {
+		free <- a
+	}
 	var posted atomic.Int64
 	for c := range *eventClients {
 		wg.Go(func() {
 			conn := cs[c%len(cs)].dial(b)
 			defer conn.Close()
-			for j := c; posted.Add(1) <= int64(*eventReadings); {
-				conn.reading(b, throughput[j])
-				if j += *eventClients; j >= len(throughput) {
-					j = c % len(throughput)
-				}
+			for posted.Add(1) <= int64(*eventReadings) {
+				a := <-free
+				conn.reading(b, a)
+				free <- a
 			}
 		})
 	}
@@ -176,7 +184,11 @@ func eventPathOn(b *testing.B, bin eventBin, sink *hookSink, engine string, n, r
 	waitDeliveries(b, sink, *eventReadings)
 	r.rate = float64(*eventReadings) / time.Since(start).Seconds()
 	r.cpu = m.spent(cpu0, m.sample())
+	if admins != nil {
+		r.alloc = (allocatedBy(b, admins) - alloc0) / float64(*eventReadings)
+	}
 	stopPerf()
+	stopPprof()
 	r.deliveries = int(sink.count.Load())
 
 	// The open loop at half the peak over the other accounts (each
@@ -237,9 +249,70 @@ func stderrOf(err error) []byte {
 }
 
 // startBin starts n `aivis serve` of bin with args added, on the
-// deployment, and stops them when b ends.
-func (d *deployment) startBin(b *testing.B, bin string, n int, args ...string) []instance {
-	return d.start(b, bin, n, listening, args...)
+// deployment, and stops them when b ends; for a binary with an admin
+// listener, it returns each one's address (serving pprof with
+// -event-pprof).
+func (d *deployment) startBin(b *testing.B, bin string, n int, args ...string) ([]instance, []string) {
+	if !serves(bin, "--admin-addr") {
+		return d.start(b, bin, n, listening, args...), nil
+	}
+	var is []instance
+	var admins []string
+	for range n {
+		admin := freeAddr(b)
+		extra := []string{"--admin-addr", admin}
+		if *eventPprof != "" {
+			extra = append(extra, "--admin-pprof")
+		}
+		is = append(is, d.start(b, bin, 1, listening, append(extra, args...)...)...)
+		admins = append(admins, admin)
+	}
+	return is, admins
+}
+
+// allocatedBy is what the instances of admins have allocated so far.
+func allocatedBy(b *testing.B, admins []string) float64 {
+	var sum float64
+	for _, a := range admins {
+		sum += allocated(b, a)
+	}
+	return sum
+}
+
+// recordPprof fetches, with -event-pprof, a CPU profile of the first 5 s
+// from each instance's admin listener and its allocation profile now and
+// when the function it returns is called.
+func recordPprof(b *testing.B, admins []string, name string) func() {
+	if *eventPprof == "" || admins == nil {
+		return func() {}
+	}
+	fetch := func(url, file string) {
+		resp, err := http.Get(url)
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			b.Errorf("%s: %s", url, resp.Status)
+			return
+		}
+		if err := os.WriteFile(filepath.Join(*eventPprof, file), body, 0o644); err != nil {
+			b.Error(err)
+		}
+	}
+	var wg sync.WaitGroup
+	for i, a := range admins {
+		fetch("http://"+a+"/debug/pprof/allocs", fmt.Sprintf("%s-%d-allocs-0.pb.gz", name, i+1))
+		wg.Go(func() { fetch("http://"+a+"/debug/pprof/profile?seconds=5", fmt.Sprintf("%s-%d-cpu.pb.gz", name, i+1)) })
+	}
+	return func() {
+		wg.Wait()
+		for i, a := range admins {
+			fetch("http://"+a+"/debug/pprof/allocs", fmt.Sprintf("%s-%d-allocs.pb.gz", name, i+1))
+		}
+	}
 }
 
 // eventConn is the API of one instance: where to dial and how to trust
@@ -424,7 +497,7 @@ func recordPerf(b *testing.B, is []instance, name string) func() {
 func reportEventPath(b *testing.B, runs []eventRun, raw float64) {
 	fmt.Printf("\nBenchmarkEventPath: readings POSTed over HTTPS by %d clients for %d enterprise accounts, each one's ai_visibility_change delivered to a verifying receiver; raw ceiling (a plain Go client to the receiver): %.0f req/s\n\n",
 		*eventClients, *eventAccounts, raw)
-	fmt.Printf("| binary | engines | rounds | deliveries/s (each round) | %% of the ceiling | CPU µs a delivery (medians) | open loop at 50%%: p50/p99 ms |\n|---|---|---:|---|---:|---|---|\n")
+	fmt.Printf("| binary | engines | rounds | deliveries/s (each round) | %% of the ceiling | CPU µs a delivery (medians) | aivis allocation a delivery | open loop at 50%%: p50/p99 ms |\n|---|---|---:|---|---:|---|---:|---|\n")
 	type group struct{ bin, label string }
 	var order []group
 	by := map[group][]eventRun{}
@@ -437,12 +510,15 @@ func reportEventPath(b *testing.B, runs []eventRun, raw float64) {
 	}
 	for _, g := range order {
 		rs := by[g]
-		var rates, p50s, p99s []float64
+		var rates, p50s, p99s, allocs []float64
 		cpu := map[string][]float64{}
 		var names []string
 		for _, r := range rs {
 			rates = append(rates, r.rate)
 			p50s, p99s = append(p50s, msf(r.p50)), append(p99s, msf(r.p99))
+			if r.alloc > 0 {
+				allocs = append(allocs, r.alloc/1024)
+			}
 			for _, c := range r.cpu {
 				if _, ok := cpu[c.name]; !ok {
 					names = append(names, c.name)
@@ -456,9 +532,13 @@ func reportEventPath(b *testing.B, runs []eventRun, raw float64) {
 		for _, name := range names {
 			parts = append(parts, fmt.Sprintf("%s %.0f", name, median(cpu[name])))
 		}
-		rate := median(rates)
-		fmt.Printf("| %s | %s | %d | %.0f (%s) | %.0f%% | %s | %.1f/%.1f |\n", g.bin, g.label, len(rs), rate, rates1(rates), 100*rate/raw,
-			strings.Join(parts, ", "), median(p50s), median(p99s))
+		rate, alloc := median(rates), "–"
+		if len(allocs) > 0 {
+			alloc = fmt.Sprintf("%.1f KB", median(allocs))
+			b.ReportMetric(median(allocs), fmt.Sprintf("%s-%s-%d-aivis-KB/delivery", g.bin, rs[0].engine, rs[0].instances))
+		}
+		fmt.Printf("| %s | %s | %d | %.0f (%s) | %.0f%% | %s | %s | %.1f/%.1f |\n", g.bin, g.label, len(rs), rate, rates1(rates), 100*rate/raw,
+			strings.Join(parts, ", "), alloc, median(p50s), median(p99s))
 		key := fmt.Sprintf("%s-%s-%d", g.bin, rs[0].engine, rs[0].instances)
 		b.ReportMetric(rate, key+"-deliveries/s")
 		b.ReportMetric(median(cpu["aivis"]), key+"-aivis-cpu-µs/delivery")
