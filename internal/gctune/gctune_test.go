@@ -54,11 +54,15 @@ func TestApply(t *testing.T) {
 		presetLims int64
 	}{
 		{"a container's limit: 90% of it, GOGC 200", nil, "/kubepods/pod1/c1", "2147483648",
-			Settings{Percent: 200, PercentFrom: "default", Limit: 9 * 2 * gib / 10, LimitFrom: "cgroup"}, 200, 9 * 2 * gib / 10, 100, noLimit},
-		{"no limit (max)", nil, "/user.slice", "max",
-			Settings{Percent: 200, PercentFrom: "default", LimitFrom: "none"}, 200, noLimit, 100, noLimit},
-		{"no cgroup file", nil, "/", "",
-			Settings{Percent: 200, PercentFrom: "default", LimitFrom: "none"}, 200, noLimit, 100, noLimit},
+			Settings{Percent: 200, PercentFrom: "memory limit", Limit: 9 * 2 * gib / 10, LimitFrom: "cgroup"}, 200, 9 * 2 * gib / 10, 100, noLimit},
+		{"no limit (max): Go's defaults", nil, "/user.slice", "max",
+			Settings{Percent: 100, PercentFrom: "default", LimitFrom: "none"}, 100, noLimit, 100, noLimit},
+		{"no cgroup file: Go's defaults", nil, "/", "",
+			Settings{Percent: 100, PercentFrom: "default", LimitFrom: "none"}, 100, noLimit, 100, noLimit},
+		{"the operator's GOMEMLIMIT: GOGC 200 under it", map[string]string{"GOMEMLIMIT": "1GiB"}, "/", "",
+			Settings{Percent: 200, PercentFrom: "memory limit", Limit: gib, LimitFrom: "GOMEMLIMIT"}, 200, gib, 100, gib},
+		{"the operator's GOGC under a container's limit", map[string]string{"GOGC": "100"}, "/c", "1073741824",
+			Settings{Percent: 100, PercentFrom: "GOGC", Limit: 9 * gib / 10, LimitFrom: "cgroup"}, 100, 9 * gib / 10, 100, noLimit},
 		{"the operator's GOGC and GOMEMLIMIT are kept", map[string]string{"GOGC": "50", "GOMEMLIMIT": "1GiB"}, "/c", "2147483648",
 			Settings{Percent: 50, PercentFrom: "GOGC", Limit: gib, LimitFrom: "GOMEMLIMIT"}, 50, gib, 50, gib},
 	} {
