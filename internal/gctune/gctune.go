@@ -10,9 +10,9 @@
 //
 // Measured through the binary (docs/benchmarks.md): at GOGC=100 the
 // collector took about an eighth of the server's CPU on the event path;
-// at 200 a delivery costs 16% less CPU and the server delivers 18% more a
-// second, and the peak memory of the memory benchmark rises from 137 to
-// 179 MB (docs/operations.md).
+// at 200 a delivery cost 14-21% less CPU in three paired runs, and the
+// peak memory of the memory benchmark rose from 137 to 179 MB
+// (docs/operations.md).
 package gctune
 
 import (
