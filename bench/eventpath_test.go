@@ -443,29 +443,7 @@ func eventOpenLoop(b *testing.B, sink *hookSink, cs []*eventConn, accts []*event
 		})
 	}
 	wg.Wait()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		sink.mu.Lock()
-		n := len(sink.arrived)
-		sink.mu.Unlock()
-		if n >= len(accepted) || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	sink.mu.Lock()
-	defer sink.mu.Unlock()
-	var lats []time.Duration
-	for id, at := range accepted {
-		if got, ok := sink.arrived[id]; ok {
-			lats = append(lats, max(got.Sub(at), 0))
-		}
-	}
-	if len(lats) < len(accepted) {
-		b.Errorf("%d of %d events arrived", len(lats), len(accepted))
-	}
-	slices.Sort(lats)
-	return lats
+	return latencies(b, sink, accepted)
 }
 
 // recordPerf runs `perf record` on each instance until the function it
