@@ -70,8 +70,13 @@ func TestEventTypesEndToEnd(t *testing.T) {
 	if cr.Data.ID == "" {
 		t.Fatal("no content request made")
 	}
+	// The fan-out logs each event once it has handled it, a moment after
+	// its request answered: the list is read once it holds the three.
 	var evs struct{ Items []json.RawMessage }
-	s.do(t, req{method: "GET", path: "/v1/events", header: bearer(k)}).decode(t, &evs)
+	waitFor(t, "the three events listed", func() bool {
+		s.do(t, req{method: "GET", path: "/v1/events", header: bearer(k)}).decode(t, &evs)
+		return len(evs.Items) >= 3
+	})
 	seen := map[string]int{}
 	for _, raw := range evs.Items {
 		var head struct{ Event string }

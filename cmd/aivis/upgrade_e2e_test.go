@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aivis/aivis/client"
 	"github.com/aivis/aivis/core/probe/probefake"
@@ -446,8 +447,12 @@ func checkUpgraded(t *testing.T, s *server, d *earlierData, cliLists func(args .
 			t.Errorf("aivis %s reads otherwise after the upgrade: %s", what, p)
 		}
 	}
+	// A pending delivery an instance had claimed when it stopped (the
+	// rolling upgrade stops earlier instances while they serve) is
+	// attempted again once its lease ends: 9 webhook timeouts of 3 s and
+	// 5 s (delivery.Engine's lease), then its attempt.
 	for _, id := range d.pending {
-		waitFor(t, "pending delivery of "+id, func() bool { return d.down.got(id) })
+		waitLong(t, 45*time.Second, "pending delivery of "+id, func() bool { return d.down.got(id) })
 	}
 	// Fence: an event recorded now is delivered after the pending ones
 	// were; then each of those has been delivered once.
