@@ -332,13 +332,7 @@ func (s *deliveryStack) burst(b *testing.B, sink *hookSink, domains []string, n,
 	wg.Wait()
 	fmt.Printf("recorded %d events in %v (%.0f/s)\n", events.Load(), time.Since(start).Round(time.Millisecond), float64(events.Load())/time.Since(start).Seconds())
 	want := int(events.Load()) * hooks
-	deadline := time.Now().Add(5 * time.Minute)
-	for sink.count.Load() < int64(want) {
-		if time.Now().After(deadline) {
-			b.Fatalf("%d of %d deliveries in 5 minutes", sink.count.Load(), want)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	waitDeliveries(b, sink, want)
 	rate, spent := float64(want)/time.Since(start).Seconds(), m.spent(cpu, m.sample())
 	fmt.Printf("%d deliveries: µs of CPU each (this process's includes the receiver): %s\n", want, spent.per(want))
 	return rate, spent
