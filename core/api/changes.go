@@ -95,9 +95,8 @@ func (s *Server) listChanges(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, err)
 		return
 	}
-	d, err := s.domains.Get(r.Context(), principal(r), chi.URLParam(r, "id"))
-	if err != nil {
-		writeError(w, r, s.log, err)
+	d, ok := s.pathDomain(w, r)
+	if !ok {
 		return
 	}
 	cs, next, err := s.changes.List(r.Context(), d, store.ChangeFilter{From: from, To: to, Cursor: cursor, Limit: limit})
@@ -118,9 +117,8 @@ func (s *Server) createChange(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, err)
 		return
 	}
-	d, err := s.domains.Get(r.Context(), principal(r), chi.URLParam(r, "id"))
-	if err != nil {
-		writeError(w, r, s.log, err)
+	d, ok := s.pathDomain(w, r)
+	if !ok {
 		return
 	}
 	n := changes.NewChange{Title: in.Title, Notes: in.Notes, Pages: in.Pages, Prompts: in.Prompts}
@@ -137,9 +135,8 @@ func (s *Server) createChange(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getChange(w http.ResponseWriter, r *http.Request) {
-	d, err := s.domains.Get(r.Context(), principal(r), chi.URLParam(r, "id"))
-	if err != nil {
-		writeError(w, r, s.log, err)
+	d, ok := s.pathDomain(w, r)
+	if !ok {
 		return
 	}
 	c, err := s.changes.Get(r.Context(), d, chi.URLParam(r, "change_id"))
@@ -151,9 +148,8 @@ func (s *Server) getChange(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) deleteChange(w http.ResponseWriter, r *http.Request) {
-	d, err := s.domains.Get(r.Context(), principal(r), chi.URLParam(r, "id"))
-	if err != nil {
-		writeError(w, r, s.log, err)
+	d, ok := s.pathDomain(w, r)
+	if !ok {
 		return
 	}
 	if err := s.changes.Delete(r.Context(), d, chi.URLParam(r, "change_id")); err != nil {
@@ -201,9 +197,8 @@ func (s *Server) getChangeLift(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, err)
 		return
 	}
-	d, err := s.domains.Get(r.Context(), principal(r), chi.URLParam(r, "id"))
-	if err != nil {
-		writeError(w, r, s.log, err)
+	d, ok := s.pathDomain(w, r)
+	if !ok {
 		return
 	}
 	l, err := s.changes.Lift(r.Context(), d, chi.URLParam(r, "change_id"), opts)

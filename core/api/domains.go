@@ -65,9 +65,8 @@ func (s *Server) listDomains(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getDomain(w http.ResponseWriter, r *http.Request) {
-	d, err := s.domains.Get(r.Context(), principal(r), chi.URLParam(r, "id"))
-	if err != nil {
-		writeError(w, r, s.log, err)
+	d, ok := s.pathDomain(w, r)
+	if !ok {
 		return
 	}
 	writeJSON(w, http.StatusOK, domainView(d))
@@ -177,4 +176,15 @@ func (s *Server) getScan(w http.ResponseWriter, r *http.Request) {
 	}
 	header, rows, _ := visibility.ScanTable(sc.Domain, bd, table)
 	writeCSV(s, w, r, sc.ID+"-"+strings.ReplaceAll(table, "_", "-"), header, rows)
+}
+
+// pathDomain reads the domain the path's {id} names, as the caller's key
+// may see it; when it cannot, it writes the error and returns false.
+func (s *Server) pathDomain(w http.ResponseWriter, r *http.Request) (store.MonitoredDomain, bool) {
+	d, err := s.domains.Get(r.Context(), principal(r), chi.URLParam(r, "id"))
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return d, false
+	}
+	return d, true
 }

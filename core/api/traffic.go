@@ -238,9 +238,8 @@ func (s *Server) uploadTrafficLogs(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, fault.New(fault.UnsupportedMediaType, "send the log file as Content-Type: text/plain or application/gzip"))
 		return
 	}
-	d, err := s.domains.Get(r.Context(), principal(r), chi.URLParam(r, "id"))
-	if err != nil {
-		writeError(w, r, s.log, err)
+	d, ok := s.pathDomain(w, r)
+	if !ok {
 		return
 	}
 	var body io.Reader = http.MaxBytesReader(w, r.Body, MaxIngestBody)
@@ -259,9 +258,8 @@ func ingestTokenView(t store.IngestToken) client.IngestToken {
 }
 
 func (s *Server) listIngestTokens(w http.ResponseWriter, r *http.Request) {
-	d, err := s.domains.Get(r.Context(), principal(r), chi.URLParam(r, "id"))
-	if err != nil {
-		writeError(w, r, s.log, err)
+	d, ok := s.pathDomain(w, r)
+	if !ok {
 		return
 	}
 	ts, err := s.traffic.Store.ListIngestTokens(r.Context(), d.AccountID, d.ID)
@@ -282,9 +280,8 @@ func (s *Server) createIngestToken(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, err)
 		return
 	}
-	d, err := s.domains.Get(r.Context(), principal(r), chi.URLParam(r, "id"))
-	if err != nil {
-		writeError(w, r, s.log, err)
+	d, ok := s.pathDomain(w, r)
+	if !ok {
 		return
 	}
 	t, secret, err := s.traffic.CreateToken(r.Context(), d, traffic.NewToken{Name: in.Name, Source: in.Source,
@@ -300,13 +297,12 @@ func (s *Server) createIngestToken(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) revokeIngestToken(w http.ResponseWriter, r *http.Request) {
-	d, err := s.domains.Get(r.Context(), principal(r), chi.URLParam(r, "id"))
-	if err != nil {
-		writeError(w, r, s.log, err)
+	d, ok := s.pathDomain(w, r)
+	if !ok {
 		return
 	}
 	id := chi.URLParam(r, "token_id")
-	err = s.traffic.Store.RevokeIngestToken(r.Context(), d.AccountID, d.ID, id, s.now().UTC())
+	err := s.traffic.Store.RevokeIngestToken(r.Context(), d.AccountID, d.ID, id, s.now().UTC())
 	if errors.Is(err, store.ErrNotFound) {
 		err = fault.New(fault.NotFound, "no ingest token %s", id)
 	}
