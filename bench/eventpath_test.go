@@ -158,7 +158,7 @@ func eventPathOn(b *testing.B, bin eventBin, sink *hookSink, engine string, n, r
 	m := d.meter(is)
 	name := fmt.Sprintf("%s-%s-%d", bin.name, strings.ReplaceAll(strings.ReplaceAll(d.label(n), " ", ""), ",", "-"), round+1)
 	stopPerf := recordPerf(b, is, name)
-	stopPprof := recordPprof(b, admins, name)
+	stopPprof := recordPprof(b, *eventPprof, admins, name, 5)
 	alloc0 := allocatedBy(b, admins)
 	start, cpu0 := time.Now(), m.sample()
 	// The throughput phase: each client takes the account that waited
@@ -279,11 +279,11 @@ func allocatedBy(b *testing.B, admins []string) float64 {
 	return sum
 }
 
-// recordPprof fetches, with -event-pprof, a CPU profile of the first 5 s
-// from each instance's admin listener and its allocation profile now and
-// when the function it returns is called.
-func recordPprof(b *testing.B, admins []string, name string) func() {
-	if *eventPprof == "" || admins == nil {
+// recordPprof writes to dir (none: it does nothing) a CPU profile of the
+// next seconds from each instance's admin listener and its allocation
+// profile now and when the function it returns is called.
+func recordPprof(b *testing.B, dir string, admins []string, name string, seconds int) func() {
+	if dir == "" || admins == nil {
 		return func() {}
 	}
 	fetch := func(url, file string) {
@@ -298,14 +298,16 @@ func recordPprof(b *testing.B, admins []string, name string) func() {
 			b.Errorf("%s: %s", url, resp.Status)
 			return
 		}
-		if err := os.WriteFile(filepath.Join(*eventPprof, file), body, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, file), body, 0o644); err != nil {
 			b.Error(err)
 		}
 	}
 	var wg sync.WaitGroup
 	for i, a := range admins {
 		fetch("http://"+a+"/debug/pprof/allocs", fmt.Sprintf("%s-%d-allocs-0.pb.gz", name, i+1))
-		wg.Go(func() { fetch("http://"+a+"/debug/pprof/profile?seconds=5", fmt.Sprintf("%s-%d-cpu.pb.gz", name, i+1)) })
+		wg.Go(func() {
+			fetch(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", a, seconds), fmt.Sprintf("%s-%d-cpu.pb.gz", name, i+1))
+		})
 	}
 	return func() {
 		wg.Wait()

@@ -24,6 +24,7 @@ import (
 var (
 	mcpCalls    = flag.Int("mcp-calls", 3000, "BenchmarkMCPToolCall: calls of each kind timed, in turn")
 	mcpCPUCalls = flag.Int("mcp-cpu-calls", 1000, "BenchmarkMCPToolCall: calls of each kind made alone, to read the server's CPU a call")
+	mcpPprof    = flag.String("mcp-pprof", "", "BenchmarkMCPToolCall: a directory where the server's CPU profile (the first 2 s) and allocations over the calls of each kind made alone are written ({api,tool-2026,tool-2025}-1-{cpu,allocs}.pb.gz; read the allocations with go tool pprof -base)")
 )
 
 // mcpAccounts is how many enterprise accounts BenchmarkMCPToolCall
@@ -64,7 +65,11 @@ func BenchmarkMCPToolCall(b *testing.B) {
 	}
 	svc.Close()
 	admin := freeAddr(b)
-	inst := d.start(b, bin, 1, listening, "--admin-addr", admin)[0]
+	args := []string{"--admin-addr", admin}
+	if *mcpPprof != "" {
+		args = append(args, "--admin-pprof")
+	}
+	inst := d.start(b, bin, 1, listening, args...)[0]
 	base := "https://127.0.0.1:" + inst.port
 	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: clientTLS(b, inst.cert(b).Cert), MaxIdleConnsPerHost: 4}}
 	b.Cleanup(hc.CloseIdleConnections)
@@ -100,6 +105,7 @@ func BenchmarkMCPToolCall(b *testing.B) {
 		}
 	}
 	names := []string{"GET /v1/visibility", "the tool, 2026-07-28 (stateless)", "the tool, a 2025-11-25 session"}
+	tags := []string{"api", "tool-2026", "tool-2025"}
 	calls := make([][]func(), len(keys)) // per account: the API, the modern tool, the session's tool
 	for i, key := range keys {
 		calls[i] = []func(){apiCall(key), toolCall(key, ""), toolCall(key, "2025-11-25")}
@@ -122,9 +128,11 @@ func BenchmarkMCPToolCall(b *testing.B) {
 	cpu, alloc := make([]time.Duration, len(names)), make([]float64, len(names))
 	for k := range names {
 		from, allocFrom := m.sample(), allocated(b, admin)
+		stopPprof := recordPprof(b, *mcpPprof, []string{admin}, tags[k], 2)
 		for i := range *mcpCPUCalls {
 			calls[i%len(calls)][k]()
 		}
+		stopPprof()
 		cpu[k] = m.spent(from, m.sample()).get("aivis") / time.Duration(*mcpCPUCalls)
 		alloc[k] = (allocated(b, admin) - allocFrom) / float64(*mcpCPUCalls)
 	}
@@ -140,7 +148,7 @@ func BenchmarkMCPToolCall(b *testing.B) {
 	fmt.Fprintf(&out, "| call | p50 µs | p99 µs | p99 over the API's µs | aivis CPU µs a call | aivis allocated KB a call |\n|---|---:|---:|---:|---:|---:|\n")
 	b.ReportMetric(0, "ns/op")
 	for k, name := range names {
-		over, tag := "", []string{"api", "tool-2026", "tool-2025"}[k]
+		over, tag := "", tags[k]
 		p50, p99 := p(times[k], 0.50), p(times[k], 0.99)
 		if k > 0 {
 			over = fmt.Sprintf("%.0f", us(p99-p(times[0], 0.99)))
