@@ -63,6 +63,13 @@ type ReadingsTx interface {
 	LatestReading(f ReadingFilter) (Reading, error)
 	// InsertReading adds a reading and returns it with its id.
 	InsertReading(r Reading) (Reading, error)
+	// InsertReadings adds readings, in their order, as InsertReading
+	// would one after another, and returns them with their ids and, for
+	// each, the newest reading its owner had of its domain before any of
+	// them was added (ID 0: none). It is how readings that arrive
+	// together are written: on PostgreSQL the owners' latest are read
+	// and the rows written in one round trip.
+	InsertReadings(rs []Reading) (added, before []Reading, err error)
 }
 
 // MonitoredDomain is a domain an owner monitors: what the visibility

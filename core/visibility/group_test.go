@@ -49,6 +49,15 @@ func (r refusing) InsertReading(rd store.Reading) (store.Reading, error) {
 	return r.Tx.InsertReading(rd)
 }
 
+func (r refusing) InsertReadings(rds []store.Reading) ([]store.Reading, []store.Reading, error) {
+	for _, rd := range rds {
+		if rd.Domain == r.domain {
+			return nil, nil, fmt.Errorf("refused: %w", store.ErrConflict)
+		}
+	}
+	return r.Tx.InsertReadings(rds)
+}
+
 // TestAddsShareATransaction: readings added while a transaction runs go
 // together in the next one; when the store refuses that group, each is
 // written alone, and only the refused one fails.

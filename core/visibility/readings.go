@@ -150,15 +150,37 @@ func (r *Recorder) commit() {
 	}
 }
 
-// write adds a group's readings in one transaction; each says what came
-// of it.
+// write adds a group's readings in one transaction (InsertReadings);
+// each says what came of it.
 func (r *Recorder) write(group []*adding) error {
 	rds := make([]store.Reading, len(group))
 	evs := make([]*events.Event, len(group))
 	err := r.Store.Update(context.Background(), func(tx store.Tx) error {
 		for i, a := range group {
-			var err error
-			if rds[i], evs[i], err = r.AddTx(a.ctx, tx, a.rd); err != nil {
+			rds[i] = a.rd
+		}
+		added, before, err := tx.InsertReadings(rds)
+		if err != nil {
+			return err
+		}
+		// Each reading is compared with its owner's newest before it:
+		// the store's, or an earlier one of the group's.
+		type owner struct{ account, client, domain string }
+		newest := make(map[owner]store.Reading, len(group))
+		for i, a := range group {
+			rd := added[i]
+			k := owner{rd.AccountID, rd.ClientID, rd.Domain}
+			prev, ok := newest[k]
+			if !ok {
+				prev = before[i]
+			}
+			if prev.ID == 0 || newer(rd, prev) {
+				newest[k] = rd
+			} else {
+				newest[k] = prev
+			}
+			rds[i] = rd
+			if evs[i], err = r.change(a.ctx, tx, rd, prev, prev.ID != 0); err != nil {
 				return err
 			}
 			// The request's Idempotency-Key, if it holds one, is
@@ -178,25 +200,38 @@ func (r *Recorder) write(group []*adding) error {
 	return err
 }
 
+// newer reports whether a is newer than b, as LatestReading orders them.
+func newer(a, b store.Reading) bool {
+	return a.MeasuredAt.After(b.MeasuredAt) || (a.MeasuredAt.Equal(b.MeasuredAt) && a.ID > b.ID)
+}
+
 // AddTx is Add in the caller's transaction; ctx is what made the reading
 // (a request, a scan), whose trace its event joins.
 func (r *Recorder) AddTx(ctx context.Context, tx store.Tx, rd store.Reading) (store.Reading, *events.Event, error) {
 	prev, err := tx.LatestReading(store.ReadingFilter{AccountID: rd.AccountID, ClientID: rd.ClientID, Domain: rd.Domain})
-	first := errors.Is(err, store.ErrNotFound)
-	if err != nil && !first {
+	found := !errors.Is(err, store.ErrNotFound)
+	if err != nil && found {
 		return rd, nil, err
 	}
 	if rd, err = tx.InsertReading(rd); err != nil {
 		return rd, nil, err
 	}
-	if !first && (rd.MeasuredAt.Before(prev.MeasuredAt) ||
+	ev, err := r.change(ctx, tx, rd, prev, found)
+	return rd, ev, err
+}
+
+// change publishes, in tx, the ai_visibility_change of rd, added after
+// prev (its owner's newest before it, when found), if it changed the
+// score or the sentiment; a reading measured before prev changes nothing.
+func (r *Recorder) change(ctx context.Context, tx store.Tx, rd, prev store.Reading, found bool) (*events.Event, error) {
+	if found && (rd.MeasuredAt.Before(prev.MeasuredAt) ||
 		(prev.VisibilityScore == rd.VisibilityScore && prev.Sentiment == rd.Sentiment)) {
-		return rd, nil, nil
+		return nil, nil
 	}
 	data := events.VisibilityChangeData{Domain: rd.Domain, VisibilityScore: rd.VisibilityScore, Sentiment: rd.Sentiment,
 		SentimentScore: rd.SentimentScore, MeasuredAt: rd.MeasuredAt, Source: rd.Source, ClientID: events.Optional(rd.ClientID)}
 	change := -1
-	if !first {
+	if found {
 		change = abs(rd.VisibilityScore - prev.VisibilityScore)
 		ps, pm := prev.Sentiment, prev.MeasuredAt.Format(time.RFC3339Nano)
 		data.PreviousVisibilityScore, data.PreviousSentiment = &prev.VisibilityScore, &ps
@@ -206,10 +241,10 @@ func (r *Recorder) AddTx(ctx context.Context, tx store.Tx, rd store.Reading) (st
 	}
 	e, err := events.New(events.VisibilityChange, r.Now(), rd.AccountID, rd.ClientID, rd.Domain, data)
 	if err != nil {
-		return rd, nil, err
+		return nil, err
 	}
 	e.ScoreChange = change
-	return rd, &e, events.Publish(ctx, tx, e)
+	return &e, events.Publish(ctx, tx, e)
 }
 
 func abs(n int) int {

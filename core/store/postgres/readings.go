@@ -3,7 +3,10 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/aivis/aivis/core/store"
 )
@@ -164,6 +167,82 @@ func (t *txn) LatestReading(f store.ReadingFilter) (store.Reading, error) {
 		return r, fmt.Errorf("postgres: latest reading: %w", notFound(err))
 	}
 	return r, nil
+}
+
+// InsertReadings reads the owners' latest and writes the readings in one
+// batch (one round trip): the read runs first, so it sees none of them.
+// The rows are written in their order, each taking the next id, so the
+// ids, sorted, are theirs in turn.
+func (t *txn) InsertReadings(rs []store.Reading) (added, before []store.Reading, err error) {
+	if len(rs) == 0 {
+		return nil, nil, nil
+	}
+	type owner struct{ account, client, domain string }
+	latest := make(map[owner]store.Reading, len(rs))
+	var keys, rows columns
+	for _, r := range rs {
+		if k := (owner{r.AccountID, r.ClientID, r.Domain}); !has(latest, k) {
+			latest[k] = store.Reading{}
+			keys.row()
+			keys.text(r.AccountID, r.ClientID, r.Domain)
+		}
+		rows.row()
+		rows.text(r.AccountID, r.ClientID, r.Domain)
+		rows.int(r.VisibilityScore)
+		rows.text(r.Sentiment)
+		put(&rows, r.SentimentScore)
+		rows.text(r.Source)
+		rows.time(r.MeasuredAt)
+		rows.nullInt(r.FormulaVersion)
+	}
+	if rows.err != nil {
+		return nil, nil, fmt.Errorf("postgres: add readings: %w", rows.err)
+	}
+	b := &pgx.Batch{}
+	b.Queue(`SELECT `+prefixed("r.", readingColumns)+` FROM unnest(`+keys.params("text", "text", "text")+`) AS k (a, c, d)
+		CROSS JOIN LATERAL (SELECT `+readingColumns+` FROM visibility_readings WHERE account_id = k.a AND domain = k.d AND client_id = k.c
+			ORDER BY measured_at DESC, measured_at_ns DESC, id DESC LIMIT 1) r`, keys.args()...)
+	b.Queue(`INSERT INTO visibility_readings (account_id, client_id, domain, visibility_score, sentiment, sentiment_score, source,
+			measured_at, measured_at_ns, formula_version)
+		SELECT a, c, d, s, se, ss, so, m, mn, f FROM unnest(`+rows.params("text", "text", "text", "int4", "text", "float8", "text",
+		"timestamptz", "int2", "int4")+`) WITH ORDINALITY AS u (a, c, d, s, se, ss, so, m, mn, f, i)
+		ORDER BY i RETURNING id`, rows.args()...)
+	br := t.tx.SendBatch(t.ctx, b)
+	defer br.Close()
+	found, err := br.Query()
+	if err == nil {
+		var rs []store.Reading
+		rs, err = pgx.CollectRows(found, func(row pgx.CollectableRow) (store.Reading, error) { return scanReading(row) })
+		for _, r := range rs {
+			latest[owner{r.AccountID, r.ClientID, r.Domain}] = r
+		}
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("postgres: add readings: %w", err)
+	}
+	var ids []int64
+	written, err := br.Query()
+	if err == nil {
+		ids, err = pgx.CollectRows(written, pgx.RowTo[int64])
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("postgres: add readings: %w", conflict(err))
+	}
+	if len(ids) != len(rs) {
+		return nil, nil, fmt.Errorf("postgres: add readings: %d of %d written", len(ids), len(rs))
+	}
+	slices.Sort(ids)
+	added, before = slices.Clone(rs), make([]store.Reading, len(rs))
+	for i, r := range rs {
+		added[i].ID = ids[i]
+		before[i] = latest[owner{r.AccountID, r.ClientID, r.Domain}]
+	}
+	return added, before, nil
+}
+
+func has[K comparable, V any](m map[K]V, k K) bool {
+	_, ok := m[k]
+	return ok
 }
 
 func (t *txn) InsertReading(r store.Reading) (store.Reading, error) {

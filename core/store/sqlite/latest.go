@@ -110,6 +110,24 @@ func (t *txn) LatestReading(f store.ReadingFilter) (store.Reading, error) {
 	return e.r, nil
 }
 
+func (t *txn) InsertReadings(rs []store.Reading) (added, before []store.Reading, err error) {
+	before = make([]store.Reading, len(rs))
+	for i, r := range rs {
+		e, err := t.latest(readingKey{r.AccountID, r.ClientID, r.Domain})
+		if err != nil {
+			return nil, nil, err
+		}
+		before[i] = e.r
+	}
+	added = make([]store.Reading, len(rs))
+	for i, r := range rs {
+		if added[i], err = t.InsertReading(r); err != nil {
+			return nil, nil, err
+		}
+	}
+	return added, before, nil
+}
+
 func (t *txn) InsertReading(r store.Reading) (store.Reading, error) {
 	k := readingKey{r.AccountID, r.ClientID, r.Domain}
 	prev, err := t.latest(k)

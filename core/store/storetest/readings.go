@@ -513,3 +513,73 @@ func testDomainCapUnderConcurrency(t *testing.T, newStore Constructor) {
 		t.Errorf("%d domains stored, %v; want 10", len(page), err)
 	}
 }
+
+// InsertReadings adds readings in their order, each with an id above the
+// one before, and gives each its owner's newest reading before the batch
+// (ID 0 for none): never another owner's, nor one of the batch, whatever
+// their order. A batch the store refuses adds none of its readings.
+func testInsertReadings(t *testing.T, newStore Constructor) {
+	s, _ := newStore(t)
+	newAccount(t, s, "acct_1", store.AccountAgency)
+	newClient(t, s, "acct_1", "cli_1")
+	old := addReading(t, s, newReading("acct_1", "", "a.example", 10, t0))
+	addReading(t, s, newReading("acct_1", "", "a.example", 5, t0.Add(-time.Hour)))
+	theClient := addReading(t, s, newReading("acct_1", "cli_1", "a.example", 90, t0.Add(time.Hour)))
+	batch := []store.Reading{
+		newReading("acct_1", "", "a.example", 20, t0.Add(time.Minute)),
+		newReading("acct_1", "", "b.example", 30, t0.Add(time.Minute)),
+		newReading("acct_1", "", "a.example", 15, t0.Add(-time.Minute)), // measured before the batch's first
+		newReading("acct_1", "cli_1", "a.example", 91, t0.Add(2*time.Hour)),
+	}
+	batch[1].FormulaVersion = 3
+	var added, before []store.Reading
+	must(t, s.Update(ctx, func(tx store.Tx) (err error) {
+		added, before, err = tx.InsertReadings(batch)
+		return err
+	}), "InsertReadings")
+	if len(added) != len(batch) || len(before) != len(batch) {
+		t.Fatalf("InsertReadings of %d: %d added, %d before", len(batch), len(added), len(before))
+	}
+	for i, r := range added {
+		if r.ID <= theClient.ID || (i > 0 && r.ID <= added[i-1].ID) {
+			t.Errorf("reading %d's id %d: want each above the one before (the store's newest is %d)", i, r.ID, theClient.ID)
+		}
+		if r.VisibilityScore != batch[i].VisibilityScore || r.Domain != batch[i].Domain || r.ClientID != batch[i].ClientID ||
+			r.FormulaVersion != batch[i].FormulaVersion || !r.MeasuredAt.Equal(batch[i].MeasuredAt) {
+			t.Errorf("reading %d came back as %+v, given %+v", i, r, batch[i])
+		}
+	}
+	for i, want := range []int64{old.ID, 0, old.ID, theClient.ID} {
+		if before[i].ID != want {
+			t.Errorf("reading %d's newest before the batch: %+v, want id %d", i, before[i], want)
+		}
+	}
+	if before[0].VisibilityScore != 10 || !before[0].MeasuredAt.Equal(t0) || before[3].VisibilityScore != 90 {
+		t.Errorf("the newest before the batch: %+v and %+v, want the scores 10 and 90 as stored", before[0], before[3])
+	}
+	for _, c := range []struct {
+		f    store.ReadingFilter
+		want int
+	}{{store.ReadingFilter{AccountID: "acct_1", Domain: "a.example"}, 91}, {store.ReadingFilter{AccountID: "acct_1", Domain: "b.example"}, 30}} {
+		if r, err := s.LatestReading(ctx, c.f); err != nil || r.VisibilityScore != c.want {
+			t.Errorf("LatestReading(%+v) after the batch: %+v, %v; want %d", c.f, r, err, c.want)
+		}
+	}
+	var own store.Reading
+	must(t, s.Update(ctx, func(tx store.Tx) (err error) {
+		own, err = tx.LatestReading(store.ReadingFilter{AccountID: "acct_1", Domain: "a.example"})
+		return err
+	}), "LatestReading")
+	if own.ID != added[0].ID {
+		t.Errorf("the account's own newest after the batch: %+v, want the batch's first (the third was measured earlier)", own)
+	}
+
+	refused := []store.Reading{newReading("acct_1", "", "c.example", 40, t0), newReading("acct_1", "", "c.example", 101, t0)}
+	err := s.Update(ctx, func(tx store.Tx) error { _, _, err := tx.InsertReadings(refused); return err })
+	if !errors.Is(err, store.ErrConflict) {
+		t.Errorf("InsertReadings with a score of 101: %v, want ErrConflict", err)
+	}
+	if r, err := s.LatestReading(ctx, store.ReadingFilter{AccountID: "acct_1", Domain: "c.example"}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("after a refused batch: %+v, %v; want none of it", r, err)
+	}
+}

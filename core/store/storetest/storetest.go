@@ -88,6 +88,7 @@ var groups = []struct {
 		{"ListPagesWithRowsAddedBetween", testListReadingsWhileAdding},
 		{"LatestOfEachMonitoredDomain", testLatestReadings},
 		{"LatestInATransaction", testLatestReadingInTransaction},
+		{"InsertReadings", testInsertReadings},
 	}},
 	{"Domains", []test{
 		{"RoundTripAndOwners", testDomains},
