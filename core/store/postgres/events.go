@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -27,21 +28,39 @@ func (db *DB) Outbox() *buspg.Outbox { return db.outbox }
 // for any other bus, to the forwarder.
 func (db *DB) ForBus(bus string) { db.outbox = buspg.NewOutbox(db.pool, bus) }
 
-// Publish writes messages to the outbox in this transaction.
+// Publish keeps messages for the outbox: the transaction writes them at
+// its end (publish), each run of one topic's in one statement.
 func (t *txn) Publish(topic string, msgs ...*message.Message) error {
-	// The publisher writes under the first message's context: the
-	// transaction's, so that a conflict there is seen as one.
-	// Nothing reads the outbox's rows in the transaction: they go with
-	// its COMMIT.
-	for _, m := range msgs {
-		m.SetContext(deferred(t.ctx))
-	}
-	if err := t.db.outbox.Publisher(t.tx).Publish(topic, msgs...); err != nil {
-		return fmt.Errorf("postgres: publish: %w", err)
+	if n := len(t.held); n > 0 && t.held[n-1].topic == topic {
+		t.held[n-1].msgs = append(t.held[n-1].msgs, msgs...)
+	} else {
+		t.held = append(t.held, held{topic, slices.Clone(msgs)})
 	}
 	for _, m := range msgs {
 		t.kinds = append(t.kinds, events.KindOf(m))
 	}
+	return nil
+}
+
+// held is a run of one topic's messages published in a transaction.
+type held struct {
+	topic string
+	msgs  []*message.Message
+}
+
+// publish writes the messages held to the outbox, in their order, a run
+// a statement. Nothing reads the outbox's rows in the transaction: they
+// go with its COMMIT (the statements under the transaction's context).
+func (t *txn) publish() error {
+	for _, h := range t.held {
+		for _, m := range h.msgs {
+			m.SetContext(deferred(t.ctx))
+		}
+		if err := t.db.outbox.Publisher(t.tx).Publish(h.topic, h.msgs...); err != nil {
+			return fmt.Errorf("postgres: publish: %w", err)
+		}
+	}
+	t.held = nil
 	return nil
 }
 

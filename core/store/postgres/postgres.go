@@ -195,7 +195,10 @@ func (db *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
 	var last *txn
 	err := db.serializable(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		last = &txn{db: db, tx: tx, ctx: ctx}
-		return fn(last)
+		if err := fn(last); err != nil {
+			return err
+		}
+		return last.publish()
 	})
 	if err == nil && last != nil {
 		db.metrics.Load().Published(last.kinds)
@@ -311,6 +314,7 @@ type txn struct {
 	tx    pgx.Tx
 	ctx   context.Context
 	kinds []string // of the events published, counted once it commits
+	held  []held   // the messages published, written at its end
 }
 
 // querier is what the pool and a transaction share, so that reads are

@@ -334,7 +334,10 @@ func (db *DB) AddTrafficBatch(ctx context.Context, b store.TrafficBatch, hits []
 			return nil
 		}
 		then = &txn{db: db, tx: tx, ctx: ctx}
-		return b.Then(then)
+		if err := b.Then(then); err != nil {
+			return err
+		}
+		return then.publish()
 	})
 	if err != nil {
 		return false, fmt.Errorf("postgres: add traffic batch: %w", err)
