@@ -182,15 +182,12 @@ func (e *Engine) Run(ctx context.Context) error {
 
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
-	inserted := make(chan struct{})
-	go func() { e.insert(); close(inserted) }()
+	written := make(chan struct{})
+	go func() { e.write(); close(written) }()
 	wg.Go(func() {
 		errs <- router.Run(ctx)
 		close(e.stopped)
-		<-inserted
 	})
-	recorded := make(chan struct{})
-	go func() { e.record(); close(recorded) }()
 	wg.Go(func() { e.prune(ctx) })
 	var sends sync.WaitGroup
 	e.mu.Lock()
@@ -199,8 +196,8 @@ func (e *Engine) Run(ctx context.Context) error {
 	e.dispatch(ctx, &sends)
 	sends.Wait()
 	close(e.outcomes)
-	<-recorded
 	wg.Wait()
+	<-written
 	close(errs)
 	for err := range errs {
 		if err != nil && !errors.Is(err, context.Canceled) {
