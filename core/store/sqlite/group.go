@@ -180,7 +180,15 @@ func (wr *writer) group(batch []*write) (rest []*write) {
 		if len(w.log) == mark || ok == 0 && i == len(batch)-1 {
 			continue // nothing to undo, or nothing to keep
 		}
-		if err := w.redo(conn, mark, version); err != nil {
+		if err := w.redo(conn, mark, version); errors.Is(err, errRedo) {
+			// Nothing of the group was written: the failed call keeps
+			// its own error, and the others run again (an Update's fn
+			// may), on the state the other connection left, in a
+			// transaction of their own.
+			w.tx.Rollback()
+			batch[i].done <- results[i]
+			return append(slices.Clone(batch[:i]), batch[i+1:]...)
+		} else if err != nil {
 			return wr.giveUp(w, batch, results, i, err)
 		}
 	}
@@ -224,10 +232,10 @@ func (wr *writer) giveUp(w *wtx, batch []*write, results []result, i int, err er
 	return batch[i+1:]
 }
 
-// errRedo is what the calls of a group get when another connection
-// committed while a failed call's changes were being undone: the
-// transaction had to be given up, and a replay on that other state could
-// differ from what the calls did.
+// errRedo is redo's word that another connection committed while a
+// failed call's changes were being undone: the transaction is given up (a
+// replay of the calls' writes on that other state could differ from what
+// the calls would do there), and the calls that had not failed run again.
 var errRedo = errors.New("sqlite: another connection wrote while this transaction was redone; nothing was written")
 
 // A stmt is a write as it ran.
