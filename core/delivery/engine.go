@@ -182,12 +182,15 @@ func (e *Engine) Run(ctx context.Context) error {
 
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
-	written := make(chan struct{})
-	go func() { e.write(); close(written) }()
+	inserted := make(chan struct{})
+	go func() { e.insert(); close(inserted) }()
 	wg.Go(func() {
 		errs <- router.Run(ctx)
 		close(e.stopped)
+		<-inserted
 	})
+	recorded := make(chan struct{})
+	go func() { e.record(); close(recorded) }()
 	wg.Go(func() { e.prune(ctx) })
 	var sends sync.WaitGroup
 	e.mu.Lock()
@@ -196,8 +199,8 @@ func (e *Engine) Run(ctx context.Context) error {
 	e.dispatch(ctx, &sends)
 	sends.Wait()
 	close(e.outcomes)
+	<-recorded
 	wg.Wait()
-	<-written
 	close(errs)
 	for err := range errs {
 		if err != nil && !errors.Is(err, context.Canceled) {

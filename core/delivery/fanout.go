@@ -1,6 +1,7 @@
 package delivery
 
 import (
+	"context"
 	"errors"
 	"time"
 
@@ -14,10 +15,10 @@ import (
 
 // The fan-out: the Watermill handler of the event topic (webhook-fanout)
 // turns each event into its event-log entry and one delivery per webhook or
-// connection that wants it (Wants). The writer (write.go) commits the
-// deliveries of the events handled meanwhile in one transaction, before
-// their messages are acknowledged, and offers the new ones to the
-// dispatcher (dispatch.go), so that they go out without a claim.
+// connection that wants it (Wants). insert commits the deliveries of the
+// events handled meanwhile in one transaction, before their messages are
+// acknowledged, and offers the new ones to the dispatcher (dispatch.go),
+// so that they go out without a claim.
 
 // fanout turns one event into its log entry and its deliveries.
 func (e *Engine) fanout(msg *message.Message) error {
@@ -103,38 +104,76 @@ func targetNoun(w store.Webhook) string {
 	return "webhook"
 }
 
-// insertTx is what a batch of insertions writes in its transaction: their
-// events' log entries and their deliveries, noting in added those the
-// store took (a webhook deleted meanwhile gets none).
-func insertTx(tx store.Tx, batch []insertion, added map[*store.Delivery]bool) error {
-	clear(added)
-	var logs []store.LoggedEvent
-	var ds []store.Delivery
-	for _, req := range batch {
-		if req.log != nil {
-			logs = append(logs, *req.log)
+// insert commits the deliveries of the events handled meanwhile in one
+// transaction (group commit): with several events in flight (the
+// subscriber's MaxInFlight), one write serves them all.
+func (e *Engine) insert() {
+	batch := make([]insertion, 0, 256)
+	for {
+		select {
+		case req := <-e.inserts:
+			batch = append(batch[:0], req)
+		case <-e.stopped:
+			return
 		}
-		for _, c := range req.ds {
-			ds = append(ds, *c.d)
-		}
-	}
-	if err := tx.LogEvents(logs...); err != nil {
-		return err
-	}
-	ok, err := tx.InsertDeliveries(ds)
-	if err != nil {
-		return err
-	}
-	i := 0
-	for _, req := range batch {
-		for _, c := range req.ds {
-			if ok[i] {
-				added[c.d] = true
+	drain:
+		for len(batch) < cap(batch) {
+			select {
+			case req := <-e.inserts:
+				batch = append(batch, req)
+			default:
+				break drain
 			}
-			i++
 		}
+		var pending []claimed
+		for _, req := range batch {
+			for _, c := range req.ds {
+				if c.d.Status == store.DeliveryPending {
+					pending = append(pending, c)
+				}
+			}
+		}
+		reserved := e.reserve(pending) // leases some: before they are copied
+		var logs []store.LoggedEvent
+		var ds []store.Delivery
+		for _, req := range batch {
+			if req.log != nil {
+				logs = append(logs, *req.log)
+			}
+			for _, c := range req.ds {
+				ds = append(ds, *c.d)
+			}
+		}
+		added := make(map[*store.Delivery]bool, len(reserved))
+		err := e.store.Update(context.Background(), func(tx store.Tx) error {
+			clear(added)
+			if err := tx.LogEvents(logs...); err != nil {
+				return err
+			}
+			// A webhook deleted meanwhile gets none.
+			ok, err := tx.InsertDeliveries(ds)
+			if err != nil {
+				return err
+			}
+			i := 0
+			for _, req := range batch {
+				for _, c := range req.ds {
+					if ok[i] {
+						added[c.d] = true
+					}
+					i++
+				}
+			}
+			return nil
+		})
+		for _, req := range batch {
+			req.done <- err
+		}
+		if err != nil {
+			clear(added)
+		}
+		e.offer(reserved, added)
 	}
-	return nil
 }
 
 // Wants reports whether a webhook or connection is to receive an event: it

@@ -11,22 +11,39 @@ import (
 	"github.com/aivis/aivis/core/store"
 )
 
-// The recorder: writes the outcomes of attempts in batches, with the
-// fan-out's deliveries or alone (write.go): each attempt, and what the
-// policy (decide, policy.go) says follows for its delivery and its target
-// (the next attempt, success, failure, disabling with its event, a
-// subscription deleted). It remembers the targets it knows healthy, so
-// that a success of one costs no read of it.
+// The recorder: writes the outcomes of attempts in batches, one
+// transaction each: each attempt, and what the policy (decide, policy.go)
+// says follows for its delivery and its target (the next attempt,
+// success, failure, disabling with its event, a subscription deleted).
+// It remembers the targets it knows healthy, so that a success of one
+// costs no read of it.
 
-// writeAll writes a batch of outcomes in its own transaction. The
-// attempts happened: it keeps trying to write them down. An outcome the
-// store refuses fails its batch: then each is written alone, so that it
-// fails alone. Should one fail for good, its lease ends and it is
-// attempted again.
-func (e *Engine) writeAll(batch []outcome) {
-	if err := e.writeOutcomes(batch, 10); err != nil && len(batch) > 1 {
-		for i := range batch {
-			e.writeOutcomes(batch[i:i+1], 1)
+// record writes outcomes in batches, one transaction each, until the
+// channel closes.
+func (e *Engine) record() {
+	batch := make([]outcome, 0, 256)
+	for o := range e.outcomes {
+		batch = append(batch[:0], o)
+	drain:
+		for len(batch) < cap(batch) {
+			select {
+			case o, ok := <-e.outcomes:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, o)
+			default:
+				break drain
+			}
+		}
+		// The attempts happened: keep trying to write them down. An outcome
+		// the store refuses fails its batch: then each is written alone, so
+		// that it fails alone. Should one fail for good, its lease ends and
+		// it is attempted again.
+		if err := e.writeOutcomes(batch, 10); err != nil && len(batch) > 1 {
+			for i := range batch {
+				e.writeOutcomes(batch[i:i+1], 1)
+			}
 		}
 	}
 }
@@ -42,7 +59,14 @@ func (e *Engine) writeOutcomes(batch []outcome, tries int) error {
 			return e.apply(tx, batch, &notes)
 		})
 		if err == nil {
-			e.recorded(batch, notes)
+			e.noteHealth(notes)
+			e.count(batch, notes.outcomes)
+			for _, o := range batch {
+				if o.verdict != delivered {
+					e.Wake() // a retry is scheduled: the dispatcher's timer learns when
+					break
+				}
+			}
 			return nil
 		}
 		e.log.Error("webhooks: record attempts", "count", len(batch), "try", try, "err", err)
@@ -50,18 +74,6 @@ func (e *Engine) writeOutcomes(batch []outcome, tries int) error {
 			return err
 		}
 		time.Sleep(time.Duration(try) * 100 * time.Millisecond)
-	}
-}
-
-// recorded is what follows the commit of a batch of outcomes.
-func (e *Engine) recorded(batch []outcome, notes healthNotes) {
-	e.noteHealth(notes)
-	e.count(batch, notes.outcomes)
-	for _, o := range batch {
-		if o.verdict != delivered {
-			e.Wake() // a retry is scheduled: the dispatcher's timer learns when
-			break
-		}
 	}
 }
 
