@@ -56,6 +56,12 @@ type Readings interface {
 	ListReadings(ctx context.Context, f ReadingFilter, cursor string, limit int) ([]Reading, string, error)
 }
 
+// NewerThan reports whether r is newer than o as LatestReading orders
+// readings: measured later, or at the same time and added after.
+func (r Reading) NewerThan(o Reading) bool {
+	return r.MeasuredAt.After(o.MeasuredAt) || (r.MeasuredAt.Equal(o.MeasuredAt) && r.ID > o.ID)
+}
+
 // ReadingsTx is the readings part of a write transaction.
 type ReadingsTx interface {
 	// LatestReading is the newest reading of exactly one owner (ClientID ""

@@ -174,7 +174,7 @@ func (r *Recorder) write(group []*adding) error {
 			if !ok {
 				prev = before[i]
 			}
-			if prev.ID == 0 || newer(rd, prev) {
+			if prev.ID == 0 || rd.NewerThan(prev) {
 				newest[k] = rd
 			} else {
 				newest[k] = prev
@@ -198,11 +198,6 @@ func (r *Recorder) write(group []*adding) error {
 		}
 	}
 	return err
-}
-
-// newer reports whether a is newer than b, as LatestReading orders them.
-func newer(a, b store.Reading) bool {
-	return a.MeasuredAt.After(b.MeasuredAt) || (a.MeasuredAt.Equal(b.MeasuredAt) && a.ID > b.ID)
 }
 
 // AddTx is Add in the caller's transaction; ctx is what made the reading

@@ -179,10 +179,11 @@ func (t *txn) InsertReadings(rs []store.Reading) (added, before []store.Reading,
 	}
 	type owner struct{ account, client, domain string }
 	latest := make(map[owner]store.Reading, len(rs))
+	asked := make(map[owner]bool, len(rs))
 	var keys, rows columns
 	for _, r := range rs {
-		if k := (owner{r.AccountID, r.ClientID, r.Domain}); !has(latest, k) {
-			latest[k] = store.Reading{}
+		if k := (owner{r.AccountID, r.ClientID, r.Domain}); !asked[k] {
+			asked[k] = true
 			keys.row()
 			keys.text(r.AccountID, r.ClientID, r.Domain)
 		}
@@ -238,11 +239,6 @@ func (t *txn) InsertReadings(rs []store.Reading) (added, before []store.Reading,
 		before[i] = latest[owner{r.AccountID, r.ClientID, r.Domain}]
 	}
 	return added, before, nil
-}
-
-func has[K comparable, V any](m map[K]V, k K) bool {
-	_, ok := m[k]
-	return ok
 }
 
 func (t *txn) InsertReading(r store.Reading) (store.Reading, error) {

@@ -67,11 +67,6 @@ func (l *latestReadings) keep(written map[readingKey]latestEntry) {
 	}
 }
 
-// newer reports whether a is newer than b, as LatestReading orders them.
-func newer(a, b store.Reading) bool {
-	return a.MeasuredAt.After(b.MeasuredAt) || (a.MeasuredAt.Equal(b.MeasuredAt) && a.ID > b.ID)
-}
-
 // latest finds the newest reading of exactly one owner: from what this
 // call or the earlier ones of its group wrote, from the cache, or from the
 // table (which then holds only committed readings of that owner and
@@ -145,7 +140,7 @@ func (t *txn) InsertReading(r store.Reading) (store.Reading, error) {
 	// As the table would read it back: nanoseconds, UTC.
 	stored := r
 	stored.MeasuredAt = time.Unix(0, r.MeasuredAt.UnixNano()).UTC()
-	if !prev.found || newer(stored, prev.r) {
+	if !prev.found || stored.NewerThan(prev.r) {
 		if t.readings == nil {
 			t.readings = make(map[readingKey]latestEntry)
 		}
