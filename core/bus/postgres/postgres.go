@@ -120,7 +120,8 @@ type Outbox struct {
 	// Forward says that the events go to another bus through the
 	// forwarder (every bus but postgres).
 	Forward bool
-	tables  sync.Map // topics whose tables this process has made
+	tables  sync.Map   // topics whose tables this process has made
+	making  sync.Mutex // one making of tables at a time
 }
 
 // NewOutbox is the outbox of the store on pool for the bus of the
@@ -172,6 +173,13 @@ func (txPublisher) Close() error { return nil }
 // pooled connection is held by a transaction publishing for the first
 // time.
 func (o *Outbox) makeTables(ctx context.Context, topic string) error {
+	if _, ok := o.tables.Load(topic); ok {
+		return nil
+	}
+	// The first publishers of a topic, many at once, wait for one
+	// connection's making instead of each opening its own.
+	o.making.Lock()
+	defer o.making.Unlock()
 	if _, ok := o.tables.Load(topic); ok {
 		return nil
 	}
