@@ -48,6 +48,14 @@ type held struct {
 	msgs  []*message.Message
 }
 
+// run runs fn in the transaction, then writes what it published.
+func (t *txn) run(fn func(store.Tx) error) error {
+	if err := fn(t); err != nil {
+		return err
+	}
+	return t.publish()
+}
+
 // publish writes the messages held to the outbox, in their order, a run
 // a statement. Nothing reads the outbox's rows in the transaction: they
 // go with its COMMIT (the statements under the transaction's context).

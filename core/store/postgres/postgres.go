@@ -195,10 +195,7 @@ func (db *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
 	var last *txn
 	err := db.serializable(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		last = &txn{db: db, tx: tx, ctx: ctx}
-		if err := fn(last); err != nil {
-			return err
-		}
-		return last.publish()
+		return last.run(fn)
 	})
 	if err == nil && last != nil {
 		db.metrics.Load().Published(last.kinds)

@@ -334,10 +334,7 @@ func (db *DB) AddTrafficBatch(ctx context.Context, b store.TrafficBatch, hits []
 			return nil
 		}
 		then = &txn{db: db, tx: tx, ctx: ctx}
-		if err := b.Then(then); err != nil {
-			return err
-		}
-		return then.publish()
+		return then.run(b.Then)
 	})
 	if err != nil {
 		return false, fmt.Errorf("postgres: add traffic batch: %w", err)
