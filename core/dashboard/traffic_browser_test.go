@@ -2,6 +2,7 @@ package dashboard_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -84,10 +85,33 @@ func (e *env) inBrowser(email string) *inBrowser {
 func (b *inBrowser) run(what string, actions ...chromedp.Action) {
 	b.t.Helper()
 	if err := chromedp.Run(b.ctx, actions...); err != nil {
-		var html string
-		_ = chromedp.Run(b.ctx, chromedp.OuterHTML("main", &html, chromedp.ByQuery))
-		b.t.Fatalf("%s: %v\npage:\n%s", what, err, html)
+		b.fail(what, err)
 	}
+}
+
+// follow runs leave, an action that leaves the page (a link followed, a
+// form sent), waits until the page it leads to has loaded, and runs then
+// on it. Queried any sooner, the old page's elements can still be found,
+// or a node of a document being replaced ("No node with given id found").
+func (b *inBrowser) follow(what string, leave chromedp.Action, then ...chromedp.Action) {
+	b.t.Helper()
+	resp, err := chromedp.RunResponse(b.ctx, leave)
+	if err == nil && resp != nil && resp.Status >= 400 {
+		err = fmt.Errorf("the page answered %d", resp.Status)
+	}
+	if err == nil {
+		err = chromedp.Run(b.ctx, then...)
+	}
+	if err != nil {
+		b.fail(what, err)
+	}
+}
+
+func (b *inBrowser) fail(what string, err error) {
+	b.t.Helper()
+	var html string
+	_ = chromedp.Run(b.ctx, chromedp.OuterHTML("main", &html, chromedp.ByQuery))
+	b.t.Fatalf("%s: %v\npage:\n%s", what, err, html)
 }
 
 func (b *inBrowser) eval(what, script string, out any) {
@@ -149,8 +173,8 @@ func TestTrafficInBrowser(t *testing.T) {
 
 	// No logs yet: how to send them, and no chart.
 	var n int
-	b.run("the quiet domain's traffic tab", chromedp.Navigate(e.srv.URL+"/domains/quiet.example"),
-		chromedp.Click(`nav.tabs a[href="/domains/quiet.example/traffic"]`, chromedp.ByQuery),
+	b.run("the quiet domain", chromedp.Navigate(e.srv.URL+"/domains/quiet.example"))
+	b.follow("the quiet domain's traffic tab", chromedp.Click(`nav.tabs a[href="/domains/quiet.example/traffic"]`, chromedp.ByQuery),
 		chromedp.WaitVisible(`#traffic-empty`, chromedp.ByQuery))
 	b.eval("count charts", `document.querySelectorAll("svg").length`, &n)
 	if n != 0 {
@@ -215,7 +239,7 @@ func TestTrafficInBrowser(t *testing.T) {
 		t.Errorf("problems (highlighted) %q", problems)
 	}
 	var current string
-	b.run("switch to 90 days", chromedp.Click(`nav.window a[href*="days=90"]`, chromedp.ByQuery),
+	b.follow("switch to 90 days", chromedp.Click(`nav.window a[href*="days=90"]`, chromedp.ByQuery),
 		chromedp.WaitVisible(`nav.window a[aria-current="page"][href*="days=90"]`, chromedp.ByQuery),
 		chromedp.Text(`nav.window a[aria-current="page"]`, &current, chromedp.ByQuery))
 	b.eval("count days", `document.querySelectorAll("svg.chart")[0].querySelectorAll("text.axis").length`, &n)
@@ -225,8 +249,9 @@ func TestTrafficInBrowser(t *testing.T) {
 
 	// A token made in the form: shown once, with its setup.
 	var secret, setup string
-	b.run("make a token", chromedp.SendKeys(`#token-name`, "edge", chromedp.ByQuery),
-		chromedp.SetValue(`#token-source`, "fastly", chromedp.ByQuery), chromedp.Submit(`#token-name`, chromedp.ByQuery),
+	b.run("fill in a token", chromedp.SendKeys(`#token-name`, "edge", chromedp.ByQuery),
+		chromedp.SetValue(`#token-source`, "fastly", chromedp.ByQuery))
+	b.follow("make a token", chromedp.Submit(`#token-name`, chromedp.ByQuery),
 		chromedp.WaitVisible(`#new-token`, chromedp.ByQuery), chromedp.Value(`#new-token`, &secret, chromedp.ByQuery),
 		chromedp.Value(`#new-setup`, &setup, chromedp.ByQuery))
 	b.shot("17-ingest-token")
@@ -251,8 +276,8 @@ func TestTrafficInBrowser(t *testing.T) {
 	}
 	// Revoked from its row.
 	var state string
-	b.run("revoke", chromedp.Navigate(e.srv.URL+"/domains/acme.example/traffic"),
-		chromedp.Click(`tr[data-token="`+tok.ID+`"] button.danger`, chromedp.ByQuery),
+	b.run("the traffic tab again", chromedp.Navigate(e.srv.URL+"/domains/acme.example/traffic"))
+	b.follow("revoke", chromedp.Click(`tr[data-token="`+tok.ID+`"] button.danger`, chromedp.ByQuery),
 		chromedp.WaitVisible(`p.notice`, chromedp.ByQuery),
 		chromedp.Text(`tr[data-token="`+tok.ID+`"] .state`, &state, chromedp.ByQuery))
 	if state != "revoked" {
