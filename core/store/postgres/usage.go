@@ -87,33 +87,55 @@ func (db *DB) LoadWindows(ctx context.Context, since time.Time) ([]store.Window,
 }
 
 // SaveCounts writes windows and adds usage in one transaction at READ
-// COMMITTED: each row is one upsert, which takes the row's lock and then
-// reads its latest version, so a window is replaced only by a later start
-// or a higher count and usage adds up, however many instances save at
-// once. Rows are written in key order, so that two saves never wait for
-// each other in a circle.
+// COMMITTED, a statement a table, each a column an array (however many
+// keys and accounts a flush holds, four statements in one round trip).
+// Each row is an upsert, which takes the row's lock and then reads its
+// latest version, so a window is replaced only by a later start or a
+// higher count and usage adds up, however many instances save at once.
+// Rows are written in key order, so that two saves never wait for each
+// other in a circle; a statement touches a row once, so what the call
+// holds twice is merged first.
 func (db *DB) SaveCounts(ctx context.Context, windows []store.Window, usage []store.KeyUsage) error {
-	windows, usage = slices.Clone(windows), slices.Clone(usage)
-	slices.SortFunc(windows, func(a, b store.Window) int {
-		return cmp.Or(cmp.Compare(a.AccountID, b.AccountID), cmp.Compare(a.Window, b.Window))
-	})
-	slices.SortFunc(usage, func(a, b store.KeyUsage) int { return cmp.Or(cmp.Compare(a.KeyID, b.KeyID), a.Hour.Compare(b.Hour)) })
 	var b pgx.Batch
-	for _, w := range windows {
-		b.Queue(`INSERT INTO rate_windows AS r (account_id, "window", start, start_ns, count) VALUES ($1, $2, $3, $4, $5)
+	var w, u, k columns
+	for _, x := range latestWindows(windows) {
+		w.row()
+		w.text(x.AccountID, x.Window)
+		w.time(x.Start)
+		w.int64(x.Count)
+	}
+	if len(windows) > 0 {
+		b.Queue(`INSERT INTO rate_windows AS r (account_id, "window", start, start_ns, count)
+			SELECT * FROM unnest(`+w.params("text", "text", "timestamptz", "int2", "int8")+`)
 			ON CONFLICT (account_id, "window") DO UPDATE SET start = excluded.start, start_ns = excluded.start_ns, count = excluded.count
-			WHERE (excluded.start, excluded.start_ns, excluded.count) > (r.start, r.start_ns, r.count)`,
-			w.AccountID, w.Window, ts(w.Start), ns(w.Start), w.Count)
+			WHERE (excluded.start, excluded.start_ns, excluded.count) > (r.start, r.start_ns, r.count)`, w.args()...)
 	}
-	for _, u := range usage {
-		b.Queue(`INSERT INTO usage_hourly AS h (key_id, hour, hour_ns, account_id, client_id, count) VALUES ($1, $2, $3, $4, $5, $6)
-			ON CONFLICT (key_id, hour, hour_ns) DO UPDATE SET count = h.count + excluded.count`,
-			u.KeyID, ts(u.Hour), ns(u.Hour), u.AccountID, u.ClientID, u.Count)
+	hours, keys := summedUsage(usage)
+	for _, x := range hours {
+		u.row()
+		u.text(x.KeyID)
+		u.time(x.Hour)
+		u.text(x.AccountID, x.ClientID)
+		u.int64(x.Count)
 	}
-	for _, u := range usage {
-		b.Queue(`UPDATE api_keys SET last_used_at = $2, last_used_at_ns = $3
-			WHERE id = $1 AND (last_used_at IS NULL OR (last_used_at, last_used_at_ns) < ($2, $3))`,
-			u.KeyID, ts(u.LastUsed), ns(u.LastUsed))
+	for _, x := range keys {
+		k.row()
+		k.text(x.KeyID)
+		k.time(x.LastUsed)
+	}
+	if len(usage) > 0 {
+		b.Queue(`INSERT INTO usage_hourly AS h (key_id, hour, hour_ns, account_id, client_id, count)
+			SELECT * FROM unnest(`+u.params("text", "timestamptz", "int2", "text", "text", "int8")+`)
+			ON CONFLICT (key_id, hour, hour_ns) DO UPDATE SET count = h.count + excluded.count`, u.args()...)
+		// An UPDATE's join has no order of its own: the keys are locked in
+		// theirs first (LockRows above the sort).
+		b.Queue(`SELECT 1 FROM api_keys WHERE id = ANY($1) ORDER BY id FOR UPDATE`, k.cols[0])
+		b.Queue(`UPDATE api_keys k SET last_used_at = u.at, last_used_at_ns = u.ns
+			FROM unnest(`+k.params("text", "timestamptz", "int2")+`) AS u (id, at, ns)
+			WHERE k.id = u.id AND (k.last_used_at IS NULL OR (k.last_used_at, k.last_used_at_ns) < (u.at, u.ns))`, k.args()...)
+	}
+	if err := cmp.Or(w.err, u.err, k.err); err != nil {
+		return fmt.Errorf("postgres: save counts: %w", err)
 	}
 	if b.Len() == 0 {
 		return nil
@@ -123,6 +145,39 @@ func (db *DB) SaveCounts(ctx context.Context, windows []store.Window, usage []st
 		return fmt.Errorf("postgres: save counts: %w", err)
 	}
 	return nil
+}
+
+// latestWindows is each account's window once, the latest of what ws
+// holds of it (by start, then count), in key order.
+func latestWindows(ws []store.Window) []store.Window {
+	ws = slices.Clone(ws)
+	slices.SortFunc(ws, func(a, b store.Window) int {
+		return cmp.Or(cmp.Compare(a.AccountID, b.AccountID), cmp.Compare(a.Window, b.Window),
+			b.Start.Compare(a.Start), cmp.Compare(b.Count, a.Count))
+	})
+	return slices.CompactFunc(ws, func(a, b store.Window) bool { return a.AccountID == b.AccountID && a.Window == b.Window })
+}
+
+// summedUsage is each key's hour once, its counts added up, in key order;
+// and each key once, with its latest use.
+func summedUsage(us []store.KeyUsage) (hours, keys []store.KeyUsage) {
+	us = slices.Clone(us)
+	slices.SortFunc(us, func(a, b store.KeyUsage) int { return cmp.Or(cmp.Compare(a.KeyID, b.KeyID), a.Hour.Compare(b.Hour)) })
+	for _, u := range us {
+		if n := len(hours); n > 0 && hours[n-1].KeyID == u.KeyID && hours[n-1].Hour.Equal(u.Hour) {
+			hours[n-1].Count += u.Count
+		} else {
+			hours = append(hours, u)
+		}
+		if n := len(keys); n > 0 && keys[n-1].KeyID == u.KeyID {
+			if u.LastUsed.After(keys[n-1].LastUsed) {
+				keys[n-1].LastUsed = u.LastUsed
+			}
+		} else {
+			keys = append(keys, u)
+		}
+	}
+	return hours, keys
 }
 
 // TakeWindows counts one request in an account's windows, as the contract

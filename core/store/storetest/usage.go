@@ -70,6 +70,14 @@ func testSaveCountsNeverLowers(t *testing.T, newStore Constructor) {
 			t.Errorf("%s: saved %+v, kept %+v", st.why, st.save, w)
 		}
 	}
+	// One save holding a window more than once keeps the latest of them.
+	next := minute.Add(2 * time.Minute)
+	save(store.Window{AccountID: "a", Window: "minute", Start: next, Count: 4},
+		store.Window{AccountID: "a", Window: "minute", Start: next, Count: 7},
+		store.Window{AccountID: "a", Window: "minute", Start: minute.Add(time.Minute), Count: 90})
+	if w := loadWindows(t, s, day)["a/minute"]; !w.Start.Equal(next) || w.Count != 7 {
+		t.Errorf("one save holding the window three times kept %+v, want the latest start's highest count (7 at %v)", w, next)
+	}
 }
 
 // Saves that race, in any order, keep the highest count of the latest
@@ -142,6 +150,15 @@ func testUsageAddsUp(t *testing.T, newStore Constructor) {
 	}
 	if got, _ := s.UsageSince(ctx, "acct_1", hour); len(got) != 3 || got[0].Count != 7+6 {
 		t.Errorf("after adding 6 more: %+v", got)
+	}
+	// One save holding a key's hour twice adds both.
+	must(t, s.SaveCounts(ctx, nil, []store.KeyUsage{use("key_x", "acct_2", "", hour, 2, t0.Add(2*time.Hour)),
+		use("key_x", "acct_2", "", hour, 3, t0.Add(time.Hour))}), "SaveCounts")
+	if got, _ := s.UsageSince(ctx, "acct_2", hour); len(got) != 1 || got[0].Count != 9+2+3 {
+		t.Errorf("after one save holding the hour twice (2 and 3): %+v, want %d", got, 9+2+3)
+	}
+	if k, err := s.Key(ctx, "key_x"); err != nil || !k.LastUsedAt.Equal(t0.Add(2*time.Hour)) {
+		t.Errorf("LastUsedAt %v, %v; want the save's latest use, %v", k.LastUsedAt, err, t0.Add(2*time.Hour))
 	}
 }
 
