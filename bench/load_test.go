@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -63,6 +64,21 @@ func bareHandler() http.Handler {
 	return r
 }
 
+// answerHandler is the bare handler answering with header and body: what
+// the HTTP stack costs for an answer as large as another's.
+func answerHandler(header http.Header, body []byte) http.Handler {
+	r := chi.NewRouter()
+	r.Get("/answer", func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		for k, v := range header {
+			h[k] = v
+		}
+		w.WriteHeader(http.StatusOK)
+		w.Write(body)
+	})
+	return r
+}
+
 // serveTLS serves h over TLS on a loopback port as app.Run does: a TLS
 // listener with the server's TLS configuration (h2 and http/1.1 offered)
 // and the same timeouts.
@@ -101,6 +117,10 @@ type loadFixture struct {
 	// apiStoreAddrs are the API with counter store on the first handle
 	// and on the second.
 	apiStoreAddrs [2]string
+	// answerAddr is the bare handler answering with budget-status's
+	// headers and body (check serves it).
+	answerAddr string
+	tls        *tls.Config
 	// creds are the keys of the first database's accounts, storeCreds
 	// those of the second's.
 	creds, storeCreds []http.Header
@@ -128,8 +148,8 @@ func newLoadFixture(b *testing.B) *loadFixture {
 	if err != nil {
 		b.Fatal(err)
 	}
-	f.cert = mat.Cert
-	f.bareAddr = serveTLS(b, bareHandler(), mat.Config())
+	f.cert, f.tls = mat.Cert, mat.Config()
+	f.bareAddr = serveTLS(b, bareHandler(), f.tls)
 
 	// The counter as app.Run builds it: the configured engine (memory),
 	// persisted to the database, flushed every second (the default
@@ -197,7 +217,7 @@ func newAccounts(b *testing.B, svc *app.Services) []http.Header {
 func (f *loadFixture) check(b *testing.B) {
 	c := &http.Client{Transport: &http.Transport{TLSClientConfig: clientTLS(b, f.cert)}}
 	defer c.CloseIdleConnections()
-	get := func(url string, h http.Header) []byte {
+	get := func(url string, h http.Header) (http.Header, []byte) {
 		req, _ := http.NewRequest(http.MethodGet, url, nil)
 		copyHeader(req.Header, h)
 		resp, err := c.Do(req)
@@ -209,9 +229,9 @@ func (f *loadFixture) check(b *testing.B) {
 		if resp.StatusCode != http.StatusOK {
 			b.Fatalf("GET %s: %s %s", url, resp.Status, body)
 		}
-		return body
+		return resp.Header, body
 	}
-	get("https://"+f.bareAddr+"/bare", nil)
+	_, _ = get("https://"+f.bareAddr+"/bare", nil)
 	var bs struct {
 		Success bool `json:"success"`
 		Data    struct {
@@ -221,14 +241,20 @@ func (f *loadFixture) check(b *testing.B) {
 			} `json:"rate_limits"`
 		} `json:"data"`
 	}
+	var header http.Header
 	var body []byte
 	for addr, creds := range map[string]http.Header{f.apiAddr: f.creds[0], f.apiStoreAddrs[0]: f.storeCreds[0], f.apiStoreAddrs[1]: f.storeCreds[0]} {
-		body = get("https://"+addr+"/api/v1/ai/budget-status", creds)
+		header, body = get("https://"+addr+"/api/v1/ai/budget-status", creds)
 		if err := json.Unmarshal(body, &bs); err != nil || !bs.Success || bs.Data.QuotaTier != "Enterprise" {
 			b.Fatalf("budget-status answered %s (%v)", body, err)
 		}
 	}
 	b.Logf("budget-status response: %d bytes of JSON; bare response: %d bytes", len(body), len(bareBody))
+	header.Del("Date") // net/http writes its own
+	f.answerAddr = serveTLS(b, answerHandler(header, body), f.tls)
+	if h, got := get("https://"+f.answerAddr+"/answer", nil); !bytes.Equal(got, body) || len(h) != len(header)+1 {
+		b.Fatalf("the bare handler answering as budget-status does: %d headers and %s, want %d and %s", len(h), got, len(header)+1, body)
+	}
 }
 
 func copyHeader(dst, src http.Header) {
@@ -270,6 +296,7 @@ func BenchmarkLoad(b *testing.B) {
 	f.check(b)
 	ctx := context.Background()
 	bare := NewH1(f.bareAddr, "localhost", "/bare", clientTLS(b, f.cert, "http/1.1"), nil)
+	answer := NewH1(f.answerAddr, "localhost", "/answer", clientTLS(b, f.cert, "http/1.1"), nil)
 	budget := NewH1(f.apiAddr, "localhost", "/api/v1/ai/budget-status", clientTLS(b, f.cert, "http/1.1"), f.creds)
 	budgetStore := NewH1(f.apiStoreAddrs[0], "localhost", "/api/v1/ai/budget-status", clientTLS(b, f.cert, "http/1.1"), f.storeCreds)
 	budgetStore2 := &Spread{Targets: []Target{budgetStore,
@@ -278,6 +305,7 @@ func BenchmarkLoad(b *testing.B) {
 
 	const (
 		nBare    = "bare chi handler, HTTP/1.1"
+		nAnswer  = "bare chi handler answering as budget-status (diagnostic), HTTP/1.1"
 		nBudget  = "budget-status, HTTP/1.1"
 		nStore   = "budget-status, counter store, HTTP/1.1"
 		nStore2  = "budget-status, counter store, two handles, HTTP/1.1"
@@ -285,6 +313,7 @@ func BenchmarkLoad(b *testing.B) {
 	)
 	b.ResetTimer()
 	bareClosed := run(ClosedLoop(ctx, nBare, bare, *workers, *warmup, *phase))
+	answerClosed := run(ClosedLoop(ctx, nAnswer, answer, *workers, *warmup, *phase))
 	budgetClosed := run(ClosedLoop(ctx, nBudget, budget, *workers, *warmup, *phase))
 	storeClosed := run(ClosedLoop(ctx, nStore, budgetStore, *workers, *warmup, *phase))
 	store2Closed := run(ClosedLoop(ctx, nStore2, budgetStore2, *workers, *warmup, *phase))
@@ -294,14 +323,17 @@ func BenchmarkLoad(b *testing.B) {
 	storeOpen := run(OpenLoop(ctx, nStore, budgetStore, *openWorkers, *openShare*storeClosed.Rate(), *warmup, *phase))
 	store2Open := run(OpenLoop(ctx, nStore2, budgetStore2, *openWorkers, *openShare*store2Closed.Rate(), *warmup, *phase))
 	noFlushOpen := run(OpenLoop(ctx, nNoFlush, noFlush, *openWorkers, *openShare*noFlushClosed.Rate(), *warmup, *phase))
-	var bareH2, budgetH2 Result
+	var bareH2, answerH2, budgetH2 Result
 	if *withH2 {
 		h2bare := NewH2("https://"+f.bareAddr+"/bare", clientTLS(b, f.cert), nil)
+		h2answer := NewH2("https://"+f.answerAddr+"/answer", clientTLS(b, f.cert), nil)
 		h2budget := NewH2("https://"+f.apiAddr+"/api/v1/ai/budget-status", clientTLS(b, f.cert), f.creds)
 		bareH2 = run(ClosedLoop(ctx, "bare chi handler, HTTP/2", h2bare, *workers, *warmup, *phase))
+		answerH2 = run(ClosedLoop(ctx, "bare chi handler answering as budget-status (diagnostic), HTTP/2", h2answer, *workers, *warmup, *phase))
 		budgetH2 = run(ClosedLoop(ctx, "budget-status, HTTP/2", h2budget, *workers, *warmup, *phase))
-		h2bare.Client.CloseIdleConnections()
-		h2budget.Client.CloseIdleConnections()
+		for _, c := range []*H2{h2bare, h2answer, h2budget} {
+			c.Client.CloseIdleConnections()
+		}
 	}
 	onEngines := budgetOnEngines(b, run)
 	var costs []metricsCost
@@ -336,7 +368,9 @@ func BenchmarkLoad(b *testing.B) {
 	if *withH2 {
 		b.ReportMetric(bareH2.Rate(), "bare-h2-req/s")
 		b.ReportMetric(budgetH2.Rate(), "budget-h2-req/s")
+		b.ReportMetric(answerH2.Rate(), "answer-h2-req/s")
 	}
+	b.ReportMetric(answerClosed.Rate(), "answer-req/s")
 
 	var out strings.Builder
 	fmt.Fprintf(&out, "\nBenchmarkLoad: %d CPUs (GOMAXPROCS %d), %s, generator and server in one process, server log level error (discarded)\n\n",
@@ -353,6 +387,12 @@ func BenchmarkLoad(b *testing.B) {
 		store2Closed.Rate(), ms(store2Closed.P50), ms(store2Closed.P99), ms(store2Open.P50), ms(store2Open.P99), us(store2Closed.CPUPerRequest()))
 	fmt.Fprintf(&out, "\nDiagnostic, not a target: with a counter that is never flushed, budget-status reaches %.0f%% of the bare handler and its open-loop p99 is %s ms.\n",
 		100*noFlushClosed.Rate()/bareClosed.Rate(), ms(noFlushOpen.P99))
+	fmt.Fprintf(&out, "Diagnostic, not a target: the bare handler answering with budget-status's headers and body reaches %.0f%% of the bare handler, and budget-status %.0f%% of it (HTTP/1.1, closed loop)",
+		100*answerClosed.Rate()/bareClosed.Rate(), 100*budgetClosed.Rate()/answerClosed.Rate())
+	if *withH2 {
+		fmt.Fprintf(&out, "; on HTTP/2 %.0f%% and %.0f%%", 100*answerH2.Rate()/bareH2.Rate(), 100*budgetH2.Rate()/answerH2.Rate())
+	}
+	out.WriteString(".\n")
 	reportEngines(b, &out, onEngines)
 	fmt.Fprintln(os.Stdout, out.String())
 	reportMetrics(b, costs...)
