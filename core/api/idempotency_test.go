@@ -153,5 +153,5 @@ func post(ts *testServer, key string) *http.Request {
 	r := httptest.NewRequest(http.MethodPost, "/v1/domains", strings.NewReader(`{}`))
 	r.Header.Set("Content-Type", "application/json")
 	r.Header.Set("Idempotency-Key", key)
-	return r.WithContext(context.WithValue(r.Context(), keyPrincipal, ts.account))
+	return r.WithContext(context.WithValue(r.Context(), keyState, &state{authenticated: true, principal: ts.account}))
 }

@@ -32,6 +32,6 @@ func (s *Server) Authenticated(challenge func(r *http.Request, sent bool) string
 
 // PrincipalOf is the principal of a request Authenticated served.
 func PrincipalOf(ctx context.Context) (auth.Principal, bool) {
-	p, ok := ctx.Value(keyPrincipal).(auth.Principal)
-	return p, ok
+	st := stateOf(ctx)
+	return st.principal, st.authenticated
 }

@@ -26,27 +26,46 @@ import (
 type ctxKey int
 
 const (
-	keyRequestID ctxKey = iota
-	keyPrincipal
-	keyDecision
-	keyAddr // the client address's subject, for rateLimit's Admit
+	keyState ctxKey = iota
 	keyInProcess
 )
 
-func requestID(r *http.Request) string {
-	id, _ := r.Context().Value(keyRequestID).(string)
-	return id
+// state is what the middleware learns of a request, in one context value
+// that base sets: authenticate and rateLimit fill in theirs, where each
+// would copy the request to add a value of its own.
+type state struct {
+	id string
+	// authenticated tells that principal and addr (the client address's
+	// subject, for rateLimit's Admit) are set.
+	authenticated bool
+	principal     auth.Principal
+	addr          limits.Subject
+	decision      limits.Decision
 }
 
-func principal(r *http.Request) auth.Principal {
-	p, _ := r.Context().Value(keyPrincipal).(auth.Principal)
-	return p
+func stateOf(ctx context.Context) *state {
+	st, _ := ctx.Value(keyState).(*state)
+	if st == nil {
+		return &state{}
+	}
+	return st
 }
 
-func decision(r *http.Request) limits.Decision {
-	d, _ := r.Context().Value(keyDecision).(limits.Decision)
-	return d
+// withState is r with a state of its own to fill in: base's, or a new one
+// for a request served without base or whose state is already filled.
+func withState(r *http.Request) (*http.Request, *state) {
+	if st, _ := r.Context().Value(keyState).(*state); st != nil && !st.authenticated {
+		return r, st
+	}
+	st := &state{id: stateOf(r.Context()).id}
+	return r.WithContext(context.WithValue(r.Context(), keyState, st)), st
 }
+
+func requestID(r *http.Request) string { return stateOf(r.Context()).id }
+
+func principal(r *http.Request) auth.Principal { return stateOf(r.Context()).principal }
+
+func decision(r *http.Request) limits.Decision { return stateOf(r.Context()).decision }
 
 // statusWriter remembers the status for the access log.
 type statusWriter struct {
@@ -89,7 +108,7 @@ func (s *Server) base(next http.Handler) http.Handler {
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("Cache-Control", "no-store")
 		// Reads may be served from caches validated after this request began.
-		r = r.WithContext(cache.AsOf(context.WithValue(r.Context(), keyRequestID, id), start))
+		r = r.WithContext(cache.AsOf(context.WithValue(r.Context(), keyState, &state{id: id}), start))
 		sw := &statusWriter{ResponseWriter: w}
 		defer func() {
 			if v := recover(); v != nil {
@@ -218,8 +237,9 @@ func (s *Server) authenticateWith(withSecret bool, wwwAuth func(r *http.Request,
 			fe, _ := fault.As(err)
 			switch {
 			case err == nil:
-				ctx := context.WithValue(context.WithValue(r.Context(), keyPrincipal, p), keyAddr, addr)
-				next.ServeHTTP(w, r.WithContext(ctx))
+				r, st := withState(r)
+				st.authenticated, st.principal, st.addr = true, p, addr
+				next.ServeHTTP(w, r)
 			case fe != nil && (fe.Code == fault.KeyRevoked || fe.Code == fault.KeyExpired):
 				// No guess, but an address out of failures is refused
 				// all the same (its exact window: Screen may not know).
@@ -326,15 +346,15 @@ func policy(l [3]int) string {
 // refused request counts in none.
 func (s *Server) rateLimit(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p := principal(r)
+		st := stateOf(r.Context())
+		p := st.principal
 		t, ok := limits.TierByName(p.Account.Tier)
 		if !ok {
 			writeError(w, r, s.log, fmt.Errorf("account %s has unknown tier %q", p.AccountID(), p.Account.Tier))
 			return
 		}
-		addr, _ := r.Context().Value(keyAddr).(limits.Subject)
 		u := limits.Use{AccountID: p.AccountID(), KeyID: p.Key.ID, ClientID: p.ClientID(), At: s.now()}
-		guard, d, err := limits.Admit(r.Context(), s.counter, s.guard, addr, u, t.Limits())
+		guard, d, err := limits.Admit(r.Context(), s.counter, s.guard, st.addr, u, t.Limits())
 		if !s.admitted(w, r)(guard, err) {
 			return
 		}
@@ -359,7 +379,8 @@ func (s *Server) rateLimit(next http.Handler) http.Handler {
 			return
 		}
 		s.limits.Decision(metrics.Admitted, t.Name)
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyDecision, d)))
+		st.decision = d
+		next.ServeHTTP(w, r)
 	})
 }
 
