@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -290,7 +291,16 @@ func TestUSD(t *testing.T) {
 			t.Errorf("round trip %d via %s: %d %v", u, b, back, err)
 		}
 	}
-	if Dollars(0.1) != 100_000 || Cents(1250) != 12_500_000 || USD(12_500_000).String() != "12.5" {
-		t.Errorf("Dollars/Cents/String")
+	if Dollars(0.1) != 100_000 || Cents(1250) != 12_500_000 {
+		t.Errorf("Dollars/Cents")
+	}
+	for u, want := range map[USD]string{0: "0", 1: "0.000001", 10: "0.00001", 12_500_000: "12.5", 1_230_000: "1.23",
+		-2_500_000: "-2.5", -1: "-0.000001", MaxUSD: "1000000000", 100_000_007: "100.000007", math.MinInt64: "-9223372036854.775808"} {
+		if got := u.String(); got != want {
+			t.Errorf("USD(%d).String() = %q, want %q", int64(u), got, want)
+		}
+		if got := string(u.Append([]byte("x"))); got != "x"+want {
+			t.Errorf("USD(%d).Append(x) = %q, want %q", int64(u), got, "x"+want)
+		}
 	}
 }

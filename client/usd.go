@@ -1,8 +1,8 @@
 package client
 
 import (
+	"bytes"
 	"errors"
-	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -119,24 +119,27 @@ func ParseUSD(s string) (USD, error) {
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
 // String formats the amount as a plain decimal number of dollars ("12.5").
-func (u USD) String() string {
-	neg := u < 0
-	v := int64(u)
-	if neg {
+func (u USD) String() string { return string(u.Append(nil)) }
+
+// Append appends the amount as String formats it.
+func (u USD) Append(b []byte) []byte {
+	v := uint64(u)
+	if u < 0 {
+		b = append(b, '-')
 		v = -v
 	}
-	s := strconv.FormatInt(v/1_000_000, 10)
+	b = strconv.AppendUint(b, v/1_000_000, 10)
 	if frac := v % 1_000_000; frac != 0 {
-		s += "." + strings.TrimRight(fmt.Sprintf("%06d", frac), "0")
+		var digits [7]byte
+		d := strconv.AppendUint(digits[:0], 1_000_000+frac, 10) // "1" and six digits
+		b = append(b, '.')
+		b = append(b, bytes.TrimRight(d[1:], "0")...)
 	}
-	if neg {
-		s = "-" + s
-	}
-	return s
+	return b
 }
 
 // MarshalJSON writes the amount as a JSON number of dollars.
-func (u USD) MarshalJSON() ([]byte, error) { return []byte(u.String()), nil }
+func (u USD) MarshalJSON() ([]byte, error) { return u.Append(nil), nil }
 
 // UnmarshalJSON reads a JSON number of dollars exactly.
 func (u *USD) UnmarshalJSON(b []byte) error {

@@ -49,7 +49,7 @@ func (s *Server) budgetStatus(w http.ResponseWriter, r *http.Request) {
 		AccountID:      p.AccountID(),
 		ClientID:       optional(p.ClientID()),
 	}
-	writeJSON(w, http.StatusOK, envelope(bs))
+	writeRaw(w, http.StatusOK, appendBudgetStatus(make([]byte, 0, 768), bs))
 }
 
 func optional(s string) *string {
