@@ -220,7 +220,7 @@ func (s *Server) authenticateWith(withSecret bool, wwwAuth func(r *http.Request,
 			withSecret := withSecret && r.Context().Value(keyInProcess) == nil
 			now := s.now()
 			addr := limits.AddrSubject(s.clientAddr(r))
-			if !s.admitted(w, r)(s.guard.Screen(r.Context(), addr, now)) {
+			if t, gerr := s.guard.Screen(r.Context(), addr, now); !s.admitted(w, r, t, gerr) {
 				return
 			}
 			var key, secret string
@@ -243,13 +243,13 @@ func (s *Server) authenticateWith(withSecret bool, wwwAuth func(r *http.Request,
 			case fe != nil && (fe.Code == fault.KeyRevoked || fe.Code == fault.KeyExpired):
 				// No guess, but an address out of failures is refused
 				// all the same (its exact window: Screen may not know).
-				if s.admitted(w, r)(s.guard.Peek(r.Context(), addr, now)) {
+				if t, gerr := s.guard.Peek(r.Context(), addr, now); s.admitted(w, r, t, gerr) {
 					s.fail(w, r, limits.KeySubject(key), now, keyPolicy, err, wwwAuth(r, withSecret, true))
 				}
 			case fe != nil && fe.Code.Status() == http.StatusUnauthorized:
 				s.fail(w, r, addr, now, addrPolicy, err, wwwAuth(r, withSecret, key != ""))
 			default:
-				if s.admitted(w, r)(s.guard.Peek(r.Context(), addr, now)) {
+				if t, gerr := s.guard.Peek(r.Context(), addr, now); s.admitted(w, r, t, gerr) {
 					writeError(w, r, s.log, err)
 				}
 			}
@@ -261,18 +261,16 @@ func (s *Server) authenticateWith(withSecret bool, wwwAuth func(r *http.Request,
 // Tally and error: Screen, Peek or Admit's) and reports that the address
 // has failures left; if not, or if the guard cannot tell (its engine is
 // unreachable: 503), the request is answered.
-func (s *Server) admitted(w http.ResponseWriter, r *http.Request) func(limits.Tally, error) bool {
-	return func(t limits.Tally, err error) bool {
-		if err != nil {
-			s.limits.CounterError()
-			writeError(w, r, s.log, err)
-			return false
-		}
-		if !t.Allowed {
-			s.refuse(w, r, t, addrPolicy, nil, "")
-		}
-		return t.Allowed
+func (s *Server) admitted(w http.ResponseWriter, r *http.Request, t limits.Tally, err error) bool {
+	if err != nil {
+		s.limits.CounterError()
+		writeError(w, r, s.log, err)
+		return false
 	}
+	if !t.Allowed {
+		s.refuse(w, r, t, addrPolicy, nil, "")
+	}
+	return t.Allowed
 }
 
 // fail counts a failed authentication against subject and answers it:
@@ -355,7 +353,7 @@ func (s *Server) rateLimit(next http.Handler) http.Handler {
 		}
 		u := limits.Use{AccountID: p.AccountID(), KeyID: p.Key.ID, ClientID: p.ClientID(), At: s.now()}
 		guard, d, err := limits.Admit(r.Context(), s.counter, s.guard, st.addr, u, t.Limits())
-		if !s.admitted(w, r)(guard, err) {
+		if !s.admitted(w, r, guard, err) {
 			return
 		}
 		h := w.Header()
