@@ -164,6 +164,9 @@ func (c *child) stop(tb testing.TB) {
 		<-done
 		tb.Error("aivis serve did not stop within 30s of SIGTERM")
 	}
+	if tb.Failed() && c.stderr.Len() > 0 {
+		tb.Logf("aivis serve (pid %d) logged at level error:\n%s", c.cmd.Process.Pid, c.stderr.String())
+	}
 }
 
 // memStatus reads VmRSS and VmHWM, in MB (2^20 bytes), of a process.

@@ -161,6 +161,30 @@ func TestClaimPlansUseIndexes(t *testing.T) {
 // An Update that loses a serialization failure to a transaction that
 // committed meanwhile runs again, and sees what that one wrote: whether
 // its function returned the failure or went on as if nothing happened.
+// A transaction that finds the locks' shared memory full runs again: the
+// server's error (53200, "out of shared memory", which the predicate locks
+// of many SERIALIZABLE transactions at once can cause) raised in its
+// first run, the second run commits.
+func TestUpdateRunsAgainWhenTheLocksMemoryIsFull(t *testing.T) {
+	db := open(t, testsvc.Postgres(t), box(t))
+	must(t, db.CreateAccount(ctx, store.Account{ID: "acct_1", Name: "a", Tier: "starter", Type: store.AccountStandard, CreatedAt: time.Now()}))
+	runs := 0
+	err := db.Update(ctx, func(tx store.Tx) error {
+		runs++
+		if runs == 1 {
+			return postgres.ExecIn(tx, `DO $$ BEGIN RAISE EXCEPTION 'out of shared memory'
+				USING ERRCODE = '53200', HINT = 'You might need to increase max_pred_locks_per_transaction.'; END $$`)
+		}
+		return tx.InsertDomain(store.MonitoredDomain{ID: "dom_a", AccountID: "acct_1", Domain: "a.example", CreatedAt: time.Now(), UpdatedAt: time.Now()})
+	})
+	if err != nil || runs != 2 {
+		t.Fatalf("Update: %v after %d runs, want nil after 2", err, runs)
+	}
+	if _, err := db.MonitoredDomain(ctx, "acct_1", "dom_a"); err != nil {
+		t.Errorf("the second run's domain: %v", err)
+	}
+}
+
 func TestUpdateRunsAgainAfterASerializationFailure(t *testing.T) {
 	for _, swallow := range []bool{false, true} {
 		name := map[bool]string{false: "ErrorReturned", true: "ErrorSwallowed"}[swallow]

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/aivis/aivis/core/secrets"
+	"github.com/aivis/aivis/core/store"
 	"github.com/aivis/aivis/core/store/schema"
 	"github.com/aivis/aivis/core/store/schema/schematest"
 )
@@ -88,4 +89,11 @@ func Reach(ctx context.Context, pool *pgxpool.Pool, refusals func()) error {
 	refused = refusals
 	defer func() { refused = nil }()
 	return reach(ctx, pool)
+}
+
+// ExecIn runs a statement in an Update's transaction.
+func ExecIn(tx store.Tx, sql string) error {
+	t := tx.(*txn)
+	_, err := t.tx.Exec(t.ctx, sql)
+	return err
 }

@@ -7,8 +7,9 @@
 // each is written):
 //   - Update runs its function in one SERIALIZABLE transaction and runs it
 //     again, from a fresh transaction, when PostgreSQL reports a
-//     serialization failure (40001) or a deadlock (40P01) at any statement
-//     or at the commit: every Update is as if no other ran meanwhile. That
+//     serialization failure (40001), a deadlock (40P01) or its locks'
+//     shared memory full (53200) at any statement or at the commit: every
+//     Update is as if no other ran meanwhile. That
 //     is what keeps a budget, the active-request cap and the caps of
 //     domains, webhooks and connections, each read and then written in one
 //     Update: of callers that race past a limit, all but one fail and
@@ -299,10 +300,16 @@ func (retryTracer) TraceCopyFromEnd(ctx context.Context, _ *pgx.Conn, data pgx.T
 	}
 }
 
-// retryable reports a serialization failure or a deadlock.
+// retryable reports a serialization failure, a deadlock, or the shared
+// memory of the locks running out (53200): a SERIALIZABLE transaction's
+// reads take predicate locks, kept after its commit until every
+// transaction that overlapped it has ended, in a table of
+// max_pred_locks_per_transaction × max_connections entries; under many
+// concurrent Updates it can fill for a moment, and the transaction that
+// finds it full fails where a later one succeeds.
 func retryable(err error) bool {
 	var pe *pgconn.PgError
-	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
+	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01" || pe.Code == "53200")
 }
 
 // txn is a write transaction (store.Tx); its statements run under ctx.
