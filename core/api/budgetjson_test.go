@@ -17,7 +17,9 @@ func TestBudgetStatusJSONIsEncodingJSONs(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
 	texts := []string{"", "Enterprise", `a "quoted" \\ one`, "<script>&", "tab\there", "naïve ✓", "\u2028\x00", "acct_9f8e7d"}
 	text := func() string { return texts[rng.IntN(len(texts))] }
-	n := func() int { return []int{0, 1, -1, 300, math.MaxInt32, math.MinInt64, math.MaxInt64, rng.Int()}[rng.IntN(8)] }
+	n := func() int {
+		return []int{0, 1, -1, 300, math.MaxInt32, math.MinInt64, math.MaxInt64, rng.Int()}[rng.IntN(8)]
+	}
 	usd := func() client.USD {
 		return client.USD([]int64{0, 1, 10, 12_500_000, -2_500_000, int64(client.MaxUSD), math.MinInt64, rng.Int64() - rng.Int64()}[rng.IntN(8)])
 	}
