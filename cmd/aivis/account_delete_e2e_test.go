@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/aivis/aivis/internal/browsertest"
 )
 
 // TestDashboardDeletesTheAccountInBrowser: in headless Chromium, the
@@ -40,7 +42,7 @@ func TestDashboardDeletesTheAccountInBrowser(t *testing.T) {
 	if h := text(`#delete-account`); h != "Delete this account" {
 		t.Errorf("the account page's heading %q", h)
 	}
-	run("a wrong name", chromedp.SendKeys(`#confirm_name`, "Doomed", chromedp.ByQuery), chromedp.Submit(`#confirm_name`, chromedp.ByQuery),
+	run("a wrong name", chromedp.SendKeys(`#confirm_name`, "Doomed", chromedp.ByQuery), browsertest.Leaving(chromedp.Submit(`#confirm_name`, chromedp.ByQuery)),
 		chromedp.WaitVisible(`.problem`, chromedp.ByQuery))
 	if p := text(`.problem`); !strings.Contains(p, "nothing is deleted") {
 		t.Errorf("a wrong name: %q", p)
@@ -49,7 +51,7 @@ func TestDashboardDeletesTheAccountInBrowser(t *testing.T) {
 		t.Fatalf("the key after a wrong name: %d %s", r.Status, r.Body)
 	}
 	run("the name", chromedp.SendKeys(`#confirm_name`, "Doomed Skates", chromedp.ByQuery),
-		chromedp.Submit(`#confirm_name`, chromedp.ByQuery), chromedp.WaitVisible(`.notice`, chromedp.ByQuery))
+		browsertest.Leaving(chromedp.Submit(`#confirm_name`, chromedp.ByQuery)), chromedp.WaitVisible(`.notice`, chromedp.ByQuery))
 	if n := text(`.notice`); !strings.Contains(n, "account is deleted") {
 		t.Errorf("after the delete: %q", n)
 	}
@@ -123,7 +125,7 @@ func ownerBrowser(t *testing.T, browser string, s *server, name, email string) (
 		chromedp.SendKeys(`#email`, email, chromedp.ByQuery),
 		chromedp.SendKeys(`#password`, "a long owner password", chromedp.ByQuery),
 		chromedp.SendKeys(`#password_again`, "a long owner password", chromedp.ByQuery),
-		chromedp.Submit(`#password_again`, chromedp.ByQuery), chromedp.WaitVisible(`nav`, chromedp.ByQuery))
+		browsertest.Leaving(chromedp.Submit(`#password_again`, chromedp.ByQuery)), chromedp.WaitVisible(`nav`, chromedp.ByQuery))
 	return run, text
 }
 

@@ -29,6 +29,7 @@ import (
 	"github.com/aivis/aivis/connectors/slack/slackfake"
 	"github.com/aivis/aivis/core/dashboard"
 	"github.com/aivis/aivis/core/probe/probefake"
+	"github.com/aivis/aivis/internal/browsertest"
 	"github.com/aivis/aivis/internal/npmtest"
 )
 
@@ -223,7 +224,7 @@ func TestDashboardInBrowser(t *testing.T) {
 			chromedp.SendKeys(`#email`, "owner@acme.example", chromedp.ByQuery),
 			chromedp.SendKeys(`#password`, "a long owner password", chromedp.ByQuery),
 			chromedp.SendKeys(`#password_again`, "a long owner password", chromedp.ByQuery),
-			chromedp.Submit(`#password_again`, chromedp.ByQuery),
+			browsertest.Leaving(chromedp.Submit(`#password_again`, chromedp.ByQuery)),
 			chromedp.WaitVisible(`svg.chart`, chromedp.ByQuery))
 		if h := text("h1"); h != "Overview" {
 			t.Fatalf("after joining the page is %q, want Overview", h)
@@ -240,7 +241,7 @@ func TestDashboardInBrowser(t *testing.T) {
 			chromedp.WaitVisible(`#key-name`, chromedp.ByQuery),
 			chromedp.SendKeys(`#key-name`, "browser key", chromedp.ByQuery),
 			chromedp.Click(`#scope-content\:write`, chromedp.ByQuery), // leave one scope out
-			chromedp.Submit(`#key-name`, chromedp.ByQuery),
+			browsertest.Leaving(chromedp.Submit(`#key-name`, chromedp.ByQuery)),
 			chromedp.WaitVisible(`#new-secret`, chromedp.ByQuery),
 			chromedp.Value(`#new-key`, &apiKey, chromedp.ByQuery),
 			chromedp.Value(`#new-secret`, &secret, chromedp.ByQuery),
@@ -283,7 +284,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	t.Run("revoke the key and the API refuses it", func(t *testing.T) {
 		run("revoke", chromedp.Navigate(s.URL+"/keys"),
 			chromedp.WaitVisible(`button[aria-label="Revoke browser key"]`, chromedp.ByQuery),
-			chromedp.Click(`button[aria-label="Revoke browser key"]`, chromedp.ByQuery),
+			browsertest.Leaving(chromedp.Click(`button[aria-label="Revoke browser key"]`, chromedp.ByQuery)),
 			chromedp.WaitVisible(`.notice`, chromedp.ByQuery), shot("05-key-revoked"))
 		if dialogs.Load() != 1 {
 			t.Errorf("revoking asked %d confirmations, want 1", dialogs.Load())
@@ -302,7 +303,7 @@ func TestDashboardInBrowser(t *testing.T) {
 			chromedp.WaitVisible(`#wh-domain`, chromedp.ByQuery),
 			chromedp.SendKeys(`#wh-domain`, "acme.example", chromedp.ByQuery),
 			chromedp.SendKeys(`#wh-url`, hooks.URL+"/aivis", chromedp.ByQuery),
-			chromedp.Submit(`#wh-domain`, chromedp.ByQuery),
+			browsertest.Leaving(chromedp.Submit(`#wh-domain`, chromedp.ByQuery)),
 			chromedp.WaitVisible(`#test-outcome`, chromedp.ByQuery), shot("06-webhook-created"))
 		if o := text("#test-outcome"); !strings.Contains(o, "200") {
 			t.Fatalf("the test outcome reads %q", o)
@@ -316,7 +317,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		if !strings.HasPrefix(secretShown, "whsec_") {
 			t.Fatalf("the webhook's secret reads %q", secretShown)
 		}
-		run("deliveries", chromedp.Click(`a[href^="/webhooks/wh_"]`, chromedp.ByQuery),
+		run("deliveries", browsertest.Leaving(chromedp.Click(`a[href^="/webhooks/wh_"]`, chromedp.ByQuery)),
 			chromedp.WaitVisible(`#deliveries`, chromedp.ByQuery), shot("07-webhook-deliveries"))
 		if d := text(`#deliveries tbody`); !strings.Contains(d, "webhook_test") || !strings.Contains(d, "succeeded") || !strings.Contains(d, "HTTP 200") {
 			t.Fatalf("the deliveries read %q", d)
@@ -330,7 +331,7 @@ func TestDashboardInBrowser(t *testing.T) {
 			t.Fatalf("the connector's health reads %q", h)
 		}
 		var inputType string
-		run("form", chromedp.Click(`a[href="/connectors/partner-chat"]`, chromedp.ByQuery),
+		run("form", browsertest.Leaving(chromedp.Click(`a[href="/connectors/partner-chat"]`, chromedp.ByQuery)),
 			chromedp.WaitVisible(`#f-webhook_url`, chromedp.ByQuery),
 			chromedp.AttributeValue(`#f-webhook_url`, "type", &inputType, nil, chromedp.ByQuery),
 			chromedp.SendKeys(`#con-name`, "Team chat", chromedp.ByQuery),
@@ -339,7 +340,7 @@ func TestDashboardInBrowser(t *testing.T) {
 			chromedp.SendKeys(`#min-citation`, "20", chromedp.ByQuery),
 			chromedp.SendKeys(`#min-errors`, "5", chromedp.ByQuery),
 			shot("09-connector-form"),
-			chromedp.Submit(`#con-name`, chromedp.ByQuery),
+			browsertest.Leaving(chromedp.Submit(`#con-name`, chromedp.ByQuery)),
 			chromedp.WaitVisible(`#test-connection`, chromedp.ByQuery))
 		if inputType != "password" {
 			t.Errorf("the secret field's input is %q, want password (write-only)", inputType)
@@ -352,7 +353,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		if !strings.Contains(html, "citation rate change 20 percentage points, crawler errors 5 error hits") {
 			t.Errorf("the connection page does not show the thresholds typed: %s", html)
 		}
-		run("test", chromedp.Click(`#test-connection`, chromedp.ByQuery),
+		run("test", browsertest.Leaving(chromedp.Click(`#test-connection`, chromedp.ByQuery)),
 			chromedp.WaitVisible(`#test-result`, chromedp.ByQuery), shot("10-connection-tested"))
 		if r := text(`#test-result h2`); r != "Test result: delivered" {
 			t.Fatalf("the test result reads %q", r)
@@ -368,9 +369,9 @@ func TestDashboardInBrowser(t *testing.T) {
 			chromedp.Value(`#f-webhook_url`, &secretValue, chromedp.ByQuery),
 			chromedp.SetValue(`#f-username`, "renamed bot", chromedp.ByQuery),
 			chromedp.SetValue(`#min-score`, "7", chromedp.ByQuery),
-			chromedp.Submit(`#f-username`, chromedp.ByQuery),
+			browsertest.Leaving(chromedp.Submit(`#f-username`, chromedp.ByQuery)),
 			chromedp.WaitVisible(`.notice`, chromedp.ByQuery),
-			chromedp.Click(`#test-connection`, chromedp.ByQuery),
+			browsertest.Leaving(chromedp.Click(`#test-connection`, chromedp.ByQuery)),
 			chromedp.WaitVisible(`#test-result`, chromedp.ByQuery))
 		if secretValue != "" {
 			t.Errorf("the edit form shows the secret %q", secretValue)
@@ -393,7 +394,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		var tokenType, apiDefault string
 		run("slack form", chromedp.Navigate(s.URL+"/connectors"),
 			chromedp.WaitVisible(`a[href="/connectors/slack"]`, chromedp.ByQuery),
-			chromedp.Click(`a[href="/connectors/slack"]`, chromedp.ByQuery),
+			browsertest.Leaving(chromedp.Click(`a[href="/connectors/slack"]`, chromedp.ByQuery)),
 			chromedp.WaitVisible(`#f-bot_token`, chromedp.ByQuery),
 			chromedp.AttributeValue(`#f-bot_token`, "type", &tokenType, nil, chromedp.ByQuery),
 			chromedp.Value(`#f-api_url`, &apiDefault, chromedp.ByQuery))
@@ -407,7 +408,7 @@ func TestDashboardInBrowser(t *testing.T) {
 			chromedp.SendKeys(`#f-bot_token`, slackfake.Token, chromedp.ByQuery),
 			chromedp.SendKeys(`#f-channel`, "not a channel", chromedp.ByQuery),
 			chromedp.SetValue(`#f-api_url`, slack.APIURL(), chromedp.ByQuery),
-			chromedp.Submit(`#con-name`, chromedp.ByQuery),
+			browsertest.Leaving(chromedp.Submit(`#con-name`, chromedp.ByQuery)),
 			chromedp.WaitVisible(`.problem`, chromedp.ByQuery),
 			chromedp.OuterHTML("main", &html, chromedp.ByQuery),
 			chromedp.Value(`#f-bot_token`, &tokenAfter, chromedp.ByQuery))
@@ -421,14 +422,14 @@ func TestDashboardInBrowser(t *testing.T) {
 		}
 		run("good channel", chromedp.SendKeys(`#f-bot_token`, slackfake.Token, chromedp.ByQuery),
 			chromedp.SetValue(`#f-channel`, "#alerts", chromedp.ByQuery),
-			chromedp.Submit(`#con-name`, chromedp.ByQuery),
+			browsertest.Leaving(chromedp.Submit(`#con-name`, chromedp.ByQuery)),
 			chromedp.WaitVisible(`#test-connection`, chromedp.ByQuery),
 			chromedp.OuterHTML("main", &html, chromedp.ByQuery),
 			chromedp.Location(&slackConnection))
 		if strings.Contains(html, slackfake.Token) {
 			t.Fatal("the Slack connection's page shows the bot token")
 		}
-		run("slack test", chromedp.Click(`#test-connection`, chromedp.ByQuery),
+		run("slack test", browsertest.Leaving(chromedp.Click(`#test-connection`, chromedp.ByQuery)),
 			chromedp.WaitVisible(`#test-result`, chromedp.ByQuery), shot("10b-slack-tested"))
 		if r := text(`#test-result h2`); r != "Test result: delivered" {
 			t.Fatalf("the Slack test result reads %q", r)
@@ -442,7 +443,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	t.Run("a domain's score chart", func(t *testing.T) {
 		var k2 string
 		run("key", chromedp.Navigate(s.URL+"/keys"), chromedp.WaitVisible(`#key-name`, chromedp.ByQuery),
-			chromedp.SendKeys(`#key-name`, "readings", chromedp.ByQuery), chromedp.Submit(`#key-name`, chromedp.ByQuery),
+			chromedp.SendKeys(`#key-name`, "readings", chromedp.ByQuery), browsertest.Leaving(chromedp.Submit(`#key-name`, chromedp.ByQuery)),
 			chromedp.WaitVisible(`#new-key`, chromedp.ByQuery), chromedp.Value(`#new-key`, &k2, chromedp.ByQuery))
 		now := time.Now().UTC()
 		for i, score := range []int{41, 55, 62, 70} {
@@ -491,11 +492,11 @@ func TestDashboardInBrowser(t *testing.T) {
 		run("monitor", chromedp.Navigate(s.URL+"/domains"), chromedp.WaitVisible(`#dom-name`, chromedp.ByQuery),
 			chromedp.SendKeys(`#dom-name`, "acme.invalid", chromedp.ByQuery),
 			chromedp.SendKeys(`#dom-comp`, "Globex", chromedp.ByQuery),
-			chromedp.Submit(`#dom-name`, chromedp.ByQuery),
+			browsertest.Leaving(chromedp.Submit(`#dom-name`, chromedp.ByQuery)),
 			chromedp.WaitVisible(`a[href="/domains/acme.invalid"]`, chromedp.ByQuery),
-			chromedp.Click(`a[href="/domains/acme.invalid"]`, chromedp.ByQuery),
+			browsertest.Leaving(chromedp.Click(`a[href="/domains/acme.invalid"]`, chromedp.ByQuery)),
 			chromedp.WaitVisible(`form[action="/domains/acme.invalid/scan"] button`, chromedp.ByQuery),
-			chromedp.Click(`form[action="/domains/acme.invalid/scan"] button`, chromedp.ByQuery),
+			browsertest.Leaving(chromedp.Click(`form[action="/domains/acme.invalid/scan"] button`, chromedp.ByQuery)),
 			chromedp.WaitVisible(`.notice`, chromedp.ByQuery))
 		var findings, parts string
 		for deadline := time.Now().Add(20 * time.Second); ; {
@@ -575,7 +576,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		var answers []struct{ Engine, Text string }
 		var marks, bold int
 		run("search answers", chromedp.SendKeys(`#ans-q`, "reviewers PREFER", chromedp.ByQuery),
-			chromedp.Submit(`#ans-q`, chromedp.ByQuery), chromedp.WaitVisible(`#answer-list mark`, chromedp.ByQuery),
+			browsertest.Leaving(chromedp.Submit(`#ans-q`, chromedp.ByQuery)), chromedp.WaitVisible(`#answer-list mark`, chromedp.ByQuery),
 			chromedp.Poll(`document.readyState === "complete"`, nil),
 			chromedp.Evaluate(answersJS, &answers),
 			chromedp.Evaluate(`document.querySelectorAll("#answer-list mark").length`, &marks),
@@ -593,7 +594,7 @@ func TestDashboardInBrowser(t *testing.T) {
 			chromedp.SetValue(`#ans-engine`, "Fake", chromedp.ByQuery),
 			// The next page keeps the engine chosen, as an attribute the
 			// page it replaces does not have.
-			chromedp.Submit(`#ans-q`, chromedp.ByQuery), chromedp.WaitReady(`#ans-engine option[selected]`, chromedp.ByQuery),
+			browsertest.Leaving(chromedp.Submit(`#ans-q`, chromedp.ByQuery)), chromedp.WaitReady(`#ans-engine option[selected]`, chromedp.ByQuery),
 			chromedp.Poll(`document.readyState === "complete"`, nil),
 			chromedp.Evaluate(answersJS, &all))
 		if len(all) == 0 {
@@ -635,7 +636,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	t.Run("content requests with their state", func(t *testing.T) {
 		var ck, cs string
 		run("key", chromedp.Navigate(s.URL+"/keys"), chromedp.WaitVisible(`#key-name`, chromedp.ByQuery),
-			chromedp.SendKeys(`#key-name`, "content", chromedp.ByQuery), chromedp.Submit(`#key-name`, chromedp.ByQuery),
+			chromedp.SendKeys(`#key-name`, "content", chromedp.ByQuery), browsertest.Leaving(chromedp.Submit(`#key-name`, chromedp.ByQuery)),
 			chromedp.WaitVisible(`#new-secret`, chromedp.ByQuery),
 			chromedp.Value(`#new-key`, &ck, chromedp.ByQuery), chromedp.Value(`#new-secret`, &cs, chromedp.ByQuery))
 		r := s.do(t, req{method: "POST", path: "/api/v1/ai/content-requests", header: keyed(key{Key: ck, Secret: cs}),
@@ -687,7 +688,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		run("invite", chromedp.Navigate(s.URL+"/members"), chromedp.WaitVisible(`#invite-email`, chromedp.ByQuery),
 			chromedp.SendKeys(`#invite-email`, "dev@acme.example", chromedp.ByQuery),
 			chromedp.SetValue(`#invite-role`, "developer", chromedp.ByQuery),
-			chromedp.Submit(`#invite-email`, chromedp.ByQuery),
+			browsertest.Leaving(chromedp.Submit(`#invite-email`, chromedp.ByQuery)),
 			chromedp.WaitVisible(`#invite-link`, chromedp.ByQuery),
 			chromedp.Value(`#invite-link`, &link, chromedp.ByQuery), shot("13-members"))
 		if !strings.HasPrefix(link, s.URL+"/join?token=") {
@@ -695,7 +696,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		}
 		run("client", chromedp.Navigate(s.URL+"/clients"), chromedp.WaitVisible(`#client-name`, chromedp.ByQuery),
 			chromedp.SendKeys(`#client-name`, "Globex", chromedp.ByQuery),
-			chromedp.Submit(`#client-name`, chromedp.ByQuery),
+			browsertest.Leaving(chromedp.Submit(`#client-name`, chromedp.ByQuery)),
 			chromedp.WaitVisible(`.notice`, chromedp.ByQuery),
 			chromedp.Location(&clientURL))
 		clientID := strings.TrimSuffix(strings.TrimPrefix(clientURL, s.URL+"/clients/"), "?done=client")
@@ -703,7 +704,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		run("client key", chromedp.Navigate(s.URL+"/keys"), chromedp.WaitVisible(`#key-client`, chromedp.ByQuery),
 			chromedp.SendKeys(`#key-name`, "globex site", chromedp.ByQuery),
 			chromedp.SetValue(`#key-client`, clientID, chromedp.ByQuery),
-			chromedp.Submit(`#key-name`, chromedp.ByQuery), chromedp.WaitVisible(`#new-key`, chromedp.ByQuery),
+			browsertest.Leaving(chromedp.Submit(`#key-name`, chromedp.ByQuery)), chromedp.WaitVisible(`#new-key`, chromedp.ByQuery),
 			chromedp.Navigate(clientURL), chromedp.WaitVisible(`svg.chart`, chromedp.ByQuery), shot("14-client"))
 		if body := text("main"); !strings.Contains(body, "globex site") || strings.Contains(body, "browser key") {
 			t.Fatalf("the client's page lists keys %q: want its own only", body)
@@ -715,7 +716,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		run("invite viewer", chromedp.Navigate(s.URL+"/members"), chromedp.WaitVisible(`#invite-email`, chromedp.ByQuery),
 			chromedp.SendKeys(`#invite-email`, "viewer@acme.example", chromedp.ByQuery),
 			chromedp.SetValue(`#invite-role`, "viewer", chromedp.ByQuery),
-			chromedp.Submit(`#invite-email`, chromedp.ByQuery),
+			browsertest.Leaving(chromedp.Submit(`#invite-email`, chromedp.ByQuery)),
 			chromedp.WaitVisible(`#invite-link`, chromedp.ByQuery),
 			chromedp.Value(`#invite-link`, &link, chromedp.ByQuery))
 		// The viewer joins in a browser of their own (own cookies).
@@ -736,7 +737,7 @@ func TestDashboardInBrowser(t *testing.T) {
 			chromedp.SendKeys(`#email`, "viewer@acme.example", chromedp.ByQuery),
 			chromedp.SendKeys(`#password`, "a long viewer password", chromedp.ByQuery),
 			chromedp.SendKeys(`#password_again`, "a long viewer password", chromedp.ByQuery),
-			chromedp.Submit(`#password_again`, chromedp.ByQuery),
+			browsertest.Leaving(chromedp.Submit(`#password_again`, chromedp.ByQuery)),
 			chromedp.WaitVisible(`.who`, chromedp.ByQuery), chromedp.Text(`.who`, &who, chromedp.ByQuery),
 			chromedp.Navigate(s.URL+"/keys"), chromedp.WaitVisible(`#keys`, chromedp.ByQuery),
 			chromedp.Evaluate(`document.querySelectorAll('form[action="/keys"], button.danger').length`, &forms))
@@ -784,7 +785,7 @@ func TestDashboardInBrowser(t *testing.T) {
 			chromedp.SendKeys(`#email`, "eve@other.example", chromedp.ByQuery),
 			chromedp.SendKeys(`#password`, "a long other password", chromedp.ByQuery),
 			chromedp.SendKeys(`#password_again`, "a long other password", chromedp.ByQuery),
-			chromedp.Submit(`#password_again`, chromedp.ByQuery), chromedp.WaitVisible(`.who`, chromedp.ByQuery))
+			browsertest.Leaving(chromedp.Submit(`#password_again`, chromedp.ByQuery)), chromedp.WaitVisible(`.who`, chromedp.ByQuery))
 		leaks := []string{"Acme Browsers", "owner@acme.example", "browser key", "acme.example", "acme.invalid", "Team chat", "Slack alerts", "Globex"}
 		for _, path := range []string{"/", "/keys", "/usage", "/webhooks", "/connectors", "/domains", "/content", "/members"} {
 			var body string
@@ -974,7 +975,7 @@ func TestDashboardInBrowser(t *testing.T) {
 			t.Fatalf("the browser's session cookie %q does not open /keys", before)
 		}
 		run("signout", chromedp.Navigate(s.URL+"/"), chromedp.WaitVisible(`.who button`, chromedp.ByQuery),
-			chromedp.Click(`.who button`, chromedp.ByQuery), chromedp.WaitVisible(`#password`, chromedp.ByQuery),
+			browsertest.Leaving(chromedp.Click(`.who button`, chromedp.ByQuery)), chromedp.WaitVisible(`#password`, chromedp.ByQuery),
 			chromedp.Navigate(s.URL+"/keys"), chromedp.WaitVisible(`#password`, chromedp.ByQuery))
 		if h := text("h1"); h != "Sign in" {
 			t.Fatalf("after signing out /keys shows %q", h)
@@ -997,7 +998,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		}
 		run("sign in", chromedp.SendKeys(`#email`, "owner@acme.example", chromedp.ByQuery),
 			chromedp.SendKeys(`#password`, "a long owner password", chromedp.ByQuery),
-			chromedp.Submit(`#password`, chromedp.ByQuery), chromedp.WaitVisible(`.who`, chromedp.ByQuery))
+			browsertest.Leaving(chromedp.Submit(`#password`, chromedp.ByQuery)), chromedp.WaitVisible(`.who`, chromedp.ByQuery))
 		got := sessionCookie()
 		if got == planted || got == "" || !opens(got) {
 			t.Fatalf("after sign-in the session cookie is %q (planted %q)", got, planted)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/aivis/aivis/client"
 	"github.com/aivis/aivis/core/probe/probefake"
+	"github.com/aivis/aivis/internal/browsertest"
 )
 
 // TestSurfacesAndMarketsEndToEnd: an xAI engine (a search API, asked the
@@ -162,7 +163,7 @@ func TestSurfacesAndMarketsEndToEnd(t *testing.T) {
 	if s := text(`#surfaces tbody`); !strings.Contains(s, "search API") || !strings.Contains(s, "search page (SERP)") {
 		t.Errorf("the surfaces read %q", s)
 	}
-	run("switch", chromedp.SetValue(`#market`, "de-DE", chromedp.ByQuery), chromedp.Submit(`#market`, chromedp.ByQuery),
+	run("switch", chromedp.SetValue(`#market`, "de-DE", chromedp.ByQuery), browsertest.Leaving(chromedp.Submit(`#market`, chromedp.ByQuery)),
 		chromedp.WaitReady(`#market option[selected]`, chromedp.ByQuery), chromedp.Poll(`document.readyState === "complete"`, nil),
 		chromedp.Evaluate(rowsJS("#engines tbody tr"), &rows))
 	if len(rows) != 2 || !strings.HasPrefix(rows[0][3], "de-DE") || !strings.HasPrefix(rows[1][3], "de-DE") {

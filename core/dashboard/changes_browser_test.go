@@ -10,6 +10,7 @@ import (
 
 	"github.com/aivis/aivis/core/changes"
 	"github.com/aivis/aivis/core/store"
+	"github.com/aivis/aivis/internal/browsertest"
 )
 
 // TestChangesInBrowser drives headless Chromium through the Changes tab:
@@ -32,7 +33,7 @@ func TestChangesInBrowser(t *testing.T) {
 	b := e.inBrowser("owner@example.com")
 
 	b.run("the domain", chromedp.Navigate(e.srv.URL+"/domains/acme.example"))
-	b.follow("the changes tab", chromedp.Click(`nav.tabs a[href="/domains/acme.example/changes"]`, chromedp.ByQuery),
+	b.run("the changes tab", browsertest.Leaving(chromedp.Click(`nav.tabs a[href="/domains/acme.example/changes"]`, chromedp.ByQuery)),
 		chromedp.WaitVisible(`#change-form`, chromedp.ByQuery))
 	b.axe("the changes tab")
 	var heading string
@@ -42,7 +43,7 @@ func TestChangesInBrowser(t *testing.T) {
 		chromedp.Click(`#change-prompt-0`, chromedp.ByQuery), chromedp.Click(`#change-prompt-1`, chromedp.ByQuery),
 		chromedp.Click(`#change-prompt-2`, chromedp.ByQuery), chromedp.Click(`#change-prompt-3`, chromedp.ByQuery),
 		chromedp.Click(`#change-prompt-4`, chromedp.ByQuery))
-	b.follow("record the change", chromedp.Submit(`#change-title`, chromedp.ByQuery), chromedp.WaitVisible(`#lift-0`, chromedp.ByQuery),
+	b.run("record the change", browsertest.Leaving(chromedp.Submit(`#change-title`, chromedp.ByQuery)), chromedp.WaitVisible(`#lift-0`, chromedp.ByQuery),
 		chromedp.Text(`h1`, &heading, chromedp.ByQuery))
 	b.shot("18-change-lift")
 	cs, _, err := e.changes.List(context.Background(), md, store.ChangeFilter{})
@@ -75,7 +76,7 @@ func TestChangesInBrowser(t *testing.T) {
 	// Another window.
 	var scans string
 	b.run("a window of 2 scans", chromedp.SetValue(`#lift-scans`, "2", chromedp.ByQuery))
-	b.follow("show the window", chromedp.Submit(`#lift-scans`, chromedp.ByQuery),
+	b.run("show the window", browsertest.Leaving(chromedp.Submit(`#lift-scans`, chromedp.ByQuery)),
 		chromedp.WaitVisible(`#lift-0`, chromedp.ByQuery), chromedp.Value(`#lift-scans`, &scans, chromedp.ByQuery))
 	var insufficient int
 	b.eval("count insufficient", `document.querySelectorAll("#lift-0 td.insufficient").length`, &insufficient)
@@ -106,7 +107,7 @@ func TestChangesInBrowser(t *testing.T) {
 	b.run("the traffic tab", chromedp.Navigate(e.srv.URL+"/domains/acme.example/traffic"), chromedp.WaitVisible(`svg.chart g.mark`, chromedp.ByQuery))
 	b.axe("the traffic charts with a mark")
 	b.run("the mark", chromedp.Navigate(e.srv.URL+"/domains/acme.example"), chromedp.WaitVisible(`svg.chart g.mark`, chromedp.ByQuery))
-	b.follow("follow the mark", chromedp.Click(`figcaption ul.marks a`, chromedp.ByQuery), chromedp.WaitVisible(`#lift-0`, chromedp.ByQuery))
+	b.run("follow the mark", browsertest.Leaving(chromedp.Click(`figcaption ul.marks a`, chromedp.ByQuery)), chromedp.WaitVisible(`#lift-0`, chromedp.ByQuery))
 
 	// Without the CSRF token: refused.
 	var status int
@@ -135,7 +136,7 @@ func TestChangesInBrowser(t *testing.T) {
 	// Deleted from its row, after the confirmation.
 	var empty string
 	b.run("the changes tab again", chromedp.Navigate(e.srv.URL+"/domains/acme.example/changes"))
-	b.follow("delete", chromedp.Click(`tr[data-change="`+id+`"] button.danger`, chromedp.ByQuery), chromedp.WaitVisible(`p.notice`, chromedp.ByQuery),
+	b.run("delete", browsertest.Leaving(chromedp.Click(`tr[data-change="`+id+`"] button.danger`, chromedp.ByQuery)), chromedp.WaitVisible(`p.notice`, chromedp.ByQuery),
 		chromedp.Text(`#change-list tbody`, &empty, chromedp.ByQuery))
 	if !strings.Contains(empty, "No change recorded yet.") {
 		t.Errorf("after deleting: %q", empty)

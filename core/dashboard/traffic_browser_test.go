@@ -2,7 +2,6 @@ package dashboard_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/aivis/aivis/core/store"
+	"github.com/aivis/aivis/internal/browsertest"
 	"github.com/aivis/aivis/internal/npmtest"
 )
 
@@ -89,24 +89,6 @@ func (b *inBrowser) run(what string, actions ...chromedp.Action) {
 	}
 }
 
-// follow runs leave, an action that leaves the page (a link followed, a
-// form sent), waits until the page it leads to has loaded, and runs then
-// on it. Queried any sooner, the old page's elements can still be found,
-// or a node of a document being replaced ("No node with given id found").
-func (b *inBrowser) follow(what string, leave chromedp.Action, then ...chromedp.Action) {
-	b.t.Helper()
-	resp, err := chromedp.RunResponse(b.ctx, leave)
-	if err == nil && resp != nil && resp.Status >= 400 {
-		err = fmt.Errorf("the page answered %d", resp.Status)
-	}
-	if err == nil {
-		err = chromedp.Run(b.ctx, then...)
-	}
-	if err != nil {
-		b.fail(what, err)
-	}
-}
-
 func (b *inBrowser) fail(what string, err error) {
 	b.t.Helper()
 	var html string
@@ -174,7 +156,7 @@ func TestTrafficInBrowser(t *testing.T) {
 	// No logs yet: how to send them, and no chart.
 	var n int
 	b.run("the quiet domain", chromedp.Navigate(e.srv.URL+"/domains/quiet.example"))
-	b.follow("the quiet domain's traffic tab", chromedp.Click(`nav.tabs a[href="/domains/quiet.example/traffic"]`, chromedp.ByQuery),
+	b.run("the quiet domain's traffic tab", browsertest.Leaving(chromedp.Click(`nav.tabs a[href="/domains/quiet.example/traffic"]`, chromedp.ByQuery)),
 		chromedp.WaitVisible(`#traffic-empty`, chromedp.ByQuery))
 	b.eval("count charts", `document.querySelectorAll("svg").length`, &n)
 	if n != 0 {
@@ -239,7 +221,7 @@ func TestTrafficInBrowser(t *testing.T) {
 		t.Errorf("problems (highlighted) %q", problems)
 	}
 	var current string
-	b.follow("switch to 90 days", chromedp.Click(`nav.window a[href*="days=90"]`, chromedp.ByQuery),
+	b.run("switch to 90 days", browsertest.Leaving(chromedp.Click(`nav.window a[href*="days=90"]`, chromedp.ByQuery)),
 		chromedp.WaitVisible(`nav.window a[aria-current="page"][href*="days=90"]`, chromedp.ByQuery),
 		chromedp.Text(`nav.window a[aria-current="page"]`, &current, chromedp.ByQuery))
 	b.eval("count days", `document.querySelectorAll("svg.chart")[0].querySelectorAll("text.axis").length`, &n)
@@ -251,7 +233,7 @@ func TestTrafficInBrowser(t *testing.T) {
 	var secret, setup string
 	b.run("fill in a token", chromedp.SendKeys(`#token-name`, "edge", chromedp.ByQuery),
 		chromedp.SetValue(`#token-source`, "fastly", chromedp.ByQuery))
-	b.follow("make a token", chromedp.Submit(`#token-name`, chromedp.ByQuery),
+	b.run("make a token", browsertest.Leaving(chromedp.Submit(`#token-name`, chromedp.ByQuery)),
 		chromedp.WaitVisible(`#new-token`, chromedp.ByQuery), chromedp.Value(`#new-token`, &secret, chromedp.ByQuery),
 		chromedp.Value(`#new-setup`, &setup, chromedp.ByQuery))
 	b.shot("17-ingest-token")
@@ -277,7 +259,7 @@ func TestTrafficInBrowser(t *testing.T) {
 	// Revoked from its row.
 	var state string
 	b.run("the traffic tab again", chromedp.Navigate(e.srv.URL+"/domains/acme.example/traffic"))
-	b.follow("revoke", chromedp.Click(`tr[data-token="`+tok.ID+`"] button.danger`, chromedp.ByQuery),
+	b.run("revoke", browsertest.Leaving(chromedp.Click(`tr[data-token="`+tok.ID+`"] button.danger`, chromedp.ByQuery)),
 		chromedp.WaitVisible(`p.notice`, chromedp.ByQuery),
 		chromedp.Text(`tr[data-token="`+tok.ID+`"] .state`, &state, chromedp.ByQuery))
 	if state != "revoked" {
