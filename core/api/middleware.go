@@ -54,11 +54,15 @@ func stateOf(ctx context.Context) *state {
 // withState is r with a state of its own to fill in: base's, or a new one
 // for a request served without base or whose state is already filled.
 func withState(r *http.Request) (*http.Request, *state) {
-	if st, _ := r.Context().Value(keyState).(*state); st != nil && !st.authenticated {
+	st, _ := r.Context().Value(keyState).(*state)
+	if st != nil && !st.authenticated {
 		return r, st
 	}
-	st := &state{id: stateOf(r.Context()).id}
-	return r.WithContext(context.WithValue(r.Context(), keyState, st)), st
+	n := &state{}
+	if st != nil {
+		n.id = st.id
+	}
+	return r.WithContext(context.WithValue(r.Context(), keyState, n)), n
 }
 
 func requestID(r *http.Request) string { return stateOf(r.Context()).id }
