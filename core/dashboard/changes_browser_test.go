@@ -32,18 +32,18 @@ func TestChangesInBrowser(t *testing.T) {
 	e.member(u.AccountID, "viewer@example.com", store.RoleViewer)
 	b := e.inBrowser("owner@example.com")
 
-	b.run("the domain", chromedp.Navigate(e.srv.URL+"/domains/acme.example"))
-	b.run("the changes tab", browsertest.Leaving(chromedp.Click(`nav.tabs a[href="/domains/acme.example/changes"]`, chromedp.ByQuery)),
+	b.run("the changes tab", chromedp.Navigate(e.srv.URL+"/domains/acme.example"),
+		browsertest.Leaving(chromedp.Click(`nav.tabs a[href="/domains/acme.example/changes"]`, chromedp.ByQuery)),
 		chromedp.WaitVisible(`#change-form`, chromedp.ByQuery))
 	b.axe("the changes tab")
 	var heading string
-	b.run("fill in a change", chromedp.SendKeys(`#change-title`, "New pricing FAQ", chromedp.ByQuery),
+	b.run("record a change", chromedp.SendKeys(`#change-title`, "New pricing FAQ", chromedp.ByQuery),
 		chromedp.SetValue(`#change-at`, at.Format("2006-01-02T15:04"), chromedp.ByQuery),
 		chromedp.SendKeys(`#change-pages`, "/pricing", chromedp.ByQuery),
 		chromedp.Click(`#change-prompt-0`, chromedp.ByQuery), chromedp.Click(`#change-prompt-1`, chromedp.ByQuery),
 		chromedp.Click(`#change-prompt-2`, chromedp.ByQuery), chromedp.Click(`#change-prompt-3`, chromedp.ByQuery),
-		chromedp.Click(`#change-prompt-4`, chromedp.ByQuery))
-	b.run("record the change", browsertest.Leaving(chromedp.Submit(`#change-title`, chromedp.ByQuery)), chromedp.WaitVisible(`#lift-0`, chromedp.ByQuery),
+		chromedp.Click(`#change-prompt-4`, chromedp.ByQuery),
+		browsertest.Leaving(chromedp.Submit(`#change-title`, chromedp.ByQuery)), chromedp.WaitVisible(`#lift-0`, chromedp.ByQuery),
 		chromedp.Text(`h1`, &heading, chromedp.ByQuery))
 	b.shot("18-change-lift")
 	cs, _, err := e.changes.List(context.Background(), md, store.ChangeFilter{})
@@ -75,8 +75,7 @@ func TestChangesInBrowser(t *testing.T) {
 
 	// Another window.
 	var scans string
-	b.run("a window of 2 scans", chromedp.SetValue(`#lift-scans`, "2", chromedp.ByQuery))
-	b.run("show the window", browsertest.Leaving(chromedp.Submit(`#lift-scans`, chromedp.ByQuery)),
+	b.run("a window of 2 scans", chromedp.SetValue(`#lift-scans`, "2", chromedp.ByQuery), browsertest.Leaving(chromedp.Submit(`#lift-scans`, chromedp.ByQuery)),
 		chromedp.WaitVisible(`#lift-0`, chromedp.ByQuery), chromedp.Value(`#lift-scans`, &scans, chromedp.ByQuery))
 	var insufficient int
 	b.eval("count insufficient", `document.querySelectorAll("#lift-0 td.insufficient").length`, &insufficient)
@@ -106,8 +105,8 @@ func TestChangesInBrowser(t *testing.T) {
 	b.axe("the score chart with a mark")
 	b.run("the traffic tab", chromedp.Navigate(e.srv.URL+"/domains/acme.example/traffic"), chromedp.WaitVisible(`svg.chart g.mark`, chromedp.ByQuery))
 	b.axe("the traffic charts with a mark")
-	b.run("the mark", chromedp.Navigate(e.srv.URL+"/domains/acme.example"), chromedp.WaitVisible(`svg.chart g.mark`, chromedp.ByQuery))
-	b.run("follow the mark", browsertest.Leaving(chromedp.Click(`figcaption ul.marks a`, chromedp.ByQuery)), chromedp.WaitVisible(`#lift-0`, chromedp.ByQuery))
+	b.run("follow the mark", chromedp.Navigate(e.srv.URL+"/domains/acme.example"), chromedp.WaitVisible(`svg.chart g.mark`, chromedp.ByQuery),
+		browsertest.Leaving(chromedp.Click(`figcaption ul.marks a`, chromedp.ByQuery)), chromedp.WaitVisible(`#lift-0`, chromedp.ByQuery))
 
 	// Without the CSRF token: refused.
 	var status int
@@ -135,8 +134,8 @@ func TestChangesInBrowser(t *testing.T) {
 
 	// Deleted from its row, after the confirmation.
 	var empty string
-	b.run("the changes tab again", chromedp.Navigate(e.srv.URL+"/domains/acme.example/changes"))
-	b.run("delete", browsertest.Leaving(chromedp.Click(`tr[data-change="`+id+`"] button.danger`, chromedp.ByQuery)), chromedp.WaitVisible(`p.notice`, chromedp.ByQuery),
+	b.run("delete", chromedp.Navigate(e.srv.URL+"/domains/acme.example/changes"),
+		browsertest.Leaving(chromedp.Click(`tr[data-change="`+id+`"] button.danger`, chromedp.ByQuery)), chromedp.WaitVisible(`p.notice`, chromedp.ByQuery),
 		chromedp.Text(`#change-list tbody`, &empty, chromedp.ByQuery))
 	if !strings.Contains(empty, "No change recorded yet.") {
 		t.Errorf("after deleting: %q", empty)

@@ -85,15 +85,10 @@ func (e *env) inBrowser(email string) *inBrowser {
 func (b *inBrowser) run(what string, actions ...chromedp.Action) {
 	b.t.Helper()
 	if err := chromedp.Run(b.ctx, actions...); err != nil {
-		b.fail(what, err)
+		var html string
+		_ = chromedp.Run(b.ctx, chromedp.OuterHTML("main", &html, chromedp.ByQuery))
+		b.t.Fatalf("%s: %v\npage:\n%s", what, err, html)
 	}
-}
-
-func (b *inBrowser) fail(what string, err error) {
-	b.t.Helper()
-	var html string
-	_ = chromedp.Run(b.ctx, chromedp.OuterHTML("main", &html, chromedp.ByQuery))
-	b.t.Fatalf("%s: %v\npage:\n%s", what, err, html)
 }
 
 func (b *inBrowser) eval(what, script string, out any) {
@@ -155,8 +150,8 @@ func TestTrafficInBrowser(t *testing.T) {
 
 	// No logs yet: how to send them, and no chart.
 	var n int
-	b.run("the quiet domain", chromedp.Navigate(e.srv.URL+"/domains/quiet.example"))
-	b.run("the quiet domain's traffic tab", browsertest.Leaving(chromedp.Click(`nav.tabs a[href="/domains/quiet.example/traffic"]`, chromedp.ByQuery)),
+	b.run("the quiet domain's traffic tab", chromedp.Navigate(e.srv.URL+"/domains/quiet.example"),
+		browsertest.Leaving(chromedp.Click(`nav.tabs a[href="/domains/quiet.example/traffic"]`, chromedp.ByQuery)),
 		chromedp.WaitVisible(`#traffic-empty`, chromedp.ByQuery))
 	b.eval("count charts", `document.querySelectorAll("svg").length`, &n)
 	if n != 0 {
@@ -231,9 +226,8 @@ func TestTrafficInBrowser(t *testing.T) {
 
 	// A token made in the form: shown once, with its setup.
 	var secret, setup string
-	b.run("fill in a token", chromedp.SendKeys(`#token-name`, "edge", chromedp.ByQuery),
-		chromedp.SetValue(`#token-source`, "fastly", chromedp.ByQuery))
-	b.run("make a token", browsertest.Leaving(chromedp.Submit(`#token-name`, chromedp.ByQuery)),
+	b.run("make a token", chromedp.SendKeys(`#token-name`, "edge", chromedp.ByQuery),
+		chromedp.SetValue(`#token-source`, "fastly", chromedp.ByQuery), browsertest.Leaving(chromedp.Submit(`#token-name`, chromedp.ByQuery)),
 		chromedp.WaitVisible(`#new-token`, chromedp.ByQuery), chromedp.Value(`#new-token`, &secret, chromedp.ByQuery),
 		chromedp.Value(`#new-setup`, &setup, chromedp.ByQuery))
 	b.shot("17-ingest-token")
@@ -258,8 +252,8 @@ func TestTrafficInBrowser(t *testing.T) {
 	}
 	// Revoked from its row.
 	var state string
-	b.run("the traffic tab again", chromedp.Navigate(e.srv.URL+"/domains/acme.example/traffic"))
-	b.run("revoke", browsertest.Leaving(chromedp.Click(`tr[data-token="`+tok.ID+`"] button.danger`, chromedp.ByQuery)),
+	b.run("revoke", chromedp.Navigate(e.srv.URL+"/domains/acme.example/traffic"),
+		browsertest.Leaving(chromedp.Click(`tr[data-token="`+tok.ID+`"] button.danger`, chromedp.ByQuery)),
 		chromedp.WaitVisible(`p.notice`, chromedp.ByQuery),
 		chromedp.Text(`tr[data-token="`+tok.ID+`"] .state`, &state, chromedp.ByQuery))
 	if state != "revoked" {
