@@ -303,11 +303,13 @@ func textFault(field, s string) error {
 // paramsFault refuses a query parameter's value or a path parameter that
 // holds a character a tenant's text may not, naming the parameter.
 func paramsFault(r *http.Request) error {
-	q := r.URL.Query()
-	for _, name := range slices.Sorted(maps.Keys(q)) {
-		for _, v := range q[name] {
-			if err := textFault(name, v); err != nil {
-				return err
+	if r.URL.RawQuery != "" {
+		q := r.URL.Query()
+		for _, name := range slices.Sorted(maps.Keys(q)) {
+			for _, v := range q[name] {
+				if err := textFault(name, v); err != nil {
+					return err
+				}
 			}
 		}
 	}

@@ -61,3 +61,39 @@ func TestRequestIDFromCaller(t *testing.T) {
 		t.Errorf("the access log's duration:\n%s", log.String())
 	}
 }
+
+// The header values every response carries are shared between responses
+// (nosniff, noStore, contentJSON): a handler that adds to one of them, or
+// replaces it, leaves the next response's as they were.
+func TestSharedHeaderValuesStayPut(t *testing.T) {
+	s := New(Config{}, Deps{Counter: limits.NewMemory(nil, testLog), Guard: limits.NewAuthGuard(100, time.Minute), Log: testLog})
+	changing := s.base(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Add("Cache-Control", "private")
+		h.Add("X-Content-Type-Options", "other")
+		writeRaw(w, http.StatusOK, []byte(`{}`))
+		h.Add("Content-Type", "charset=utf-8")
+		w.Header().Set("Cache-Control", "public")
+	}))
+	plain := s.base(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { writeRaw(w, http.StatusOK, []byte(`{}`)) }))
+	for i, h := range []http.Handler{changing, plain, changing, plain} {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/v1/domains", nil))
+		if i%2 == 0 {
+			continue
+		}
+		got := w.Result().Header
+		if v := got.Values("Cache-Control"); len(v) != 1 || v[0] != "no-store" {
+			t.Errorf("response %d: Cache-Control %q, want no-store", i, v)
+		}
+		if v := got.Values("X-Content-Type-Options"); len(v) != 1 || v[0] != "nosniff" {
+			t.Errorf("response %d: X-Content-Type-Options %q, want nosniff", i, v)
+		}
+		if v := got.Values("Content-Type"); len(v) != 1 || v[0] != "application/json" {
+			t.Errorf("response %d: Content-Type %q, want application/json", i, v)
+		}
+	}
+	if nosniff[0] != "nosniff" || noStore[0] != "no-store" || contentJSON[0] != "application/json" || len(nosniff)+len(noStore)+len(contentJSON) != 3 {
+		t.Errorf("the shared values changed: %q %q %q", nosniff, noStore, contentJSON)
+	}
+}

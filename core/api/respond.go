@@ -23,11 +23,20 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 func writeRaw(w http.ResponseWriter, status int, b []byte) {
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(b)))
+	h["Content-Type"] = contentJSON
+	h["Content-Length"] = []string{strconv.Itoa(len(b))}
 	w.WriteHeader(status)
 	w.Write(b)
 }
+
+// Header values every response carries. They are shared: a header is
+// only ever replaced (Set) or added to (Add, which copies a full slice),
+// never written in place.
+var (
+	contentJSON = []string{"application/json"}
+	nosniff     = []string{"nosniff"}
+	noStore     = []string{"no-store"}
+)
 
 // envelope wraps data for the key-and-secret interface.
 func envelope(data any) client.Envelope[any] { return client.Envelope[any]{Success: true, Data: data} }
