@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -14,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -37,6 +39,7 @@ var (
 	openShare   = flag.Float64("open-share", 0.5, "open-loop rate as a share of the closed-loop peak")
 	nAccounts   = flag.Int("accounts", 2000, "enterprise accounts (one key each) the budget-status load is spread over")
 	withH2      = flag.Bool("h2", true, "also measure HTTP/2 (closed loop)")
+	loadRounds  = flag.Int("load-rounds", 3, "rounds of the closed loops of the bare handler, its budget-status answer and budget-status, in turn, on HTTP/1.1 and on HTTP/2: the ratios are the rounds' medians")
 	inProcess   = flag.Bool("load-in-process", true, "measure the phases served in the benchmark's process (the bare handler, each counter); false: only the `aivis serve` processes of -engines")
 )
 
@@ -307,16 +310,14 @@ func BenchmarkLoad(b *testing.B) {
 
 	const (
 		nBare    = "bare chi handler, HTTP/1.1"
-		nAnswer  = "bare chi handler answering as budget-status (diagnostic), HTTP/1.1"
 		nBudget  = "budget-status, HTTP/1.1"
 		nStore   = "budget-status, counter store, HTTP/1.1"
 		nStore2  = "budget-status, counter store, two handles, HTTP/1.1"
 		nNoFlush = "budget-status, counter never flushed (diagnostic), HTTP/1.1"
 	)
 	b.ResetTimer()
-	bareClosed := run(ClosedLoop(ctx, nBare, bare, *workers, *warmup, *phase))
-	answerClosed := run(ClosedLoop(ctx, nAnswer, answer, *workers, *warmup, *phase))
-	budgetClosed := run(ClosedLoop(ctx, nBudget, budget, *workers, *warmup, *phase))
+	h1 := rounds(b, ctx, "HTTP/1.1", bare, answer, budget)
+	bareClosed, answerClosed, budgetClosed := run(h1.median.bare, nil), run(h1.median.answer, nil), run(h1.median.budget, nil)
 	storeClosed := run(ClosedLoop(ctx, nStore, budgetStore, *workers, *warmup, *phase))
 	store2Closed := run(ClosedLoop(ctx, nStore2, budgetStore2, *workers, *warmup, *phase))
 	noFlushClosed := run(ClosedLoop(ctx, nNoFlush, noFlush, *workers, *warmup, *phase))
@@ -325,18 +326,20 @@ func BenchmarkLoad(b *testing.B) {
 	storeOpen := run(OpenLoop(ctx, nStore, budgetStore, *openWorkers, *openShare*storeClosed.Rate(), *warmup, *phase))
 	store2Open := run(OpenLoop(ctx, nStore2, budgetStore2, *openWorkers, *openShare*store2Closed.Rate(), *warmup, *phase))
 	noFlushOpen := run(OpenLoop(ctx, nNoFlush, noFlush, *openWorkers, *openShare*noFlushClosed.Rate(), *warmup, *phase))
-	var bareH2, answerH2, budgetH2 Result
+	var h2 trioRounds
 	if *withH2 {
 		h2bare := NewH2("https://"+f.bareAddr+"/bare", clientTLS(b, f.cert), nil)
 		h2answer := NewH2("https://"+f.answerAddr+"/answer", clientTLS(b, f.cert), f.creds)
 		h2budget := NewH2("https://"+f.apiAddr+"/api/v1/ai/budget-status", clientTLS(b, f.cert), f.creds)
-		bareH2 = run(ClosedLoop(ctx, "bare chi handler, HTTP/2", h2bare, *workers, *warmup, *phase))
-		answerH2 = run(ClosedLoop(ctx, "bare chi handler answering as budget-status (diagnostic), HTTP/2", h2answer, *workers, *warmup, *phase))
-		budgetH2 = run(ClosedLoop(ctx, "budget-status, HTTP/2", h2budget, *workers, *warmup, *phase))
+		h2 = rounds(b, ctx, "HTTP/2", h2bare, h2answer, h2budget)
+		run(h2.median.bare, nil)
+		run(h2.median.answer, nil)
+		run(h2.median.budget, nil)
 		for _, c := range []*H2{h2bare, h2answer, h2budget} {
 			c.Client.CloseIdleConnections()
 		}
 	}
+	bareH2, answerH2, budgetH2 := h2.median.bare, h2.median.answer, h2.median.budget
 	onEngines := budgetOnEngines(b, run)
 	var costs []metricsCost
 	if *metricsRounds > 0 {
@@ -353,6 +356,9 @@ func BenchmarkLoad(b *testing.B) {
 	ratio := budgetClosed.Rate() / bareClosed.Rate()
 	b.ReportMetric(0, "ns/op")
 	b.ReportMetric(ratio, "ratio")
+	if *withH2 {
+		b.ReportMetric(budgetH2.Rate()/bareH2.Rate(), "ratio-h2")
+	}
 	for _, m := range []struct {
 		name         string
 		closed, open Result
@@ -389,15 +395,70 @@ func BenchmarkLoad(b *testing.B) {
 		store2Closed.Rate(), ms(store2Closed.P50), ms(store2Closed.P99), ms(store2Open.P50), ms(store2Open.P99), us(store2Closed.CPUPerRequest()))
 	fmt.Fprintf(&out, "\nDiagnostic, not a target: with a counter that is never flushed, budget-status reaches %.0f%% of the bare handler and its open-loop p99 is %s ms.\n",
 		100*noFlushClosed.Rate()/bareClosed.Rate(), ms(noFlushOpen.P99))
-	fmt.Fprintf(&out, "Diagnostic, not a target: the bare handler asked with budget-status's credentials and answering with its headers and body reaches %.0f%% of the bare handler, and budget-status %.0f%% of it (HTTP/1.1, closed loop)",
-		100*answerClosed.Rate()/bareClosed.Rate(), 100*budgetClosed.Rate()/answerClosed.Rate())
+	fmt.Fprintf(&out, "\nThe closed loops of the bare handler, the bare handler asked with budget-status's credentials and answering with its headers and body (a diagnostic: the ceiling of any server answering that request), and budget-status, in turn, %d rounds; the table gives the round of the median budget-status / bare:\n\n", *loadRounds)
+	out.WriteString("| protocol | budget-status / bare (rounds) | median | answer / bare | budget-status / answer | budget-status CPU µs a request |\n|---|---|---:|---|---|---|\n")
+	h1.report(&out)
 	if *withH2 {
-		fmt.Fprintf(&out, "; on HTTP/2 %.0f%% and %.0f%%", 100*answerH2.Rate()/bareH2.Rate(), 100*budgetH2.Rate()/answerH2.Rate())
+		h2.report(&out)
 	}
-	out.WriteString(".\n")
 	reportEngines(b, &out, onEngines)
 	fmt.Fprintln(os.Stdout, out.String())
 	reportMetrics(b, costs...)
+}
+
+// trio is a round of the closed loops of the bare handler, the bare
+// handler answering as budget-status and budget-status.
+type trio struct{ bare, answer, budget Result }
+
+func (t trio) ratio() float64 { return t.budget.Rate() / t.bare.Rate() }
+
+// trioRounds are the rounds of one protocol and the round of the median
+// budget-status / bare.
+type trioRounds struct {
+	proto  string
+	all    []trio
+	median trio
+}
+
+// rounds runs -load-rounds rounds of the three closed loops in turn, so
+// that what drifts on a shared machine falls on all three alike.
+func rounds(b *testing.B, ctx context.Context, proto string, bare, answer, budget Target) trioRounds {
+	phase := func(name string, t Target) Result {
+		r, err := ClosedLoop(ctx, name+", "+proto, t, *workers, *warmup, *phase)
+		if err != nil {
+			b.Fatal(err)
+		}
+		runtime.GC()
+		return r
+	}
+	tr := trioRounds{proto: proto}
+	for range max(*loadRounds, 1) {
+		tr.all = append(tr.all, trio{
+			bare:   phase("bare chi handler", bare),
+			answer: phase("bare chi handler answering as budget-status (diagnostic)", answer),
+			budget: phase("budget-status", budget),
+		})
+	}
+	byRatio := slices.Clone(tr.all)
+	slices.SortFunc(byRatio, func(x, y trio) int { return cmp.Compare(x.ratio(), y.ratio()) })
+	tr.median = byRatio[len(byRatio)/2]
+	return tr
+}
+
+// report writes the rounds' row of the ratios' table.
+func (tr trioRounds) report(out *strings.Builder) {
+	each := func(f func(trio) string) string {
+		var s []string
+		for _, t := range tr.all {
+			s = append(s, f(t))
+		}
+		return strings.Join(s, ", ")
+	}
+	fmt.Fprintf(out, "| %s | %s | %.2f | %s | %s | %s |\n", tr.proto,
+		each(func(t trio) string { return fmt.Sprintf("%.2f", t.ratio()) }), tr.median.ratio(),
+		each(func(t trio) string { return fmt.Sprintf("%.2f", t.answer.Rate()/t.bare.Rate()) }),
+		each(func(t trio) string { return fmt.Sprintf("%.2f", t.budget.Rate()/t.answer.Rate()) }),
+		each(func(t trio) string { return fmt.Sprintf("%.0f", us(t.budget.CPUPerRequest())) }))
 }
 
 // engineRun is budget-status on the `aivis serve` processes of a
