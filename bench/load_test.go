@@ -423,7 +423,7 @@ type trioRounds struct {
 // rounds runs -load-rounds rounds of the three closed loops in turn, so
 // that what drifts on a shared machine falls on all three alike.
 func rounds(b *testing.B, ctx context.Context, proto string, bare, answer, budget Target) trioRounds {
-	phase := func(name string, t Target) Result {
+	measure := func(name string, t Target) Result {
 		r, err := ClosedLoop(ctx, name+", "+proto, t, *workers, *warmup, *phase)
 		if err != nil {
 			b.Fatal(err)
@@ -434,9 +434,9 @@ func rounds(b *testing.B, ctx context.Context, proto string, bare, answer, budge
 	tr := trioRounds{proto: proto}
 	for range max(*loadRounds, 1) {
 		tr.all = append(tr.all, trio{
-			bare:   phase("bare chi handler", bare),
-			answer: phase("bare chi handler answering as budget-status (diagnostic)", answer),
-			budget: phase("budget-status", budget),
+			bare:   measure("bare chi handler", bare),
+			answer: measure("bare chi handler answering as budget-status (diagnostic)", answer),
+			budget: measure("budget-status", budget),
 		})
 	}
 	byRatio := slices.Clone(tr.all)
