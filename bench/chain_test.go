@@ -1,18 +1,13 @@
 package bench
 
 import (
-	"context"
 	"flag"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
 	"testing"
-	"time"
 
 	"github.com/aivis/aivis/config"
-	"github.com/aivis/aivis/core/api"
-	"github.com/aivis/aivis/core/app"
 	"github.com/aivis/aivis/core/limits"
 )
 
@@ -34,34 +29,25 @@ var (
 // The three alternate in each round; the figures are the medians. It runs
 // its rounds once whatever b.N is; run it with -benchtime=1x.
 func BenchmarkHandlerChain(b *testing.B) {
-	ctx := context.Background()
 	cfg := config.Default()
 	cfg.DataDir = b.TempDir()
-	svc, err := app.Open(ctx, cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { svc.Close() })
+	svc := openServices(b, cfg)
 	creds := newAccounts(b, svc)
-	srv := api.New(api.Config{}, api.Deps{Store: svc.Store, Auth: svc.Auth, Content: svc.Content,
-		Counter: limits.NewMemory(nil, quiet()), Guard: limits.NewAuthGuard(1_000_000, time.Minute), Log: quiet()})
-	h := srv.Handler()
-	requests := func(major int) []*http.Request {
+	h := apiHandler(svc, limits.NewMemory(nil, quiet()))
+	requests := func(proto string) []*http.Request {
 		var rs []*http.Request
 		for _, c := range creds {
 			r := httptest.NewRequest(http.MethodGet, "https://localhost/api/v1/ai/budget-status", nil)
-			r.ProtoMajor, r.ProtoMinor, r.Proto = major, 0, fmt.Sprintf("HTTP/%d.0", major)
-			if major == 1 {
-				r.ProtoMinor, r.Proto = 1, "HTTP/1.1"
-			}
+			r.Proto = proto
+			r.ProtoMajor, r.ProtoMinor, _ = http.ParseHTTPVersion(proto)
 			copyHeader(r.Header, c)
 			r.RemoteAddr = "127.0.0.1:5555"
 			rs = append(rs, r)
 		}
 		return rs
 	}
-	// A round of n requests, each on a new goroutine, one at a time: CPU
-	// and allocations a request.
+	// A round of n requests, one at a time, each on a new goroutine unless
+	// inline: CPU, allocations and bytes a request.
 	round := func(rs []*http.Request, n int, inline bool) (cpuNs, allocs, bytes float64) {
 		var m0, m1 runtime.MemStats
 		runtime.GC()
@@ -88,7 +74,7 @@ func BenchmarkHandlerChain(b *testing.B) {
 		runtime.ReadMemStats(&m1)
 		return cpuNs, float64(m1.Mallocs-m0.Mallocs) / float64(n), float64(m1.TotalAlloc-m0.TotalAlloc) / float64(n)
 	}
-	h1, h2 := requests(1), requests(2)
+	h1, h2 := requests("HTTP/1.1"), requests("HTTP/2.0")
 	protos := []struct {
 		name   string
 		rs     []*http.Request
