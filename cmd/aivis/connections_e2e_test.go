@@ -388,12 +388,7 @@ func TestMisbehavingConnectors(t *testing.T) {
 	// A binary changed on disk is not started again: the connector is
 	// reported unavailable, and the server still serves.
 	s.stop()
-	f, err := os.OpenFile(bad, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Write([]byte("tampered"))
-	f.Close()
+	tamper(t, bad)
 	s = start(t, dir, "--allowed-targets", "127.0.0.1/32", "--allow-http-targets", "--webhook-timeout", "2s")
 	r := s.do(t, req{method: "POST", path: "/v1/connections", header: bearer(k), body: `{"connector":"test","events":["ai_visibility_change"],"settings":{}}`})
 	if r.Status != 503 || r.errorCode(t) != "CONNECTOR_UNAVAILABLE" || !strings.Contains(string(r.Body), "changed") {

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -34,12 +36,7 @@ func TestPluginRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.OpenFile(bin, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Write([]byte("tampered"))
-	f.Close()
+	tamper(t, bin)
 	cli(t, dir, &list, "plugin", "list")
 	if list[0]["state"] != "changed" {
 		t.Fatalf("after a change: %v", list)
@@ -71,6 +68,34 @@ func TestPluginRegistry(t *testing.T) {
 	}
 	if msg := cliFails(t, dir, "plugin", "remove", "partner-chat"); !strings.Contains(msg, "no plugin") {
 		t.Fatalf("removing twice: %s", msg)
+	}
+}
+
+// tamper changes the binary at path in place, as an operator's edit
+// would. A plugin process that has just exited may hold the file busy
+// for an instant after it has left the process table (ETXTBSY); the
+// change waits for it, where ignoring the error would leave the binary
+// as it was.
+func tamper(t *testing.T, path string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+		if errors.Is(err, syscall.ETXTBSY) && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = f.Write([]byte("tampered"))
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return
 	}
 }
 
@@ -124,9 +149,7 @@ func TestServeRunsRegisteredConnectors(t *testing.T) {
 	}
 
 	// A binary changed since registration is not started, and says why.
-	f, _ := os.OpenFile(bin, os.O_APPEND|os.O_WRONLY, 0)
-	f.Write([]byte("x"))
-	f.Close()
+	tamper(t, bin)
 	s = start(t, dir)
 	r = s.do(t, req{method: "GET", path: "/v1/connectors", header: bearer(k)})
 	r.decode(t, &page)
