@@ -890,3 +890,62 @@ func TestSuccessWritesHealthOncePerMinute(t *testing.T) {
 		t.Fatalf("the success after a failure did not reset it: %+v", got)
 	}
 }
+
+// targetReads counts the reads of a webhook or connection made in the
+// engine's write transactions.
+type targetReads struct {
+	*sqlite.DB
+	n atomic.Int64
+}
+
+func (c *targetReads) Update(ctx context.Context, fn func(store.Tx) error) error {
+	return c.DB.Update(ctx, func(tx store.Tx) error { return fn(countedTx{tx, &c.n}) })
+}
+
+type countedTx struct {
+	store.Tx
+	n *atomic.Int64
+}
+
+func (tx countedTx) Webhook(accountID, id string) (store.Webhook, error) {
+	tx.n.Add(1)
+	return tx.Tx.Webhook(accountID, id)
+}
+
+// TestSuccessOfAHealthyTargetReadsNothing: the outcome of a success reads
+// its target once, the first time; each later success within the minute
+// is written with no read of it (the common case of a busy endpoint, on
+// PostgreSQL a query a delivery saved).
+func TestSuccessOfAHealthyTargetReadsNothing(t *testing.T) {
+	var reads *targetReads
+	e := newEnvOn(t, delivery.Options{}, func(db *sqlite.DB) delivery.Store { reads = &targetReads{DB: db}; return reads })
+	rc := newReceiver(t, func(int, webhook.Event) int { return http.StatusOK })
+	w := e.create(t, rc, client.CreateWebhook{Events: []string{events.VisibilityChange}})
+	// succeeded waits until n deliveries have their success written: the
+	// outcomes' transactions have committed.
+	succeeded := func(n int) {
+		t.Helper()
+		eventually(t, fmt.Sprintf("%d deliveries succeeded", n), func() bool {
+			k := 0
+			for _, d := range deliveries(t, e, w.ID) {
+				if d.Event == events.VisibilityChange && d.Status == store.DeliverySucceeded {
+					k++
+				}
+			}
+			return k == n
+		})
+	}
+	e.reading(t, "example.com", 10)
+	succeeded(1)
+	if got := reads.n.Load(); got != 1 {
+		t.Fatalf("the first success read its target %d times, want once", got)
+	}
+	const later = 10
+	for i := range later {
+		e.reading(t, "example.com", 20+i)
+		succeeded(2 + i)
+	}
+	if got := reads.n.Load() - 1; got != 0 {
+		t.Errorf("%d later successes within the minute read their target %d times, want none", later, got)
+	}
+}
