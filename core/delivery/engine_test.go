@@ -836,21 +836,8 @@ func TestSuccessWritesHealthOncePerMinute(t *testing.T) {
 		}
 		return got
 	}
-	succeeded := func(n int) {
-		t.Helper()
-		eventually(t, fmt.Sprintf("%d deliveries succeeded", n), func() bool {
-			k := 0
-			for _, d := range deliveries(t, e, w.ID) {
-				if d.Event == events.VisibilityChange && d.Status == store.DeliverySucceeded {
-					k++
-				}
-			}
-			return k == n
-		})
-	}
-
 	e.reading(t, "example.com", 10)
-	succeeded(1)
+	succeeded(t, e, w.ID, 1)
 	first := target()
 	if first.LastSuccessAt.IsZero() || first.Failures != 0 {
 		t.Fatalf("after the first success: %+v", first)
@@ -865,14 +852,14 @@ func TestSuccessWritesHealthOncePerMinute(t *testing.T) {
 	}
 	advance(10 * time.Second)
 	e.reading(t, "example.com", 20)
-	succeeded(2)
+	succeeded(t, e, w.ID, 2)
 	if got := target(); got.Failures != 3 || !got.LastSuccessAt.Equal(first.LastSuccessAt) {
 		t.Fatalf("a success within the minute wrote the target: failures %d, last success %s (was %s)",
 			got.Failures, got.LastSuccessAt, first.LastSuccessAt)
 	}
 	advance(61 * time.Second)
 	e.reading(t, "example.com", 30)
-	succeeded(3)
+	succeeded(t, e, w.ID, 3)
 	if got := target(); got.Failures != 0 || !got.FailingSince.IsZero() || !got.LastSuccessAt.Equal(now()) {
 		t.Fatalf("a success a minute on did not reset the failures: %+v", got)
 	}
@@ -885,10 +872,25 @@ func TestSuccessWritesHealthOncePerMinute(t *testing.T) {
 	failing.Store(false)
 	advance(time.Second) // the retry comes due
 	e.engine.Wake()
-	succeeded(4)
+	succeeded(t, e, w.ID, 4)
 	if got := target(); got.Failures != 0 || !got.LastSuccessAt.Equal(now()) {
 		t.Fatalf("the success after a failure did not reset it: %+v", got)
 	}
+}
+
+// succeeded waits until n of the webhook's visibility deliveries have
+// their success written: the outcomes' transactions have committed.
+func succeeded(t *testing.T, e *env, webhookID string, n int) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("%d deliveries succeeded", n), func() bool {
+		k := 0
+		for _, d := range deliveries(t, e, webhookID) {
+			if d.Event == events.VisibilityChange && d.Status == store.DeliverySucceeded {
+				k++
+			}
+		}
+		return k == n
+	})
 }
 
 // targetReads counts the reads of a webhook or connection made in the
@@ -921,29 +923,15 @@ func TestSuccessOfAHealthyTargetReadsNothing(t *testing.T) {
 	e := newEnvOn(t, delivery.Options{}, func(db *sqlite.DB) delivery.Store { reads = &targetReads{DB: db}; return reads })
 	rc := newReceiver(t, func(int, webhook.Event) int { return http.StatusOK })
 	w := e.create(t, rc, client.CreateWebhook{Events: []string{events.VisibilityChange}})
-	// succeeded waits until n deliveries have their success written: the
-	// outcomes' transactions have committed.
-	succeeded := func(n int) {
-		t.Helper()
-		eventually(t, fmt.Sprintf("%d deliveries succeeded", n), func() bool {
-			k := 0
-			for _, d := range deliveries(t, e, w.ID) {
-				if d.Event == events.VisibilityChange && d.Status == store.DeliverySucceeded {
-					k++
-				}
-			}
-			return k == n
-		})
-	}
 	e.reading(t, "example.com", 10)
-	succeeded(1)
+	succeeded(t, e, w.ID, 1)
 	if got := reads.n.Load(); got != 1 {
 		t.Fatalf("the first success read its target %d times, want once", got)
 	}
 	const later = 10
 	for i := range later {
 		e.reading(t, "example.com", 20+i)
-		succeeded(2 + i)
+		succeeded(t, e, w.ID, 2+i)
 	}
 	if got := reads.n.Load() - 1; got != 0 {
 		t.Errorf("%d later successes within the minute read their target %d times, want none", later, got)
